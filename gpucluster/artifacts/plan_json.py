@@ -1,0 +1,149 @@
+"""plan.json: the whole plan, machine-readable. It is the contract later tools read (see README,
+"Reading plan.json"). Records of long lists stand one per line, so the file diffs and greps well.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import orjson
+
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+from gpucluster.plan.totals import totals
+from gpucluster.rules import check_rules, rule_facts
+
+SCHEMA_VERSION = 1
+_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    with open(folder / "plan.json", "wb") as out:
+        for chunk in plan_chunks(plan, loaded):
+            out.write(chunk)
+
+
+def plan_document(plan: Plan, loaded: LoadedDesign) -> dict:
+    """The plan.json content as one Python object (for tests and small designs)."""
+    return orjson.loads(b"".join(plan_chunks(plan, loaded)))
+
+
+def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
+    design = loaded.design
+    facts = rule_facts(plan)
+    head = {
+        "schema_version": SCHEMA_VERSION,
+        "design": {"name": design.name, "description": design.description, "source": design.model_dump(mode="json")},
+        "settings": plan.settings,
+        "totals": totals(plan),
+        "tiers": [_tier(t) for t in plan.tiers],
+        "analysis": plan.analysis,
+        "findings": [
+            {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject}
+            for f in [*plan.findings, *check_rules(facts)]
+        ],
+    }
+    yield b"{\n"
+    for key, value in head.items():
+        yield b'"' + key.encode() + b'": ' + orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2) + b",\n"
+    yield from _records("racks", (_rack(r) for r in plan.racks.values()))
+    yield b",\n"
+    yield from _records("devices", (_device(d) for d in plan.devices.values()))
+    yield b",\n"
+    cable_of = {index: cable.id for cable in plan.cables for index in cable.links}
+    yield from _records("links", (_link(i, link, cable_of.get(i)) for i, link in enumerate(plan.links)))
+    yield b",\n"
+    yield from _records("cables", (_cable(c) for c in plan.cables))
+    yield b"\n}\n"
+
+
+def _records(key: str, records: Iterable[dict]) -> Iterator[bytes]:
+    yield b'"' + key.encode() + b'": ['
+    first = True
+    for record in records:
+        yield (b"\n  " if first else b",\n  ") + orjson.dumps(record, option=_OPTIONS)
+        first = False
+    yield b"\n]" if not first else b"]"
+
+
+def _tier(t) -> dict:
+    return {
+        "network": t.network,
+        "tier": t.tier,
+        "name": t.name,
+        "switch_part": t.switch_part,
+        "switches": t.switches,
+        "down_links": t.down_links,
+        "up_links": t.up_links,
+        "down_gbps": t.down_gbps,
+        "up_gbps": t.up_gbps,
+        "oversubscription": round(t.oversubscription, 4) if t.up_gbps else None,
+    }
+
+
+def _rack(r) -> dict:
+    return {
+        "name": r.name,
+        "part": r.part,
+        "row": r.row,
+        "position": r.position,
+        "x_mm": r.x_mm,
+        "y_mm": r.y_mm,
+        "purpose": r.purpose,
+        "su": r.su,
+        "height_u": r.height_u,
+        "devices": r.devices,
+        "pdus": r.pdus,
+        "power_max_w": round(r.power_max_w, 1),
+        "power_typical_w": round(r.power_typical_w, 1),
+    }
+
+
+def _device(d) -> dict:
+    record = {
+        "name": d.name,
+        "part": d.part,
+        "role": d.role,
+        "rack": d.rack,
+        "u_position": d.u_position,
+        "u_height": d.u_height,
+    }
+    for key in ("su", "network", "tier", "rail", "pod"):
+        value = getattr(d, key)
+        if value is not None:
+            record[key] = value
+    if d.spare:
+        record["spare"] = True
+    return record
+
+
+def _link(index: int, link, cable: str | None) -> dict:
+    record = {
+        "id": index,
+        "cable": cable,
+        "network": link.network,
+        "tier": link.tier,
+        "a": {"device": link.a_device, "port": link.a_port},
+        "b": {"device": link.b_device, "port": link.b_port},
+        "speed_gbps": link.speed_gbps,
+        "purpose": link.purpose,
+    }
+    if link.rail is not None:
+        record["rail"] = link.rail
+    return record
+
+
+def _cable(c) -> dict:
+    return {
+        "id": c.id,
+        "network": c.network,
+        "links": list(c.links),
+        "media": c.media,
+        "part": c.cable_part,
+        "part_number": c.part_number,
+        "length_m": c.length_m,
+        "run_length_m": c.run_length_m,
+        "a_transceiver": c.a_transceiver,
+        "b_transceiver": c.b_transceiver,
+    }

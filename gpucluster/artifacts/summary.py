@@ -1,0 +1,57 @@
+"""The one-screen summary: what `gpucluster validate` prints and `summary.md` holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+from gpucluster.plan.totals import totals
+from gpucluster.rules import check_rules, rule_facts
+
+
+def summary_lines(plan: Plan) -> list[str]:
+    t = totals(plan)
+    s = plan.settings
+    lines = [
+        f"{plan.name}: {t['production_gpus']:,} GPUs on {t['production_servers']:,} {s['server']} servers "
+        f"+ {t['spare_servers']} spare, {t['scalable_units']} scalable units of {s['scalable_unit_servers']}",
+    ]
+    for network in ("compute", "storage", "inband", "oob"):
+        switches = t["switches"][network]
+        if not switches:
+            continue
+        tiers = ", ".join(f"{n} {k}" for k, n in switches.items())
+        links = sum(t["links"][network].values())
+        analysis = plan.analysis.get(network, {})
+        extra = ""
+        if network == "compute":
+            hops = analysis.get("hops", {}).get("max_switch_hops")
+            extra = f"; bisection {analysis.get('bisection_bandwidth_gbps', 0) / 1000:,.1f} Tb/s" + (
+                f", at most {hops} switch hops" if hops else ""
+            )
+        lines.append(
+            f"  {network:8} {s.get(network + '_switch', s.get('oob_switch'))}: {tiers}; {links:,} links{extra}"
+        )
+    lines.append(
+        f"  storage  {s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']} "
+        f"({s['parallel_filesystem_capacity_tb']:,.0f} TB, "
+        f"{s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
+        f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write)"
+        + (f"; object {s['object_storage_blocks']} x {s['object_storage_block']}" if s["object_storage_block"] else "")
+    )
+    racks = ", ".join(f"{n} {k}" for k, n in t["racks_by_purpose"].items())
+    lines.append(f"  racks    {t['racks']} ({racks}), {s['servers_per_rack']} servers per compute rack")
+    lines.append(
+        f"  power    IT {t['it_power_max_kw']:,.1f} kW maximum, {t['it_power_typical_kw']:,.1f} kW typical; "
+        f"{t['cables']:,} cables"
+    )
+    findings = [f for f in [*plan.findings, *check_rules(rule_facts(plan))] if f.severity != "ok"]
+    for finding in findings:
+        lines.append(f"  {finding.severity}: {finding.message}")
+    return lines
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    text = "# " + plan.name + "\n\n```\n" + "\n".join(summary_lines(plan)) + "\n```\n"
+    (folder / "summary.md").write_text(text, encoding="utf-8")

@@ -1,0 +1,1 @@
+"""The parts catalog: hardware facts with their sources."""

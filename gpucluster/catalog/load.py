@@ -1,0 +1,125 @@
+"""Loading the parts catalog: the packaged data files plus any catalog files a user adds."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import ValidationError
+
+from gpucluster.catalog.schema import (
+    Appliance,
+    Cable,
+    CatalogFile,
+    GpuServer,
+    Nic,
+    Pdu,
+    Rack,
+    StorageBlock,
+    Switch,
+    Transceiver,
+    uncited_fields,
+)
+from gpucluster.errors import DesignError, Problem
+from gpucluster.yamlsource import load_yaml_with_positions, locate
+
+PartT = TypeVar("PartT")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every part by id, with the citation text of each source tag resolved."""
+
+    parts: dict[str, object] = field(default_factory=dict)
+    source_text: dict[str, str] = field(default_factory=dict)
+    origin: dict[str, str] = field(default_factory=dict)  # part id -> file it came from
+
+    def get(self, part_id: str, kind: type[PartT]) -> PartT:
+        part = self.parts.get(part_id)
+        if not isinstance(part, kind):
+            raise KeyError(part_id)
+        return part
+
+    def ids(self, kind: type) -> list[str]:
+        return sorted(pid for pid, part in self.parts.items() if isinstance(part, kind))
+
+    def of_kind(self, kind: type[PartT]) -> list[PartT]:
+        return [self.parts[pid] for pid in self.ids(kind)]  # type: ignore[misc]
+
+    def citation(self, part_id: str, field_name: str) -> str | None:
+        """The source of one fact, resolved from its tag to the citation text."""
+        part = self.parts[part_id]
+        sources = part.sources  # type: ignore[attr-defined]
+        tag = sources.get(field_name) or sources.get(field_name.split(".")[0])
+        if tag is None:
+            return None
+        return self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
+
+
+KINDS = (GpuServer, Switch, Appliance, StorageBlock, Nic, Transceiver, Cable, Rack, Pdu)
+
+
+def _packaged_files() -> list[Path]:
+    data = resources.files("gpucluster.catalog") / "data"
+    return sorted(Path(str(entry)) for entry in data.iterdir() if entry.name.endswith(".yaml"))
+
+
+def load_catalog(extra_files: Iterable[Path | str] = ()) -> Catalog:
+    """The packaged catalog, extended (or overridden part by part) by the user's catalog files."""
+    return _load(tuple(_packaged_files()) + tuple(Path(p) for p in extra_files))
+
+
+@cache
+def _load(files: tuple[Path, ...]) -> Catalog:
+    catalog = Catalog()
+    problems: list[Problem] = []
+    for path in files:
+        data, positions = load_yaml_with_positions(path)
+        try:
+            parsed = CatalogFile.model_validate(data)
+        except ValidationError as exc:
+            for error in exc.errors():
+                loc = tuple(error["loc"])
+                problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), error["msg"]))
+            continue
+        for key, text in parsed.sources.items():
+            catalog.source_text[f"{path.name}:{key}"] = text
+        for index, part in enumerate(parsed.parts):
+            for name in uncited_fields(part):
+                loc = ("parts", index, name)
+                problems.append(
+                    Problem(str(path), *locate(positions, loc), _dotted(loc), "no source cited in 'sources'")
+                )
+            for name, tag in part.sources.items():
+                if _cites(tag, parsed.sources):
+                    continue
+                loc = ("parts", index, "sources", name)
+                problems.append(
+                    Problem(str(path), *locate(positions, loc), _dotted(loc), f"unknown source tag {tag!r}")
+                )
+            catalog.parts[part.id] = part
+            catalog.origin[part.id] = path.name
+    if problems:
+        raise DesignError(problems)
+    return catalog
+
+
+def _cites(value: str, tags: dict[str, str]) -> bool:
+    """A source is a tag of the file, a URL, a labelled derivation, or several of these joined by ';'
+    (each tag may carry a note in parentheses)."""
+    if value.strip().startswith(("http", "derived:")):
+        return True
+    for segment in value.split(";"):
+        segment = segment.strip()
+        head = segment.split(" ", 1)[0].split("(", 1)[0]
+        if not (head in tags or segment.startswith(("http", "derived:"))):
+            return False
+    return bool(value.strip())
+
+
+def _dotted(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc)

@@ -1,0 +1,321 @@
+"""Typed parts catalog: every hardware fact lives here once, with its source beside it.
+
+A catalog file is YAML with two top-level keys:
+
+``sources``
+    tag -> citation (URL or document name); parts cite these tags.
+``parts``
+    a list of parts; ``kind`` selects the model below.
+
+Every part carries ``sources``: field name (dotted for nested values, e.g. ``gpu.tdp_w``)
+-> a tag from the file's ``sources``, a URL, or ``"derived: <arithmetic>"``. Every measured
+field that is set must be cited; :func:`uncited_fields` finds the ones that are not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+CageType = Literal["osfp", "qsfp112", "qsfp56", "qsfp28", "sfp28", "rj45"]
+Technology = Literal[
+    "infiniband-ndr",
+    "infiniband-xdr",
+    "ethernet",
+]
+PortRole = Literal[
+    "compute",  # a GPU's own port on the compute fabric (one per GPU, rail order)
+    "storage",  # a host's port on the storage network
+    "inband",  # a host's port on the in-band management network
+    "bmc",  # the baseboard management controller (out-of-band)
+    "fabric",  # a switch port usable down or up
+    "access",  # a switch's low-speed edge port (e.g. SN2201 1G RJ45)
+    "uplink",  # a switch's high-speed uplink (e.g. SN2201 QSFP28)
+    "mgmt",  # a switch's or appliance's own management port (out-of-band)
+]
+Airflow = Literal["front-to-rear", "rear-to-front", "passive", "liquid"]
+Media = Literal["dac", "acc", "aoc", "mmf", "smf", "cat6"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PortGroup(_Strict):
+    """A run of identical cages on a device, e.g. 32 twin-port OSFP cages of 2 x 400G."""
+
+    role: PortRole
+    cage_type: CageType
+    cages: int = Field(gt=0)
+    ports_per_cage: int = Field(default=1, gt=0, description="logical ports per cage (2 = twin-port OSFP)")
+    speed_gbps: float = Field(gt=0)
+    technology: Technology | None = None
+    name_format: str = Field(
+        description="port name; {cage} (cage number, from number_from), {sub} (1-based sub-port), {sub0} "
+        "(0-based sub-port, as Cumulus names split ports swp1s0) and {index} (1-based logical port within "
+        "the group) are substituted",
+    )
+    number_from: int = Field(default=1, ge=0, description="the number the first cage of the group carries")
+    rails: list[int] | None = Field(
+        default=None, description="compute ports: the rail (GPU index + 1) of each logical port, in group order"
+    )
+    os_devices: list[str] | None = Field(
+        default=None, description="host RDMA device per logical port, in rail order (NCCL_IB_HCA)"
+    )
+    netdevs: list[str] | None = Field(default=None, description="host network interface per logical port")
+
+    @property
+    def port_count(self) -> int:
+        return self.cages * self.ports_per_cage
+
+    def port_names(self) -> list[tuple[str, int]]:
+        """(name, 1-based cage within the group) of every logical port, in group order."""
+        names = []
+        index = 0
+        for cage in range(1, self.cages + 1):
+            for sub in range(1, self.ports_per_cage + 1):
+                index += 1
+                number = cage - 1 + self.number_from
+                names.append((self.name_format.format(cage=number, sub=sub, sub0=sub - 1, index=index), cage))
+        return names
+
+    @model_validator(mode="after")
+    def _device_lists_match_ports(self) -> PortGroup:
+        if self.rails is not None and sorted(self.rails) != list(range(1, self.port_count + 1)):
+            raise ValueError(f"rails must list 1..{self.port_count} once each")
+        for name in ("os_devices", "netdevs"):
+            values = getattr(self, name)
+            if values is not None and len(values) != self.port_count:
+                raise ValueError(f"{name} lists {len(values)} entries for {self.port_count} ports")
+        return self
+
+
+class Psus(_Strict):
+    count: int = Field(gt=0)
+    rating_w: float = Field(gt=0)
+    redundancy: str = Field(description='e.g. "4+2" or "1+1"')
+    inlet: str = Field(description="IEC 60320 inlet, e.g. C20")
+
+
+class _Part(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    vendor: str
+    model: str
+    part_number: str | None = None
+    description: str = ""
+    sources: dict[str, str] = Field(default_factory=dict)
+
+
+class _RackMounted(_Part):
+    u_height: float = Field(ge=0, description="rack units; 0 for zero-U (side-mounted) parts")
+    weight_kg: float | None = Field(default=None, gt=0)
+    depth_mm: float | None = Field(default=None, gt=0)
+    power_typical_w: float = Field(ge=0)
+    power_max_w: float = Field(ge=0)
+    airflow: Airflow = "front-to-rear"
+    airflow_cfm: float | None = Field(default=None, gt=0)
+    ports: list[PortGroup] = Field(default_factory=list)
+    psus: Psus | None = None
+
+    @model_validator(mode="after")
+    def _typical_not_above_max(self) -> _RackMounted:
+        if self.power_typical_w > self.power_max_w:
+            raise ValueError("power_typical_w exceeds power_max_w")
+        return self
+
+    def port_groups(self, role: str) -> list[PortGroup]:
+        return [group for group in self.ports if group.role == role]
+
+
+class Gpu(_Strict):
+    model: str
+    count: int = Field(gt=0)
+    memory_gb: float = Field(gt=0)
+    tdp_w: float = Field(gt=0)
+    bf16_dense_tflops: float = Field(gt=0, description="dense (no sparsity) BF16 peak per GPU")
+    gres_type: str = Field(pattern=r"^[a-z0-9_]+$", description="Slurm GRES type, e.g. h100")
+    nvlink_domain_gpus: int = Field(gt=0, description="GPUs in one NVLink domain (8 for HGX, 72 for NVL72)")
+    nvlink_bandwidth_gbytes_per_s: float = Field(gt=0, description="per GPU, total both directions")
+
+
+class Cpu(_Strict):
+    model: str
+    sockets: int = Field(gt=0)
+    cores_per_socket: int = Field(gt=0)
+    threads_per_core: int = Field(gt=0)
+
+
+class Cooling(_Strict):
+    """How the part rejects heat; liquid_fraction is the share of its heat taken by liquid."""
+
+    method: Literal["air", "liquid"] = "air"
+    liquid_fraction: float = Field(default=0.0, ge=0, le=1)
+
+
+class GpuServer(_RackMounted):
+    kind: Literal["gpu_server"]
+    gpu: Gpu
+    cpu: Cpu
+    memory_gb: float = Field(gt=0)
+    os_reserved_memory_gb: float = Field(ge=0, description="memory the OS keeps (Slurm RealMemory is the rest)")
+    local_nvme_tb: float | None = Field(default=None, ge=0)
+    cooling: Cooling = Cooling()
+
+    @model_validator(mode="after")
+    def _one_compute_port_per_gpu(self) -> GpuServer:
+        compute = sum(group.port_count for group in self.port_groups("compute"))
+        if compute not in (0, self.gpu.count):
+            raise ValueError(f"{compute} compute ports for {self.gpu.count} GPUs (rail-optimized needs one per GPU)")
+        return self
+
+
+class Switch(_RackMounted):
+    kind: Literal["switch"]
+    technology: Technology
+    subnet_manager: bool = Field(default=False, description="runs an on-board InfiniBand subnet manager")
+
+    @property
+    def radix(self) -> int:
+        """Logical fabric ports at full speed."""
+        return sum(group.port_count for group in self.port_groups("fabric"))
+
+
+class Appliance(_RackMounted):
+    """Fabric managers and management servers: rack devices with host ports but no GPUs."""
+
+    kind: Literal["appliance"]
+    role: Literal["fabric-manager", "management-server"]
+
+
+class StorageBlock(_RackMounted):
+    """One building block of a parallel filesystem or object store (an appliance or a node)."""
+
+    kind: Literal["storage_block"]
+    tier: Literal["parallel-filesystem", "object"]
+    filesystems: list[str] = Field(min_length=1, description="filesystem or protocol kinds it serves")
+    capacity_tb: float = Field(gt=0, description="usable capacity, decimal TB")
+    read_gbytes_per_s: float = Field(gt=0)
+    write_gbytes_per_s: float = Field(gt=0)
+
+
+class Nic(_Part):
+    kind: Literal["nic"]
+    ports: list[PortGroup]
+    power_typical_w: float = Field(ge=0)
+    power_max_w: float = Field(ge=0)
+
+
+def speaks(technology: Technology | list[Technology] | None, wanted: str | None) -> bool:
+    """Whether a part's technology (one, several for dual-protocol parts, or None for generic) fits."""
+    if technology is None or wanted is None:
+        return True
+    return wanted in technology if isinstance(technology, list) else technology == wanted
+
+
+class Transceiver(_Part):
+    kind: Literal["transceiver"]
+    cage_type: CageType
+    ports: int = Field(gt=0, description="logical ports it serves (2 = twin-port)")
+    speed_gbps: float = Field(gt=0, description="per logical port")
+    technology: Technology | list[Technology] = Field(description="one, or several for dual-protocol optics")
+    media: Literal["mmf", "smf"]
+    reach_m: float = Field(gt=0)
+    end: Literal["switch", "host", "any"] = Field(
+        description="finned top for switch cages, flat top for host cages; any where the form factor has one kind"
+    )
+    power_typical_w: float | None = Field(default=None, ge=0)
+    power_max_w: float = Field(ge=0)
+
+
+class Cable(_Part):
+    kind: Literal["cable"]
+    media: Media
+    technology: Technology | list[Technology] | None = Field(default=None, description="None: any (e.g. Cat6)")
+    speed_gbps: float = Field(gt=0, description="per logical link it carries")
+    links: int = Field(default=1, gt=0, description="logical links one cable carries (2 = twin-port straight)")
+    split: int = Field(default=1, gt=0, description="far ends per near end (2 = 1:2 splitter)")
+    end_a: CageType
+    end_b: CageType
+    reach_m: float = Field(gt=0)
+    lengths_m: list[float] = Field(min_length=1, description="orderable lengths")
+    length_step_m: float | None = Field(
+        default=None, gt=0, description="made to order: any multiple of this step up to the reach, beyond lengths_m"
+    )
+    part_number_format: str | None = Field(
+        default=None, description="vendor part number for a length; {length_m} is substituted"
+    )
+    power_per_end_w: float = Field(default=0.0, ge=0, description="active cables only")
+    weight_kg_per_m: float | None = Field(default=None, gt=0)
+
+    def orderable_length_m(self, run_length_m: float) -> float | None:
+        """Shortest orderable length that covers the run, or None when no length does."""
+        fitting = [length for length in sorted(self.lengths_m) if length >= run_length_m]
+        if fitting and fitting[0] <= self.reach_m:
+            return fitting[0]
+        if self.length_step_m:
+            made = math.ceil(round(run_length_m / self.length_step_m, 9)) * self.length_step_m
+            return made if made <= self.reach_m else None
+        return None
+
+    def part_number_for(self, length_m: float) -> str | None:
+        if self.part_number_format is None:
+            return self.part_number
+        return self.part_number_format.format(length_m=length_m, length_dm=round(length_m * 10))
+
+
+class Rack(_Part):
+    kind: Literal["rack"]
+    u_height: int = Field(gt=0)
+    width_mm: float = Field(gt=0)
+    depth_mm: float = Field(gt=0)
+    max_load_kg: float | None = Field(default=None, gt=0)
+    weight_kg: float | None = Field(default=None, gt=0)
+
+
+class Pdu(_Part):
+    kind: Literal["pdu"]
+    u_height: float = Field(ge=0)
+    voltage_v: float = Field(gt=0, description="line-to-line for three-phase")
+    phases: Literal[1, 3]
+    current_a: float = Field(gt=0, description="input breaker rating")
+    outlets: dict[str, int] = Field(description="IEC 60320 outlet type -> count")
+    weight_kg: float | None = Field(default=None, gt=0)
+    power_typical_w: float = Field(default=0.0, ge=0, description="the PDU's own draw")
+    power_max_w: float = Field(default=0.0, ge=0)
+    switched: bool = False
+    metered: bool = True
+
+
+Part = Annotated[
+    GpuServer | Switch | Appliance | StorageBlock | Nic | Transceiver | Cable | Rack | Pdu,
+    Field(discriminator="kind"),
+]
+
+
+class CatalogFile(_Strict):
+    sources: dict[str, str] = Field(default_factory=dict)
+    parts: list[Part] = Field(default_factory=list)
+
+
+_UNCITED_OK = {"id", "kind", "vendor", "model", "description", "sources", "role"}  # role: our classification
+
+
+def uncited_fields(part: _Part) -> list[str]:
+    """Fields of a part that are set but cite no source (every fact must have one).
+
+    A nested model (``gpu``, ``cpu``, ``psus``) is cited either as a whole (``gpu``) or field by
+    field (``gpu.tdp_w``); lists of port groups are cited as a whole (``ports``).
+    """
+    cited = set(part.sources)
+    missing = []
+    for name in sorted(part.model_fields_set - _UNCITED_OK):
+        if name in cited:
+            continue
+        value = getattr(part, name)
+        if isinstance(value, BaseModel):
+            missing += [f"{name}.{sub}" for sub in sorted(value.model_fields_set) if f"{name}.{sub}" not in cited]
+        else:
+            missing.append(name)
+    return missing

@@ -1,0 +1,206 @@
+"""The design file: what an architect writes. Defaults follow the NVIDIA DGX SuperPOD reference
+architecture, so a design that names a server and a count is complete.
+
+Units are in field names (``_kw``, ``_mm``, ``_gbytes_per_s`` is gigabytes per second,
+``_gbps`` gigabits per second, ``_tb`` decimal terabytes).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _ratio(value: object) -> object:
+    """Accept oversubscription as a number (2) or as the architect writes it ("2:1", "4:3")."""
+    if isinstance(value, str) and ":" in value:
+        down, _, up = value.partition(":")
+        try:
+            return float(down) / float(up)
+        except ValueError:
+            raise ValueError(f"ratio {value!r} is not of the form 'down:up', e.g. '2:1'") from None
+    return value
+
+
+class PowerFeed(_Section):
+    """One rack power circuit as the site provides it."""
+
+    voltage_v: float = Field(415, gt=0, description="line-to-line voltage for three-phase feeds")
+    phases: Literal[1, 3] = 3
+    breaker_a: float = Field(60, gt=0, description="circuit breaker rating")
+    redundancy: Literal["N", "2N"] = Field(
+        "2N", description="2N: A and B feeds, each able to carry the whole rack; N: load shared by all circuits"
+    )
+    continuous_load_fraction: float = Field(
+        0.8, gt=0, le=1, description="usable share of a breaker's rating for continuous load (NEC 80 % rule)"
+    )
+
+
+class Cabling(_Section):
+    """How cables are routed, for run lengths."""
+
+    tray_height_above_rack_m: float = Field(0.3, ge=0, description="overhead tray above the rack top")
+    slack_m: float = Field(0.5, ge=0, description="fixed slack per cable (service loop)")
+    slack_fraction: float = Field(0.1, ge=0, le=1, description="slack as a share of the routed length")
+
+
+class Site(_Section):
+    """The data hall: racks, rows, power and cooling."""
+
+    name: str = Field("DC1", pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,15}$", description="site code used in labels")
+    rack: str = Field("legrand-nvidpd13", description="rack model from the catalog")
+    rack_height_u: int | None = Field(None, gt=0, le=60, description="defaults to the rack model's height")
+    rack_power_budget_kw: float = Field(45.0, gt=0, description="maximum IT load per rack (nameplate maximum)")
+    cooling: Literal["air", "rear-door", "liquid"] = "rear-door"
+    cooling_capacity_kw: float | None = Field(
+        None, gt=0, description="heat one rack's cooling can remove; defaults by cooling type"
+    )
+    rack_pitch_mm: float | None = Field(None, gt=0, description="rack-to-rack spacing in a row; defaults to rack width")
+    row_pitch_mm: float = Field(2400, gt=0, description="row-to-row spacing (rack depth plus aisle)")
+    racks_per_row: int = Field(20, gt=0, le=200)
+    power_feed: PowerFeed = PowerFeed()
+    pdu: str | None = Field(None, description="PDU model from the catalog; chosen from the power feed when omitted")
+    pue: float = Field(1.3, ge=1.0, le=3.0, description="power usage effectiveness of the facility")
+    electricity_price_per_kwh: float | None = Field(None, ge=0)
+    currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    cabling: Cabling = Cabling()
+
+
+class Compute(_Section):
+    """The GPU servers."""
+
+    server: str = Field("dgx-h100", description="GPU server model from the catalog")
+    gpus: int | None = Field(None, gt=0, description="production GPUs (give gpus or servers)")
+    servers: int | None = Field(None, gt=0, description="production servers (give gpus or servers)")
+    spare_servers: int | None = Field(
+        None,
+        ge=0,
+        description="hot spares, racked and cabled; default one per scalable unit where the units have a free slot",
+    )
+    hostname_prefix: str = Field("gpu", pattern=r"^[a-z][a-z0-9-]{0,15}$")
+
+    @model_validator(mode="after")
+    def _gpus_or_servers(self) -> Compute:
+        if self.gpus is None and self.servers is None:
+            raise ValueError("give either 'gpus' or 'servers'")
+        if self.gpus is not None and self.servers is not None:
+            raise ValueError("give 'gpus' or 'servers', not both")
+        return self
+
+
+class ComputeFabric(_Section):
+    """The GPU-to-GPU network: one port per GPU, a rail-optimized fat tree."""
+
+    technology: Literal["infiniband-ndr", "infiniband-xdr", "roce"] | None = Field(
+        None, description="defaults to what the server's compute ports speak"
+    )
+    switch: str | None = Field(None, description="switch model; default qm9700 (NDR), q3400-ra (XDR), sn5600 (RoCE)")
+    topology: Literal["rail-optimized-fat-tree"] = "rail-optimized-fat-tree"
+    scalable_unit_servers: int = Field(32, gt=0, le=1024, description="servers per scalable unit (SU)")
+    oversubscription: float = Field(1.0, ge=1.0, le=16.0, description="leaf down:up bandwidth, e.g. 1 or '2:1'")
+    fabric_manager: str | None = Field("auto", description="UFM appliance model; 'auto' for InfiniBand, null for none")
+    fabric_managers: int = Field(2, ge=0, le=8, description="fabric-manager appliances (an HA pair by default)")
+
+    _parse_ratio = field_validator("oversubscription", mode="before")(_ratio)
+
+
+class StorageNetwork(_Section):
+    """The network between servers and the parallel filesystem, separate from the compute fabric."""
+
+    technology: Literal["infiniband-ndr", "infiniband-xdr", "ethernet"] | None = Field(
+        None, description="defaults to what the server's storage ports speak"
+    )
+    switch: str | None = Field(None, description="switch model; default qm9700 (NDR) or sn5600 (Ethernet)")
+    server_oversubscription: float = Field(
+        4 / 3, ge=1.0, le=16.0, description="leaf down:up for server ports (the SuperPOD RA runs about 4:3)"
+    )
+    storage_oversubscription: float = Field(1.0, ge=1.0, le=16.0, description="leaf down:up for storage ports")
+
+    _parse_ratio = field_validator("server_oversubscription", "storage_oversubscription", mode="before")(_ratio)
+
+
+PerformanceLevel = Literal["good", "better", "best"]
+
+
+class ParallelFilesystem(_Section):
+    """The fast tier that training reads from and checkpoints to."""
+
+    kind: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "ontap"] = "lustre"
+    block: str | None = Field(None, description="building block from the catalog; default fits the kind")
+    capacity_tb: float | None = Field(None, gt=0, description="usable capacity; default 0.5 TB per GPU")
+    performance_level: PerformanceLevel = Field(
+        "better", description="SuperPOD RA storage guideline level for default throughput"
+    )
+    read_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate read; default from the level")
+    write_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate write; default from the level")
+
+
+class ObjectStorage(_Section):
+    """The cheaper tier where raw data and finished models live, staged to the fast tier when needed."""
+
+    block: str | None = Field(None, description="object-storage building block from the catalog")
+    capacity_tb: float = Field(gt=0)
+    throughput_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate read throughput wanted")
+
+
+class Management(_Section):
+    """In-band (Ethernet) and out-of-band (BMC) management networks and the head nodes."""
+
+    inband_switch: str | None = Field(None, description="default sn4600c (100G) or sn5600 for 200G+ in-band ports")
+    oob_switch: str = Field("sn2201", description="1G RJ45 access switch for BMCs, switch and PDU management")
+    oob_aggregation_switch: str = Field("sn4600c", description="where the out-of-band switches uplink")
+    management_server: str = "bcm-head-node"
+    management_servers: int = Field(4, ge=1, le=64, description="head nodes (cluster manager, scheduler controllers)")
+
+
+class SlurmSettings(_Section):
+    version: str = Field("24.05", pattern=r"^\d{2}\.\d{2}$", description="target Slurm release, e.g. 24.05")
+    cluster_name: str | None = Field(None, pattern=r"^[a-z][a-z0-9_]{0,39}$")
+
+
+class KubernetesSettings(_Section):
+    topology_label_prefix: str = Field(
+        "network.topology.nvidia.com", description="key prefix of the topology node labels (topograph's default)"
+    )
+
+
+class Scheduler(_Section):
+    kind: Literal["slurm", "kubernetes", "both"] = "slurm"
+    kubernetes_servers: int | None = Field(
+        None, ge=0, description="with 'both': servers given to Kubernetes (the rest run Slurm)"
+    )
+    slurm: SlurmSettings = SlurmSettings()
+    kubernetes: KubernetesSettings = KubernetesSettings()
+
+
+class Workload(_Section):
+    """The training job the cluster is for (sizing, checkpoints, failure analysis)."""
+
+    model_parameters_b: float = Field(gt=0, description="model size in billions of parameters")
+    training_tokens_b: float | None = Field(None, gt=0, description="training tokens in billions")
+    target_days: float | None = Field(None, gt=0)
+    precision: Literal["bf16", "fp16", "fp8"] = "bf16"
+    mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation")
+    checkpoint_interval_minutes: float | None = Field(None, gt=0)
+
+
+class Design(_Section):
+    """One GPU training cluster."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="used for output folder and cluster names")
+    description: str = ""
+    catalog: list[str] = Field(default_factory=list, description="extra catalog files, relative to the design")
+    site: Site = Site()
+    compute: Compute
+    compute_fabric: ComputeFabric = ComputeFabric()
+    storage_network: StorageNetwork = StorageNetwork()
+    parallel_filesystem: ParallelFilesystem = ParallelFilesystem()
+    object_storage: ObjectStorage | None = None
+    management: Management = Management()
+    scheduler: Scheduler = Scheduler()
+    workload: Workload | None = None

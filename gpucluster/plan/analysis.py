@@ -1,0 +1,148 @@
+"""Graph analyses with networkx: reachability, oversubscription, bisection bandwidth, hop counts,
+and what one switch failure cuts off.
+
+Hosts do not forward traffic, so "GPU a reaches GPU b over the fabric" means the leaves that
+carry their ports are connected through switches alone: analyses run on the switch subgraph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import networkx as nx
+
+from gpucluster.plan.model import NETWORKS, Plan, Tier
+
+
+def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
+    """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
+    graphs = {network: nx.Graph(network=network) for network in NETWORKS}
+    for network, graph in graphs.items():
+        graph.graph["network"] = network
+    for link in plan.links:
+        graph = graphs[link.network]
+        data = graph.get_edge_data(link.a_device, link.b_device)
+        if data is None:
+            graph.add_edge(link.a_device, link.b_device, links=1, bandwidth_gbps=link.speed_gbps, tier=link.tier)
+        else:
+            data["links"] += 1
+            data["bandwidth_gbps"] += link.speed_gbps
+    for graph in graphs.values():
+        for node in graph.nodes:
+            device = plan.devices[node]
+            graph.nodes[node]["role"] = device.role
+            graph.nodes[node]["tier"] = device.tier
+    return graphs
+
+
+def _switch_graph(plan: Plan, graph: nx.Graph) -> nx.Graph:
+    return graph.subgraph([n for n, role in graph.nodes(data="role") if role == "switch"])
+
+
+def analyse(plan: Plan) -> dict[str, dict]:
+    """Per network: reachability, tiers, bisection, hops, and the effect of one switch failure per tier."""
+    results: dict[str, dict] = {}
+    for network in NETWORKS:
+        graph = plan.graphs[network]
+        tiers = [t for t in plan.tiers if t.network == network]
+        if graph.number_of_nodes() == 0:
+            continue
+        switches = _switch_graph(plan, graph)
+        host_leaves = _host_leaves(plan, graph)
+        reach = _reachability(switches, host_leaves)
+        results[network] = {
+            **reach,
+            "tiers": [_tier_summary(t) for t in tiers],
+            "bisection_bandwidth_gbps": bisection_bandwidth_gbps(tiers),
+            "hops": _hops(switches, host_leaves) if reach["all_hosts_reach_each_other"] else {},
+            "single_switch_failure": _failures(plan, graph, switches, host_leaves, tiers),
+        }
+    return results
+
+
+def _host_leaves(plan: Plan, graph: nx.Graph) -> dict[str, int]:
+    """Leaf switch -> host ports it carries."""
+    counts: Counter[str] = Counter()
+    for link in plan.links:
+        if link.tier == 0 and graph.graph["network"] == link.network:
+            counts[link.b_device] += 1
+    return dict(counts)
+
+
+def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:
+    components = list(nx.connected_components(switches))
+    with_hosts = [c for c in components if any(leaf in c for leaf in host_leaves)]
+    return {
+        "all_hosts_reach_each_other": len(with_hosts) <= 1,
+        "switch_components": len(components),
+    }
+
+
+def _tier_summary(tier: Tier) -> dict:
+    return {
+        "tier": tier.tier,
+        "name": tier.name,
+        "switch_part": tier.switch_part,
+        "switches": tier.switches,
+        "down_links": tier.down_links,
+        "up_links": tier.up_links,
+        "down_gbps": tier.down_gbps,
+        "up_gbps": tier.up_gbps,
+        "oversubscription": round(tier.oversubscription, 4) if tier.up_gbps else None,
+    }
+
+
+def bisection_bandwidth_gbps(tiers: list[Tier]) -> float:
+    """Bandwidth across a cut that splits the hosts in half: the narrowest tier's half capacity.
+
+    In a fat tree every tier boundary carries the cut's traffic, so the cut is limited by the
+    host injection bandwidth or by the smallest up-bandwidth of any tier, halved. The tests check
+    this against networkx's maximum flow on small fabrics.
+    """
+    if not tiers:
+        return 0.0
+    capacities = [tiers[0].down_gbps] + [t.up_gbps for t in tiers if t.up_gbps]
+    return min(capacities) / 2
+
+
+def _hops(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:
+    """Switches a packet crosses between two host ports: from the first leaf, and from the last."""
+    leaves = sorted(host_leaves)
+    if not leaves:
+        return {}
+    histogram: Counter[int] = Counter()
+    maximum = 0
+    for index, source in enumerate((leaves[0], leaves[-1])):
+        distances = nx.single_source_shortest_path_length(switches, source)
+        for leaf, ports in host_leaves.items():
+            hops = distances[leaf] + 1
+            maximum = max(maximum, hops)
+            if index == 0:
+                histogram[hops] += ports
+    return {
+        "max_switch_hops": maximum,
+        "from_first_leaf": {str(h): n for h, n in sorted(histogram.items())},
+    }
+
+
+def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict[str, int], tiers: list[Tier]) -> dict:
+    """For the first switch of each tier: host ports cut off, hosts that lose a port, and whether
+    the remaining fabric still connects every remaining host port."""
+    results = {}
+    for tier in tiers:
+        members = sorted(n for n, t in switches.nodes(data="tier") if t == tier.tier)
+        if not members:
+            continue
+        failed = members[0]
+        rest = switches.subgraph([n for n in switches if n != failed])
+        remaining_leaves = {leaf: n for leaf, n in host_leaves.items() if leaf != failed}
+        hosts = sorted(n for n in graph.neighbors(failed) if graph.nodes[n]["role"] != "switch")
+        up_share = (1 / tier.switches) if tier.switches else 0.0
+        results[tier.name] = {
+            "switch": failed,
+            "host_ports_cut_off": host_leaves.get(failed, 0),
+            "hosts_losing_a_port": len(hosts),
+            "still_connected": _reachability(rest, remaining_leaves)["all_hosts_reach_each_other"],
+            "tier_bandwidth_lost_fraction": round(up_share, 6),
+        }
+    return results

@@ -1,0 +1,261 @@
+"""Cables for every link: routed run length, media, orderable length, part numbers and optics.
+
+Run length follows the cable route: up from the port to the overhead tray, along the tray
+(Manhattan distance between the racks), down to the other port, plus slack; inside one rack it
+is the vertical distance plus routing to the cable manager. The media is the first catalog
+option that reaches (copper, then active copper/AOC, multimode fibre with transceivers,
+single-mode beyond multimode reach), as NVIDIA LinkX plans it (hardware-facts §2). Two links
+that join the same pair of twin-port cages share one straight twin cable when one exists.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from functools import cache
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.schema import Cable as CablePart
+from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
+from gpucluster.design.schema import Cabling
+from gpucluster.plan.model import Cable, Device, Link, Plan
+
+RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
+IN_RACK_ROUTING_M = 1.0  # to the vertical cable manager and back, both ends
+MEDIA_ORDER = ("dac", "acc", "aoc", "mmf", "smf", "cat6")
+# QSFP cages take the plugs of earlier generations (NVIDIA LinkX 100G-PAM4 overview: QSFP112 cages
+# in ConnectX-7 and BlueField-3 accept QSFP56 and QSFP28 plugs; QSFP56 cages accept QSFP28).
+CAGE_ACCEPTS = {
+    "qsfp112": ("qsfp112", "qsfp56", "qsfp28"),
+    "qsfp56": ("qsfp56", "qsfp28"),
+}
+NETWORK_PREFIX = {"compute": "C", "storage": "S", "inband": "I", "oob": "O"}
+
+
+class NoCableFits(ValueError):
+    """No catalog cable (with optics) reaches for a link; names the link and what was needed."""
+
+
+@dataclass(frozen=True)
+class End:
+    """What a cable plugs into at one end."""
+
+    cage_type: str
+    ports_per_cage: int
+    switch: bool
+
+
+@dataclass(frozen=True)
+class Choice:
+    cable: CablePart
+    length_m: float
+    a_transceiver: Transceiver | None
+    b_transceiver: Transceiver | None
+
+
+def run_length_m(plan: Plan, a: Device, b: Device, routing: Cabling) -> float:
+    """Routed length between two devices before rounding up to an orderable length."""
+    ra, rb = plan.racks[a.rack], plan.racks[b.rack]
+    ua = _port_height_u(a, ra.height_u)
+    ub = _port_height_u(b, rb.height_u)
+    if ra.name == rb.name:
+        routed = abs(ua - ub) * RACK_UNIT_M + IN_RACK_ROUTING_M
+    else:
+        up = (ra.height_u - ua) * RACK_UNIT_M + routing.tray_height_above_rack_m
+        down = (rb.height_u - ub) * RACK_UNIT_M + routing.tray_height_above_rack_m
+        along = (abs(ra.x_mm - rb.x_mm) + abs(ra.y_mm - rb.y_mm)) / 1000.0
+        routed = up + along + down
+    return routed * (1 + routing.slack_fraction) + routing.slack_m
+
+
+def _port_height_u(device: Device, rack_height_u: int) -> float:
+    if device.u_position == 0:  # zero-U PDU: its network port sits about mid-height
+        return rack_height_u / 2
+    return device.u_position + device.u_height / 2
+
+
+def _technology(plan: Plan, network: str) -> str | None:
+    return str(plan.settings.get(f"{network}_technology")) if plan.settings.get(f"{network}_technology") else None
+
+
+def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
+    """Give every link a cable.
+
+    Where the hardware allows, one cable carries two links: a straight twin-port cable between
+    two twin-port cages, or a 1:2 splitter from a switch's twin-port cage to two single-port
+    host cages. Copper is chosen before fibre whatever the grouping; at equal media the cable
+    carrying more links wins.
+    """
+    parts = catalog.of_kind(CablePart)
+    optics = catalog.of_kind(Transceiver)
+    ends = _EndLookup(catalog)
+    by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for index, link in enumerate(plan.links):
+        if link.a_cage:
+            by_cage[(link.a_device, link.a_cage)].append(index)
+        if link.b_cage:
+            by_cage[(link.b_device, link.b_cage)].append(index)
+    choose = cache(lambda *key: _choose(parts, optics, *key))
+    length_of = cache(lambda a, b: round(run_length_m(plan, plan.devices[a], plan.devices[b], routing), 2))
+    counters: dict[str, int] = defaultdict(int)
+    done: set[int] = set()
+    for index, link in enumerate(plan.links):
+        if index in done:
+            continue
+        end_a, end_b = (
+            ends.end(plan.devices[link.a_device], link.a_port),
+            ends.end(plan.devices[link.b_device], link.b_port),
+        )
+        technology = _technology(plan, link.network)
+        length = length_of(link.a_device, link.b_device)
+        options: list[tuple[int, int, Choice, list[int]]] = []
+
+        def consider(choice: Choice | None, group: list[int], options: list = options) -> None:
+            if choice is not None:
+                options.append((MEDIA_ORDER.index(choice.cable.media), -len(group), choice, group))
+
+        consider(choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1), [index])
+        if end_a.ports_per_cage == 2 and end_b.ports_per_cage == 2:
+            twins = [
+                i
+                for i in by_cage[(link.a_device, link.a_cage)]
+                if i not in done
+                and plan.links[i].b_device == link.b_device
+                and plan.links[i].b_cage == link.b_cage
+                and plan.links[i].a_device == link.a_device
+            ]
+            if len(twins) == 2:
+                consider(choose(technology, link.speed_gbps, end_a, end_b, length, 2, 1), twins)
+        for twin_end, single_end, twin_key in (
+            (end_a, end_b, (link.a_device, link.a_cage)),
+            (end_b, end_a, (link.b_device, link.b_cage)),
+        ):
+            if twin_end.ports_per_cage == 2 and twin_end.switch and single_end.ports_per_cage == 1 and twin_key[1]:
+                legs = [i for i in by_cage[twin_key] if i not in done]
+                if all(ends.end(*_far(plan, i, twin_key)).ports_per_cage == 1 for i in legs):
+                    longest = max(length_of(plan.links[i].a_device, plan.links[i].b_device) for i in legs)
+                    consider(choose(technology, link.speed_gbps, twin_end, single_end, longest, 2, 2), legs)
+        if not options:
+            raise NoCableFits(
+                f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology or ''} link "
+                f"{link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
+                f"({end_b.cage_type}) on the {link.network} network"
+            )
+        _rank, _width, choice, group = min(options, key=lambda o: (o[0], o[1]))
+        group = sorted(group)
+        done.update(group)
+        prefix = NETWORK_PREFIX[link.network]
+        counters[prefix] += 1
+        plan.cables.append(
+            Cable(
+                id=f"{prefix}{counters[prefix]:06d}",
+                network=link.network,
+                links=tuple(group),
+                media=choice.cable.media,
+                cable_part=choice.cable.id,
+                part_number=choice.cable.part_number_for(choice.length_m),
+                length_m=choice.length_m,
+                run_length_m=max(length_of(plan.links[i].a_device, plan.links[i].b_device) for i in group),
+                a_transceiver=choice.a_transceiver.id if choice.a_transceiver else None,
+                b_transceiver=choice.b_transceiver.id if choice.b_transceiver else None,
+            )
+        )
+
+
+def _far(plan: Plan, index: int, near: tuple[str, int]) -> tuple[Device, str]:
+    """The device and port at the other end of a link from the cage `near`."""
+    link = plan.links[index]
+    if (link.a_device, link.a_cage) == near:
+        return plan.devices[link.b_device], link.b_port
+    return plan.devices[link.a_device], link.a_port
+
+
+class _EndLookup:
+    """Port name -> the cage it sits in, per catalog part (computed once per part)."""
+
+    def __init__(self, catalog: Catalog):
+        self.catalog = catalog
+        self.by_part: dict[str, dict[str, End]] = {}
+
+    def end(self, device: Device, port: str) -> End:
+        table = self.by_part.get(device.part)
+        if table is None:
+            table = self.by_part[device.part] = self._table(device)
+        return table.get(port, End("rj45", 1, device.role == "switch"))
+
+    def _table(self, device: Device) -> dict[str, End]:
+        part = self.catalog.parts[device.part]
+        table: dict[str, End] = {}
+        for group in getattr(part, "ports", []):
+            assert isinstance(group, PortGroup)
+            end = End(group.cage_type, group.ports_per_cage, device.role == "switch")
+            for name, _cage in group.port_names():
+                table[name] = end
+        return table
+
+
+def _choose(
+    parts: list[CablePart],
+    optics: list[Transceiver],
+    technology: str | None,
+    speed_gbps: float,
+    end_a: End,
+    end_b: End,
+    length_m: float,
+    links: int,
+    split: int,
+) -> Choice | None:
+    """The first catalog cable, in media order, that fits both ends and reaches.
+
+    For a splitter (split 2) `end_a` is the twin-port side and must be the cable's end_a.
+    """
+    candidates = [
+        c
+        for c in parts
+        if c.links == links
+        and c.split == split
+        and speaks(c.technology, technology)
+        and c.speed_gbps >= speed_gbps
+        and (
+            (_fits(c.end_a, end_a) and _fits(c.end_b, end_b))
+            or (split == 1 and _fits(c.end_a, end_b) and _fits(c.end_b, end_a))
+        )
+    ]
+    candidates.sort(key=lambda c: (MEDIA_ORDER.index(c.media), c.speed_gbps, c.reach_m, c.id))
+    for cable in candidates:
+        length = cable.orderable_length_m(length_m)
+        if length is None:
+            continue
+        if cable.media not in ("mmf", "smf"):
+            return Choice(cable, length, None, None)
+        optic_a = _optic(optics, cable, technology, speed_gbps, end_a, length_m)
+        optic_b = _optic(optics, cable, technology, speed_gbps, end_b, length_m)
+        if optic_a and optic_b:
+            return Choice(cable, length, optic_a, optic_b)
+    return None
+
+
+def _optic(
+    optics: list[Transceiver], cable: CablePart, technology: str | None, speed_gbps: float, end: End, length_m: float
+) -> Transceiver | None:
+    fitting = [
+        t
+        for t in optics
+        if t.media == cable.media
+        and _fits(t.cage_type, end)
+        and t.ports == end.ports_per_cage
+        and speaks(t.technology, technology)
+        and t.speed_gbps >= speed_gbps
+        and t.reach_m >= length_m
+        and t.end in ("any", "switch" if end.switch else "host")
+    ]
+    fitting.sort(key=lambda t: (t.reach_m, t.speed_gbps, t.id))
+    return fitting[0] if fitting else None
+
+
+def _fits(plug: str, end: End) -> bool:
+    return plug in CAGE_ACCEPTS.get(end.cage_type, (end.cage_type,))
+
+
+def link_ends(link: Link) -> tuple[tuple[str, str], tuple[str, str]]:
+    return (link.a_device, link.a_port), (link.b_device, link.b_port)

@@ -1,0 +1,411 @@
+"""Folded-Clos (fat-tree) construction, generalised the way the DGX SuperPOD RA builds its fabrics.
+
+Host ports arrive in *leaf groups* (for the compute fabric one group per scalable unit and rail,
+which makes the tree rail-optimized). Each group gets as many leaves as its size needs at the
+group's oversubscription; then tiers are added until one tier can reach every block below it:
+
+* a tier that can reach every child (``children <= radix``) is the top: ``T`` switches, each
+  child spreading its uplinks evenly over them (``T`` divides every child's uplink count), and
+  ``T`` is the smallest such number whose ports suffice. This reproduces the RA's tables,
+  including the 16 spines (not 12) of a 3-SU H100 fabric;
+* otherwise children are grouped into blocks of ``radix/2`` (whole scalable units where
+  possible) and each block gets one switch per child uplink position, half its ports down and
+  half up (non-blocking above the leaf), as in a k-ary n-tree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from gpucluster.catalog.schema import Switch
+from gpucluster.plan.model import Device, Link, NetworkName, Plan, Tier
+
+_HasPorts = object  # a catalog part with .ports (hashable, frozen)
+
+TIER_NAMES = ("leaf", "spine", "core", "supercore", "tier5", "tier6")
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    """A host port that must attach to a leaf."""
+
+    device: str
+    port: str
+    cage: int
+    speed_gbps: float
+    rail: int | None = None
+    purpose: str = "gpu"
+
+
+@dataclass
+class LeafGroup:
+    """Host ports that share leaves (e.g. one rail of one scalable unit)."""
+
+    label: str  # used in leaf names, e.g. "su01-r1"
+    ports: list[HostPort]
+    oversubscription: float = 1.0
+    su: int | None = None
+    rail: int | None = None
+
+
+@dataclass(frozen=True)
+class PortPool:
+    """The ordered port names and cages of one role on one switch model."""
+
+    names: tuple[str, ...]
+    cages: tuple[int, ...]
+    speed_gbps: float
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+_DEVICE_PORTS: dict[int, tuple[object, dict[str, PortPool]]] = {}
+
+
+def device_ports(part: _HasPorts) -> dict[str, PortPool]:
+    """Cached :func:`_device_ports` (catalog parts hold lists, so they are keyed by identity)."""
+    entry = _DEVICE_PORTS.get(id(part))
+    if entry is None or entry[0] is not part:
+        entry = _DEVICE_PORTS[id(part)] = (part, _device_ports(part))
+    return entry[1]
+
+
+def _device_ports(part: _HasPorts) -> dict[str, PortPool]:
+    """A part's logical ports by role, named as the hardware names them, with cage numbers unique
+    across the whole device (groups are numbered on from the cages before them). Names are
+    shared strings, so a plan of millions of ports holds each name once per part."""
+    by_role: dict[str, tuple[list[str], list[int], float]] = {}
+    offset = 0
+    for group in part.ports:  # type: ignore[attr-defined]
+        names, cages, _speed = by_role.setdefault(group.role, ([], [], group.speed_gbps))
+        ports = group.port_names()
+        if group.rails:  # compute ports in rail order, whatever order the chassis labels them in
+            ports = [port for _rail, port in sorted(zip(group.rails, ports, strict=True))]
+        for name, cage in ports:
+            names.append(name)
+            cages.append(offset + cage)
+        offset += group.cages
+    return {role: PortPool(tuple(n), tuple(c), speed) for role, (n, c, speed) in by_role.items()}
+
+
+def _pool(part: Switch, *roles: str) -> PortPool:
+    pools = device_ports(part)
+    for role in roles:
+        if role in pools:
+            return pools[role]
+    raise ValueError(f"{part.id} has no {' or '.join(roles)} ports")
+
+
+@dataclass
+class _Child:
+    """A leaf or a block of the tier below, seen from above: its ordered uplink ports."""
+
+    uplinks: list[tuple[str, str, int]]  # (device, port, cage)
+    su: int | None
+    speed_gbps: float
+
+
+@dataclass
+class ClosResult:
+    tiers: list[Tier] = field(default_factory=list)
+    leaves: dict[str, list[str]] = field(default_factory=dict)  # group label -> leaf names
+
+
+def build_clos(
+    plan: Plan,
+    *,
+    network: NetworkName,
+    groups: Sequence[LeafGroup],
+    leaf_part: Switch,
+    upper_part: Switch | None = None,
+    leaf_uplinks: int | None = None,
+    min_top_switches: int = 1,
+    naming: Callable[[str, str], str] | None = None,
+) -> ClosResult:
+    """Add the switches and links of one network to the plan and return its tiers.
+
+    ``leaf_part`` serves the hosts; ``upper_part`` (default: the same model) forms the tiers
+    above. A leaf model with separate access and uplink ports (SN2201) takes hosts on its
+    access ports and ``leaf_uplinks`` of its uplink ports (default all of them).
+    """
+    upper_part = upper_part or leaf_part
+    name_of = naming or (lambda tier_name, suffix: f"{network}-{tier_name}-{suffix}")
+    separate_uplinks = bool(leaf_part.port_groups("access"))
+    down_pool = _pool(leaf_part, "access", "fabric")
+    up_pool = _pool(leaf_part, "uplink", "fabric") if separate_uplinks else down_pool
+    groups = [g for g in groups if g.ports]
+    result = ClosResult()
+    if not groups:
+        return result
+    total_ports = sum(len(g.ports) for g in groups)
+
+    # One switch is enough: every host port on a single leaf, no uplinks needed.
+    if total_ports <= len(down_pool):
+        leaf = _add_switch(plan, name_of("leaf", "01"), leaf_part, network, 1, groups[0])
+        leaf.su = groups[0].su if len(groups) == 1 else None
+        leaf.rail = groups[0].rail if len(groups) == 1 else None
+        result.leaves = {g.label: [leaf.name] for g in groups}
+        _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], 0)
+        down_gbps = sum(min(p.speed_gbps, down_pool.speed_gbps) for g in groups for p in g.ports)
+        result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0))
+        return result
+
+    # Leaves: split each group so every leaf keeps its oversubscription, with one uplink count
+    # for all leaves (the tiers above need uniform children).
+    capacity = len(down_pool)
+    caps = {
+        id(g): capacity
+        if separate_uplinks
+        else max(1, math.floor(capacity * g.oversubscription / (1 + g.oversubscription)))
+        for g in groups
+    }
+    while True:
+        split = {id(g): math.ceil(len(g.ports) / caps[id(g)]) for g in groups}
+        used = {id(g): math.ceil(len(g.ports) / split[id(g)]) for g in groups}
+        if separate_uplinks:
+            uplinks = leaf_uplinks or len(up_pool)
+            break
+        uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in groups)
+        too_full = [g for g in groups if used[id(g)] + uplinks > capacity]
+        if not too_full:
+            break
+        for g in too_full:
+            caps[id(g)] = capacity - uplinks
+    if uplinks > len(up_pool):
+        raise ValueError(f"{leaf_part.id}: {uplinks} uplinks needed, {len(up_pool)} available")
+
+    children: list[_Child] = []
+    down_links = 0
+    down_gbps = 0.0
+    leaf_total = sum(split.values())
+    width = max(2, len(str(leaf_total)))
+    for g in groups:
+        names = []
+        count = split[id(g)]
+        per_leaf = used[id(g)]
+        for i in range(count):
+            suffix = g.label if count == 1 else f"{g.label}-{i + 1}"
+            if not g.label:
+                suffix = f"{len(children) + 1:0{width}d}"
+            leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g)
+            names.append(leaf.name)
+            hosts = g.ports[i * per_leaf : (i + 1) * per_leaf]
+            _attach_hosts(plan, network, leaf.name, down_pool, hosts, 0)
+            down_links += len(hosts)
+            down_gbps += sum(min(p.speed_gbps, down_pool.speed_gbps) for p in hosts)
+            first_up = 0 if separate_uplinks else len(up_pool) - uplinks
+            ups = [(leaf.name, up_pool.names[j], up_pool.cages[j]) for j in range(first_up, first_up + uplinks)]
+            children.append(_Child(ups, g.su, up_pool.speed_gbps))
+        result.leaves[g.label] = names
+    up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
+    result.tiers.append(
+        Tier(
+            network,
+            1,
+            "leaf",
+            leaf_part.id,
+            leaf_total,
+            down_links,
+            leaf_total * uplinks,
+            down_gbps,
+            leaf_total * uplinks * up_speed,
+        )
+    )
+    _build_upper_tiers(plan, network, children, upper_part, name_of, result, min_top_switches)
+    return result
+
+
+def _build_upper_tiers(
+    plan: Plan,
+    network: NetworkName,
+    children: list[_Child],
+    part: Switch,
+    name_of: Callable[[str, str], str],
+    result: ClosResult,
+    min_top_switches: int,
+) -> None:
+    pool = _pool(part, "fabric")
+    radix = len(pool)
+    tier = 2
+    while True:
+        tier_name = TIER_NAMES[tier - 1]
+        if len(children) <= radix:
+            _build_top(plan, network, children, part, pool, tier, tier_name, name_of, result, min_top_switches)
+            return
+        blocks = _blocks(children, radix // 2)
+        block_size = max(len(b) for b in blocks)
+        positions = len(children[0].uplinks)
+        if any(len(c.uplinks) != positions for c in children):
+            raise ValueError("children of a blocked tier need equal uplink counts")
+        next_children: list[_Child] = []
+        switches = links = 0
+        speed = min(children[0].speed_gbps, pool.speed_gbps)
+        bw = len(str(len(blocks)))
+        pw = len(str(positions))
+        for b_index, block in enumerate(blocks, start=1):
+            block_uplinks: list[tuple[str, str, int]] = []
+            for j in range(positions):
+                switch = _add_switch(
+                    plan,
+                    name_of(tier_name, f"{b_index:0{max(2, bw)}d}-{j + 1:0{max(2, pw)}d}"),
+                    part,
+                    network,
+                    tier,
+                    None,
+                )
+                switch.pod = b_index
+                switch.su = block[0].su if all(c.su == block[0].su for c in block) else None
+                switches += 1
+                for c_index, child in enumerate(block):
+                    device, port, cage = child.uplinks[j]
+                    plan.links.append(
+                        Link(
+                            network,
+                            tier - 1,
+                            device,
+                            port,
+                            switch.name,
+                            pool.names[c_index],
+                            speed,
+                            a_cage=cage,
+                            b_cage=pool.cages[c_index],
+                            purpose="fabric",
+                        )
+                    )
+                    links += 1
+                for k in range(block_size):
+                    port_index = radix - block_size + k
+                    block_uplinks.append((switch.name, pool.names[port_index], pool.cages[port_index]))
+            su = block[0].su if all(c.su == block[0].su for c in block) else None
+            next_children.append(_Child(block_uplinks, su, pool.speed_gbps))
+        result.tiers.append(
+            Tier(
+                network,
+                tier,
+                tier_name,
+                part.id,
+                switches,
+                links,
+                switches * block_size,
+                links * speed,
+                switches * block_size * pool.speed_gbps,
+            )
+        )
+        children = next_children
+        tier += 1
+
+
+def _build_top(
+    plan: Plan,
+    network: NetworkName,
+    children: list[_Child],
+    part: Switch,
+    pool: PortPool,
+    tier: int,
+    tier_name: str,
+    name_of: Callable[[str, str], str],
+    result: ClosResult,
+    min_top_switches: int,
+) -> None:
+    radix = len(pool)
+    common = math.gcd(*(len(c.uplinks) for c in children))
+    total = sum(len(c.uplinks) for c in children)
+    fitting = [t for t in _divisors(common) if total / t <= radix]
+    top = next((t for t in fitting if t >= min_top_switches), fitting[-1] if fitting else 0)
+    if not top:
+        raise ValueError("cannot build a top tier")
+    width = max(2, len(str(top)))
+    switches = [
+        _add_switch(plan, name_of(tier_name, f"{t + 1:0{width}d}"), part, network, tier, None) for t in range(top)
+    ]
+    next_port = [0] * top
+    speed = min(children[0].speed_gbps, pool.speed_gbps)
+    links = 0
+    for child in children:
+        per_switch = len(child.uplinks) // top
+        for j, (device, port, cage) in enumerate(child.uplinks):
+            t = j // per_switch
+            p = next_port[t]
+            next_port[t] += 1
+            plan.links.append(
+                Link(
+                    network,
+                    tier - 1,
+                    device,
+                    port,
+                    switches[t].name,
+                    pool.names[p],
+                    speed,
+                    a_cage=cage,
+                    b_cage=pool.cages[p],
+                    purpose="fabric",
+                )
+            )
+            links += 1
+    result.tiers.append(Tier(network, tier, tier_name, part.id, top, links, 0, links * speed, 0.0))
+
+
+def _blocks(children: list[_Child], size: int) -> list[list[_Child]]:
+    """Group children into blocks of at most `size`, keeping a scalable unit's children together."""
+    runs: list[list[_Child]] = []
+    for child in children:
+        if runs and child.su is not None and runs[-1][0].su == child.su:
+            runs[-1].append(child)
+        else:
+            runs.append([child])
+    blocks: list[list[_Child]] = [[]]
+    for run in runs:
+        if len(run) > size:
+            for i in range(0, len(run), size):
+                blocks.append(run[i : i + size])
+            continue
+        if len(blocks[-1]) + len(run) > size:
+            blocks.append([])
+        blocks[-1].extend(run)
+    return [b for b in blocks if b]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _add_switch(
+    plan: Plan, name: str, part: Switch, network: NetworkName, tier: int, group: LeafGroup | None
+) -> Device:
+    return plan.add(
+        Device(
+            name=name,
+            part=part.id,
+            role="switch",
+            u_height=part.u_height,
+            network=network,
+            tier=tier,
+            su=group.su if group else None,
+            rail=group.rail if group else None,
+        )
+    )
+
+
+def _attach_hosts(
+    plan: Plan, network: NetworkName, leaf: str, pool: PortPool, hosts: Sequence[HostPort], first: int
+) -> None:
+    for offset, host in enumerate(hosts):
+        index = first + offset
+        plan.links.append(
+            Link(
+                network,
+                0,
+                host.device,
+                host.port,
+                leaf,
+                pool.names[index],
+                min(host.speed_gbps, pool.speed_gbps),
+                a_cage=host.cage,
+                b_cage=pool.cages[index],
+                rail=host.rail,
+                purpose=host.purpose,
+            )
+        )

@@ -1,0 +1,211 @@
+"""The hosts and the four networks: compute fabric, storage network, in-band and out-of-band management.
+
+Each network is its own set of switches; no storage or management link touches a compute-fabric
+switch. Host ports are taken from the catalog by role (compute ports in rail order).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, StorageBlock, Switch
+from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, device_ports
+from gpucluster.plan.model import Device, Plan
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The design with every default filled in from the catalog: what the planner actually builds."""
+
+    server: GpuServer
+    production_servers: int
+    spare_servers: int
+    su_servers: int
+    rails: int
+    compute_technology: str
+    compute_switch: Switch
+    compute_oversubscription: float
+    fabric_manager: Appliance | None
+    fabric_managers: int
+    storage_switch: Switch
+    storage_server_oversubscription: float
+    storage_block_oversubscription: float
+    pfs_block: StorageBlock
+    pfs_blocks: int
+    pfs_read_gbytes_per_s: float
+    pfs_write_gbytes_per_s: float
+    pfs_capacity_tb: float
+    object_block: StorageBlock | None
+    object_blocks: int
+    inband_switch: Switch
+    inband_oversubscription: float
+    oob_switch: Switch
+    oob_aggregation_switch: Switch
+    management_server: Appliance
+    management_servers: int
+
+    @property
+    def servers(self) -> int:
+        return self.production_servers + self.spare_servers
+
+
+def host_ports(device: str, part: GpuServer | Appliance | StorageBlock, role: str, purpose: str) -> list[HostPort]:
+    """A device's ports of one role, in catalog (for compute: rail) order."""
+    pool = device_ports(part).get(role)
+    if pool is None:
+        return []
+    return [
+        HostPort(device, name, cage, pool.speed_gbps, index + 1 if role == "compute" else None, purpose)
+        for index, (name, cage) in enumerate(zip(pool.names, pool.cages, strict=True))
+    ]
+
+
+def technology_of(groups: list[PortGroup]) -> str | None:
+    return next((g.technology for g in groups if g.technology), None)
+
+
+def add_gpu_servers(plan: Plan, r: Resolved, prefix: str) -> list[Device]:
+    """Servers in scalable units; the fabric managers take server slots in SU 1, as in the RA."""
+    manager_ports = _fabric_manager_ports(r)
+    first_su_slots = r.su_servers - math.ceil(manager_ports / r.rails) if manager_ports else r.su_servers
+    if first_su_slots <= 0:
+        raise ValueError("the fabric managers need more leaf ports than one scalable unit has")
+    total = r.servers
+    width = max(3, len(str(total)))
+    servers = []
+    su, slot = 1, 0
+    for i in range(1, total + 1):
+        capacity = first_su_slots if su == 1 else r.su_servers
+        if slot == capacity:
+            su, slot = su + 1, 0
+        slot += 1
+        servers.append(
+            plan.add(Device(f"{prefix}{i:0{width}d}", r.server.id, "gpu-server", u_height=r.server.u_height, su=su))
+        )
+    # Hot spares: the last server of each scalable unit, last units first, so each SU keeps one close by.
+    by_su: dict[int, list[Device]] = {}
+    for server in servers:
+        by_su.setdefault(server.su or 0, []).append(server)
+    sus = sorted(by_su, reverse=True)
+    marked = 0
+    depth = 1
+    while marked < r.spare_servers:
+        for s in sus:
+            if marked == r.spare_servers:
+                break
+            if depth <= len(by_su[s]):
+                by_su[s][-depth].spare = True
+                marked += 1
+        depth += 1
+    return servers
+
+
+def _fabric_manager_ports(r: Resolved) -> int:
+    if not r.fabric_manager or not r.fabric_managers:
+        return 0
+    return r.fabric_managers * sum(g.port_count for g in r.fabric_manager.port_groups("fabric"))
+
+
+def add_appliances(plan: Plan, r: Resolved) -> None:
+    if r.fabric_manager:
+        for i in range(1, r.fabric_managers + 1):
+            plan.add(Device(f"ufm-{i:02d}", r.fabric_manager.id, "fabric-manager", u_height=r.fabric_manager.u_height))
+    for i in range(1, r.management_servers + 1):
+        plan.add(
+            Device(f"head-{i:02d}", r.management_server.id, "management-server", u_height=r.management_server.u_height)
+        )
+    width = max(2, len(str(r.pfs_blocks)))
+    for i in range(1, r.pfs_blocks + 1):
+        plan.add(Device(f"pfs-{i:0{width}d}", r.pfs_block.id, "storage", u_height=r.pfs_block.u_height))
+    if r.object_block:
+        width = max(2, len(str(r.object_blocks)))
+        for i in range(1, r.object_blocks + 1):
+            plan.add(
+                Device(f"obj-{i:0{width}d}", r.object_block.id, "object-storage", u_height=r.object_block.u_height)
+            )
+
+
+def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
+    """One leaf group per (scalable unit, rail): a rail-optimized fat tree. Fabric managers join rails of SU 1."""
+    groups: dict[tuple[int, int], LeafGroup] = {}
+    sus = sorted({d.su for d in plan.devices_with("gpu-server") if d.su})
+    for su in sus:
+        for rail in range(1, r.rails + 1):
+            groups[(su, rail)] = LeafGroup(f"su{su:02d}-r{rail}", [], r.compute_oversubscription, su, rail)
+    for server in plan.devices_with("gpu-server"):
+        for port in host_ports(server.name, r.server, "compute", "gpu"):
+            groups[(server.su or 1, port.rail or 1)].ports.append(port)
+    rail = 0
+    for manager in plan.devices_with("fabric-manager"):
+        part = catalog.get(manager.part, Appliance)
+        for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
+            groups[(sus[0], rail % r.rails + 1)].ports.append(port)
+            rail += 1
+    return build_clos(plan, network="compute", groups=list(groups.values()), leaf_part=r.compute_switch)
+
+
+def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
+    """Servers' storage ports (per scalable unit) and the storage blocks' ports on their own leaves."""
+    groups: dict[str, LeafGroup] = {}
+    for server in plan.devices_with("gpu-server"):
+        label = f"su{server.su:02d}"
+        group = groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su))
+        group.ports.extend(host_ports(server.name, r.server, "storage", "storage"))
+    blocks = LeafGroup("pfs", [], r.storage_block_oversubscription)
+    for block in plan.devices_with("storage"):
+        blocks.ports.extend(host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage"))
+    return build_clos(plan, network="storage", groups=[*groups.values(), blocks], leaf_part=r.storage_switch)
+
+
+def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
+    """Each server's in-band ports go to a pair of leaves per scalable unit (bonded, one port to each);
+    head nodes, fabric managers and object storage share the services leaves."""
+    groups: dict[str, LeafGroup] = {}
+    for server in plan.devices_with("gpu-server"):
+        for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
+            label = f"su{server.su:02d}-{'abcdefgh'[index]}"
+            groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription, server.su)).ports.append(port)
+    for role in ("management-server", "fabric-manager", "object-storage"):
+        for device in plan.devices_with(role):
+            part = catalog.parts[device.part]
+            port_role = "storage" if role == "object-storage" else "inband"
+            for index, port in enumerate(host_ports(device.name, part, port_role, "management")):  # type: ignore[arg-type]
+                label = f"svc-{'abcdefgh'[index % 2]}"
+                groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription)).ports.append(port)
+    return build_clos(
+        plan, network="inband", groups=list(groups.values()), leaf_part=r.inband_switch, min_top_switches=2
+    )
+
+
+def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostPort]:
+    """The out-of-band port of each device: BMCs, switch and appliance management ports, PDU network ports."""
+    ports = []
+    for device in devices:
+        if device.role == "pdu":
+            ports.append(HostPort(device.name, "net", 0, 1.0, purpose="management"))
+            continue
+        pools = device_ports(catalog.parts[device.part])
+        for role in ("bmc", "mgmt"):
+            if role in pools:
+                ports.extend(
+                    HostPort(
+                        device.name, name, 0, pools[role].speed_gbps, purpose="bmc" if role == "bmc" else "management"
+                    )
+                    for name in pools[role].names
+                )
+    return ports
+
+
+def build_oob(plan: Plan, r: Resolved, groups: list[LeafGroup]) -> ClosResult:
+    """1G out-of-band access switches, two uplinks each to the aggregation pair."""
+    return build_clos(
+        plan,
+        network="oob",
+        groups=groups,
+        leaf_part=r.oob_switch,
+        upper_part=r.oob_aggregation_switch,
+        leaf_uplinks=2,
+        min_top_switches=2,
+    )

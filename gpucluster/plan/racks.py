@@ -1,0 +1,187 @@
+"""Racks on the floor: every device at a U position, racks in rows with floor coordinates.
+
+Racks come in clusters: one per scalable unit (its compute racks with the SU's network rack in
+the middle, so server-to-leaf runs stay short) and one central cluster (spines and cores,
+storage, management), placed in the middle of the hall. Compute racks hold the largest number
+of servers that fits the rack's power budget and height and divides the SU evenly, which
+reproduces the RA's four DGX H100 or two DGX B200 per rack.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.schema import Pdu, Rack
+from gpucluster.design.schema import Site
+from gpucluster.plan.model import Device, Plan, RackPlan
+
+
+@dataclass
+class _Rack:
+    purpose: str
+    su: int | None
+    height_u: int
+    devices: list[Device] = field(default_factory=list)
+    next_u: int = 1
+    power_max_w: float = 0.0
+
+    def fits(self, device: Device, power_w: float, budget_w: float) -> bool:
+        return self.next_u + math.ceil(device.u_height) - 1 <= self.height_u and self.power_max_w + power_w <= budget_w
+
+
+@dataclass
+class Cluster:
+    """Racks that belong together on the floor (a scalable unit, or the central services)."""
+
+    name: str
+    su: int | None
+    racks: list[_Rack] = field(default_factory=list)
+
+    def network_racks(self) -> list[_Rack]:
+        return [r for r in self.racks if r.purpose in ("network", "management")]
+
+
+def servers_per_rack(server_u: float, server_max_w: float, rack_height_u: int, budget_w: float, su: int) -> int:
+    """The largest count that fits power and height and divides the scalable unit (else the largest that fits)."""
+    fit = min(int(budget_w // server_max_w), int(rack_height_u // server_u))
+    if fit <= 0:
+        return 0
+    dividing = [n for n in range(fit, 0, -1) if su % n == 0]
+    return dividing[0] if dividing and dividing[0] * 2 > fit else fit
+
+
+class RackPlanner:
+    """Packs devices into the racks of each cluster, bottom up, within U and power budget."""
+
+    def __init__(self, catalog: Catalog, site: Site, rack_part: Rack):
+        self.catalog = catalog
+        self.site = site
+        self.rack_part = rack_part
+        self.height_u = site.rack_height_u or rack_part.u_height
+        self.budget_w = site.rack_power_budget_kw * 1000.0
+        self.clusters: dict[str, Cluster] = {}
+
+    def power_w(self, device: Device) -> float:
+        return float(getattr(self.catalog.parts[device.part], "power_max_w", 0.0))
+
+    def cluster(self, name: str, su: int | None = None) -> Cluster:
+        return self.clusters.setdefault(name, Cluster(name, su))
+
+    def new_rack(self, cluster: Cluster, purpose: str) -> _Rack:
+        rack = _Rack(purpose, cluster.su, self.height_u)
+        cluster.racks.append(rack)
+        return rack
+
+    def place(self, cluster: Cluster, purpose: str, device: Device, new: bool = False) -> _Rack:
+        power = self.power_w(device)
+        candidates = [r for r in cluster.racks if r.purpose == purpose]
+        rack = candidates[-1] if candidates and not new else None
+        if rack is None or not rack.fits(device, power, self.budget_w):
+            rack = self.new_rack(cluster, purpose)
+            if not rack.fits(device, power, self.budget_w):
+                raise ValueError(
+                    f"{device.name} ({device.part}, {power / 1000:.1f} kW, {device.u_height}U) does not fit an empty "
+                    f"{self.height_u}U rack with a {self.budget_w / 1000:.1f} kW budget"
+                )
+        rack.devices.append(device)
+        device.u_position = rack.next_u
+        rack.next_u += math.ceil(device.u_height)
+        rack.power_max_w += power
+        return rack
+
+    def free_units(self, rack: _Rack) -> int:
+        return self.height_u - rack.next_u + 1
+
+    def layout(self, plan: Plan, order: list[str]) -> None:
+        """Name the racks by row and position, give them floor coordinates and record them in the plan.
+
+        Network racks go in the middle of their cluster; clusters fill rows in order, never
+        splitting one across rows unless it is longer than a row.
+        """
+        pitch = self.site.rack_pitch_mm or self.rack_part.width_mm
+        per_row = self.site.racks_per_row
+        row, position = 0, 0
+        for name in order:
+            cluster = self.clusters[name]
+            racks = _network_in_middle(cluster.racks)
+            if position and position + len(racks) > per_row:
+                row, position = row + 1, 0
+            for rack in racks:
+                if position == per_row:
+                    row, position = row + 1, 0
+                rack_name = f"{_row_letters(row)}{position + 1:02d}"
+                plan.racks[rack_name] = RackPlan(
+                    name=rack_name,
+                    part=self.rack_part.id,
+                    row=row,
+                    position=position,
+                    x_mm=position * pitch,
+                    y_mm=row * self.site.row_pitch_mm,
+                    purpose=rack.purpose,
+                    height_u=self.height_u,
+                    su=rack.su,
+                    devices=[d.name for d in rack.devices],
+                    power_max_w=rack.power_max_w,
+                    power_typical_w=sum(
+                        float(getattr(self.catalog.parts[d.part], "power_typical_w", 0.0)) for d in rack.devices
+                    ),
+                )
+                for device in rack.devices:
+                    device.rack = rack_name
+                position += 1
+
+
+def _network_in_middle(racks: list[_Rack]) -> list[_Rack]:
+    compute = [r for r in racks if r.purpose == "compute"]
+    other = [r for r in racks if r.purpose != "compute"]
+    if not compute:
+        return racks
+    half = (len(compute) + 1) // 2
+    return compute[:half] + other + compute[half:]
+
+
+def _row_letters(row: int) -> str:
+    letters = string.ascii_uppercase
+    name = ""
+    row += 1
+    while row:
+        row, rem = divmod(row - 1, 26)
+        name = letters[rem] + name
+    return name
+
+
+def add_pdus(
+    plan: Plan,
+    catalog: Catalog,
+    pdu: Pdu | None,
+    count_for: Callable[[float, dict[str, int]], int],
+    two_feeds: bool,
+    reserved: dict[str, Device],
+) -> None:
+    """Zero-U PDUs in every rack, sized for the rack's maximum load; with 2N named by feed (a1, b1, a2 ...).
+
+    `reserved` holds the placeholders standing where out-of-band switches will go.
+    """
+    if pdu is None:
+        return
+    for rack in plan.racks.values():
+        devices = [plan.devices[n] if n in plan.devices else reserved[n] for n in rack.devices]
+        count = count_for(rack.power_max_w, rack_inlets(catalog, devices))
+        for i in range(count):
+            suffix = f"{'ab'[i % 2]}{i // 2 + 1}" if two_feeds else f"{i + 1}"
+            device = plan.add(Device(f"{rack.name}-pdu-{suffix}", pdu.id, "pdu", rack=rack.name))
+            rack.pdus.append(device.name)
+
+
+def rack_inlets(catalog: Catalog, devices: list[Device]) -> dict[str, int]:
+    """Power-supply inlets in a rack by IEC type (C20, C14 ...), for PDU outlet counts."""
+    inlets: dict[str, int] = {}
+    for device in devices:
+        psus = getattr(catalog.parts.get(device.part), "psus", None)
+        if psus:
+            inlets[psus.inlet] = inlets.get(psus.inlet, 0) + psus.count
+    return inlets

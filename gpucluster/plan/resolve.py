@@ -1,0 +1,179 @@
+"""Filling a design's defaults from the catalog: the settings the planner actually builds with."""
+
+from __future__ import annotations
+
+import math
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.schema import Appliance, GpuServer, StorageBlock, Switch
+from gpucluster.design.load import LoadedDesign
+from gpucluster.errors import DesignError, Problem
+from gpucluster.plan.networks import Resolved, technology_of
+
+# DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
+# aggregate read/write in GB/s per level; the 4-SU rows are four times these.
+SU_STORAGE_GBYTES_PER_S = {"good": (15.0, 7.0), "better": (40.0, 20.0), "best": (125.0, 62.0)}
+SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"
+
+DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
+DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
+INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "Design defaults"
+
+
+def resolve(loaded: LoadedDesign) -> Resolved:
+    design, catalog = loaded.design, loaded.catalog
+    server = catalog.get(design.compute.server, GpuServer)
+    rails = sum(g.port_count for g in server.port_groups("compute"))
+    if rails == 0:
+        _fail(loaded, ("compute", "server"), f"{server.id} has no compute-fabric ports in the catalog")
+    if design.compute.servers is not None:
+        production = design.compute.servers
+    else:
+        gpus = design.compute.gpus or 0
+        if gpus % server.gpu.count:
+            _fail(
+                loaded,
+                ("compute", "gpus"),
+                f"{gpus} GPUs is not a whole number of {server.model} servers ({server.gpu.count} GPUs each); "
+                f"use {gpus // server.gpu.count * server.gpu.count or server.gpu.count} or "
+                f"{math.ceil(gpus / server.gpu.count) * server.gpu.count}",
+            )
+        production = gpus // server.gpu.count
+    su = design.compute_fabric.scalable_unit_servers
+
+    fabric = design.compute_fabric
+    port_technology = technology_of(server.port_groups("compute")) or "infiniband-ndr"
+    technology = fabric.technology or ("roce" if port_technology == "ethernet" else port_technology)
+    compute_switch = _switch(loaded, ("compute_fabric", "switch"), fabric.switch or DEFAULT_SWITCH[technology])
+    wanted = "ethernet" if technology == "roce" else technology
+    if compute_switch.technology != wanted:
+        _fail(
+            loaded,
+            ("compute_fabric", "switch"),
+            f"{compute_switch.id} is a {compute_switch.technology} switch; the compute fabric is {technology}",
+        )
+    manager: Appliance | None = None
+    managers = fabric.fabric_managers
+    if fabric.fabric_manager == "auto":
+        manager_id = DEFAULT_FABRIC_MANAGER.get(technology)
+        if manager_id and manager_id not in catalog.parts:
+            manager_id = DEFAULT_FABRIC_MANAGER["infiniband-ndr"]
+    else:
+        manager_id = fabric.fabric_manager
+    if manager_id and managers:
+        if technology == "roce":
+            _fail(loaded, ("compute_fabric", "fabric_manager"), "UFM manages InfiniBand fabrics; use null for RoCE")
+        manager = catalog.get(manager_id, Appliance)
+
+    spares = design.compute.spare_servers
+    if spares is None:
+        spares = default_spares(production, su, rails, manager, managers if manager else 0)
+
+    network = design.storage_network
+    storage_port_technology = technology_of(server.port_groups("storage")) or "infiniband-ndr"
+    storage_technology = network.technology or storage_port_technology
+    storage_switch = _switch(
+        loaded, ("storage_network", "switch"), network.switch or DEFAULT_SWITCH[storage_technology]
+    )
+
+    pfs = design.parallel_filesystem
+    block = _storage_block(loaded, pfs.block, pfs.kind, "parallel-filesystem", ("parallel_filesystem", "block"))
+    su_count = (production + spares) / su
+    level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
+    read = pfs.read_gbytes_per_s or level_read * su_count
+    write = pfs.write_gbytes_per_s or level_write * su_count
+    blocks = max(
+        1,
+        math.ceil(read / block.read_gbytes_per_s),
+        math.ceil(write / block.write_gbytes_per_s),
+        math.ceil((pfs.capacity_tb or 0) / block.capacity_tb),
+    )
+    capacity = pfs.capacity_tb or blocks * block.capacity_tb
+
+    object_block = None
+    object_blocks = 0
+    if design.object_storage:
+        spec = design.object_storage
+        object_block = _storage_block(loaded, spec.block, None, "object", ("object_storage", "block"))
+        object_blocks = max(
+            1,
+            math.ceil(spec.capacity_tb / object_block.capacity_tb),
+            math.ceil((spec.throughput_gbytes_per_s or 0) / object_block.read_gbytes_per_s),
+        )
+
+    mgmt = design.management
+    inband_speed = max((g.speed_gbps for g in server.port_groups("inband")), default=100)
+    inband_switch = _switch(
+        loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
+    )
+    return Resolved(
+        server=server,
+        production_servers=production,
+        spare_servers=spares,
+        su_servers=su,
+        rails=rails,
+        compute_technology=technology,
+        compute_switch=compute_switch,
+        compute_oversubscription=fabric.oversubscription,
+        fabric_manager=manager,
+        fabric_managers=managers if manager else 0,
+        storage_switch=storage_switch,
+        storage_server_oversubscription=network.server_oversubscription,
+        storage_block_oversubscription=network.storage_oversubscription,
+        pfs_block=block,
+        pfs_blocks=blocks,
+        pfs_read_gbytes_per_s=read,
+        pfs_write_gbytes_per_s=write,
+        pfs_capacity_tb=capacity,
+        object_block=object_block,
+        object_blocks=object_blocks,
+        inband_switch=inband_switch,
+        inband_oversubscription=INBAND_OVERSUBSCRIPTION,
+        oob_switch=catalog.get(mgmt.oob_switch, Switch),
+        oob_aggregation_switch=catalog.get(mgmt.oob_aggregation_switch, Switch),
+        management_server=catalog.get(mgmt.management_server, Appliance),
+        management_servers=mgmt.management_servers,
+    )
+
+
+def default_spares(production: int, su: int, rails: int, manager: Appliance | None, managers: int) -> int:
+    """One hot spare per scalable unit, in slots the production servers leave free: never a new SU
+    just for spares (its leaves would cost more than the spare)."""
+    manager_ports = managers * sum(g.port_count for g in manager.port_groups("fabric")) if manager else 0
+    taken = math.ceil(manager_ports / rails) if manager_ports else 0
+    units = math.ceil((production + taken) / su)
+    free = units * su - taken - production
+    return min(units, free)
+
+
+def _switch(loaded: LoadedDesign, loc: tuple[str, ...], part_id: str) -> Switch:
+    try:
+        return loaded.catalog.get(part_id, Switch)
+    except KeyError:
+        _fail(loaded, loc, f"switch {part_id!r} is not in the catalog")
+        raise
+
+
+def _storage_block(
+    loaded: LoadedDesign, part_id: str | None, kind: str | None, tier: str, loc: tuple[str, ...]
+) -> StorageBlock:
+    catalog: Catalog = loaded.catalog
+    if part_id:
+        block = catalog.get(part_id, StorageBlock)
+        if block.tier != tier:
+            _fail(loaded, loc, f"{part_id} is a {block.tier} block, not {tier}")
+        if kind and not any(fs.startswith(kind) for fs in block.filesystems):
+            _fail(loaded, loc, f"{part_id} serves {', '.join(block.filesystems)}, not {kind}")
+        return block
+    fitting = [
+        b
+        for b in catalog.of_kind(StorageBlock)
+        if b.tier == tier and (kind is None or any(fs.startswith(kind) for fs in b.filesystems))
+    ]
+    if not fitting:
+        _fail(loaded, loc, f"the catalog has no {tier} building block for {kind or 'object storage'}")
+    return fitting[0]
+
+
+def _fail(loaded: LoadedDesign, loc: tuple[str, ...], message: str) -> None:
+    raise DesignError([Problem(*loaded.where(*loc), ".".join(loc), message)])

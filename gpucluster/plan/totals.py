@@ -1,0 +1,55 @@
+"""Counts over the plan that every view quotes: servers, GPUs, switches and links per network and tier."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gpucluster.plan.fabric import TIER_NAMES
+from gpucluster.plan.model import NETWORKS, Plan
+
+
+def tier_name(tier: int) -> str:
+    return TIER_NAMES[tier - 1]
+
+
+def link_tier_name(tier: int) -> str:
+    """Links are named by the tiers they join: host-leaf, leaf-spine, spine-core ..."""
+    lower = "host" if tier == 0 else TIER_NAMES[tier - 1]
+    return f"{lower}-{TIER_NAMES[tier]}"
+
+
+def totals(plan: Plan) -> dict:
+    servers = plan.devices_with("gpu-server")
+    gpus_per_server = int(plan.settings.get("gpus_per_server", 0))
+    switches: dict[str, dict[str, int]] = {n: {} for n in NETWORKS}
+    for device in plan.devices.values():
+        if device.role == "switch" and device.network and device.tier:
+            per = switches[device.network]
+            per[tier_name(device.tier)] = per.get(tier_name(device.tier), 0) + 1
+    links: dict[str, dict[str, int]] = {n: {} for n in NETWORKS}
+    for link in plan.links:
+        per = links[link.network]
+        key = link_tier_name(link.tier)
+        per[key] = per.get(key, 0) + 1
+    cables_by_media: Counter[str] = Counter(c.media for c in plan.cables)
+    racks_by_purpose: Counter[str] = Counter(r.purpose for r in plan.racks.values())
+    roles: Counter[str] = Counter(d.role for d in plan.devices.values())
+    return {
+        "servers": len(servers),
+        "production_servers": sum(1 for s in servers if not s.spare),
+        "spare_servers": sum(1 for s in servers if s.spare),
+        "gpus": len(servers) * gpus_per_server,
+        "production_gpus": sum(1 for s in servers if not s.spare) * gpus_per_server,
+        "scalable_units": len({s.su for s in servers}),
+        "switches": {n: dict(sorted(v.items(), key=lambda kv: TIER_NAMES.index(kv[0]))) for n, v in switches.items()},
+        "switches_total": sum(sum(v.values()) for v in switches.values()),
+        "links": {n: dict(sorted(v.items())) for n, v in links.items()},
+        "links_total": len(plan.links),
+        "cables": len(plan.cables),
+        "cables_by_media": dict(sorted(cables_by_media.items())),
+        "racks": len(plan.racks),
+        "racks_by_purpose": dict(sorted(racks_by_purpose.items())),
+        "devices_by_role": dict(sorted(roles.items())),
+        "it_power_max_kw": round(sum(r.power_max_w for r in plan.racks.values()) / 1000, 3),
+        "it_power_typical_kw": round(sum(r.power_typical_w for r in plan.racks.values()) / 1000, 3),
+    }
