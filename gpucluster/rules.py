@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpucluster.plan.fabric import device_ports
+from gpucluster.catalog.ports import device_ports
 from gpucluster.plan.model import Finding, Plan
 
 # Heat one rack's cooling can remove, by cooling type, when the design does not say
@@ -25,6 +25,7 @@ COOLING_SOURCES = {
 }
 
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
+RULE_PREFIX = "rule:"  # findings from design rules carry their rule's name after this prefix
 
 
 def cooling_capacity_kw(site: object) -> float:

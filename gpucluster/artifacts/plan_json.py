@@ -11,8 +11,6 @@ import orjson
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.plan.totals import totals
-from gpucluster.rules import check_rules, rule_facts
 
 SCHEMA_VERSION = 1
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
@@ -31,17 +29,16 @@ def plan_document(plan: Plan, loaded: LoadedDesign) -> dict:
 
 def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
     design = loaded.design
-    facts = rule_facts(plan)
     head = {
         "schema_version": SCHEMA_VERSION,
         "design": {"name": design.name, "description": design.description, "source": design.model_dump(mode="json")},
         "settings": plan.settings,
-        "totals": totals(plan),
+        "totals": plan.totals,
         "tiers": [_tier(t) for t in plan.tiers],
         "analysis": plan.analysis,
+        "facts": plan.facts,
         "findings": [
-            {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject}
-            for f in [*plan.findings, *check_rules(facts)]
+            {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject} for f in plan.findings
         ],
     }
     yield b"{\n"

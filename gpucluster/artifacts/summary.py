@@ -6,12 +6,10 @@ from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.plan.totals import totals
-from gpucluster.rules import check_rules, rule_facts
 
 
 def summary_lines(plan: Plan) -> list[str]:
-    t = totals(plan)
+    t = plan.totals
     s = plan.settings
     lines = [
         f"{plan.name}: {t['production_gpus']:,} GPUs on {t['production_servers']:,} {s['server']} servers "
@@ -46,7 +44,7 @@ def summary_lines(plan: Plan) -> list[str]:
         f"  power    IT {t['it_power_max_kw']:,.1f} kW maximum, {t['it_power_typical_kw']:,.1f} kW typical; "
         f"{t['cables']:,} cables"
     )
-    findings = [f for f in [*plan.findings, *check_rules(rule_facts(plan))] if f.severity != "ok"]
+    findings = [f for f in plan.findings if f.severity != "ok"]
     for finding in findings:
         lines.append(f"  {finding.severity}: {finding.message}")
     return lines

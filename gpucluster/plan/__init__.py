@@ -11,7 +11,7 @@ from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import analyse, build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
 from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, Finding, Plan
 from gpucluster.plan.networks import (
     Resolved,
     add_appliances,
@@ -25,6 +25,8 @@ from gpucluster.plan.networks import (
 from gpucluster.plan.power import choose_pdu, pdus_needed
 from gpucluster.plan.racks import Cluster, RackPlanner, add_pdus, rack_inlets, servers_per_rack
 from gpucluster.plan.resolve import resolve
+from gpucluster.plan.totals import totals
+from gpucluster.rules import RULE_PREFIX, check_rules, rule_facts
 
 __all__ = ["Plan", "plan_design"]
 
@@ -106,7 +108,18 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     say("graph analyses")
     plan.graphs = build_graphs(plan)
     plan.analysis = analyse(plan)
+    plan.totals = totals(plan)
+    refresh_findings(plan)
     return plan
+
+
+def refresh_findings(plan: Plan) -> None:
+    """Recompute the rule facts and the design-rule findings (after a later stage adds facts, e.g. a
+    burn-in plan or checkpoint figures, to plan.settings)."""
+    plan.facts = rule_facts(plan)
+    plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
+        Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)
+    ]
 
 
 def _settings(r: Resolved) -> dict[str, object]:

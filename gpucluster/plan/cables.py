@@ -88,62 +88,51 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     """
     parts = catalog.of_kind(CablePart)
     optics = catalog.of_kind(Transceiver)
-    ends = _EndLookup(catalog)
-    by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)
-    for index, link in enumerate(plan.links):
-        if link.a_cage:
+    lookup = _EndLookup(catalog)
+    links, devices = plan.links, plan.devices
+    ends = [
+        (lookup.end(devices[link.a_device], link.a_port), lookup.end(devices[link.b_device], link.b_port))
+        for link in links
+    ]
+    by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)  # twin-port cages only
+    for index, (link, (end_a, end_b)) in enumerate(zip(links, ends, strict=True)):
+        if end_a.ports_per_cage == 2:
             by_cage[(link.a_device, link.a_cage)].append(index)
-        if link.b_cage:
+        if end_b.ports_per_cage == 2:
             by_cage[(link.b_device, link.b_cage)].append(index)
     choose = cache(lambda *key: _choose(parts, optics, *key))
-    length_of = cache(lambda a, b: round(run_length_m(plan, plan.devices[a], plan.devices[b], routing), 2))
+    by_id = {c.id: c for c in parts}
+    part_number = cache(lambda cable_id, length: by_id[cable_id].part_number_for(length))
+    length_of = cache(lambda a, b: round(run_length_m(plan, devices[a], devices[b], routing), 2))
+    technology_of = {network: _technology(plan, network) for network in NETWORK_PREFIX}
     counters: dict[str, int] = defaultdict(int)
-    done: set[int] = set()
-    for index, link in enumerate(plan.links):
-        if index in done:
+    done = bytearray(len(links))
+    for index, link in enumerate(links):
+        if done[index]:
             continue
-        end_a, end_b = (
-            ends.end(plan.devices[link.a_device], link.a_port),
-            ends.end(plan.devices[link.b_device], link.b_port),
-        )
-        technology = _technology(plan, link.network)
+        end_a, end_b = ends[index]
+        technology = technology_of[link.network]
         length = length_of(link.a_device, link.b_device)
-        options: list[tuple[int, int, Choice, list[int]]] = []
-
-        def consider(choice: Choice | None, group: list[int], options: list = options) -> None:
+        best: tuple[int, int, Choice, list[int]] | None = None
+        options: list[tuple[Choice | None, list[int]]] = [
+            (choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1), [index])
+        ]
+        if end_a.ports_per_cage == 2 or end_b.ports_per_cage == 2:
+            options += _groupings(plan, index, ends, by_cage, done, choose, length_of, technology)
+        for choice, group in options:
             if choice is not None:
-                options.append((MEDIA_ORDER.index(choice.cable.media), -len(group), choice, group))
-
-        consider(choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1), [index])
-        if end_a.ports_per_cage == 2 and end_b.ports_per_cage == 2:
-            twins = [
-                i
-                for i in by_cage[(link.a_device, link.a_cage)]
-                if i not in done
-                and plan.links[i].b_device == link.b_device
-                and plan.links[i].b_cage == link.b_cage
-                and plan.links[i].a_device == link.a_device
-            ]
-            if len(twins) == 2:
-                consider(choose(technology, link.speed_gbps, end_a, end_b, length, 2, 1), twins)
-        for twin_end, single_end, twin_key in (
-            (end_a, end_b, (link.a_device, link.a_cage)),
-            (end_b, end_a, (link.b_device, link.b_cage)),
-        ):
-            if twin_end.ports_per_cage == 2 and twin_end.switch and single_end.ports_per_cage == 1 and twin_key[1]:
-                legs = [i for i in by_cage[twin_key] if i not in done]
-                if all(ends.end(*_far(plan, i, twin_key)).ports_per_cage == 1 for i in legs):
-                    longest = max(length_of(plan.links[i].a_device, plan.links[i].b_device) for i in legs)
-                    consider(choose(technology, link.speed_gbps, twin_end, single_end, longest, 2, 2), legs)
-        if not options:
+                rank = (MEDIA_ORDER.index(choice.cable.media), -len(group))
+                if best is None or rank < best[:2]:
+                    best = (*rank, choice, group)
+        if best is None:
             raise NoCableFits(
                 f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology or ''} link "
                 f"{link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
                 f"({end_b.cage_type}) on the {link.network} network"
             )
-        _rank, _width, choice, group = min(options, key=lambda o: (o[0], o[1]))
-        group = sorted(group)
-        done.update(group)
+        choice, group = best[2], sorted(best[3])
+        for i in group:
+            done[i] = 1
         prefix = NETWORK_PREFIX[link.network]
         counters[prefix] += 1
         plan.cables.append(
@@ -153,21 +142,51 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
                 links=tuple(group),
                 media=choice.cable.media,
                 cable_part=choice.cable.id,
-                part_number=choice.cable.part_number_for(choice.length_m),
+                part_number=part_number(choice.cable.id, choice.length_m),
                 length_m=choice.length_m,
-                run_length_m=max(length_of(plan.links[i].a_device, plan.links[i].b_device) for i in group),
+                run_length_m=length
+                if len(group) == 1
+                else max(length_of(links[i].a_device, links[i].b_device) for i in group),
                 a_transceiver=choice.a_transceiver.id if choice.a_transceiver else None,
                 b_transceiver=choice.b_transceiver.id if choice.b_transceiver else None,
             )
         )
 
 
-def _far(plan: Plan, index: int, near: tuple[str, int]) -> tuple[Device, str]:
-    """The device and port at the other end of a link from the cage `near`."""
-    link = plan.links[index]
-    if (link.a_device, link.a_cage) == near:
-        return plan.devices[link.b_device], link.b_port
-    return plan.devices[link.a_device], link.a_port
+def _groupings(plan, index, ends, by_cage, done, choose, length_of, technology) -> list:
+    """Two-link options for a link at a twin-port cage: a straight twin cable to the same far cage,
+    or a 1:2 splitter from a switch cage to single-port host cages."""
+    links = plan.links
+    link = links[index]
+    end_a, end_b = ends[index]
+    options = []
+    if end_a.ports_per_cage == 2 and end_b.ports_per_cage == 2:
+        twins = [
+            i
+            for i in by_cage[(link.a_device, link.a_cage)]
+            if not done[i]
+            and links[i].a_device == link.a_device
+            and links[i].b_device == link.b_device
+            and links[i].b_cage == link.b_cage
+        ]
+        if len(twins) == 2:
+            options.append(
+                (
+                    choose(technology, link.speed_gbps, end_a, end_b, length_of(link.a_device, link.b_device), 2, 1),
+                    twins,
+                )
+            )
+    for twin_end, single_end, twin_key in (
+        (end_a, end_b, (link.a_device, link.a_cage)),
+        (end_b, end_a, (link.b_device, link.b_cage)),
+    ):
+        if twin_end.ports_per_cage == 2 and twin_end.switch and single_end.ports_per_cage == 1:
+            legs = [i for i in by_cage[twin_key] if not done[i]]
+            far_ends = [ends[i][1 if (links[i].a_device, links[i].a_cage) == twin_key else 0] for i in legs]
+            if all(end.ports_per_cage == 1 for end in far_ends):
+                longest = max(length_of(links[i].a_device, links[i].b_device) for i in legs)
+                options.append((choose(technology, link.speed_gbps, twin_end, single_end, longest, 2, 2), legs))
+    return options
 
 
 class _EndLookup:

@@ -19,10 +19,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Switch
 from gpucluster.plan.model import Device, Link, NetworkName, Plan, Tier
-
-_HasPorts = object  # a catalog part with .ports (hashable, frozen)
 
 TIER_NAMES = ("leaf", "spine", "core", "supercore", "tier5", "tier6")
 
@@ -48,47 +47,6 @@ class LeafGroup:
     oversubscription: float = 1.0
     su: int | None = None
     rail: int | None = None
-
-
-@dataclass(frozen=True)
-class PortPool:
-    """The ordered port names and cages of one role on one switch model."""
-
-    names: tuple[str, ...]
-    cages: tuple[int, ...]
-    speed_gbps: float
-
-    def __len__(self) -> int:
-        return len(self.names)
-
-
-_DEVICE_PORTS: dict[int, tuple[object, dict[str, PortPool]]] = {}
-
-
-def device_ports(part: _HasPorts) -> dict[str, PortPool]:
-    """Cached :func:`_device_ports` (catalog parts hold lists, so they are keyed by identity)."""
-    entry = _DEVICE_PORTS.get(id(part))
-    if entry is None or entry[0] is not part:
-        entry = _DEVICE_PORTS[id(part)] = (part, _device_ports(part))
-    return entry[1]
-
-
-def _device_ports(part: _HasPorts) -> dict[str, PortPool]:
-    """A part's logical ports by role, named as the hardware names them, with cage numbers unique
-    across the whole device (groups are numbered on from the cages before them). Names are
-    shared strings, so a plan of millions of ports holds each name once per part."""
-    by_role: dict[str, tuple[list[str], list[int], float]] = {}
-    offset = 0
-    for group in part.ports:  # type: ignore[attr-defined]
-        names, cages, _speed = by_role.setdefault(group.role, ([], [], group.speed_gbps))
-        ports = group.port_names()
-        if group.rails:  # compute ports in rail order, whatever order the chassis labels them in
-            ports = [port for _rail, port in sorted(zip(group.rails, ports, strict=True))]
-        for name, cage in ports:
-            names.append(name)
-            cages.append(offset + cage)
-        offset += group.cages
-    return {role: PortPool(tuple(n), tuple(c), speed) for role, (n, c, speed) in by_role.items()}
 
 
 def _pool(part: Switch, *roles: str) -> PortPool:

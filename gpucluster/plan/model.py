@@ -138,9 +138,15 @@ class Plan:
     tiers: list[Tier] = field(default_factory=list)
     graphs: dict[str, nx.Graph] = field(default_factory=dict)
     analysis: dict[str, dict] = field(default_factory=dict)
-    findings: list[Finding] = field(default_factory=list)
+    totals: dict[str, object] = field(default_factory=dict)  # counts every view quotes (plan/totals.py)
+    facts: dict[str, object] = field(default_factory=dict)  # what the design rules read (rules.py)
+    findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
     settings: dict[str, object] = field(default_factory=dict)  # resolved defaults (switch models, SU size...)
     catalog_parts: dict[str, object] = field(default_factory=dict, repr=False)  # part id -> catalog part
+
+    def part(self, device: str) -> object:
+        """The catalog part of a device in the plan."""
+        return self.catalog_parts[self.devices[device].part]
 
     def add(self, device: Device) -> Device:
         if device.name in self.devices:

@@ -10,8 +10,9 @@ import math
 from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, StorageBlock, Switch
-from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, device_ports
+from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
 from gpucluster.plan.model import Device, Plan
 
 

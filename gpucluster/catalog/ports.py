@@ -1,0 +1,71 @@
+"""A part's ports as the plan uses them: by role, in rail order, with unique cage numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_HasPorts = object  # a catalog part with .ports
+
+
+@dataclass(frozen=True)
+class PortPool:
+    """The ordered port names and cages of one role on one switch model."""
+
+    names: tuple[str, ...]
+    cages: tuple[int, ...]
+    speed_gbps: float
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+
+_DEVICE_PORTS: dict[int, tuple[object, dict[str, PortPool]]] = {}
+
+
+def device_ports(part: _HasPorts) -> dict[str, PortPool]:
+    """Cached :func:`_device_ports` (catalog parts hold lists, so they are keyed by identity)."""
+    entry = _DEVICE_PORTS.get(id(part))
+    if entry is None or entry[0] is not part:
+        entry = _DEVICE_PORTS[id(part)] = (part, _device_ports(part))
+    return entry[1]
+
+
+def _device_ports(part: _HasPorts) -> dict[str, PortPool]:
+    """A part's logical ports by role, named as the hardware names them. Names are shared strings,
+    so a plan of millions of ports holds each name once per part."""
+    roles = dict.fromkeys(group.role for group in part.ports)  # type: ignore[attr-defined]
+    speeds = {group.role: group.speed_gbps for group in reversed(part.ports)}  # type: ignore[attr-defined]
+    pools = {}
+    for role in roles:
+        details = port_details(part, role)
+        pools[role] = PortPool(tuple(d.name for d in details), tuple(d.cage for d in details), speeds[role])
+    return pools
+
+
+@dataclass(frozen=True)
+class PortDetail:
+    """One host port with what the operating system calls it (for NCCL, Slurm, monitoring)."""
+
+    name: str
+    cage: int
+    rail: int | None
+    os_device: str | None  # RDMA device, e.g. mlx5_0
+    netdev: str | None  # network interface, e.g. ibp24s0
+
+
+def port_details(part: _HasPorts, role: str) -> list[PortDetail]:
+    """A part's ports of one role, in the order the plan uses them (compute ports in rail order),
+    with cage numbers unique across the device (each group numbered on from the cages before it)."""
+    details: list[PortDetail] = []
+    offset = 0
+    for group in part.ports:  # type: ignore[attr-defined]
+        if group.role == role:
+            for i, (name, cage) in enumerate(group.port_names()):
+                rail = group.rails[i] if group.rails else (len(details) + 1 if role == "compute" else None)
+                os_device = group.os_devices[i] if group.os_devices else None
+                netdev = group.netdevs[i] if group.netdevs else None
+                details.append(PortDetail(name, offset + cage, rail, os_device, netdev))
+        offset += group.cages
+    if role == "compute":
+        details.sort(key=lambda d: d.rail or 0)
+    return details
