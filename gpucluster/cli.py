@@ -112,3 +112,7 @@ def schema(out_file: Path | None) -> None:
     else:
         out_file.write_text(text, encoding="utf-8")
         click.echo(f"wrote {out_file}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Whole-process benchmarks: wall time and peak memory (maximum resident set) of gpucluster commands.
+
+    python bench/run.py                 # every case, 5 runs each, medians
+    python bench/run.py plan-256 -n 3   # chosen cases
+
+Each run is a fresh process (start-up included), timed from outside; peak memory is the kernel's
+ru_maxrss of the finished child (os.wait4). These machines are noisy: quote medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "designs"
+GPUCLUSTER = [sys.executable, "-m", "gpucluster.cli"]
+
+# name -> (what it measures, command; {out} is a scratch folder)
+CASES: dict[str, tuple[str, list[str]]] = {
+    "plan-256": (
+        "gpucluster build, 256 GPUs (plan.json)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-256.yaml"), "-o", "{out}", "--only", "plan"],
+    ),
+    "plan-4096": (
+        "gpucluster build, 4,096 GPUs (plan.json)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan"],
+    ),
+    "plan-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--only", "plan"],
+    ),
+    "plan-131072": (
+        "gpucluster build, 131,072 GPUs (plan.json)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
+    ),
+}
+
+
+def run_once(command: list[str]) -> tuple[float, float, int]:
+    """(wall seconds, peak resident MiB, exit status) of one run."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    _pid, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", default=list(CASES), help=f"cases to run (default all): {', '.join(CASES)}")
+    parser.add_argument("-n", "--runs", type=int, default=5, help="counted runs per case (default 5)")
+    parser.add_argument("--warmup", type=int, default=1, help="uncounted runs first (default 1)")
+    args = parser.parse_args()
+    print(f"{'case':16} {'runs':>4} {'wall s (min / median / max)':>30} {'peak MiB (median)':>18}")
+    for name in args.cases:
+        _what, template = CASES[name]
+        walls, peaks = [], []
+        for i in range(args.warmup + args.runs):
+            out = tempfile.mkdtemp(prefix="gpucluster-bench-")
+            try:
+                wall, peak, status = run_once([part.replace("{out}", out) for part in template])
+            finally:
+                shutil.rmtree(out, ignore_errors=True)
+            if status != 0:
+                sys.exit(f"{name}: exit status {status}")
+            if i >= args.warmup:
+                walls.append(wall)
+                peaks.append(peak)
+        print(
+            f"{name:16} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
+            f" {statistics.median(peaks):18.0f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Typed Pulumi components of a GPU training cluster (installed as gpucluster.components)."""

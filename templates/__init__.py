@@ -1,0 +1,1 @@
+"""Jinja templates of the artifact writers (installed as gpucluster.templates)."""
