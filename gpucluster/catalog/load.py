@@ -104,19 +104,18 @@ def _load(files: tuple[Path, ...]) -> Catalog:
             catalog.parts[part.id] = part
             catalog.origin[part.id] = path.name
     if problems:
-        raise DesignError(problems)
+        raise DesignError(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return catalog
 
 
 def _cites(value: str, tags: dict[str, str]) -> bool:
-    """A source is a tag of the file, a URL, a labelled derivation, or several of these joined by ';'
-    (each tag may carry a note in parentheses)."""
-    if value.strip().startswith(("http", "derived:")):
-        return True
+    """A source is a tag of the file, a URL, or a labelled derivation; several tags may be joined by ';'
+    (each may carry a note in parentheses), and a URL or derivation runs to the end of the text."""
     for segment in value.split(";"):
         segment = segment.strip()
-        head = segment.split(" ", 1)[0].split("(", 1)[0]
-        if not (head in tags or segment.startswith(("http", "derived:"))):
+        if segment.startswith(("http", "derived:")):
+            return True
+        if segment.split(" ", 1)[0].split("(", 1)[0] not in tags:
             return False
     return bool(value.strip())
 

@@ -199,6 +199,12 @@ class StorageBlock(_RackMounted):
     read_gbytes_per_s: float = Field(gt=0)
     write_gbytes_per_s: float = Field(gt=0)
 
+    @model_validator(mode="after")
+    def _reachable(self) -> StorageBlock:
+        if not self.port_groups("storage"):
+            raise ValueError("a storage block needs ports with role 'storage' (how clients reach it)")
+        return self
+
 
 class Nic(_Part):
     kind: Literal["nic"]

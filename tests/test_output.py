@@ -1,0 +1,97 @@
+"""Output is deterministic (same design, same bytes) and written atomically; the CLI follows conventions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import DESIGNS, ROOT
+
+import gpucluster.artifacts as artifacts
+from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster.artifacts.plan_json import plan_document
+from gpucluster.cli import main
+from gpucluster.design.schema import Design
+
+
+def _files(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_the_same_design_gives_byte_identical_output(tmp_path):
+    design = DESIGNS / "superpod-h100-1su.yaml"
+    first = write_artifacts(plan_design(load_design(design)), load_design(design), tmp_path / "a")
+    second = write_artifacts(plan_design(load_design(design)), load_design(design), tmp_path / "b")
+    assert _files(first) == _files(second)
+
+
+def test_a_failed_build_leaves_the_previous_output_as_it_was(tmp_path, monkeypatch):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded)
+    folder = write_artifacts(plan, loaded, tmp_path)
+    before = _files(folder)
+
+    def broken(plan, loaded, staging):
+        (staging / "half-written.txt").write_text("partial")
+        raise RuntimeError("disk full")
+
+    monkeypatch.setitem(artifacts.ARTIFACTS, "broken", broken)
+    with pytest.raises(RuntimeError):
+        write_artifacts(plan, loaded, tmp_path)
+    assert _files(folder) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]  # no staging folder left behind
+
+
+def test_an_interrupted_swap_is_recovered_on_the_next_build(tmp_path):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded)
+    folder = write_artifacts(plan, loaded, tmp_path)
+    before = _files(folder)
+    folder.rename(folder.with_name(f".{folder.name}.old"))  # as if stopped between the two renames
+    artifacts._recover(folder)
+    assert _files(folder) == before
+
+
+def test_validate_prints_ok_and_a_one_screen_summary():
+    result = CliRunner().invoke(main, ["validate", str(DESIGNS / "superpod-h200-4su.yaml")])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "ok"
+    assert "984 GPUs on 123 dgx-h200 servers + 4 spare" in lines[1]
+    assert any("compute" in line and "32 leaf, 16 spine" in line for line in lines)
+    assert len(lines) <= 24
+
+
+def test_build_writes_plan_json_under_the_design_name(tmp_path):
+    result = CliRunner().invoke(
+        main, ["build", str(DESIGNS / "lab-4-servers.yaml"), "-o", str(tmp_path), "--only", "plan"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads((tmp_path / "lab-4-servers" / "plan.json").read_text())
+    assert document["schema_version"] == 1
+    assert document["totals"]["gpus"] == 32
+    assert {"racks", "devices", "links", "cables", "totals", "tiers", "analysis", "findings"} <= set(document)
+
+
+@pytest.mark.parametrize("command", [[], ["validate"], ["build"], ["schema"]])
+def test_every_command_has_help(command):
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_the_committed_design_schema_is_current():
+    committed = json.loads((DESIGNS / "schema.json").read_text())
+    assert committed == Design.model_json_schema(), "run: gpucluster schema -o designs/schema.json"
+
+
+def test_plan_json_links_and_cables_refer_to_each_other(h100_1su):
+    loaded, plan = h100_1su
+    document = plan_document(plan, loaded)
+    cables = {c["id"]: c for c in document["cables"]}
+    for link in document["links"]:
+        assert link["id"] in cables[link["cable"]]["links"]
+    names = {d["name"] for d in document["devices"]}
+    assert all(link["a"]["device"] in names and link["b"]["device"] in names for link in document["links"])
+    assert str(ROOT)  # plan.json holds no machine paths
+    assert str(ROOT) not in json.dumps(document)

@@ -1,0 +1,143 @@
+"""Invariants every plan keeps, on every example design and on random valid designs (hypothesis)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import pytest
+from conftest import EXAMPLES, planned
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpucluster import design_from_model, plan_design
+from gpucluster.catalog.load import load_catalog
+from gpucluster.catalog.ports import device_ports
+from gpucluster.catalog.schema import Cable as CablePart
+from gpucluster.catalog.schema import GpuServer
+from gpucluster.design.schema import Design
+from gpucluster.plan.model import Plan
+
+COMPUTE_PURPOSES = {"gpu", "fabric", "fabric-manager"}
+
+
+def check_invariants(plan: Plan) -> None:
+    """Every rule the physical plan must keep (each assertion says which)."""
+    catalog_parts = plan.catalog_parts
+    design = plan.design
+
+    # Links join existing ports of the devices' catalog parts, each port at most once, at a speed both ends carry.
+    used: Counter[tuple[str, str]] = Counter()
+    for link in plan.links:
+        for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
+            assert device in plan.devices, f"link to unknown device {device}"
+            used[(device, port)] += 1
+            if plan.devices[device].role == "pdu":
+                continue
+            pools = device_ports(catalog_parts[plan.devices[device].part])
+            speeds = [pool.speed_gbps for pool in pools.values() if port in pool.names]
+            assert speeds, f"{device} has no port {port}"
+            assert link.speed_gbps <= max(speeds), f"{device}:{port} runs {link.speed_gbps}G above its speed"
+    reused = [port for port, n in used.items() if n > 1]
+    assert not reused, f"ports used twice: {reused[:5]}"
+
+    # The compute fabric is only for GPUs: its links carry GPU (or fabric/fabric-manager) traffic, and no other
+    # network's link touches a compute switch except on the switch's own management port.
+    compute_switches = {d.name for d in plan.switches("compute")}
+    for link in plan.links:
+        if link.network == "compute":
+            assert link.purpose in COMPUTE_PURPOSES
+            assert {link.a_device, link.b_device} & compute_switches
+        else:
+            for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
+                if device in compute_switches:
+                    mgmt = device_ports(catalog_parts[plan.devices[device].part]).get("mgmt")
+                    assert mgmt and port in mgmt.names, f"{link.network} link on compute switch port {device}:{port}"
+
+    # Every GPU server has every compute port on the compute fabric, one per rail.
+    compute_links = Counter(link.a_device for link in plan.links if link.network == "compute" and link.tier == 0)
+    for server in plan.devices_with("gpu-server"):
+        part = catalog_parts[server.part]
+        assert isinstance(part, GpuServer)
+        assert compute_links[server.name] == part.gpu.count
+
+    # Every device stands in a rack, within its height, without overlapping another; racks keep their budget.
+    budget_w = design.site.rack_power_budget_kw * 1000
+    for rack in plan.racks.values():
+        occupied: dict[int, str] = {}
+        for name in rack.devices:
+            device = plan.devices[name]
+            assert device.rack == rack.name
+            assert device.u_position >= 1 and device.u_position + math.ceil(device.u_height) - 1 <= rack.height_u
+            for u in range(device.u_position, device.u_position + math.ceil(device.u_height)):
+                assert u not in occupied, f"{name} overlaps {occupied[u]} at {rack.name} U{u}"
+                occupied[u] = name
+        assert rack.power_max_w <= budget_w + 1e-6, f"rack {rack.name} over budget"
+    for device in plan.devices.values():
+        assert device.rack in plan.racks, f"{device.name} is in no rack"
+
+    # Every link has exactly one cable; the cable's orderable length covers the run within its media's reach.
+    cables = {part.id: part for part in load_catalog().of_kind(CablePart)}
+    carried = Counter(i for cable in plan.cables for i in cable.links)
+    assert len(carried) == len(plan.links) and set(carried.values()) == {1}
+    for cable in plan.cables:
+        part = cables[cable.cable_part]
+        assert cable.run_length_m <= cable.length_m <= part.reach_m
+        assert (cable.media in ("mmf", "smf")) == (cable.a_transceiver is not None)
+
+    # Every host reaches every other on every network, through switches alone.
+    for network, result in plan.analysis.items():
+        assert result["all_hosts_reach_each_other"], f"{network} is split"
+    assert plan.totals["links_total"] == len(plan.links)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_example_design_keeps_the_plan_invariants(name):
+    _loaded, plan = planned(name)
+    check_invariants(plan)
+
+
+# Random valid designs: any catalog server, sizes from one server to a few SUs, SU sizes, oversubscription,
+# rack budgets the server fits, cooling, feeds that catalog PDUs take, filesystem kinds with a block.
+_SERVERS = sorted(p.id for p in load_catalog().of_kind(GpuServer))
+_FEEDS = [
+    {"voltage_v": 415, "phases": 3, "breaker_a": 60, "redundancy": "2N"},
+    {"voltage_v": 400, "phases": 3, "breaker_a": 32, "redundancy": "2N"},
+    {"voltage_v": 208, "phases": 3, "breaker_a": 60, "redundancy": "N"},
+]
+
+
+@st.composite
+def designs(draw: st.DrawFn) -> Design:
+    server = draw(st.sampled_from(_SERVERS))
+    max_kw = load_catalog().get(server, GpuServer).power_max_w / 1000
+    return Design.model_validate(
+        {
+            "name": "random",
+            "site": {
+                "rack_power_budget_kw": draw(st.floats(min_value=max_kw, max_value=80)),
+                "cooling": draw(st.sampled_from(["air", "rear-door", "liquid"])),
+                "racks_per_row": draw(st.integers(min_value=4, max_value=30)),
+                "power_feed": draw(st.sampled_from(_FEEDS)),
+            },
+            "compute": {
+                "server": server,
+                "servers": draw(st.integers(min_value=1, max_value=200)),
+                "spare_servers": draw(st.none() | st.integers(min_value=0, max_value=3)),
+            },
+            "compute_fabric": {
+                "scalable_unit_servers": draw(st.sampled_from([4, 8, 16, 32])),
+                "oversubscription": draw(st.sampled_from([1.0, 4 / 3, 2.0])),
+                "fabric_managers": draw(st.integers(min_value=0, max_value=2)),
+            },
+            "parallel_filesystem": {"kind": draw(st.sampled_from(["lustre", "weka", "vast"]))},
+            "object_storage": draw(st.none() | st.just({"capacity_tb": 1000})),
+            "management": {"management_servers": draw(st.integers(min_value=1, max_value=4))},
+        }
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(designs())
+def test_random_valid_designs_keep_the_plan_invariants(design):
+    check_invariants(plan_design(design_from_model(design)))
