@@ -103,3 +103,13 @@ def test_missing_design_file_exits_2_without_traceback(tmp_path):
     assert result.exit_code == 2
     assert "nope.yaml: cannot read file" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_nearly_empty_last_scalable_unit_is_a_warning_with_its_cost(tmp_path):
+    path = write_design(
+        tmp_path, "name: x\ncompute: {servers: 64, spare_servers: 2}\ncompute_fabric: {fabric_manager: null}\n"
+    )
+    plan = plan_design(load_design(path))
+    [warning] = [f for f in plan.findings if f.rule == "planning"]
+    assert warning.severity == "warning"
+    assert "scalable unit 3 holds 2 of 32 servers but needs its own 8 leaves" in warning.message

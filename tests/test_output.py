@@ -95,3 +95,27 @@ def test_plan_json_links_and_cables_refer_to_each_other(h100_1su):
     assert all(link["a"]["device"] in names and link["b"]["device"] in names for link in document["links"])
     assert str(ROOT)  # plan.json holds no machine paths
     assert str(ROOT) not in json.dumps(document)
+
+
+def test_separate_processes_with_different_hash_seeds_write_the_same_bytes(tmp_path):
+    """Set and dict-of-set iteration must never leak into the output (Python randomises string hashes)."""
+    import os
+    import subprocess
+    import sys
+
+    outputs = []
+    for seed in ("1", "2"):
+        out = tmp_path / seed
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        command = [
+            sys.executable,
+            "-m",
+            "gpucluster.cli",
+            "build",
+            str(DESIGNS / "superpod-h100-1su.yaml"),
+            "-o",
+            str(out),
+        ]
+        subprocess.run(command, check=True, env=env, capture_output=True)
+        outputs.append(_files(out / "superpod-h100-1su"))
+    assert outputs[0] == outputs[1]

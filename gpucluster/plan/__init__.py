@@ -59,6 +59,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     say("servers and appliances")
     add_gpu_servers(plan, r, design.compute.hostname_prefix)
     add_appliances(plan, r)
+    plan.findings += _scalable_unit_warnings(plan, r)
     say("compute fabric")
     plan.tiers += build_compute_fabric(plan, r, catalog).tiers
     say("storage network")
@@ -120,6 +121,25 @@ def refresh_findings(plan: Plan) -> None:
     plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
         Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)
     ]
+
+
+def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
+    """A nearly empty last scalable unit still needs a leaf per rail: say what it costs."""
+    per_su: dict[int, int] = {}
+    for server in plan.devices_with("gpu-server"):
+        per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
+    last = max(per_su)
+    if last > 1 and per_su[last] * 2 < r.su_servers:
+        return [
+            Finding(
+                "planning",
+                "warning",
+                f"scalable unit {last} holds {per_su[last]} of {r.su_servers} servers but needs its own "
+                f"{r.rails} leaves; {sum(per_su.values()) - per_su[last]} servers fill {last - 1} units exactly",
+                f"su{last:02d}",
+            )
+        ]
+    return []
 
 
 def _settings(r: Resolved) -> dict[str, object]:
@@ -272,7 +292,7 @@ def _build_oob(
         cluster = planner.clusters[name]
         devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
         rack_names = {d.rack for d in devices}
-        devices += [plan.devices[p] for rack in rack_names for p in plan.racks[rack].pdus]
+        devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
         groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
     result = build_oob(plan, r, groups)
     plan.tiers += result.tiers

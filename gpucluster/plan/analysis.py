@@ -16,22 +16,27 @@ from gpucluster.plan.model import NETWORKS, Plan, Tier
 
 def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
     """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
-    graphs = {network: nx.Graph(network=network) for network in NETWORKS}
-    for network, graph in graphs.items():
-        graph.graph["network"] = network
+    merged: dict[str, dict[tuple[str, str], list]] = {network: {} for network in NETWORKS}
     for link in plan.links:
-        graph = graphs[link.network]
-        data = graph.get_edge_data(link.a_device, link.b_device)
-        if data is None:
-            graph.add_edge(link.a_device, link.b_device, links=1, bandwidth_gbps=link.speed_gbps, tier=link.tier)
+        key = (link.a_device, link.b_device)
+        edge = merged[link.network].get(key)
+        if edge is None:
+            merged[link.network][key] = [1, link.speed_gbps, link.tier]
         else:
-            data["links"] += 1
-            data["bandwidth_gbps"] += link.speed_gbps
-    for graph in graphs.values():
-        for node in graph.nodes:
+            edge[0] += 1
+            edge[1] += link.speed_gbps
+    graphs = {}
+    for network, edges in merged.items():
+        graph = nx.Graph(network=network)
+        graph.add_edges_from(
+            (a, b, {"links": n, "bandwidth_gbps": bandwidth, "tier": tier})
+            for (a, b), (n, bandwidth, tier) in edges.items()
+        )
+        for node, data in graph.nodes(data=True):
             device = plan.devices[node]
-            graph.nodes[node]["role"] = device.role
-            graph.nodes[node]["tier"] = device.tier
+            data["role"] = device.role
+            data["tier"] = device.tier
+        graphs[network] = graph
     return graphs
 
 

@@ -36,9 +36,9 @@ class NoCableFits(ValueError):
     """No catalog cable (with optics) reaches for a link; names the link and what was needed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class End:
-    """What a cable plugs into at one end."""
+    """What a cable plugs into at one end (one shared instance per kind, so identity is equality)."""
 
     cage_type: str
     ports_per_cage: int
@@ -105,6 +105,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     part_number = cache(lambda cable_id, length: by_id[cable_id].part_number_for(length))
     length_of = cache(lambda a, b: round(run_length_m(plan, devices[a], devices[b], routing), 2))
     technology_of = {network: _technology(plan, network) for network in NETWORK_PREFIX}
+    groups = _two_link_groups(links, ends, by_cage)
     counters: dict[str, int] = defaultdict(int)
     done = bytearray(len(links))
     for index, link in enumerate(links):
@@ -117,8 +118,10 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         options: list[tuple[Choice | None, list[int]]] = [
             (choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1), [index])
         ]
-        if end_a.ports_per_cage == 2 or end_b.ports_per_cage == 2:
-            options += _groupings(plan, index, ends, by_cage, done, choose, length_of, technology)
+        for group, twin_end, far_end, split in groups.get(index, ()):
+            if not any(done[i] for i in group):
+                longest = max(length_of(links[i].a_device, links[i].b_device) for i in group)
+                options.append((choose(technology, link.speed_gbps, twin_end, far_end, longest, 2, split), group))
         for choice, group in options:
             if choice is not None:
                 rank = (MEDIA_ORDER.index(choice.cable.media), -len(group))
@@ -130,7 +133,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
                 f"{link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
                 f"({end_b.cage_type}) on the {link.network} network"
             )
-        choice, group = best[2], sorted(best[3])
+        choice, group = best[2], best[3]
         for i in group:
             done[i] = 1
         prefix = NETWORK_PREFIX[link.network]
@@ -153,40 +156,33 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         )
 
 
-def _groupings(plan, index, ends, by_cage, done, choose, length_of, technology) -> list:
-    """Two-link options for a link at a twin-port cage: a straight twin cable to the same far cage,
-    or a 1:2 splitter from a switch cage to single-port host cages."""
-    links = plan.links
-    link = links[index]
-    end_a, end_b = ends[index]
-    options = []
-    if end_a.ports_per_cage == 2 and end_b.ports_per_cage == 2:
-        twins = [
-            i
-            for i in by_cage[(link.a_device, link.a_cage)]
-            if not done[i]
-            and links[i].a_device == link.a_device
-            and links[i].b_device == link.b_device
-            and links[i].b_cage == link.b_cage
-        ]
-        if len(twins) == 2:
-            options.append(
-                (
-                    choose(technology, link.speed_gbps, end_a, end_b, length_of(link.a_device, link.b_device), 2, 1),
-                    twins,
-                )
-            )
-    for twin_end, single_end, twin_key in (
-        (end_a, end_b, (link.a_device, link.a_cage)),
-        (end_b, end_a, (link.b_device, link.b_cage)),
-    ):
-        if twin_end.ports_per_cage == 2 and twin_end.switch and single_end.ports_per_cage == 1:
-            legs = [i for i in by_cage[twin_key] if not done[i]]
-            far_ends = [ends[i][1 if (links[i].a_device, links[i].a_cage) == twin_key else 0] for i in legs]
-            if all(end.ports_per_cage == 1 for end in far_ends):
-                longest = max(length_of(links[i].a_device, links[i].b_device) for i in legs)
-                options.append((choose(technology, link.speed_gbps, twin_end, single_end, longest, 2, 2), legs))
-    return options
+def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict) -> dict[int, list]:
+    """Per link, the two-link cables it could share: a straight twin cable when both links of a twin-port
+    cage go to the same far twin-port cage, or a 1:2 splitter when a switch's twin-port cage serves
+    single-port host cages (one leg may stay unused). Value: (sorted link indexes, twin-side end, far
+    end, split)."""
+    groups: dict[int, list] = defaultdict(list)
+    for (device, cage), members in by_cage.items():
+        sides = [_side(links[i], device, cage) for i in members]
+        twin_end = ends[members[0]][sides[0]]
+        far = [(ends[i][1 - side], _far_cage(links[i], side)) for i, side in zip(members, sides, strict=True)]
+        group = sorted(members)
+        if len(members) == 2 and sides[0] == 0 and far[0][1] == far[1][1] and far[0][0].ports_per_cage == 2:
+            for i in members:
+                groups[i].append((group, twin_end, far[0][0], 1))
+        elif twin_end.switch and all(end.ports_per_cage == 1 for end, _cage in far):
+            for i in members:
+                groups[i].append((group, twin_end, far[0][0], 2))
+    return groups
+
+
+def _side(link: Link, device: str, cage: int) -> int:
+    """0 when (device, cage) is the link's a-end, else 1."""
+    return 0 if (link.a_device, link.a_cage) == (device, cage) else 1
+
+
+def _far_cage(link: Link, near_side: int) -> tuple[str, int]:
+    return (link.b_device, link.b_cage) if near_side == 0 else (link.a_device, link.a_cage)
 
 
 class _EndLookup:
@@ -195,19 +191,26 @@ class _EndLookup:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.by_part: dict[str, dict[str, End]] = {}
+        self.kinds: dict[tuple[str, int, bool], End] = {}
 
     def end(self, device: Device, port: str) -> End:
         table = self.by_part.get(device.part)
         if table is None:
             table = self.by_part[device.part] = self._table(device)
-        return table.get(port, End("rj45", 1, device.role == "switch"))
+        return table.get(port) or self._shared("rj45", 1, device.role == "switch")
+
+    def _shared(self, cage_type: str, ports_per_cage: int, switch: bool) -> End:
+        key = (cage_type, ports_per_cage, switch)
+        if key not in self.kinds:
+            self.kinds[key] = End(*key)
+        return self.kinds[key]
 
     def _table(self, device: Device) -> dict[str, End]:
         part = self.catalog.parts[device.part]
         table: dict[str, End] = {}
         for group in getattr(part, "ports", []):
             assert isinstance(group, PortGroup)
-            end = End(group.cage_type, group.ports_per_cage, device.role == "switch")
+            end = self._shared(group.cage_type, group.ports_per_cage, device.role == "switch")
             for name, _cage in group.port_names():
                 table[name] = end
         return table
