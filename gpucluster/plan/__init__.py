@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 from gpucluster.catalog.schema import Rack
@@ -10,20 +9,18 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import analyse, build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
-from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos
-from gpucluster.plan.model import Device, Finding, Plan
+from gpucluster.plan.model import Finding, Plan
 from gpucluster.plan.networks import (
     Resolved,
     add_appliances,
     add_gpu_servers,
     build_compute_fabric,
     build_inband,
-    build_oob,
     build_storage_network,
-    oob_ports,
 )
+from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power import choose_pdu, pdus_needed
-from gpucluster.plan.racks import Cluster, RackPlanner, add_pdus, rack_inlets, servers_per_rack
+from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, servers_per_rack
 from gpucluster.plan.resolve import resolve
 from gpucluster.plan.totals import totals
 from gpucluster.rules import RULE_PREFIX, check_rules, rule_facts
@@ -86,7 +83,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         )
     plan.settings["servers_per_rack"] = per_rack
     try:
-        _pack(plan, planner, per_rack)
+        pack_devices(plan, planner, per_rack)
     except ValueError as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
 
@@ -94,12 +91,12 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         return pdus_needed(load_w, inlets, pdu, feed)
 
     say("out-of-band management network")
-    placeholders = _reserve_oob(plan, planner, r, count_pdus)
-    order = _floor_order(planner)
+    placeholders = reserve_oob_switches(plan, planner, r, count_pdus)
+    order = floor_order(planner)
     planner.layout(plan, order)
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
     add_pdus(plan, catalog, pdu, count_pdus, two_feeds=feed.redundancy == "2N", reserved=slots)
-    _build_oob(plan, planner, r, order, placeholders)
+    build_oob_network(plan, planner, r, order, placeholders)
 
     say("cables")
     try:
@@ -173,150 +170,3 @@ def _settings(r: Resolved) -> dict[str, object]:
         "oob_switch": r.oob_switch.id,
         "oob_aggregation_switch": r.oob_aggregation_switch.id,
     }
-
-
-def _pack(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
-    """Servers into compute racks by SU; each SU's leaves into its network rack; the spines of a pod
-    (a block of SUs under a higher tier) beside that pod's SUs; the top tiers and services central."""
-    central = planner.cluster("central")
-    pod_sus: dict[str, set[int]] = {}
-    for link in plan.links:
-        if link.tier == 1:
-            leaf = plan.devices[link.a_device]
-            if leaf.su is not None:
-                pod_sus.setdefault(link.b_device, set()).add(leaf.su)
-    by_su: dict[int, list[Device]] = {}
-    for device in plan.devices_with("gpu-server"):
-        by_su.setdefault(device.su or 1, []).append(device)
-    for su, servers in sorted(by_su.items()):
-        cluster = planner.cluster(f"su{su:02d}", su)
-        for i, server in enumerate(servers):
-            planner.place(cluster, "compute", server, new=i % per_rack == 0)
-    for device in plan.devices.values():
-        if device.role == "switch" and device.tier == 1 and device.su is not None:
-            planner.place(planner.cluster(f"su{device.su:02d}", device.su), "network", device)
-    for device in plan.devices.values():
-        if device.role == "switch" and device.tier == 2 and device.pod is not None and device.name in pod_sus:
-            last = max(pod_sus[device.name])
-            planner.cluster(f"su{last:02d}-pod-{device.network}", last).su = last
-            planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
-        elif device.role == "switch" and (device.tier != 1 or device.su is None):
-            purpose = {"compute": "network", "storage": "storage"}.get(device.network or "", "management")
-            planner.place(central, purpose, device)
-        elif device.role == "storage":
-            planner.place(central, "storage", device)
-        elif device.role in ("management-server", "fabric-manager", "object-storage"):
-            planner.place(central, "management", device)
-
-
-def _reserve_oob(
-    plan: Plan, planner: RackPlanner, r: Resolved, count_pdus: Callable[[float, dict[str, int]], int]
-) -> dict[str, list[Device]]:
-    """Reserve rack space for the out-of-band switches each cluster needs.
-
-    Their number depends on the PDUs (each has a network port), and the PDUs on the rack load,
-    which the switches add to: grow the reservation until it covers every port.
-    """
-    access_ports = sum(g.port_count for g in r.oob_switch.port_groups("access"))
-    reserved: dict[str, list[Device]] = {}
-    catalog = planner.catalog
-
-    def needed(cluster: Cluster) -> int:
-        devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
-        ports = len(oob_ports(plan, catalog, devices))
-        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog, rack.devices)) for rack in cluster.racks)
-        return math.ceil((ports + pdus) / access_ports)
-
-    def reserve(cluster: Cluster, part_id: str, purpose: str, count: int, key: str) -> None:
-        slots = reserved.setdefault(key, [])
-        while len(slots) < count:
-            slot = Device(f"~{key}-{len(slots)}", part_id, "switch", u_height=planner.catalog.parts[part_id].u_height)
-            planner.place(cluster, purpose, slot)
-            slots.append(slot)
-
-    clusters = [c for name, c in sorted(planner.clusters.items()) if name != "central"]
-    for cluster in clusters:
-        while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
-            reserve(cluster, r.oob_switch.id, "network", count, cluster.name)
-    central = planner.cluster("central")
-    order = _floor_order(planner)
-    while True:
-        count = needed(central)
-        reserve(central, r.oob_switch.id, "management", count, "central")
-        leaves = [(planner.clusters[name].su, len(reserved.get(name, []))) for name in order]
-        upper = _oob_upper_switches(r, leaves)
-        reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
-        if needed(central) <= len(reserved["central"]):
-            return reserved
-
-
-def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> int:
-    """How many aggregation switches an out-of-band network needs, given (SU, access switches) per
-    cluster in floor order: a dry run of the same construction on full access switches."""
-    if sum(n for _su, n in leaves) <= 1:
-        return 0
-    scratch = Plan(name="scratch", design=None)
-    access = sum(g.port_count for g in r.oob_switch.port_groups("access"))
-    groups = [
-        LeafGroup(f"g{i}", [HostPort(f"h{i}-{j}", "p", 0, 1.0) for j in range(access * n)], su=su)
-        for i, (su, n) in enumerate(leaves)
-        if n
-    ]
-    result = build_clos(
-        scratch,
-        network="oob",
-        groups=groups,
-        leaf_part=r.oob_switch,
-        upper_part=r.oob_aggregation_switch,
-        leaf_uplinks=2,
-        min_top_switches=2,
-    )
-    return sum(t.switches for t in result.tiers if t.tier > 1)
-
-
-def _floor_order(planner: RackPlanner) -> list[str]:
-    """Scalable units in order (each pod's spine racks after its last SU) with the central cluster in
-    the middle of the hall."""
-    sus = sorted(name for name in planner.clusters if name != "central")
-    half = len(sus) // 2
-    return [*sus[:half], "central", *sus[half:]]
-
-
-def _build_oob(
-    plan: Plan, planner: RackPlanner, r: Resolved, order: list[str], reserved: dict[str, list[Device]]
-) -> None:
-    """Connect every BMC, management port and PDU to its cluster's access switches, then put the real
-    switches into the reserved slots."""
-    groups = []
-    for name in order:
-        cluster = planner.clusters[name]
-        devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
-        rack_names = {d.rack for d in devices}
-        devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
-        groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
-    result = build_oob(plan, r, groups)
-    plan.tiers += result.tiers
-    placed: set[str] = set()
-    for name in order:
-        leaves = [plan.devices[n] for n in result.leaves.get(name, []) if n not in placed]
-        placed.update(d.name for d in leaves)
-        _fill(plan, reserved.get(name, []), leaves)
-    _fill(plan, reserved.get("aggregation", []), [d for d in plan.switches("oob") if (d.tier or 0) > 1])
-    for rack in plan.racks.values():
-        devices = [plan.devices[n] for n in rack.devices]
-        rack.power_max_w = sum(planner.power_w(d) for d in devices)
-        rack.power_typical_w = sum(
-            float(getattr(planner.catalog.parts[d.part], "power_typical_w", 0.0)) for d in devices
-        )
-
-
-def _fill(plan: Plan, slots: list[Device], devices: list[Device]) -> None:
-    """Put the real out-of-band switches where their reservations stand; drop unused reservations."""
-    if len(devices) > len(slots):
-        raise AssertionError(f"{len(devices)} out-of-band switches for {len(slots)} reserved slots")
-    for slot, device in zip(slots, devices, strict=False):
-        device.rack, device.u_position = slot.rack, slot.u_position
-        rack = plan.racks[slot.rack]
-        rack.devices[rack.devices.index(slot.name)] = device.name
-    for slot in slots[len(devices) :]:
-        plan.racks[slot.rack].devices.remove(slot.name)

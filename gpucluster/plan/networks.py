@@ -178,35 +178,3 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     return build_clos(
         plan, network="inband", groups=list(groups.values()), leaf_part=r.inband_switch, min_top_switches=2
     )
-
-
-def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostPort]:
-    """The out-of-band port of each device: BMCs, switch and appliance management ports, PDU network ports."""
-    ports = []
-    for device in devices:
-        if device.role == "pdu":
-            ports.append(HostPort(device.name, "net", 0, 1.0, purpose="management"))
-            continue
-        pools = device_ports(catalog.parts[device.part])
-        for role in ("bmc", "mgmt"):
-            if role in pools:
-                ports.extend(
-                    HostPort(
-                        device.name, name, 0, pools[role].speed_gbps, purpose="bmc" if role == "bmc" else "management"
-                    )
-                    for name in pools[role].names
-                )
-    return ports
-
-
-def build_oob(plan: Plan, r: Resolved, groups: list[LeafGroup]) -> ClosResult:
-    """1G out-of-band access switches, two uplinks each to the aggregation pair."""
-    return build_clos(
-        plan,
-        network="oob",
-        groups=groups,
-        leaf_part=r.oob_switch,
-        upper_part=r.oob_aggregation_switch,
-        leaf_uplinks=2,
-        min_top_switches=2,
-    )

@@ -185,3 +185,45 @@ def rack_inlets(catalog: Catalog, devices: list[Device]) -> dict[str, int]:
         if psus:
             inlets[psus.inlet] = inlets.get(psus.inlet, 0) + psus.count
     return inlets
+
+
+def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
+    """Servers into compute racks by SU; each SU's leaves into its network rack; the spines of a pod
+    (a block of SUs under a higher tier) beside that pod's SUs; the top tiers and services central."""
+    central = planner.cluster("central")
+    pod_sus: dict[str, set[int]] = {}
+    for link in plan.links:
+        if link.tier == 1:
+            leaf = plan.devices[link.a_device]
+            if leaf.su is not None:
+                pod_sus.setdefault(link.b_device, set()).add(leaf.su)
+    by_su: dict[int, list[Device]] = {}
+    for device in plan.devices_with("gpu-server"):
+        by_su.setdefault(device.su or 1, []).append(device)
+    for su, servers in sorted(by_su.items()):
+        cluster = planner.cluster(f"su{su:02d}", su)
+        for i, server in enumerate(servers):
+            planner.place(cluster, "compute", server, new=i % per_rack == 0)
+    for device in plan.devices.values():
+        if device.role == "switch" and device.tier == 1 and device.su is not None:
+            planner.place(planner.cluster(f"su{device.su:02d}", device.su), "network", device)
+    for device in plan.devices.values():
+        if device.role == "switch" and device.tier == 2 and device.pod is not None and device.name in pod_sus:
+            last = max(pod_sus[device.name])
+            planner.cluster(f"su{last:02d}-pod-{device.network}", last).su = last
+            planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
+        elif device.role == "switch" and (device.tier != 1 or device.su is None):
+            purpose = {"compute": "network", "storage": "storage"}.get(device.network or "", "management")
+            planner.place(central, purpose, device)
+        elif device.role == "storage":
+            planner.place(central, "storage", device)
+        elif device.role in ("management-server", "fabric-manager", "object-storage"):
+            planner.place(central, "management", device)
+
+
+def floor_order(planner: RackPlanner) -> list[str]:
+    """Scalable units in order (each pod's spine racks after its last SU) with the central cluster in
+    the middle of the hall."""
+    sus = sorted(name for name in planner.clusters if name != "central")
+    half = len(sus) // 2
+    return [*sus[:half], "central", *sus[half:]]

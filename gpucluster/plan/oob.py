@@ -1,0 +1,156 @@
+"""The out-of-band management network: every BMC, switch and appliance management port and PDU on 1G
+access switches per cluster of racks, two uplinks each to the aggregation switches.
+
+Its size depends on the PDUs (each has a network port), the PDUs on each rack's load, and that load
+on the access switches standing in the rack: rack space for the switches is reserved first, growing
+until it covers every port, and the real switches take the reserved slots once the network is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.ports import device_ports
+from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.networks import Resolved
+from gpucluster.plan.racks import Cluster, RackPlanner, floor_order, rack_inlets
+
+
+def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostPort]:
+    """The out-of-band port of each device: BMCs, switch and appliance management ports, PDU network ports."""
+    ports = []
+    for device in devices:
+        if device.role == "pdu":
+            ports.append(HostPort(device.name, "net", 0, 1.0, purpose="management"))
+            continue
+        pools = device_ports(catalog.parts[device.part])
+        for role in ("bmc", "mgmt"):
+            if role in pools:
+                ports.extend(
+                    HostPort(
+                        device.name, name, 0, pools[role].speed_gbps, purpose="bmc" if role == "bmc" else "management"
+                    )
+                    for name in pools[role].names
+                )
+    return ports
+
+
+def _build(plan: Plan, r: Resolved, groups: list[LeafGroup]) -> ClosResult:
+    """1G out-of-band access switches, two uplinks each to the aggregation pair."""
+    return build_clos(
+        plan,
+        network="oob",
+        groups=groups,
+        leaf_part=r.oob_switch,
+        upper_part=r.oob_aggregation_switch,
+        leaf_uplinks=2,
+        min_top_switches=2,
+    )
+
+
+def reserve_oob_switches(
+    plan: Plan, planner: RackPlanner, r: Resolved, count_pdus: Callable[[float, dict[str, int]], int]
+) -> dict[str, list[Device]]:
+    """Reserve rack space for the out-of-band switches each cluster needs.
+
+    Their number depends on the PDUs (each has a network port), and the PDUs on the rack load,
+    which the switches add to: grow the reservation until it covers every port.
+    """
+    access_ports = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    reserved: dict[str, list[Device]] = {}
+    catalog = planner.catalog
+
+    def needed(cluster: Cluster) -> int:
+        devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
+        ports = len(oob_ports(plan, catalog, devices))
+        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog, rack.devices)) for rack in cluster.racks)
+        return math.ceil((ports + pdus) / access_ports)
+
+    def reserve(cluster: Cluster, part_id: str, purpose: str, count: int, key: str) -> None:
+        slots = reserved.setdefault(key, [])
+        while len(slots) < count:
+            slot = Device(f"~{key}-{len(slots)}", part_id, "switch", u_height=planner.catalog.parts[part_id].u_height)
+            planner.place(cluster, purpose, slot)
+            slots.append(slot)
+
+    clusters = [c for name, c in sorted(planner.clusters.items()) if name != "central"]
+    for cluster in clusters:
+        while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
+            reserve(cluster, r.oob_switch.id, "network", count, cluster.name)
+    central = planner.cluster("central")
+    order = floor_order(planner)
+    while True:
+        count = needed(central)
+        reserve(central, r.oob_switch.id, "management", count, "central")
+        leaves = [(planner.clusters[name].su, len(reserved.get(name, []))) for name in order]
+        upper = _oob_upper_switches(r, leaves)
+        reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
+        if needed(central) <= len(reserved["central"]):
+            return reserved
+
+
+def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> int:
+    """How many aggregation switches an out-of-band network needs, given (SU, access switches) per
+    cluster in floor order: a dry run of the same construction on full access switches."""
+    if sum(n for _su, n in leaves) <= 1:
+        return 0
+    scratch = Plan(name="scratch", design=None)
+    access = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    groups = [
+        LeafGroup(f"g{i}", [HostPort(f"h{i}-{j}", "p", 0, 1.0) for j in range(access * n)], su=su)
+        for i, (su, n) in enumerate(leaves)
+        if n
+    ]
+    result = build_clos(
+        scratch,
+        network="oob",
+        groups=groups,
+        leaf_part=r.oob_switch,
+        upper_part=r.oob_aggregation_switch,
+        leaf_uplinks=2,
+        min_top_switches=2,
+    )
+    return sum(t.switches for t in result.tiers if t.tier > 1)
+
+
+def build_oob_network(
+    plan: Plan, planner: RackPlanner, r: Resolved, order: list[str], reserved: dict[str, list[Device]]
+) -> None:
+    """Connect every BMC, management port and PDU to its cluster's access switches, then put the real
+    switches into the reserved slots."""
+    groups = []
+    for name in order:
+        cluster = planner.clusters[name]
+        devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
+        rack_names = {d.rack for d in devices}
+        devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
+        groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
+    result = _build(plan, r, groups)
+    plan.tiers += result.tiers
+    placed: set[str] = set()
+    for name in order:
+        leaves = [plan.devices[n] for n in result.leaves.get(name, []) if n not in placed]
+        placed.update(d.name for d in leaves)
+        _fill(plan, reserved.get(name, []), leaves)
+    _fill(plan, reserved.get("aggregation", []), [d for d in plan.switches("oob") if (d.tier or 0) > 1])
+    for rack in plan.racks.values():
+        devices = [plan.devices[n] for n in rack.devices]
+        rack.power_max_w = sum(planner.power_w(d) for d in devices)
+        rack.power_typical_w = sum(
+            float(getattr(planner.catalog.parts[d.part], "power_typical_w", 0.0)) for d in devices
+        )
+
+
+def _fill(plan: Plan, slots: list[Device], devices: list[Device]) -> None:
+    """Put the real out-of-band switches where their reservations stand; drop unused reservations."""
+    if len(devices) > len(slots):
+        raise AssertionError(f"{len(devices)} out-of-band switches for {len(slots)} reserved slots")
+    for slot, device in zip(slots, devices, strict=False):
+        device.rack, device.u_position = slot.rack, slot.u_position
+        rack = plan.racks[slot.rack]
+        rack.devices[rack.devices.index(slot.name)] = device.name
+    for slot in slots[len(devices) :]:
+        plan.racks[slot.rack].devices.remove(slot.name)
