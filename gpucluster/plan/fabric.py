@@ -81,7 +81,6 @@ def build_clos(
     upper_part: Switch | None = None,
     leaf_uplinks: int | None = None,
     min_top_switches: int = 1,
-    naming: Callable[[str, str], str] | None = None,
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
@@ -90,7 +89,10 @@ def build_clos(
     access ports and ``leaf_uplinks`` of its uplink ports (default all of them).
     """
     upper_part = upper_part or leaf_part
-    name_of = naming or (lambda tier_name, suffix: f"{network}-{tier_name}-{suffix}")
+
+    def name_of(tier_name: str, suffix: str) -> str:
+        return f"{network}-{tier_name}-{suffix}"
+
     separate_uplinks = bool(leaf_part.port_groups("access"))
     down_pool = _pool(leaf_part, "access", "fabric")
     up_pool = _pool(leaf_part, "uplink", "fabric") if separate_uplinks else down_pool
@@ -106,7 +108,7 @@ def build_clos(
         leaf.su = groups[0].su if len(groups) == 1 else None
         leaf.rail = groups[0].rail if len(groups) == 1 else None
         result.leaves = {g.label: [leaf.name] for g in groups}
-        _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], 0)
+        _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports])
         down_gbps = sum(min(p.speed_gbps, down_pool.speed_gbps) for g in groups for p in g.ports)
         result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0))
         return result
@@ -139,19 +141,16 @@ def build_clos(
     down_links = 0
     down_gbps = 0.0
     leaf_total = sum(split.values())
-    width = max(2, len(str(leaf_total)))
     for g in groups:
         names = []
         count = split[id(g)]
         per_leaf = used[id(g)]
         for i in range(count):
             suffix = g.label if count == 1 else f"{g.label}-{i + 1}"
-            if not g.label:
-                suffix = f"{len(children) + 1:0{width}d}"
             leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g)
             names.append(leaf.name)
             hosts = g.ports[i * per_leaf : (i + 1) * per_leaf]
-            _attach_hosts(plan, network, leaf.name, down_pool, hosts, 0)
+            _attach_hosts(plan, network, leaf.name, down_pool, hosts)
             down_links += len(hosts)
             down_gbps += sum(min(p.speed_gbps, down_pool.speed_gbps) for p in hosts)
             first_up = 0 if separate_uplinks else len(up_pool) - uplinks
@@ -205,6 +204,7 @@ def _build_upper_tiers(
         pw = len(str(positions))
         for b_index, block in enumerate(blocks, start=1):
             block_uplinks: list[tuple[str, str, int]] = []
+            su = block[0].su if all(c.su == block[0].su for c in block) else None
             for j in range(positions):
                 switch = _add_switch(
                     plan,
@@ -215,7 +215,7 @@ def _build_upper_tiers(
                     None,
                 )
                 switch.pod = b_index
-                switch.su = block[0].su if all(c.su == block[0].su for c in block) else None
+                switch.su = su
                 switches += 1
                 for c_index, child in enumerate(block):
                     device, port, cage = child.uplinks[j]
@@ -237,7 +237,6 @@ def _build_upper_tiers(
                 for k in range(block_size):
                     port_index = radix - block_size + k
                     block_uplinks.append((switch.name, pool.names[port_index], pool.cages[port_index]))
-            su = block[0].su if all(c.su == block[0].su for c in block) else None
             next_children.append(_Child(block_uplinks, su, pool.speed_gbps))
         result.tiers.append(
             Tier(
@@ -347,11 +346,9 @@ def _add_switch(
     )
 
 
-def _attach_hosts(
-    plan: Plan, network: NetworkName, leaf: str, pool: PortPool, hosts: Sequence[HostPort], first: int
-) -> None:
-    for offset, host in enumerate(hosts):
-        index = first + offset
+def _attach_hosts(plan: Plan, network: NetworkName, leaf: str, pool: PortPool, hosts: Sequence[HostPort]) -> None:
+    """Host ports on a leaf's first ports, in order."""
+    for index, host in enumerate(hosts):
         plan.links.append(
             Link(
                 network,
