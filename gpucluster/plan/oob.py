@@ -104,16 +104,7 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
         for i, (su, n) in enumerate(leaves)
         if n
     ]
-    result = build_clos(
-        scratch,
-        network="oob",
-        groups=groups,
-        leaf_part=r.oob_switch,
-        upper_part=r.oob_aggregation_switch,
-        leaf_uplinks=2,
-        min_top_switches=2,
-    )
-    return sum(t.switches for t in result.tiers if t.tier > 1)
+    return sum(t.switches for t in _build(scratch, r, groups).tiers if t.tier > 1)
 
 
 def build_oob_network(
