@@ -68,6 +68,12 @@ class Site(_Section):
     pue: float = Field(1.3, ge=1.0, le=3.0, description="power usage effectiveness of the facility")
     electricity_price_per_kwh: float | None = Field(None, ge=0)
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    air_temperature_rise_k: float = Field(
+        11.1,
+        gt=0,
+        le=30,
+        description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb)",
+    )
     cabling: Cabling = Cabling()
 
 

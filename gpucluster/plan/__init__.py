@@ -19,7 +19,7 @@ from gpucluster.plan.networks import (
     build_storage_network,
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
-from gpucluster.plan.power import choose_pdu, pdus_needed
+from gpucluster.plan.power import add_optics_power, choose_pdu, pdus_needed
 from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, servers_per_rack
 from gpucluster.plan.resolve import resolve
 from gpucluster.plan.totals import totals
@@ -103,6 +103,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         add_cables(plan, catalog, site.cabling)
     except NoCableFits as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+    add_optics_power(plan)
     say("graph analyses")
     plan.graphs = build_graphs(plan)
     plan.analysis = analyse(plan)

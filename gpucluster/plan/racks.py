@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpucluster.catalog.load import Catalog
@@ -170,18 +170,19 @@ def add_pdus(
         return
     for rack in plan.racks.values():
         devices = [plan.devices[n] if n in plan.devices else reserved[n] for n in rack.devices]
-        count = count_for(rack.power_max_w, rack_inlets(catalog, devices))
+        count = count_for(rack.power_max_w, rack_inlets(catalog.parts, devices))
         for i in range(count):
             suffix = f"{'ab'[i % 2]}{i // 2 + 1}" if two_feeds else f"{i + 1}"
             device = plan.add(Device(f"{rack.name}-pdu-{suffix}", pdu.id, "pdu", rack=rack.name))
             rack.pdus.append(device.name)
 
 
-def rack_inlets(catalog: Catalog, devices: list[Device]) -> dict[str, int]:
-    """Power-supply inlets in a rack by IEC type (C20, C14 ...), for PDU outlet counts."""
+def rack_inlets(parts: Mapping[str, object], devices: list[Device]) -> dict[str, int]:
+    """Power-supply inlets in a rack by IEC type (C20, C14 ...), for PDU outlet counts; `parts` maps
+    catalog ids to parts (a catalog's or a plan's)."""
     inlets: dict[str, int] = {}
     for device in devices:
-        psus = getattr(catalog.parts.get(device.part), "psus", None)
+        psus = getattr(parts.get(device.part), "psus", None)
         if psus:
             inlets[psus.inlet] = inlets.get(psus.inlet, 0) + psus.count
     return inlets
