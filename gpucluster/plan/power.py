@@ -19,13 +19,16 @@ Device power (the rule every view uses):
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import cache
 from typing import cast
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.schema import Pdu
+from gpucluster.catalog.schema import Cable as CablePart
+from gpucluster.catalog.schema import Pdu, Transceiver
 from gpucluster.design.schema import PowerFeed
+from gpucluster.plan.cables import CAGE_ACCEPTS
 from gpucluster.plan.model import Cable, Plan, RackPlan
 from gpucluster.plan.racks import rack_inlets
 
@@ -142,6 +145,54 @@ def _cable_ends(plan: Plan, cable: Cable) -> tuple[set[tuple[str, int]], set[tup
     a = {(link.a_device, link.a_cage) for link in links}
     b = {(link.b_device, link.b_cage) for link in links}
     return (b, a) if len(a) > 1 and len(b) == 1 else (a, b)
+
+
+def optics_allowance_w(plan: Plan, catalog: Catalog) -> dict[str, float]:
+    """Before cabling, the most the optics in each device's used cages can draw: per cage, the
+    hungriest catalog module or active-cable end that fits it. Racks are packed with this, so they
+    stay within their power budget whatever media the cables get."""
+    used: dict[str, set[int]] = defaultdict(set)
+    for link in plan.links:
+        if link.a_cage:
+            used[link.a_device].add(link.a_cage)
+        if link.b_cage:
+            used[link.b_device].add(link.b_cage)
+    modules = [(t.cage_type, t.ports, t.end, t.power_max_w) for t in catalog.of_kind(Transceiver)]
+    modules += [
+        (end, 0, "any", c.power_per_end_w)
+        for c in catalog.of_kind(CablePart)
+        if c.power_per_end_w
+        for end in (c.end_a, c.end_b)
+    ]
+    per_cage = cache(lambda part_id, switch: _cage_allowance_w(catalog.parts[part_id], switch, modules))
+    result = {}
+    for name, cages in used.items():
+        device = plan.devices[name]
+        part = catalog.parts[device.part]
+        if getattr(part, "power_max_includes_optics", False):
+            continue
+        watts = per_cage(device.part, device.role == "switch")
+        result[name] = sum(watts.get(cage, 0.0) for cage in cages)
+    return result
+
+
+def _cage_allowance_w(part: object, switch: bool, modules: list[tuple[str, int, str, float]]) -> dict[int, float]:
+    """Cage number (unique across the device, as catalog.ports numbers them) -> the most a module in it draws."""
+    result = {}
+    offset = 0
+    for group in getattr(part, "ports", []):
+        accepts = CAGE_ACCEPTS.get(group.cage_type, (group.cage_type,))
+        fitting = [
+            watts
+            for cage_type, ports, end, watts in modules
+            if cage_type in accepts
+            and ports in (0, group.ports_per_cage)
+            and end in ("any", "switch" if switch else "host")
+        ]
+        for cage in range(offset + 1, offset + group.cages + 1):
+            result[cage] = max(fitting, default=0.0)
+        offset += group.cages
+    return result
 
 
 def device_power(plan: Plan) -> dict[str, DevicePower]:

@@ -57,8 +57,9 @@ def servers_per_rack(server_u: float, server_max_w: float, rack_height_u: int, b
 class RackPlanner:
     """Packs devices into the racks of each cluster, bottom up, within U and power budget."""
 
-    def __init__(self, catalog: Catalog, site: Site, rack_part: Rack):
+    def __init__(self, catalog: Catalog, site: Site, rack_part: Rack, optics_w: Mapping[str, float] | None = None):
         self.catalog = catalog
+        self.optics_w = optics_w or {}  # device -> the most its optics can add (plan.power.optics_allowance_w)
         self.site = site
         self.rack_part = rack_part
         self.height_u = site.rack_height_u or rack_part.u_height
@@ -66,7 +67,7 @@ class RackPlanner:
         self.clusters: dict[str, Cluster] = {}
 
     def power_w(self, device: Device) -> float:
-        return float(getattr(self.catalog.parts[device.part], "power_max_w", 0.0))
+        return float(getattr(self.catalog.parts[device.part], "power_max_w", 0.0)) + self.optics_w.get(device.name, 0.0)
 
     def cluster(self, name: str, su: int | None = None) -> Cluster:
         return self.clusters.setdefault(name, Cluster(name, su))
