@@ -37,6 +37,10 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster build, 16,384 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--only", "plan"],
     ),
+    "power-4096": (
+        "gpucluster build, 4,096 GPUs (plan.json and the power-and-cooling budget)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "power"],
+    ),
     "plan-131072": (
         "gpucluster build, 131,072 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
