@@ -179,9 +179,10 @@ def _checkpoint_write_time(facts: dict) -> list[Finding]:
         return [Finding(name, "ok", "no checkpoint figures")]
     assumed = c["workload"] == "assumed"
     label = f"assumed {c['model_parameters_b']:g}B workload: " if assumed else ""
-    write_min, interval_min = c["write_seconds"] / 60, c["interval_seconds"] / 60
+    interval_min = c["interval_seconds"] / 60
+    write = f"{c['write_seconds']:.1f} s" if c["write_seconds"] < 120 else f"{c['write_seconds'] / 60:.1f} min"
     what = (
-        f"{label}a {c['checkpoint_tb']:.2f} TB checkpoint takes {write_min:.1f} min to write "
+        f"{label}a {c['checkpoint_tb']:.2f} TB checkpoint takes {write} to write "
         f"({c['write_bottleneck']}, {c['write_gbytes_per_s']:,.0f} GB/s)"
     )
 

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import plan_json, summary
+from gpucluster.artifacts import checkpoint, plan_json, simulation_html, summary
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -20,6 +20,8 @@ Writer = Callable[[Plan, LoadedDesign, Path], None]
 ARTIFACTS: dict[str, Writer] = {
     "plan": plan_json.write,
     "summary": summary.write,
+    "checkpoint": checkpoint.write,
+    "simulation": simulation_html.write,
 }
 
 

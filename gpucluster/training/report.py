@@ -13,6 +13,8 @@ def duration(seconds: float) -> str:
     """A duration in the unit a reader thinks in."""
     if not math.isfinite(seconds):
         return "never"
+    if seconds < 1:
+        return f"{seconds * 1000:.1f} ms"
     if seconds < 120:
         return f"{seconds:.1f} s"
     if seconds < 7200:

@@ -116,7 +116,10 @@ def simulate(
         room = np.floor((horizon - tt) / segment) if math.isfinite(horizon) else np.full(n, np.inf)
         left = needed - done[active] if math.isfinite(needed) else np.full(n, np.inf)
         limit = np.minimum(room, left)
-        ending = successes >= limit
+        offset = _truncated_exponential(rng, rate, segment, n)  # where in its segment the failure strikes
+        # the failure comes before the run ends: within the segments that fit, or in the last, partial one
+        in_tail = (successes == room) & (room < left) & (tt + room * segment + offset < horizon)
+        ending = (successes >= limit) & ~in_tail
         if ending.any():
             idx = active[ending]
             k = limit[ending].astype(np.int64)
@@ -132,7 +135,7 @@ def simulate(
         if idx.size:
             k = successes[going]
             done[idx] += k
-            offset = _truncated_exponential(rng, rate, segment, idx.size)
+            offset = offset[going]
             lost_now = offset.copy()
             if model.background_s > 0:
                 # the checkpoint this segment started from was still being written: roll back one more
