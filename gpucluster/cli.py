@@ -16,6 +16,7 @@ from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError
 from gpucluster.plan import plan_design
+from gpucluster.plan.model import Plan
 from gpucluster.training import analyse_checkpoints, compare_intervals, comparison_lines, size, sizing_lines
 from gpucluster.training import starter_design as _starter_design
 from gpucluster.training.intervals import DEFAULT_SEED
@@ -39,6 +40,21 @@ def _fail(error: DesignError) -> None:
     sys.exit(EXIT_BAD_INPUT)
 
 
+def _plan(design: Path, say: Callable[[str], None]) -> Plan:
+    """Load and plan a design; bad input exits with status 2."""
+    try:
+        return plan_design(load_design(design), say)
+    except DesignError as error:
+        _fail(error)
+        raise
+
+
+def _out_file_option(help_text: str) -> Callable:
+    return click.option(
+        "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
+    )
+
+
 progress_option = click.option(
     "--progress/--no-progress", default=None, help="Show each stage as it runs (default: when stderr is a terminal)."
 )
@@ -55,12 +71,7 @@ def main() -> None:
 @progress_option
 def validate(design: Path, progress: bool | None) -> None:
     """Check DESIGN and print a one-screen summary, or every problem with its file:line:column."""
-    say = _progress(sys.stderr.isatty() if progress is None else progress)
-    try:
-        loaded = load_design(design)
-        plan = plan_design(loaded, say)
-    except DesignError as error:
-        _fail(error)
+    plan = _plan(design, _progress(sys.stderr.isatty() if progress is None else progress))
     click.echo("ok")
     for line in summary_lines(plan):
         click.echo(line)
@@ -106,14 +117,7 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
 @click.option("--mfu", type=float, default=0.4, show_default=True, help="Expected model FLOPs utilisation.")
 @click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True)
 @click.option("--name", default=None, help="Design name (default from the model and server).")
-@click.option(
-    "-o",
-    "--out",
-    "out_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Starter design file to write (default NAME.yaml).",
-)
+@_out_file_option("Starter design file to write (default NAME.yaml).")
 def size_command(
     parameters_b: float,
     tokens_b: float,
@@ -181,11 +185,7 @@ def simulate(
 ) -> None:
     """Simulate training runs on DESIGN with failures and checkpoints; compare checkpoint intervals."""
     say = _progress(sys.stderr.isatty() if progress is None else progress)
-    try:
-        loaded = load_design(design)
-        plan = plan_design(loaded, say)
-    except DesignError as error:
-        _fail(error)
+    plan = _plan(design, say)
     analysis = analyse_checkpoints(plan)
     say("simulation")
     results = compare_intervals(analysis, runs=runs, days=days, minutes=list(minutes) or None, seed=seed)
@@ -194,14 +194,7 @@ def simulate(
 
 
 @main.command()
-@click.option(
-    "-o",
-    "--out",
-    "out_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the JSON Schema here (default: print it).",
-)
+@_out_file_option("Write the JSON Schema here (default: print it).")
 def schema(out_file: Path | None) -> None:
     """Export the design file's JSON Schema, for editor completion and checking."""
     text = json.dumps(Design.model_json_schema(), indent=2, sort_keys=True) + "\n"
