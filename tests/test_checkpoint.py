@@ -159,3 +159,11 @@ def test_bad_workload_fields_are_located(tmp_path: Path, workload: str, field: s
         load_design(path)
     problem = caught.value.problems[0]
     assert problem.field == field and words in problem.message and problem.line == 7
+
+
+def test_a_job_that_never_fails_checkpoints_once_at_the_end(tmp_path: Path) -> None:
+    rates = "{gpu: 0, server: 0, nic_optics: 0, switch: 0, software: 0}"
+    a = analyse_checkpoints(
+        lab(tmp_path, f"workload: {{model_parameters_b: 7, run_days: 10, failure_rates: {rates}}}\n")
+    )
+    assert a.interval_s == pytest.approx(10 * 86400, rel=0.01) and a.goodput > 0.9999

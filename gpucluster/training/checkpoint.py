@@ -38,6 +38,7 @@ RESTART_SOURCE = "MegaScale (NSDI'24): detection and diagnosis < 10 min"
 # Repair time of a failed server: no published figure was found; three days (next-business-day parts and a
 # re-test) is this tool's assumption, to be set from the support contract (workload.repair_hours).
 REPAIR_SOURCE = "assumption of this tool (no published figure found): set workload.repair_hours"
+DEFAULT_RUN_DAYS = 30.0  # simulated run length when the workload gives no days and no tokens
 # Finished models leave as bf16 weights: 2 bytes per parameter.
 MODEL_EXPORT_BYTES_PER_PARAMETER = 2.0
 
@@ -178,19 +179,23 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     daly_s = rel.daly_interval_s(stall_s, mtbf_s)
 
     step = _step(workload, gpus, peak, read, server_part)
-    if workload.checkpoint_interval_minutes is not None:
-        wanted, interval_from = workload.checkpoint_interval_minutes * 60, "design"
-    else:
-        wanted, interval_from = daly_s, "Daly's optimum"
-    interval_s = max(1, round(wanted / step.seconds)) * step.seconds if math.isfinite(wanted) else wanted
-
     flops = training_flops(workload)
     compute_days = gpu_days(flops, peak, workload.mfu) / gpus if flops else None
     gpus_needed = None
     if flops and workload.target_days:
         gpus_needed = math.ceil(gpu_days(flops, peak, workload.mfu, SIZING_GOODPUT) / workload.target_days)
+    if workload.checkpoint_interval_minutes is not None:
+        wanted, interval_from = workload.checkpoint_interval_minutes * 60, "design"
+    elif math.isfinite(daly_s):
+        wanted, interval_from = daly_s, "Daly's optimum"
+    else:  # nothing fails: one checkpoint at the end of the run
+        days = workload.run_days or workload.target_days or compute_days or DEFAULT_RUN_DAYS
+        wanted, interval_from = days * 86400, "the run's length (no failures)"
+    interval_s = max(1, round(wanted / step.seconds)) * step.seconds
     goodput = rel.daly_efficiency(interval_s, stall_s, restart_s, mtbf_s)
-    run_days = workload.run_days or workload.target_days or ((compute_days / goodput) if compute_days else 30.0)
+    run_days = (
+        workload.run_days or workload.target_days or ((compute_days / goodput) if compute_days else DEFAULT_RUN_DAYS)
+    )
 
     dataset_bytes = None
     if workload.dataset_tb:

@@ -129,7 +129,7 @@ def daly_efficiency(interval_s: float, checkpoint_s: float, restart_s: float, mt
     Failures may strike during compute, checkpoint and restart alike; each failure loses the
     segment in progress and costs a restart."""
     if math.isinf(mtbf_s):
-        return interval_s / (interval_s + checkpoint_s)
+        return 1.0 if math.isinf(interval_s) else interval_s / (interval_s + checkpoint_s)
     return interval_s / (mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1((interval_s + checkpoint_s) / mtbf_s))
 
 
