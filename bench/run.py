@@ -45,6 +45,10 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster build, 131,072 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
     ),
+    "simulate-16384": (
+        "gpucluster simulate, 16,384 GPUs, 1,000 runs of 90 days at 5 intervals (planning included)",
+        [*GPUCLUSTER, "simulate", str(BENCH / "h100-16384.yaml"), "--runs", "1000", "--days", "90"],
+    ),
 }
 
 

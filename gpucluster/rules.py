@@ -273,6 +273,93 @@ def _spares(facts: dict) -> list[Finding]:
     ]
 
 
+# Checkpoint pauses above this share of the interval are a warning: well-run jobs stay far below it
+# (BLOOM 0.37 %, CheckFreq <= 3.5 %; reliability-facts.md 2.4, 3.2). A threshold of this tool.
+CHECKPOINT_STALL_WARNING_FRACTION = 0.05
+# An interval whose goodput is this far below the goodput at Daly's optimum is advisory.
+CHECKPOINT_GOODPUT_SLACK = 0.01
+
+
+def _checkpoint_write_time(facts: dict) -> list[Finding]:
+    """Checkpoint write time against the checkpoint interval (facts from gpucluster.training.checkpoint)."""
+    c = facts.get("checkpoint")
+    name = "checkpoint-write-time"
+    if not c:
+        return [Finding(name, "ok", "no checkpoint figures")]
+    assumed = c["workload"] == "assumed"
+    label = f"assumed {c['model_parameters_b']:g}B workload: " if assumed else ""
+    interval_min = c["interval_seconds"] / 60
+    write = f"{c['write_seconds']:.1f} s" if c["write_seconds"] < 120 else f"{c['write_seconds'] / 60:.1f} min"
+    what = (
+        f"{label}a {c['checkpoint_tb']:.2f} TB checkpoint takes {write} to write "
+        f"({c['write_bottleneck']}, {c['write_gbytes_per_s']:,.0f} GB/s)"
+    )
+
+    def finding(severity: str, message: str) -> Finding:
+        # an assumed workload informs; it cannot fail a design
+        return Finding(name, "advisory" if assumed and severity != "ok" else severity, message)  # type: ignore[arg-type]
+
+    if c["write_seconds"] >= c["interval_seconds"]:
+        return [
+            finding(
+                "error",
+                f"{what}, longer than the {interval_min:.1f}-min interval: the next checkpoint starts before "
+                "the last is written; raise write throughput or lengthen the interval",
+            )
+        ]
+    findings = []
+    stall_share = c["stall_seconds"] / c["interval_seconds"]
+    if stall_share > CHECKPOINT_STALL_WARNING_FRACTION:
+        findings.append(
+            finding(
+                "warning",
+                f"{what}; the GPUs stand idle {stall_share:.0%} of every {interval_min:.0f}-min interval; raise "
+                f"write throughput ({c['write_bottleneck']}) or use async checkpoints",
+            )
+        )
+    daly = c.get("daly_interval_seconds")
+    if daly and c["goodput"] < c["goodput_at_daly"] - CHECKPOINT_GOODPUT_SLACK:
+        findings.append(
+            finding(
+                "advisory",
+                f"{label}a {interval_min:.0f}-min checkpoint interval gives {c['goodput']:.1%} goodput; "
+                f"Daly's optimum ({daly / 60:.0f} min) gives {c['goodput_at_daly']:.1%}",
+            )
+        )
+    return findings or [
+        Finding(
+            name,
+            "ok",
+            f"{what}, {c['stall_seconds'] / c['interval_seconds']:.1%} of the {interval_min:.0f}-min interval; "
+            f"expected goodput {c['goodput']:.1%}",
+        )
+    ]
+
+
+def _spares_cover_repairs(facts: dict) -> list[Finding]:
+    c = facts.get("checkpoint")
+    if not c:
+        return []
+    spares = c["spares"]
+    if spares["have"] >= spares["needed"]:
+        return [
+            Finding(
+                "spares-cover-repairs",
+                "ok",
+                f"{spares['have']} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
+                f"{spares['confidence']:.0%} confidence (needed {spares['needed']})",
+            )
+        ]
+    return [
+        Finding(
+            "spares-cover-repairs",
+            "advisory",
+            f"{spares['needed']} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
+            f"{spares['confidence']:.0%} confidence; the plan has {spares['have']}",
+        )
+    ]
+
+
 RULES: list[Rule] = [
     Rule("compute-fabric-gpu-only", "The compute fabric carries only GPU traffic.", _fabric_only_for_gpus),
     Rule("compute-fabric-non-blocking", "Compute-fabric oversubscription above 1:1 is advisory.", _oversubscription),
@@ -285,6 +372,12 @@ RULES: list[Rule] = [
         _rack_power_distribution,
     ),
     Rule("spare-servers", "Spare servers are present.", _spares),
+    Rule("checkpoint-write-time", "Checkpoint write time against the checkpoint interval.", _checkpoint_write_time),
+    Rule(
+        "spares-cover-repairs",
+        "Spare servers cover the servers in repair at the workload's confidence.",
+        _spares_cover_repairs,
+    ),
 ]
 
 

@@ -24,6 +24,7 @@ from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devic
 from gpucluster.plan.resolve import resolve
 from gpucluster.plan.totals import totals
 from gpucluster.rules import RULE_PREFIX, check_rules, rule_facts
+from gpucluster.training.checkpoint import checkpoint_facts
 
 __all__ = ["Plan", "plan_design"]
 
@@ -111,6 +112,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     plan.graphs = build_graphs(plan)
     plan.analysis = analyse(plan)
     plan.totals = totals(plan)
+    plan.settings["checkpoint"] = checkpoint_facts(plan)
     refresh_findings(plan)
     return plan
 
