@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import burn_in, plan_json, power, summary
+from gpucluster.artifacts import burn_in, monitoring, plan_json, power, summary
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -22,6 +22,7 @@ ARTIFACTS: dict[str, Writer] = {
     "summary": summary.write,
     "power": power.write,
     "burn-in": burn_in.write,
+    "monitoring": monitoring.write,
 }
 
 
