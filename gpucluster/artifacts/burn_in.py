@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import hostlist
@@ -280,62 +280,28 @@ def _multi_node_tests(
             )
         return value, f"{text} = {value:g} GB/s"
 
+    def nccl(stage: int, subject: str, nodes: list[str], nics: int, command: str, **extra: object) -> BurnInTest:
+        value, source = busbw(nodes, nics)
+        return test(stage, subject, nodes, metric="busbw", comparison=">=", threshold=value, unit="GB/s",
+                    source=source, command=command, **extra)  # fmt: skip
+
     tests = []
     for rail in rails:
         nodes = [n for n in servers if rail in ports[n]]
+        port = ports[nodes[0]][rail]
+        command = (
+            f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} "
+            f"srun --ntasks-per-node=1 all_reduce_perf {NCCL_ARGS} -g 1"
+        )
         if len(nodes) > 1:
-            value, source = busbw(nodes, 1)
-            port = ports[nodes[0]][rail]
-            tests.append(
-                test(
-                    5,
-                    f"rail{rail}",
-                    nodes,
-                    metric="busbw",
-                    comparison=">=",
-                    threshold=value,
-                    unit="GB/s",
-                    source=source,
-                    rail=rail,
-                    command=f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} "
-                    f"srun --ntasks-per-node=1 all_reduce_perf {NCCL_ARGS} -g 1",
-                )
-            )
+            tests.append(nccl(5, f"rail{rail}", nodes, 1, command, rail=rail))
     by_su: dict[int, list[str]] = {}
     for node in servers:
         by_su.setdefault(plan.devices[node].su or 1, []).append(node)
     command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"  # type: ignore[attr-defined]
-    for su, nodes in sorted(by_su.items()):
-        if len(nodes) > 1:
-            value, source = busbw(nodes, len(rails))
-            tests.append(
-                test(
-                    6,
-                    f"su{su}",
-                    nodes,
-                    metric="busbw",
-                    comparison=">=",
-                    threshold=value,
-                    unit="GB/s",
-                    source=source,
-                    command=command,
-                )
-            )
+    tests += [nccl(6, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
     if len(by_su) > 1:
-        value, source = busbw(servers, len(rails))
-        tests.append(
-            test(
-                7,
-                "all",
-                servers,
-                metric="busbw",
-                comparison=">=",
-                threshold=value,
-                unit="GB/s",
-                source=source,
-                command=command,
-            )
-        )
+        tests.append(nccl(7, "all", servers, len(rails), command))
     return tests
 
 
@@ -422,12 +388,17 @@ def expected_results_csv(tests: list[BurnInTest]) -> str:
     for order, t in enumerate(tests, 1):
         writer.writerow(
             (
-                order, t.stage, t.id, t.test, t.scope, t.subject, hostlist.collect_hostlist(list(t.nodes)),
+                order, t.stage, t.id, t.test, t.scope, t.subject, _hostlist(t.nodes),
                 " ".join(t.racks), t.metric, t.comparison, t.threshold, t.unit, t.command, "; ".join(t.links),
                 t.source,
             )
         )  # fmt: skip
     return buffer.getvalue()
+
+
+def _hostlist(nodes: tuple[str, ...]) -> str:
+    """Slurm's compact form of a node list (gpu[001-031])."""
+    return nodes[0] if len(nodes) == 1 else hostlist.collect_hostlist(list(nodes))
 
 
 def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
@@ -439,10 +410,7 @@ def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
             for number, name, scope, text in STAGES
             if any(t.stage == number for t in tests)
         ],
-        "tests": [
-            {**asdict(t), "nodes": list(t.nodes), "racks": list(t.racks), "links": list(t.links), "order": order}
-            for order, t in enumerate(tests, 1)
-        ],
+        "tests": tests,  # in the order to run them; orjson writes each dataclass as an object
     }
 
 
@@ -477,7 +445,7 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
         "multi_node": [
             {
                 "test": t,
-                "nodes": hostlist.collect_hostlist(list(t.nodes)),
+                "nodes": _hostlist(t.nodes),
                 "count": len(t.nodes),
                 "gpu": ports[t.nodes[0]][t.rail].gpu if t.rail else "",
                 "hca": (ports[t.nodes[0]][t.rail].hca or "-") if t.rail else "",

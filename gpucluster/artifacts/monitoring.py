@@ -8,6 +8,7 @@ its compute port is cabled to ("one failing GPU slows or stops the whole job").
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -282,51 +283,35 @@ def alert_rules(plan: Plan) -> list[Alert]:
     bad_hca, good_hca = _hca_series(plan, bad, hca, hcas), _hca_series(plan, good, hca, hcas)
     ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
 
-    def gpu_alert(
-        name: str,
-        expr: str,
-        severity: str,
-        summary: str,
-        source: str,
-        metric: str,
-        firing: str,
-        healthy: str,
-        **extra: object,
-    ) -> Alert:
-        return Alert(
-            name,
-            expr,
-            severity,
-            summary,
-            source,
-            firing=[(metric, bad_gpu, firing)],
-            healthy=[(metric, good_gpu, healthy)],
-            labels=dict(bad_gpu),
-            **extra,
-        )  # type: ignore[arg-type]
+    def sampled(bad_labels: dict[str, str], good_labels: dict[str, str]) -> Callable[..., Alert]:
+        """An alert whose test fires on one metric of the bad subject and stays quiet on the good one."""
 
-    def hca_alert(
-        name: str,
-        expr: str,
-        severity: str,
-        summary: str,
-        source: str,
-        metric: str,
-        firing: str,
-        healthy: str,
-        **extra: object,
-    ) -> Alert:
-        return Alert(
-            name,
-            expr,
-            severity,
-            summary,
-            source,
-            firing=[(metric, bad_hca, firing)],
-            healthy=[(metric, good_hca, healthy)],
-            labels=dict(bad_hca),
-            **extra,
-        )  # type: ignore[arg-type]
+        def make(
+            name: str,
+            expr: str,
+            severity: str,
+            summary: str,
+            source: str,
+            metric: str,
+            firing: str,
+            healthy: str,
+            **extra: object,
+        ) -> Alert:
+            return Alert(
+                name,
+                expr,
+                severity,
+                summary,
+                source,
+                firing=[(metric, bad_labels, firing)],
+                healthy=[(metric, good_labels, healthy)],
+                labels=dict(bad_labels),
+                **extra,
+            )  # type: ignore[arg-type]
+
+        return make
+
+    gpu_alert, hca_alert = sampled(bad_gpu, good_gpu), sampled(bad_hca, good_hca)
 
     nvlink = [name for name, *_ in COUNTERS if name.startswith("DCGM_FI_DEV_NVLINK_") and "ERROR" in name]
     alerts = [
