@@ -134,7 +134,12 @@ def tools(tmp_path: Path) -> dict[str, str]:
         path = bin_dir / name
         path.write_text(f"#!/usr/bin/env bash\n{body}\n")
         path.chmod(0o755)
-    return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "GPU_BURN_DIR": str(bin_dir), "SAMPLE_SECONDS": "0.2"}
+    return {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "GPU_BURN_DIR": str(bin_dir),
+        "SAMPLE_SECONDS": "0.2",
+        "LISTEN_SECONDS": "0",
+    }
 
 
 def _run(folder: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
