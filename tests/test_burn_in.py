@@ -238,3 +238,11 @@ def test_rule_burn_in_plan_present() -> None:
     findings = rule.check({**plan.facts, "burn_in_plan": short})
     assert findings[0].severity == "error" and "48 compute links" in findings[0].message
     assert any(f.rule == "burn-in-plan-present" for f in check_rules(plan.facts))
+
+
+def test_a_rack_checklist_prints_with_weasyprint(h100: Path) -> None:
+    weasyprint = pytest.importorskip("weasyprint")
+    page = sorted((h100 / "checklists").glob("*.html"))[0]
+    document = weasyprint.HTML(str(page)).render()
+    assert len(document.pages) >= 1
+    assert document.pages[0].width > document.pages[0].height  # A4 landscape, as the page style asks
