@@ -41,6 +41,22 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster build, 4,096 GPUs (plan.json and the power-and-cooling budget)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "power"],
     ),
+    "ops-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json, monitoring, burn-in)",
+        [
+            *GPUCLUSTER,
+            "build",
+            str(BENCH / "h100-16384.yaml"),
+            "-o",
+            "{out}",
+            "--only",
+            "plan",
+            "--only",
+            "monitoring",
+            "--only",
+            "burn-in",
+        ],
+    ),
     "plan-131072": (
         "gpucluster build, 131,072 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
