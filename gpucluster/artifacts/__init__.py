@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import checkpoint, plan_json, power, simulation_html, summary
+from gpucluster.artifacts import checkpoint, plan_json, power, simulation_html, slurm, summary
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -23,6 +23,7 @@ ARTIFACTS: dict[str, Writer] = {
     "power": power.write,
     "checkpoint": checkpoint.write,
     "simulation": simulation_html.write,
+    "slurm": slurm.write,
 }
 
 
