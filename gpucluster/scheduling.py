@@ -71,9 +71,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
         unit = [d for d in production if d.su == spare.su]
         if unit and sum(d.name in kubernetes for d in unit) * 2 > len(unit):
             kubernetes.add(spare.name)
-    return SchedulerSplit(
-        tuple(n for n in names if n not in kubernetes), tuple(n for n in names if n in kubernetes)
-    )
+    return SchedulerSplit(tuple(n for n in names if n not in kubernetes), tuple(n for n in names if n in kubernetes))
 
 
 def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_server: int) -> None:

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import checkpoint, plan_json, power, simulation_html, slurm, summary
+from gpucluster.artifacts import checkpoint, kubernetes, nccl, plan_json, power, simulation_html, slurm, summary
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -24,6 +24,8 @@ ARTIFACTS: dict[str, Writer] = {
     "checkpoint": checkpoint.write,
     "simulation": simulation_html.write,
     "slurm": slurm.write,
+    "kubernetes": kubernetes.write,
+    "nccl": nccl.write,
 }
 
 

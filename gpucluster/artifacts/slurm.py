@@ -190,8 +190,7 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
                 "block": {
                     "block_sizes": _block_sizes(domains),
                     "blocks": [
-                        {"block": _block_name(i), "nodes": _hostlist(list(d))}
-                        for i, d in enumerate(domains, 1)
+                        {"block": _block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)
                     ],
                 },
             }

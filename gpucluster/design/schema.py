@@ -185,7 +185,7 @@ class Team(_Section):
     name: str = Field(pattern=_RFC1123_LABEL, description="team name: its namespace, ClusterQueue and LocalQueue")
     gpus: int = Field(ge=0, description="guaranteed GPUs (Kueue nominalQuota; Run:ai 'deserved' quota)")
     borrowing_limit_gpus: int | None = Field(
-        None, ge=0, description="GPUs the team may borrow beyond its quota from idle quota in the cohort; null: no limit"
+        None, ge=0, description="GPUs the team may borrow beyond its quota from others' idle quota; null: no limit"
     )
     lending_limit_gpus: int | None = Field(
         None, ge=0, description="GPUs of its quota the team lends to others when idle; null: all of it"
@@ -203,7 +203,7 @@ class GpuOperatorSettings(_Section):
 
     driver: Literal["auto", "host", "container"] = Field(
         "auto",
-        description="auto: the host's driver on DGX systems (DGX OS ships it), the operator's driver container on others",
+        description="auto: the host's driver on DGX systems (DGX OS ships it), the driver container on others",
     )
     mig_strategy: Literal["none", "single", "mixed"] = Field(
         "none", description="MIG partitioning; training jobs take whole GPUs, so none by default"
