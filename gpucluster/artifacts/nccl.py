@@ -113,9 +113,9 @@ def pytorch_job(plan: Plan, server: GpuServer, nodes: int) -> dict:
     LocalQueue; Kueue keeps its pods under one leaf group where it can (preferred topology)."""
     prefix = plan.design.scheduler.kubernetes.topology_label_prefix  # type: ignore[attr-defined]
     namespace = _namespace(plan)
-    limits: dict[str, object] = {GPU_RESOURCE: server.gpu.count}
+    limits = {GPU_RESOURCE: str(server.gpu.count)}  # quantities as strings, as the API's models type them
     for resource in rdma_resources(server, plan.design.scheduler.kubernetes.rdma):  # type: ignore[attr-defined]
-        limits[resource] = 1
+        limits[resource] = "1"
     pod = {
         "metadata": {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": f"{prefix}/leaf"}},
         "spec": {
@@ -140,5 +140,10 @@ def pytorch_job(plan: Plan, server: GpuServer, nodes: int) -> dict:
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": namespace}},
-        "spec": {"nprocPerNode": str(server.gpu.count), "pytorchReplicaSpecs": replicas},
+        "spec": {
+            "nprocPerNode": str(server.gpu.count),
+            # Keep failed pods for their logs; restart a failed job (from its last checkpoint) a few times.
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+            "pytorchReplicaSpecs": replicas,
+        },
     }
