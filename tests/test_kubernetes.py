@@ -18,15 +18,15 @@ import kubernetes.client.models as core_models
 import kubernetes_validate
 import pytest
 import yaml
+from conftest import planned
 from kubernetes_validate import utils as kv
 from referencing import Registry, Resource
+from test_slurm import nvl_plan
 
 from gpucluster.artifacts.kubernetes import kubernetes_manifests, topology_labels, topology_levels
 from gpucluster.artifacts.nccl import nccl_files
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Plan
-from tests.conftest import planned
-from tests.test_slurm import nvl_plan
 
 K8S_VERSION = "1.30"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -326,8 +326,9 @@ def test_kueue_schemas_reject_a_misspelt_field():
 
 
 def test_team_quotas_and_borrowing_limits_become_cluster_queues(tmp_path):
+    from conftest import write_design
+
     from gpucluster import load_design, plan_design
-    from tests.conftest import write_design
 
     path = write_design(
         tmp_path,

@@ -16,12 +16,12 @@ from pathlib import Path
 import hostlist
 import pytest
 import yaml
+from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
-from tests.conftest import planned, write_design
 
 SLURMCTLD = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
 SLURMD = shutil.which("slurmd") or "/usr/sbin/slurmd"
