@@ -233,7 +233,7 @@ def _group_name(plan: Plan, tier_name: str, switches: frozenset[str], tier: int)
     whole = {d.name for d in plan.switches("compute", tier)}
     if switches == whole:
         return f"compute-{tier_name}-all"
-    return f"compute-{tier_name}-" + min(switches).rsplit("-", 1)[-1] + "-group"
+    return f"{min(switches)}-group"
 
 
 def nvlink_domains(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[tuple[str, ...]]:
