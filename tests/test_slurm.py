@@ -81,10 +81,18 @@ def _local_copy(files: dict[str, str], scratch: Path) -> dict[str, str]:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return port if port < 65000 else 40000
+    """A port below Linux's ephemeral range (32768-60999), so no client connection of a parallel test takes it
+    between this check and slurmctld's bind; the next two are free too (SlurmdPort)."""
+    for attempt in range(200):
+        port = 10000 + (os.getpid() * 7919 + attempt * 131) % 20000
+        try:
+            for offset in range(2):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port + offset))
+        except OSError:
+            continue
+        return port
+    raise AssertionError("no free port for slurmctld")
 
 
 def _user() -> str:
@@ -129,7 +137,7 @@ class _Slurmctld:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError("slurmctld exited:\n" + self.stop())
