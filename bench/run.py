@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "designs"
 GPUCLUSTER = [sys.executable, "-m", "gpucluster.cli"]
 
+
+def _only(*artifacts: str) -> list[str]:
+    return [word for artifact in artifacts for word in ("--only", artifact)]
+
+
 # name -> (what it measures, command; {out} is a scratch folder)
 CASES: dict[str, tuple[str, list[str]]] = {
     "plan-256": (
@@ -43,18 +48,17 @@ CASES: dict[str, tuple[str, list[str]]] = {
     ),
     "ops-16384": (
         "gpucluster build, 16,384 GPUs (plan.json, monitoring, burn-in)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", *_only("plan", "monitoring", "burn-in")],
+    ),
+    "scheduler-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json, Slurm, Kubernetes, NCCL configs)",
         [
             *GPUCLUSTER,
             "build",
             str(BENCH / "h100-16384.yaml"),
             "-o",
             "{out}",
-            "--only",
-            "plan",
-            "--only",
-            "monitoring",
-            "--only",
-            "burn-in",
+            *_only("plan", "slurm", "kubernetes", "nccl"),
         ],
     ),
     "plan-131072": (

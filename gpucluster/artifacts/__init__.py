@@ -10,7 +10,18 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import burn_in, checkpoint, monitoring, plan_json, power, simulation_html, summary
+from gpucluster.artifacts import (
+    burn_in,
+    checkpoint,
+    kubernetes,
+    monitoring,
+    nccl,
+    plan_json,
+    power,
+    simulation_html,
+    slurm,
+    summary,
+)
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -25,6 +36,9 @@ ARTIFACTS: dict[str, Writer] = {
     "simulation": simulation_html.write,
     "burn-in": burn_in.write,
     "monitoring": monitoring.write,
+    "slurm": slurm.write,
+    "kubernetes": kubernetes.write,
+    "nccl": nccl.write,
 }
 
 
