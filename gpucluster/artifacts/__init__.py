@@ -18,6 +18,7 @@ from gpucluster.artifacts import (
     nccl,
     plan_json,
     power,
+    report,
     simulation_html,
     slurm,
     summary,
@@ -39,7 +40,11 @@ ARTIFACTS: dict[str, Writer] = {
     "slurm": slurm.write,
     "kubernetes": kubernetes.write,
     "nccl": nccl.write,
+    "report": report.write,
 }
+# Writers that read what the others wrote (the report links to every file and shows their charts) run after them,
+# whatever order the registry or --only gives.
+RUNS_LAST: frozenset[str] = frozenset({"report"})
 
 
 def write_artifacts(
@@ -57,7 +62,7 @@ def write_artifacts(
     _recover(final)
     staging = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", suffix=".tmp", dir=out_dir))
     try:
-        names = list(only) if only is not None else list(ARTIFACTS)
+        names = sorted(only if only is not None else ARTIFACTS, key=lambda name: name in RUNS_LAST)
         for name in names:
             say(name)
             ARTIFACTS[name](plan, loaded, staging)

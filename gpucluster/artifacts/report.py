@@ -1,0 +1,328 @@
+"""report.html and report.pdf: the design review in one document.
+
+Every figure is read from the plan's own views (totals, tiers, analyses, findings, racks), the power budget
+(gpucluster/plan/budget.py) and the checkpoint analysis (gpucluster/training/); the drawings are SVG made from
+the network graphs and the rack coordinates (gpucluster/drawings.py). The writer runs after every other
+artifact (artifacts.RUNS_LAST) so it can link to the files the build actually wrote and show the charts they
+drew. The HTML is self-contained (inline CSS and SVG, charts as data: URLs, no script, nothing fetched); the
+PDF is rendered from the same HTML with WeasyPrint.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections import Counter
+from pathlib import Path
+
+from markupsafe import Markup
+
+from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.design.load import LoadedDesign
+from gpucluster.drawings import (
+    DETAIL_MAX_PER_LEVEL,
+    FLOOR_LABEL_MAX_RACKS,
+    MAX_BOXES_PER_LEVEL,
+    NETWORK_TITLES,
+    PURPOSE_COLOURS,
+    floor_plan,
+    network_drawing,
+    networks_drawn,
+)
+from gpucluster.plan import budget as b
+from gpucluster.plan.budget import Budget, power_budget
+from gpucluster.plan.model import Plan
+from gpucluster.templating import render
+from gpucluster.training import analyse_checkpoints
+from gpucluster.training import reliability as rel
+from gpucluster.training.checkpoint import CheckpointAnalysis
+from gpucluster.training.report import duration
+
+HTML = "report.html"
+PDF = "report.pdf"
+SEVERITIES = ("error", "warning", "advisory", "ok")
+# Charts other writers draw, shown in the report when the build wrote them.
+CHARTS = {"power": "power-racks.svg", "checkpoint": "checkpoint-goodput.svg"}
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    html = report_html(plan, folder)
+    (folder / HTML).write_text(html, encoding="utf-8")
+    write_pdf(html, folder / PDF)
+
+
+def report_html(plan: Plan, folder: Path) -> str:
+    """The report page for a plan whose other artifacts are in `folder`."""
+    budget = power_budget(plan)
+    checkpoint = analyse_checkpoints(plan)
+    artifacts = _artifacts(folder)
+    return render(
+        "report/report.html",
+        name=plan.name,
+        description=getattr(plan.design, "description", "") or "",
+        figures=key_figures(plan, budget, checkpoint),
+        findings=_findings(plan),
+        severity_counts=Counter(f.severity for f in plan.findings),
+        severities=SEVERITIES,
+        networks=[_network(plan, network) for network in networks_drawn(plan)],
+        floor=_floor(plan),
+        power=_power(budget),
+        checkpoint=_checkpoint(checkpoint),
+        charts={key: _chart(folder / name) for key, name in CHARTS.items()},
+        artifacts=artifacts,
+        written={a["path"] for a in artifacts},
+        limits={
+            "detail": DETAIL_MAX_PER_LEVEL,
+            "boxes": MAX_BOXES_PER_LEVEL,
+            "floor": FLOOR_LABEL_MAX_RACKS,
+        },
+        style=Markup(render("report/style.css")),
+    )
+
+
+def key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> list[tuple[str, str, str]]:
+    """(label, value, note) for the first page: what a reviewer checks first."""
+    t = plan.totals
+    s = plan.settings
+    compute = plan.analysis.get("compute", {})
+    switches = t["switches"]  # type: ignore[index]
+    tiers = ", ".join(f"{n:,} {tier}" for tier, n in switches["compute"].items())
+    storage = f"{s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']}"
+    racks = ", ".join(f"{n} {purpose}" for purpose, n in t["racks_by_purpose"].items())  # type: ignore[union-attr]
+    media = ", ".join(f"{n:,} {m}" for m, n in t["cables_by_media"].items())  # type: ignore[union-attr]
+    hops = compute.get("hops", {}).get("max_switch_hops")
+    figures = [
+        (
+            "GPUs",
+            f"{t['production_gpus']:,}",
+            f"+ {t['gpus'] - t['production_gpus']:,} in hot spares; {s['gpu_model']}",
+        ),
+        (
+            "GPU servers",
+            f"{t['production_servers']:,} + {t['spare_servers']} spare",
+            f"{s['server']}, {t['scalable_units']} scalable units of {s['scalable_unit_servers']}",
+        ),
+        ("Compute fabric", f"{s['compute_switch']}", f"{s['compute_technology']}: {tiers}"),
+        (
+            "Bisection bandwidth",
+            f"{compute.get('bisection_bandwidth_gbps', 0) / 1000:,.1f} Tb/s",
+            f"at most {hops} switch hops" if hops else "",
+        ),
+        ("Switches", f"{t['switches_total']:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
+        (
+            "Parallel filesystem",
+            f"{s['parallel_filesystem_capacity_tb']:,.0f} TB",
+            f"{storage}; {s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
+            f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write",
+        ),
+        ("Racks", f"{t['racks']:,}", racks),
+        ("Cables", f"{t['cables']:,}", media),
+        (
+            "IT power",
+            f"{t['it_power_max_kw']:,.1f} kW",
+            f"maximum; {t['it_power_typical_kw']:,.1f} kW typical",
+        ),
+        (
+            "Facility power",
+            f"{budget.facility_max_w / 1000:,.1f} kW",
+            f"at PUE {budget.pue:g}; {budget.annual_energy_mwh:,.0f} MWh a year",
+        ),
+        (
+            "Checkpoint goodput",
+            f"{checkpoint.goodput:.1%}",
+            f"{checkpoint.workload.model_parameters_b:g}B{' (assumed)' if checkpoint.assumed else ''}, "
+            f"every {duration(checkpoint.interval_s)}; job MTBF {duration(checkpoint.mtbf_s)}",
+        ),
+    ]
+    counts = Counter(f.severity for f in plan.findings)
+    figures.append(
+        (
+            "Design rules",
+            f"{counts.get('error', 0)} errors, {counts.get('warning', 0)} warnings",
+            f"{counts.get('advisory', 0)} advisories, {counts.get('ok', 0)} passed",
+        )
+    )
+    return figures
+
+
+def _findings(plan: Plan) -> list[dict[str, str]]:
+    ordered = sorted(plan.findings, key=lambda f: SEVERITIES.index(f.severity))
+    return [
+        {"severity": f.severity, "rule": f.rule.removeprefix("rule:"), "subject": f.subject, "message": f.message}
+        for f in ordered
+    ]
+
+
+def _network(plan: Plan, network: str) -> dict:
+    drawing = network_drawing(plan, network)
+    analysis = plan.analysis.get(network, {})
+    tiers = [t for t in plan.tiers if t.network == network]
+    failures = []
+    for tier, result in analysis.get("single_switch_failure", {}).items():
+        failures.append(
+            {
+                "tier": tier,
+                "switch": result["switch"],
+                "cut_off": f"{result['host_ports_cut_off']:,}",
+                "hosts": f"{result['hosts_losing_a_port']:,}",
+                "connected": "yes" if result["still_connected"] else "NO",
+                "lost": f"{result['tier_bandwidth_lost_fraction']:.1%}",
+            }
+        )
+    hops = analysis.get("hops", {})
+    return {
+        "id": network,
+        "title": NETWORK_TITLES.get(network, network),
+        "svg": Markup(drawing.svg()),
+        "detailed": drawing.detailed,
+        "devices": f"{drawing.devices:,}",
+        "links": f"{drawing.links:,}",
+        "tiers": [
+            {
+                "name": t.name,
+                "part": t.switch_part,
+                "switches": f"{t.switches:,}",
+                "down": f"{t.down_links:,} ({t.down_gbps / 1000:,.1f} Tb/s)",
+                "up": f"{t.up_links:,} ({t.up_gbps / 1000:,.1f} Tb/s)" if t.up_links else "-",
+                "oversubscription": f"{t.oversubscription:.2f}:1" if t.up_links else "-",
+            }
+            for t in tiers
+        ],
+        "reach": analysis.get("all_hosts_reach_each_other"),
+        "bisection": f"{analysis.get('bisection_bandwidth_gbps', 0) / 1000:,.1f} Tb/s",
+        "max_hops": hops.get("max_switch_hops"),
+        "hop_counts": ", ".join(f"{n:,} at {h}" for h, n in hops.get("from_first_leaf", {}).items()),
+        "failures": failures,
+    }
+
+
+def _floor(plan: Plan) -> dict:
+    floor = floor_plan(plan)
+    purposes = sorted({r.purpose for r in plan.racks.values()})
+    return {
+        "svg": Markup(floor.svg()),
+        "labelled": floor.labelled,
+        "racks": len(floor.racks),
+        "budget_kw": f"{floor.budget_kw:g}",
+        "legend": [(p, PURPOSE_COLOURS.get(p, "#937860")) for p in purposes],
+        "over_budget": [r.name for r in floor.racks if r.over_budget],
+    }
+
+
+def _kw(watts: float) -> str:
+    return f"{watts / 1000:,.1f}"
+
+
+def _power(budget: Budget) -> dict:
+    total = budget.total
+    rise = budget.rise_k
+    cfm = b.airflow_cfm(total.air_w, rise)
+    cooling = Counter(r.cooling_needed for r in budget.racks)
+    cost = budget.annual_cost
+    return {
+        "it_max": _kw(total.max_w),
+        "it_typical": _kw(total.typical_w),
+        "optics": _kw(total.optics_max_w),
+        "pue": f"{budget.pue:g}",
+        "facility_max": _kw(budget.facility_max_w),
+        "facility_typical": _kw(budget.facility_typical_w),
+        "energy_mwh": f"{budget.annual_energy_mwh:,.0f}",
+        "cost": None if cost is None else f"{cost:,.0f} {budget.site.currency}",
+        "btu": f"{b.btu_per_h(total.max_w):,.0f}",
+        "tons": f"{b.refrigeration_tons(total.max_w):,.1f}",
+        "liquid": _kw(total.liquid_w),
+        "cfm": f"{cfm:,.0f}",
+        "m3h": f"{b.cfm_to_m3_per_h(cfm):,.0f}",
+        "rise": f"{rise:g}",
+        "cooling_site": budget.site.cooling,
+        "cooling_capacity": f"{budget.cooling_capacity_kw:g}",
+        "cooling_needed": sorted(cooling.items()),
+        "rack_budget": f"{budget.site.rack_power_budget_kw:g}",
+        "pdu": budget.pdu,
+        "circuit_usable": _kw(budget.circuit_usable_w),
+        "circuits": [
+            {"kind": c.kind, "feed": c.feed, "circuits": f"{c.circuits:,}", "usable": _kw(c.usable_w)}
+            for c in budget.circuit_kinds
+        ],
+        "rows": [_group(g) for g in budget.rows],
+        "sus": [_group(g) for g in budget.sus],
+        "findings": [{"severity": f.severity, "subject": f.subject, "message": f.message} for f in budget.findings],
+    }
+
+
+def _group(group: b.GroupBudget) -> dict[str, str]:
+    return {
+        "name": group.name,
+        "racks": f"{group.racks:,}",
+        "servers": f"{group.servers:,}",
+        "max": _kw(group.load.max_w),
+        "typical": _kw(group.load.typical_w),
+        "circuits": f"{group.circuits:,}",
+    }
+
+
+def _checkpoint(a: CheckpointAnalysis) -> dict:
+    w = a.workload
+    finite = math.isfinite(a.mtbf_s)
+    return {
+        "assumed": a.assumed,
+        "model": f"{w.model_parameters_b:g}B parameters",
+        "gpus": f"{a.gpus:,} {a.gpu_model}",
+        "servers": f"{a.servers:,}",
+        "size": f"{a.checkpoint_bytes / 1e12:,.2f} TB",
+        "bytes_per_parameter": f"{a.bytes_per_parameter:g}",
+        "mode": w.checkpoint_mode,
+        "write": duration(a.write_s),
+        "write_rate": f"{a.write.gbytes_per_s:,.1f} GB/s",
+        "bottleneck": a.write.bottleneck.name,
+        "read": duration(a.read_s),
+        "stall": duration(a.stall_s),
+        "restart": duration(a.restart_s),
+        "mtbf": duration(a.mtbf_s),
+        "young": duration(a.young_s),
+        "daly": duration(a.daly_s),
+        "interval": duration(a.interval_s),
+        "interval_from": a.interval_from,
+        "goodput": f"{a.goodput:.2%}",
+        "goodput_daly": f"{a.goodput_at_daly:.2%}",
+        "loss": duration(a.loss_per_failure_s()),
+        "spares_needed": a.spares_needed,
+        "spares_have": a.spares_have,
+        "repair_hours": f"{w.repair_hours:g}",
+        "confidence": f"{w.spare_confidence:.0%}",
+        "kinds": [
+            {
+                "label": rel.KIND_LABELS[k.kind],
+                "units": f"{k.units:,}",
+                "rate": f"{k.per_unit_year:.4g}",
+                "per_day": f"{k.job_failures_per_hour * 24:.3f}",
+                "share": f"{k.job_failures_per_hour * a.mtbf_s / 3600:.1%}" if finite else "-",
+            }
+            for k in a.kinds
+        ],
+        "limits": [{"name": x.name, "rate": f"{x.gbytes_per_s:,.1f}", "note": x.note} for x in a.write.limits],
+        "notes": a.notes,
+    }
+
+
+def _chart(path: Path) -> str | None:
+    """A chart another writer drew in this build, as a data: URL (None when the build did not write it)."""
+    if not path.is_file():
+        return None
+    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _artifacts(folder: Path) -> list[dict[str, str]]:
+    """Every file the build wrote before the report, and the report's own two."""
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    rows = [{"path": path, "size": _size((folder / path).stat().st_size)} for path in files if path not in (HTML, PDF)]
+    rows += [{"path": HTML, "size": "this page"}, {"path": PDF, "size": "this page, printable"}]
+    return rows
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:,.1f} KiB"
+    return f"{n / 1024 / 1024:,.1f} MiB"

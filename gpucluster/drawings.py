@@ -1,0 +1,603 @@
+"""SVG drawings of the plan for the design review: each network's tiers, drawn from its graph, and the floor plan.
+
+A network is drawn device by device while no level (hosts, leaves, spines ...) holds more than
+DETAIL_MAX_PER_LEVEL devices. Above that each box stands for a group with its count (the hosts of one kind in
+one scalable unit, the switches of one tier in one SU or pod, the central ones) and each line for the bundle of
+links between two boxes, labelled with its link count. A level that still has more than MAX_BOXES_PER_LEVEL
+boxes first puts each SU's kinds of host in one box, then merges neighbouring SUs or pods into ranges
+(SU 1-4), so a 131,072-GPU fabric draws as readably as a 4-SU one.
+
+The floor plan draws every rack at its floor coordinates, coloured by purpose, with a bar for its maximum load
+against the rack power budget; above FLOOR_LABEL_MAX_RACKS racks the rack names give way to row and SU labels.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from itertools import groupby
+
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.totals import link_tier_name, tier_name
+from gpucluster.templating import render
+
+DETAIL_MAX_PER_LEVEL = 36  # one box per device up to this many devices on every level (a 1-SU SuperPOD)
+MAX_BOXES_PER_LEVEL = 12  # above it, kinds merge per SU, then SUs or pods into ranges
+FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
+
+PURPOSE_COLOURS = {"compute": "#4C72B0", "network": "#55A868", "storage": "#C44E52", "management": "#8172B2"}
+KIND_COLOURS = {
+    "gpu-server": "#4C72B0",
+    "fabric-manager": "#DD8452",
+    "storage": "#C44E52",
+    "object-storage": "#DA8BC3",
+    "management-server": "#8172B2",
+    "pdu": "#937860",
+    "switch": "#55A868",
+    "hosts": "#64748B",
+}
+OTHER_SWITCH_COLOUR = "#8C8C8C"
+NETWORK_COLOURS = {"compute": "#1F4E8C", "storage": "#A23B3B", "inband": "#5B4A8B", "oob": "#6B6B6B"}
+NETWORK_TITLES = {
+    "compute": "Compute fabric",
+    "storage": "Storage network",
+    "inband": "In-band management network",
+    "oob": "Out-of-band management network",
+}
+_KIND_ORDER = ("gpu-server", "fabric-manager", "storage", "object-storage", "management-server")
+_KIND_NAMES = {
+    "gpu-server": ("GPU server", "GPU servers"),
+    "fabric-manager": ("fabric manager", "fabric managers"),
+    "storage": ("storage block", "storage blocks"),
+    "object-storage": ("object-storage block", "object-storage blocks"),
+    "management-server": ("management server", "management servers"),
+    "pdu": ("PDU", "PDUs"),
+}
+
+# Layout, in SVG user units (CSS pixels at 100 %)
+_WIDTH = 1000.0
+_MARGIN_LEFT = 120.0  # level names
+_MARGIN_RIGHT = 150.0  # link totals
+_LEVEL_GAP = 96.0
+_CHAR_WIDTH = 6.0  # of the 10 px label font, for fitting names
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    x: float
+    y: float
+    width: float
+    height: float
+    fill: str
+    stroke: str
+    lines: tuple[str, ...]
+    title: str
+    font_size: float
+    rotate: bool = False  # text turned upright, for narrow boxes of one device
+    bold_first: bool = False  # the first line names the SU, pod or central group
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    x1: float
+    y1: float
+    x2: float
+    y2: float
+    width: float
+    opacity: float
+    title: str
+    label: str = ""  # link count, where the bundles are few enough to label
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    x: float
+    y: float
+    lines: tuple[str, ...]
+    anchor: str = "start"
+
+
+@dataclass(frozen=True, slots=True)
+class Drawing:
+    """A network's tiers: boxes on levels (hosts at the bottom), bundles of links between them."""
+
+    network: str
+    title: str
+    width: float
+    height: float
+    colour: str
+    boxes: tuple[Box, ...]
+    bundles: tuple[Bundle, ...]
+    labels: tuple[Label, ...]
+    detailed: bool  # one box per device
+    devices: int
+    links: int
+
+    def svg(self) -> str:
+        return render("report/network.svg", d=self)
+
+
+@dataclass(slots=True)
+class _Group:
+    level: int
+    kinds: dict[str, int]  # kind -> devices
+    scope: str  # "SU", "pod" or "" (central)
+    numbers: list[int]
+    members: list[str]
+    name: str = ""  # a single device's name (detailed drawings)
+
+
+def network_drawing(plan: Plan, network: str) -> Drawing:
+    """The tiers of one network from its graph: every device while the levels are small, groups above."""
+    graph = plan.graphs[network]
+    levels: dict[str, int] = {node: _level(plan.devices[node], network) for node in graph.nodes}
+    per_level: dict[int, int] = defaultdict(int)
+    for level in levels.values():
+        per_level[level] += 1
+    detailed = max(per_level.values(), default=0) <= DETAIL_MAX_PER_LEVEL
+    if detailed:
+        groups = [_device_group(plan, plan.devices[node], levels[node], network) for node in graph.nodes]
+    else:
+        groups = _grouped(plan, network, levels)
+    by_level: dict[int, list[_Group]] = defaultdict(list)
+    for group in groups:
+        by_level[group.level].append(group)
+    for level, members in by_level.items():
+        by_level[level] = sorted(members, key=_order)
+    return _layout(plan, network, by_level, detailed)
+
+
+def _level(device: Device, network: str) -> int:
+    """0 for hosts (anything attached to this network that is not one of its switches), else the switch's tier."""
+    if device.role == "switch" and device.network == network and device.tier:
+        return device.tier
+    return 0
+
+
+def _kind(device: Device, network: str) -> str:
+    if device.role == "switch":
+        return "switch" if device.network == network else f"{device.network}-switch"
+    return device.role
+
+
+def _su(plan: Plan, device: Device) -> int | None:
+    if device.su is not None:
+        return device.su
+    rack = plan.racks.get(device.rack)
+    return rack.su if rack is not None else None
+
+
+def _device_group(plan: Plan, device: Device, level: int, network: str) -> _Group:
+    su = _su(plan, device)
+    return _Group(
+        level, {_kind(device, network): 1}, "SU" if su else "", [su] if su else [], [device.name], device.name
+    )
+
+
+def _grouped(plan: Plan, network: str, levels: dict[str, int]) -> list[_Group]:
+    keyed: dict[tuple, _Group] = {}
+    for node, level in levels.items():
+        device = plan.devices[node]
+        kind = _kind(device, network)
+        su = _su(plan, device) if level == 0 else device.su  # a spine stands in its pod's rack, not in an SU
+        if level and su is None and device.pod is not None:
+            scope, number = "pod", device.pod
+        else:
+            scope, number = ("SU", su) if su is not None else ("", None)
+        key = (level, kind, scope, number)
+        group = keyed.get(key)
+        if group is None:
+            group = keyed[key] = _Group(level, {kind: 0}, scope, [number] if number is not None else [], [])
+        group.kinds[kind] += 1
+        group.members.append(node)
+    by_level: dict[int, list[_Group]] = defaultdict(list)
+    for group in keyed.values():
+        by_level[group.level].append(group)
+    for level, members in by_level.items():
+        if len(members) > MAX_BOXES_PER_LEVEL:
+            by_level[level] = _merge_kinds(members)
+    crowded = [members for members in by_level.values() if len(members) > MAX_BOXES_PER_LEVEL]
+    sizes: dict[str, int] = defaultdict(lambda: 1)
+    for members in crowded:
+        for scope, size in _range_sizes(members).items():
+            sizes[scope] = max(sizes[scope], size)
+    result = []
+    for members in by_level.values():
+        result.extend(_merge_ranges(members, sizes) if len(members) > MAX_BOXES_PER_LEVEL else members)
+    return result
+
+
+def _merge_kinds(groups: list[_Group]) -> list[_Group]:
+    """One box per SU (or pod) holding every kind of device in it, and one for the central ones; the management
+    ports of other networks' switches count together as switches."""
+    merged: dict[tuple, _Group] = {}
+    for group in sorted(groups, key=_order):
+        key = (group.scope, group.numbers[0] if group.numbers else None)
+        into = merged.get(key)
+        if into is None:
+            into = merged[key] = _Group(group.level, {}, group.scope, list(group.numbers), [])
+        for kind, count in group.kinds.items():
+            kind = "other-switch" if kind.endswith("-switch") else kind
+            into.kinds[kind] = into.kinds.get(kind, 0) + count
+        into.members.extend(group.members)
+    return list(merged.values())
+
+
+def _range_sizes(groups: list[_Group]) -> dict[str, int]:
+    """How many SUs (pods) one box must hold for this level to fit, per scope."""
+    central = sum(1 for g in groups if not g.numbers)
+    families: dict[tuple, set[int]] = defaultdict(set)
+    for group in groups:
+        if group.numbers:
+            families[_family(group)].update(group.numbers)
+    room = max(1, (MAX_BOXES_PER_LEVEL - central) // max(1, len(families)))
+    sizes: dict[str, int] = {}
+    for (scope, _kinds), numbers in families.items():
+        sizes[scope] = max(sizes.get(scope, 1), math.ceil(len(numbers) / room))
+    return sizes
+
+
+def _merge_ranges(groups: list[_Group], sizes: dict[str, int]) -> list[_Group]:
+    """SUs (or pods) merge into ranges of the same size on every level (SUs 1-6, 7-12 ...), so the lines
+    between levels join boxes that hold the same SUs."""
+    result = [g for g in groups if not g.numbers]
+    merged: dict[tuple, _Group] = {}
+    for group in sorted((g for g in groups if g.numbers), key=_order):
+        key = (_family(group), (group.numbers[0] - 1) // sizes[group.scope])
+        into = merged.get(key)
+        if into is None:
+            into = merged[key] = _Group(group.level, {}, group.scope, [], [])
+            result.append(into)
+        for kind, count in group.kinds.items():
+            into.kinds[kind] = into.kinds.get(kind, 0) + count
+        into.numbers.extend(group.numbers)
+        into.members.extend(group.members)
+    return result
+
+
+def _family(group: _Group) -> tuple:
+    """Groups that merge into one range box: the same scope, and the same kind (or several kinds)."""
+    return (group.scope, tuple(group.kinds) if len(group.kinds) == 1 else ("several",))
+
+
+def _order(group: _Group) -> tuple:
+    """SUs and pods first, central groups last; groups of the same kinds together, in SU (pod) order."""
+    kinds = tuple(sorted(_kind_rank(kind) for kind in group.kinds))
+    return (0 if group.numbers else 1, group.scope, kinds, group.numbers[0] if group.numbers else 0, group.name)
+
+
+def _kind_rank(kind: str) -> tuple[int, str]:
+    return (_KIND_ORDER.index(kind), kind) if kind in _KIND_ORDER else (len(_KIND_ORDER), kind)
+
+
+def _scope_text(group: _Group) -> str:
+    if not group.numbers:
+        return "central" if group.level or len(group.kinds) > 1 else ""
+    low, high = min(group.numbers), max(group.numbers)
+    if low == high:
+        return f"{group.scope} {low}"
+    return f"{group.scope}s {low}-{high}"
+
+
+def _kind_text(kind: str, count: int, level: int) -> str:
+    if kind == "switch":
+        name = tier_name(level)
+        plural = {"leaf": "leaves"}.get(name, name + "s")
+        return f"{count:,} {name if count == 1 else plural}"
+    if kind == "other-switch":
+        return f"{count:,} switch{'es' if count != 1 else ''}"
+    if kind.endswith("-switch"):
+        network = kind.removesuffix("-switch")
+        return f"{count:,} {network} switch{'es' if count != 1 else ''}"
+    singular, plural = _KIND_NAMES.get(kind, (kind, kind + "s"))
+    return f"{count:,} {singular if count == 1 else plural}"
+
+
+def _colour(group: _Group) -> str:
+    if len(group.kinds) > 1:
+        return KIND_COLOURS["hosts"]
+    kind = next(iter(group.kinds))
+    return KIND_COLOURS.get(kind, OTHER_SWITCH_COLOUR)
+
+
+def _tint(colour: str, amount: float = 0.82) -> str:
+    """The colour mixed with white, for box fills that keep text readable."""
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return "#{:02X}{:02X}{:02X}".format(*(round(c + (255 - c) * amount) for c in (red, green, blue)))
+
+
+def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detailed: bool) -> Drawing:
+    graph = plan.graphs[network]
+    top = max(by_level, default=0)
+    widest = max((len(groups) for groups in by_level.values()), default=1)
+    slot_min = 26.0 if detailed else 58.0
+    width = max(_WIDTH, _MARGIN_LEFT + _MARGIN_RIGHT + widest * slot_min)
+    inner = width - _MARGIN_LEFT - _MARGIN_RIGHT
+    tiers = {t.tier: t for t in plan.tiers if t.network == network}
+    boxes: list[Box] = []
+    labels: list[Label] = []
+    anchor: dict[str, tuple[float, float, float]] = {}  # node -> (x centre, top y, bottom y)
+    centres: dict[int, tuple[float, float]] = {}
+    y = 34.0
+    for level in range(top, -1, -1):
+        groups = by_level.get(level, [])
+        if not groups:
+            continue
+        slot = inner / len(groups)
+        box_width = min(slot - (3 if detailed else 8), 170.0)
+        texts = [_box_lines(plan, group, level, detailed) for group in groups]
+        rotate = detailed and box_width < _CHAR_WIDTH * max(len(t[0][0]) for t in texts) + 8
+        if rotate:
+            height = _CHAR_WIDTH * max(len(t[0][0]) for t in texts) + 8
+            fonts = [_font_size(box_width, height, lines, True) for lines, _title in texts]
+        else:
+            fonts = [_font_size(box_width, 0, lines, False) for lines, _title in texts]
+            if min(fonts) < 8 and not detailed:  # too narrow: the count above what it counts
+                texts = [(_wrapped(lines), title) for lines, title in texts]
+                fonts = [_font_size(box_width, 0, lines, False) for lines, _title in texts]
+            height = 8.0 + 1.2 * max(font * len(t[0]) for font, t in zip(fonts, texts, strict=True))
+        for i, (group, (lines, title), font) in enumerate(zip(groups, texts, fonts, strict=True)):
+            x_centre = _MARGIN_LEFT + slot * (i + 0.5)
+            colour = _colour(group)
+            boxes.append(
+                Box(
+                    round(x_centre - box_width / 2, 1),
+                    round(y, 1),
+                    round(box_width, 1),
+                    round(height, 1),
+                    _tint(colour),
+                    colour,
+                    lines,
+                    title,
+                    font,
+                    rotate,
+                    bold_first=not detailed and bool(group.numbers or group.level or len(group.kinds) > 1),
+                )
+            )
+            for member in group.members:
+                anchor[member] = (x_centre, y, y + height)
+        centres[level] = (y, y + height)
+        tier = tiers.get(level)
+        if level == 0:
+            hosts = sum(len(g.members) for g in groups)
+            text: tuple[str, ...] = ("hosts", f"{hosts:,} devices")
+        elif tier is not None:
+            text = (tier.name, f"{tier.switches:,} x {tier.switch_part}")
+        else:
+            text = (tier_name(level),)
+        labels.append(Label(8.0, round(y + height / 2 - 4, 1), text))
+        y += height + _LEVEL_GAP
+    height = y - _LEVEL_GAP + 24.0
+
+    bundles = _bundles(graph, anchor, by_level, detailed)
+    links = plan.totals["links"][network]  # type: ignore[index]
+    for link_tier in range(top):
+        upper = centres.get(link_tier + 1)
+        lower = centres.get(link_tier)
+        name = link_tier_name(link_tier)
+        count = links.get(name, 0)
+        if upper is None or lower is None or not count:
+            continue
+        speed = _tier_gbps(plan, network, link_tier)
+        labels.append(Label(width - 8.0, (upper[1] + lower[0]) / 2, (name, f"{count:,} links", speed), anchor="end"))
+    return Drawing(
+        network=network,
+        title=NETWORK_TITLES.get(network, network),
+        width=round(width, 1),
+        height=round(height, 1),
+        colour=NETWORK_COLOURS.get(network, "#444444"),
+        boxes=tuple(boxes),
+        bundles=tuple(bundles),
+        labels=tuple(labels),
+        detailed=detailed,
+        devices=graph.number_of_nodes(),
+        links=sum(links.values()),
+    )
+
+
+def _box_lines(plan: Plan, group: _Group, level: int, detailed: bool) -> tuple[tuple[str, ...], str]:
+    """A box's text lines and its tooltip."""
+    if detailed:
+        return (group.name,), f"{group.name} ({plan.devices[group.name].part})"
+    scope = _scope_text(group)
+    kinds = sorted(group.kinds.items(), key=lambda kv: _kind_rank(kv[0]))
+    lines = tuple(([scope] if scope else []) + [_kind_text(k, n, level) for k, n in kinds])
+    return lines, " · ".join(lines)
+
+
+def _wrapped(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """Each "192 GPU servers" line as "192" and "GPU servers"; the heading stays whole."""
+    result = []
+    for line in lines:
+        count, _space, what = line.partition(" ")
+        if what and count.replace(",", "").isdigit():
+            result += [count, what]
+        else:
+            result.append(line)
+    return tuple(result)
+
+
+def _font_size(width: float, height: float, lines: tuple[str, ...], rotate: bool) -> float:
+    """The label font (10 px at most) that fits the longest line across the box (or up it, when turned)."""
+    room = (height if rotate else width) - 6
+    across = width - 2 if rotate else 10.0
+    longest = max(len(line) for line in lines)
+    return round(max(4.0, min(10.0, room / (0.6 * longest), across)), 1)
+
+
+def _tier_gbps(plan: Plan, network: str, link_tier: int) -> str:
+    """The bandwidth of one tier of links, from the plan's tiers (the down side of the tier above)."""
+    tier = next((t for t in plan.tiers if t.network == network and t.tier == link_tier + 1), None)
+    if tier is None:
+        return ""
+    return f"{tier.down_gbps / 1000:,.1f} Tb/s"
+
+
+def _bundles(
+    graph: object, anchor: dict[str, tuple[float, float, float]], by_level: dict[int, list[_Group]], detailed: bool
+) -> list[Bundle]:
+    counts: dict[tuple[tuple[float, float, float], tuple[float, float, float]], list[float]] = {}
+    for a, b, data in graph.edges(data=True):  # type: ignore[attr-defined]
+        end_a, end_b = anchor[a], anchor[b]
+        if end_a == end_b:
+            continue  # links inside one group
+        upper, lower = (end_a, end_b) if end_a[1] < end_b[1] else (end_b, end_a)
+        if upper[1] == lower[1]:
+            continue  # same level (none in a tree; kept out of the drawing if a design has them)
+        total = counts.setdefault((upper, lower), [0, 0.0])
+        total[0] += data.get("links", 1)
+        total[1] += data.get("bandwidth_gbps", 0.0)
+    between: dict[tuple[float, float], int] = defaultdict(int)
+    for upper, lower in counts:
+        between[(upper[2], lower[1])] += 1
+    bundles = []
+    for (upper, lower), (links, gbps) in sorted(counts.items()):
+        few = between[(upper[2], lower[1])] <= 12
+        width = (0.5 if detailed else 0.6) + 1.4 * math.log10(max(links, 1))
+        bundles.append(
+            Bundle(
+                x1=round(upper[0], 1),
+                y1=round(upper[2], 1),
+                x2=round(lower[0], 1),
+                y2=round(lower[1], 1),
+                width=round(width, 2),
+                opacity=0.45 if detailed else 0.6,
+                title=f"{int(links):,} links, {gbps / 1000:,.1f} Tb/s",
+                label=f"{int(links):,}" if few and not detailed else "",
+            )
+        )
+    return bundles
+
+
+@dataclass(frozen=True, slots=True)
+class FloorRack:
+    name: str
+    x: float
+    y: float
+    width: float
+    depth: float
+    fill: str
+    stroke: str
+    bar_height: float  # maximum load against the rack budget, as a share of the depth
+    over_budget: bool
+    title: str
+    lines: tuple[str, ...]  # empty when racks are too many to label
+
+
+@dataclass(frozen=True, slots=True)
+class FloorPlan:
+    """Every rack at its floor coordinates (millimetres; the y axis runs from the first row down, or across when
+    the hall is turned)."""
+
+    min_x: float
+    min_y: float
+    width: float
+    height: float
+    racks: tuple[FloorRack, ...]
+    rows: tuple[Label, ...]
+    sus: tuple[tuple[float, float, float, float, str], ...]  # x, y, width, height, label
+    font_mm: float  # row and SU labels
+    unit_mm: float  # text in the racks; line widths are fractions of it
+    labelled: bool
+    budget_kw: float
+    turned: bool  # rows run down the drawing (a hall deeper than wide)
+
+    def svg(self) -> str:
+        return render("report/floor.svg", f=self)
+
+
+def floor_plan(plan: Plan) -> FloorPlan:
+    """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
+    deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
+    site = plan.design.site  # type: ignore[attr-defined]
+    budget_w = float(site.rack_power_budget_kw) * 1000
+    racks = list(plan.racks.values())
+    labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
+    sizes = {}
+    for rack in racks:
+        part = plan.catalog_parts[rack.part]
+        sizes[rack.name] = (
+            float(getattr(part, "width_mm", 600) or 600),
+            float(getattr(part, "depth_mm", 1200) or 1200),
+        )
+    span_x = max((r.x_mm + sizes[r.name][0] for r in racks), default=0.0) - min((r.x_mm for r in racks), default=0.0)
+    span_y = max((r.y_mm + sizes[r.name][1] for r in racks), default=0.0) - min((r.y_mm for r in racks), default=0.0)
+    turned = span_y > span_x
+    drawn = []
+    for rack in racks:
+        width, depth = sizes[rack.name]
+        x, y, w, h = (rack.y_mm, rack.x_mm, depth, width) if turned else (rack.x_mm, rack.y_mm, width, depth)
+        colour = PURPOSE_COLOURS.get(rack.purpose, "#937860")
+        share = min(1.0, rack.power_max_w / budget_w) if budget_w else 0.0
+        su = f" SU {rack.su}" if rack.su is not None else ""
+        load = f"{rack.power_max_w / 1000:,.1f} kW max, {rack.power_typical_w / 1000:,.1f} kW typical"
+        drawn.append(
+            FloorRack(
+                name=rack.name,
+                x=x,
+                y=y,
+                width=w,
+                depth=h,
+                fill=_tint(colour, 0.75),
+                stroke=colour,
+                bar_height=round(h * share, 1),
+                over_budget=rack.power_max_w > budget_w,
+                title=f"{rack.name}: {rack.purpose}{su}, {len(rack.devices)} devices, {load}",
+                lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
+            )
+        )
+    rack_width = min((w for w, _d in sizes.values()), default=600.0)
+    unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
+    if not labelled:  # nothing written in the racks: row and SU labels grow to stay legible on a large hall
+        font *= 2.5
+    left = font * (3 if turned else 8)  # SU labels turned up the side, or row letters
+    top = font * (3.5 if turned else 2.5)  # row letters, or SU labels
+    min_x = min((r.x for r in drawn), default=0.0) - left
+    min_y = min((r.y for r in drawn), default=0.0) - top
+    max_x = max((r.x + r.width for r in drawn), default=0.0) + rack_width * 0.5
+    max_y = max((r.y + r.depth for r in drawn), default=0.0) + font
+    rows = []
+    row_of = (lambda r: r.x) if turned else (lambda r: r.y)
+    for _row, members in groupby(sorted(drawn, key=lambda r: (row_of(r), r.x + r.y)), key=row_of):
+        first = next(iter(members))
+        letter = (_row_letter(first.name),)
+        if turned:
+            rows.append(Label(first.x + first.width / 2, first.y - font * 1.2, letter, "middle"))
+        else:
+            rows.append(Label(first.x - font * 1.4, first.y + first.depth / 2 + font / 2, letter, "end"))
+    sus = []
+    segments: dict[tuple[int, float], list[FloorRack]] = defaultdict(list)
+    for rack, shown in zip(racks, drawn, strict=True):
+        if rack.su is not None:
+            segments[(rack.su, row_of(shown))].append(shown)
+    for (su, _row), members in sorted(segments.items()):
+        x0 = min(r.x for r in members)
+        y0 = min(r.y for r in members)
+        x1 = max(r.x + r.width for r in members)
+        y1 = max(r.y + r.depth for r in members)
+        sus.append((x0, y0, x1 - x0, y1 - y0, f"SU {su}"))
+    return FloorPlan(
+        min_x=round(min_x, 1),
+        min_y=round(min_y, 1),
+        width=round(max_x - min_x, 1),
+        height=round(max_y - min_y, 1),
+        racks=tuple(drawn),
+        rows=tuple(rows),
+        sus=tuple(sus),
+        font_mm=round(font, 1),
+        unit_mm=round(unit, 1),
+        labelled=labelled,
+        budget_kw=budget_w / 1000,
+        turned=turned,
+    )
+
+
+def _row_letter(rack: str) -> str:
+    return rack.rstrip("0123456789")
+
+
+def networks_drawn(plan: Plan) -> Iterable[str]:
+    """The networks the plan has graphs for, in the order the report shows them."""
+    return [n for n in ("compute", "storage", "inband", "oob") if n in plan.graphs and plan.graphs[n].number_of_nodes()]
