@@ -14,9 +14,12 @@ from gpucluster.plan.model import Plan
 from gpucluster.scheduling import fabric_tree, scheduler_split
 from gpucluster.templating import render
 
-# RoCE lossless class: DSCP 26 on switch priority 3, the default of Cumulus Linux's RoCE QoS profile
-# ("nv set qos roce"; Cumulus Linux user guide, "RDMA over Converged Ethernet - RoCE"); NCCL_IB_TC is the IP
-# ToS byte, DSCP x 4 (the low two bits are ECN).
+# RoCE lossless class: Cumulus Linux's RoCE profile ("nv set qos roce") carries RoCE on switch priority 3 /
+# traffic class 3 and CNPs on 6 (https://docs.nvidia.com/networking-ethernet-software/cumulus-linux-514/
+# Layer-1-and-Switch-Ports/Quality-of-Service/RDMA-over-Converged-Ethernet-RoCE); its default DSCP-to-priority
+# map sends DSCP 24-31 to priority 3 (the "Quality of Service" chapter of the same guide), so DSCP 26 (AF31)
+# lands there. NCCL_IB_TC is the IP ToS byte: DSCP x 4, the low two bits being ECN (as e.g. HCCL_RDMA_TC
+# documents: https://www.hiascend.com/document/detail/en/canncommercial/800/apiref/envvar/envref_07_0089.html).
 ROCE_DSCP = 26
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
