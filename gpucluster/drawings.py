@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import groupby
 
+import networkx as nx
+
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.templating import render
@@ -74,6 +76,7 @@ class Box:
     stroke: str
     lines: tuple[str, ...]
     title: str
+    devices: int  # the devices the box stands for
     font_size: float
     rotate: bool = False  # text turned upright, for narrow boxes of one device
     bold_first: bool = False  # the first line names the SU, pod or central group
@@ -85,6 +88,7 @@ class Bundle:
     y1: float
     x2: float
     y2: float
+    links: int
     width: float
     opacity: float
     title: str
@@ -351,6 +355,7 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
                     colour,
                     lines,
                     title,
+                    len(group.members),
                     font,
                     rotate,
                     bold_first=not detailed and bool(group.numbers or group.level or len(group.kinds) > 1),
@@ -371,7 +376,7 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
         y += height + _LEVEL_GAP
     height = y - _LEVEL_GAP + 24.0
 
-    bundles = _bundles(graph, anchor, by_level, detailed)
+    bundles = _bundles(graph, anchor, detailed)
     links = plan.totals["links"][network]  # type: ignore[index]
     for link_tier in range(top):
         upper = centres.get(link_tier + 1)
@@ -435,11 +440,9 @@ def _tier_gbps(plan: Plan, network: str, link_tier: int) -> str:
     return f"{tier.down_gbps / 1000:,.1f} Tb/s"
 
 
-def _bundles(
-    graph: object, anchor: dict[str, tuple[float, float, float]], by_level: dict[int, list[_Group]], detailed: bool
-) -> list[Bundle]:
+def _bundles(graph: nx.Graph, anchor: dict[str, tuple[float, float, float]], detailed: bool) -> list[Bundle]:
     counts: dict[tuple[tuple[float, float, float], tuple[float, float, float]], list[float]] = {}
-    for a, b, data in graph.edges(data=True):  # type: ignore[attr-defined]
+    for a, b, data in graph.edges(data=True):
         end_a, end_b = anchor[a], anchor[b]
         if end_a == end_b:
             continue  # links inside one group
@@ -462,6 +465,7 @@ def _bundles(
                 y1=round(upper[2], 1),
                 x2=round(lower[0], 1),
                 y2=round(lower[1], 1),
+                links=int(links),
                 width=round(width, 2),
                 opacity=0.45 if detailed else 0.6,
                 title=f"{int(links):,} links, {gbps / 1000:,.1f} Tb/s",

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import DESIGNS, planned
+from conftest import DESIGNS, chromium_page, needs_chromium, planned
 
 from gpucluster import write_artifacts
 from gpucluster.cli import main
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture(scope="module")
@@ -65,33 +62,21 @@ def test_simulation_page_is_self_contained(built: Path) -> None:
     assert "<link" not in html and "@import" not in html and "<script src" not in html
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Chromium is not installed (.ci/install-tools installs it)")
+@needs_chromium
 def test_simulation_page_runs_in_chromium_and_the_interval_control_changes_the_work_lost(built: Path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a test dependency")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page()
-            problems: list[str] = []
-            requests: list[str] = []
-            page.on("console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(str(e)))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto((built / "simulation.html").as_uri())
-            page.wait_for_timeout(400)
-            before = page.text_content("#lost-gpu-hours")
-            assert before and before.endswith("GPU-h") and page.text_content("#interval-label") == "60.1 min"
-            page.locator("#interval").fill("1000")  # the longest interval: far more work lost per failure
-            page.wait_for_timeout(200)
-            after = page.text_content("#lost-gpu-hours")
-            assert after != before
-            assert float(after.split()[0].replace(",", "")) > float(before.split()[0].replace(",", ""))
-            assert page.locator("#comparison tbody tr").count() == 2
-            failures = int(page.text_content("#failures") or "0")
-            page.click("#fail")
-            assert int(page.text_content("#failures") or "0") == failures + 1
-            assert page.text_content("#phase").startswith("t = ")
-        finally:
-            browser.close()
+    with chromium_page((built / "simulation.html").as_uri()) as (page, problems, requests):
+        page.wait_for_timeout(400)
+        before = page.text_content("#lost-gpu-hours")
+        assert before and before.endswith("GPU-h") and page.text_content("#interval-label") == "60.1 min"
+        page.locator("#interval").fill("1000")  # the longest interval: far more work lost per failure
+        page.wait_for_timeout(200)
+        after = page.text_content("#lost-gpu-hours")
+        assert after != before
+        assert float(after.split()[0].replace(",", "")) > float(before.split()[0].replace(",", ""))
+        assert page.locator("#comparison tbody tr").count() == 2
+        failures = int(page.text_content("#failures") or "0")
+        page.click("#fail")
+        assert int(page.text_content("#failures") or "0") == failures + 1
+        assert page.text_content("#phase").startswith("t = ")
     assert problems == []
     assert requests == [(built / "simulation.html").as_uri()]
