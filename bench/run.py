@@ -61,6 +61,21 @@ CASES: dict[str, tuple[str, list[str]]] = {
             *_only("plan", "slurm", "kubernetes", "nccl"),
         ],
     ),
+    "charts-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json, power and checkpoint charts): report-16384 without the report",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", *_only("plan", "power", "checkpoint")],
+    ),
+    "report-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json, power and checkpoint charts, report.html and report.pdf)",
+        [
+            *GPUCLUSTER,
+            "build",
+            str(BENCH / "h100-16384.yaml"),
+            "-o",
+            "{out}",
+            *_only("plan", "power", "checkpoint", "report"),
+        ],
+    ),
     "plan-131072": (
         "gpucluster build, 131,072 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],

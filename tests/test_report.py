@@ -17,6 +17,7 @@ from PIL import Image
 
 from gpucluster import write_artifacts
 from gpucluster.artifacts import ARTIFACTS
+from gpucluster.artifacts.report import report_html
 from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, floor_plan, network_drawing
 from gpucluster.plan.model import NETWORKS
 
@@ -193,3 +194,15 @@ def test_floor_plan_draws_every_rack_once_and_turns_a_deep_hall() -> None:
     budget = small.design.site.rack_power_budget_kw * 1000  # type: ignore[attr-defined]
     assert a01.bar_height == pytest.approx(a01.depth * small.racks["A01"].power_max_w / budget, abs=0.1)
     assert all(r.lines for r in wide.racks) and not any(r.lines for r in deep.racks)
+
+
+def test_a_folder_of_many_files_is_one_linked_row(tmp_path: Path) -> None:
+    _loaded, plan = planned(DESIGN)
+    checklists = tmp_path / "burn-in" / "checklists"
+    checklists.mkdir(parents=True)
+    for n in range(1, 31):
+        (checklists / f"A{n:02}.html").write_text("x")
+    (tmp_path / "plan.json").write_text("{}")
+    html = report_html(plan, tmp_path)
+    assert 'href="burn-in/checklists/">burn-in/checklists/ (30 files, A01.html ... A30.html)</a>' in html
+    assert 'href="plan.json"' in html and "A07.html" not in html

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from markupsafe import Markup
@@ -41,8 +41,12 @@ from gpucluster.training.report import duration
 HTML = "report.html"
 PDF = "report.pdf"
 SEVERITIES = ("error", "warning", "advisory", "ok")
-# Charts other writers draw, shown in the report when the build wrote them.
-CHARTS = {"power": "power-racks.svg", "checkpoint": "checkpoint-goodput.svg"}
+# Charts other writers draw (as SVG and PNG), shown in the report when the build wrote them: as vectors while
+# small, as their PNG above MAX_SVG_CHART_BYTES (the rack-load chart of a 16,384-GPU hall is 400 KB of bars that
+# WeasyPrint takes seconds to draw and no reader can tell apart at page width).
+CHARTS = {"power": "power-racks", "checkpoint": "checkpoint-goodput"}
+MAX_SVG_CHART_BYTES = 256 * 1024
+FOLDER_FILES_LISTED = 24  # a folder with more files is listed as one row
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -68,7 +72,7 @@ def report_html(plan: Plan, folder: Path) -> str:
         floor=_floor(plan),
         power=_power(budget),
         checkpoint=_checkpoint(checkpoint),
-        charts={key: _chart(folder / name) for key, name in CHARTS.items()},
+        charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
         artifacts=artifacts,
         written={a["path"] for a in artifacts},
         limits={
@@ -305,18 +309,40 @@ def _checkpoint(a: CheckpointAnalysis) -> dict:
     }
 
 
-def _chart(path: Path) -> str | None:
-    """A chart another writer drew in this build, as a data: URL (None when the build did not write it)."""
-    if not path.is_file():
+def _chart(folder: Path, stem: str) -> dict[str, str] | None:
+    """A chart another writer drew in this build, as a data: URL and the file it links to (None when the build
+    did not write it)."""
+    svg, png = folder / f"{stem}.svg", folder / f"{stem}.png"
+    if svg.is_file() and svg.stat().st_size <= MAX_SVG_CHART_BYTES:
+        path, mime = svg, "image/svg+xml"
+    elif png.is_file():
+        path, mime = png, "image/png"
+    else:
         return None
-    return "data:image/svg+xml;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return {"src": f"data:{mime};base64,{data}", "file": path.name}
 
 
 def _artifacts(folder: Path) -> list[dict[str, str]]:
-    """Every file the build wrote before the report, and the report's own two."""
+    """Every file the build wrote before the report, and the report's own two; a folder of more than
+    FOLDER_FILES_LISTED files (a checklist per rack) is one row linking to the folder."""
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-    rows = [{"path": path, "size": _size((folder / path).stat().st_size)} for path in files if path not in (HTML, PDF)]
-    rows += [{"path": HTML, "size": "this page"}, {"path": PDF, "size": "this page, printable"}]
+    files = [path for path in files if path not in (HTML, PDF)]
+    by_folder: dict[str, list[str]] = defaultdict(list)
+    for path in files:
+        by_folder[path.rpartition("/")[0]].append(path)
+    rows = []
+    for path in files:
+        parent = path.rpartition("/")[0]
+        members = by_folder[parent]
+        if len(members) <= FOLDER_FILES_LISTED:
+            rows.append({"path": path, "size": _size((folder / path).stat().st_size), "label": path})
+        elif path == members[0]:
+            names = [m.rpartition("/")[2] for m in members]
+            size = _size(sum((folder / m).stat().st_size for m in members))
+            label = f"{parent}/ ({len(members):,} files, {names[0]} ... {names[-1]})"
+            rows.append({"path": parent + "/", "size": size, "label": label})
+    rows += [{"path": HTML, "size": "this page", "label": HTML}, {"path": PDF, "size": "printable", "label": PDF}]
     return rows
 
 

@@ -1,0 +1,57 @@
+"""review.html and review.pdf: what changed between two revisions of a design, for the reviewer (written by
+`gpucluster diff` beside bom-diff.xlsx). The same page style as report.html; the PDF is rendered from the same
+HTML with WeasyPrint."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from markupsafe import Markup
+
+from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.changes import MAX_LISTED, PlanChanges
+from gpucluster.templating import render
+
+HTML = "review.html"
+PDF = "review.pdf"
+
+
+def write_review(changes: PlanChanges, folder: Path, bom: object | None = None) -> list[Path]:
+    """Write review.html and review.pdf into `folder`, each replacing the old file only once it is complete.
+    `bom` is the BOM comparison (gpucluster.diff.PlanDiff) when there is one."""
+    html = review_html(changes, bom)
+    html_path, pdf_path = folder / HTML, folder / PDF
+    staging = folder / f".{HTML}.tmp"
+    staging.write_text(html, encoding="utf-8")
+    os.replace(staging, html_path)
+    staging = folder / f".{PDF}.tmp"
+    write_pdf(html, staging)
+    os.replace(staging, pdf_path)
+    return [html_path, pdf_path]
+
+
+def review_html(changes: PlanChanges, bom: object | None = None) -> str:
+    return render(
+        "report/review.html",
+        c=changes,
+        bom=bom,
+        listed=MAX_LISTED,
+        number=_number,
+        signed=_signed,
+        style=Markup(render("report/style.css")),
+    )
+
+
+def _number(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _signed(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return ""
+    if round(value, digits) == 0:
+        return "="
+    return f"{value:+,.{digits}f}"
