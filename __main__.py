@@ -8,9 +8,9 @@ pulumi preview --diff --policy-pack policy-pack
 from pathlib import Path
 
 import pulumi
-from gpucluster.components import GRANULARITIES, Cluster
 
 from gpucluster import DesignError, load_design, plan_design
+from gpucluster.components import GRANULARITIES, Cluster
 
 DEFAULT_DESIGN = "designs/superpod-h200-4su.yaml"
 

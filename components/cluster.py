@@ -11,7 +11,7 @@ from gpucluster.design.schema import Design
 from gpucluster.plan import plan_design
 from gpucluster.plan.model import Plan
 
-from ._links import index_links
+from ._device import index_links
 from .compute import ScalableUnit
 from .network import ComputeFabric, ManagementNetwork, StorageNetwork
 from .outputs import stack_outputs
@@ -129,8 +129,8 @@ class Cluster(pulumi.ComponentResource):
 
         self.compute_fabric = ComputeFabric(f"{prefix}compute-fabric", plan, links, detail, prefix, child)
         self.storage_network = StorageNetwork(f"{prefix}storage-network", plan, links, detail, prefix, child)
-        self.inband_network = ManagementNetwork(f"{prefix}inband-network", plan, "inband", links, detail, prefix, child)
-        self.oob_network = ManagementNetwork(f"{prefix}oob-network", plan, "oob", links, detail, prefix, child)
+        self.inband_network = ManagementNetwork(f"{prefix}inband-network", plan, links, detail, prefix, child, "inband")
+        self.oob_network = ManagementNetwork(f"{prefix}oob-network", plan, links, detail, prefix, child, "oob")
 
         settings = plan.settings
         self.parallel_filesystem = ParallelFilesystem(

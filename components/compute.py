@@ -7,7 +7,7 @@ import pulumi
 from gpucluster.catalog.schema import GpuServer as GpuServerPart
 from gpucluster.plan.model import Device
 
-from ._links import DeviceLinks
+from ._device import DeviceLinks, device_props
 
 SCALABLE_UNIT_TYPE = "gpu-cluster:compute:ScalableUnit"
 GPU_SERVER_TYPE = "gpu-cluster:compute:GpuServer"
@@ -24,25 +24,20 @@ class GpuServer(pulumi.ComponentResource):
         links: DeviceLinks,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        power_max_kw = round(part.power_max_w / 1000, 3)
         compute_gbps = links.bandwidth_gbps.get("compute", 0.0)
         props = {
             "hostname": server.name,
-            "model": part.id,
+            **device_props(server, part, links),
             "gpu_model": part.gpu.model,
             "gpus": part.gpu.count,
             "scalable_unit": server.su,
             "spare": server.spare,
-            "rack": server.rack,
-            "u_position": server.u_position,
-            "power_max_kw": power_max_kw,
             "power_typical_kw": round(part.power_typical_w / 1000, 3),
-            "connected_to": links.peers_by_network(),
             "compute_bandwidth_gbps": compute_gbps,
         }
         super().__init__(GPU_SERVER_TYPE, name, props, opts)
         self.register_outputs(
-            {"gpus": part.gpu.count, "power_max_kw": power_max_kw, "compute_bandwidth_gbps": compute_gbps}
+            {"gpus": part.gpu.count, "power_max_kw": props["power_max_kw"], "compute_bandwidth_gbps": compute_gbps}
         )
 
 

@@ -9,7 +9,7 @@ from gpucluster.catalog.schema import Appliance
 from gpucluster.catalog.schema import Switch as SwitchPart
 from gpucluster.plan.model import Device, NetworkName, Plan, Tier
 
-from ._links import DeviceLinks
+from ._device import DeviceLinks, device_props
 
 COMPUTE_FABRIC_TYPE = "gpu-cluster:network:ComputeFabric"
 STORAGE_NETWORK_TYPE = "gpu-cluster:network:StorageNetwork"
@@ -32,11 +32,9 @@ class Switch(pulumi.ComponentResource):
     ) -> None:
         props = {
             "switch": switch.name,
-            "model": part.id,
+            **device_props(switch, part, links),
             "network": switch.network,
             "tier": switch.tier,
-            "rack": switch.rack,
-            "u_position": switch.u_position,
             "scalable_unit": switch.su,
             "rail": switch.rail,
             "pod": switch.pod,
@@ -44,8 +42,6 @@ class Switch(pulumi.ComponentResource):
             "up_links": links.up_links,
             "down_gbps": links.down_gbps,
             "up_gbps": links.up_gbps,
-            "power_max_kw": round(part.power_max_w / 1000, 3),
-            "connected_to": links.peers_by_network(),
         }
         super().__init__(SWITCH_TYPE, name, props, opts)
         self.register_outputs(
@@ -109,14 +105,7 @@ class FabricManager(pulumi.ComponentResource):
         links: DeviceLinks,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {
-            "appliance": appliance.name,
-            "model": part.id,
-            "rack": appliance.rack,
-            "u_position": appliance.u_position,
-            "power_max_kw": round(part.power_max_w / 1000, 3),
-            "connected_to": links.peers_by_network(),
-        }
+        props = {"appliance": appliance.name, **device_props(appliance, part, links)}
         super().__init__(FABRIC_MANAGER_TYPE, name, props, opts)
         self.register_outputs({"compute_bandwidth_gbps": links.bandwidth_gbps.get("compute", 0.0)})
 
@@ -147,50 +136,11 @@ def _network_props(plan: Plan, network: NetworkName) -> dict[str, object]:
 
 
 class _SwitchedNetwork(pulumi.ComponentResource):
-    """A network of switch tiers; subclasses name its type and add what is particular to it."""
+    """A network of switch tiers (one child each); subclasses name its type and network and add the
+    properties and children particular to it."""
 
     TYPE = ""
-
-    def __init__(
-        self,
-        name: str,
-        plan: Plan,
-        network: NetworkName,
-        props: dict[str, object],
-        links: dict[str, DeviceLinks],
-        per_device: bool,
-        prefix: str,
-        opts: pulumi.ResourceOptions | None,
-    ) -> None:
-        super().__init__(self.TYPE, name, {**_network_props(plan, network), **props}, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        for tier in plan.tiers:
-            if tier.network != network:
-                continue
-            SwitchTier(
-                f"{prefix}{network}-{tier.name}",
-                tier,
-                plan.switches(network, tier.tier),
-                plan.catalog_parts[tier.switch_part],  # type: ignore[arg-type]
-                links,
-                per_device,
-                prefix,
-                child,
-            )
-        self._figures = {
-            "switches": sum(plan.totals["switches"][network].values()),  # type: ignore[index]
-            "links": sum(plan.totals["links"][network].values()),  # type: ignore[index]
-            "bisection_bandwidth_gbps": plan.analysis.get(network, {}).get("bisection_bandwidth_gbps"),
-        }
-
-    def _finish(self) -> None:
-        self.register_outputs(self._figures)
-
-
-class ComputeFabric(_SwitchedNetwork):
-    """The GPU-to-GPU fabric: one port per GPU on its rail's leaf, a rail-optimized fat tree."""
-
-    TYPE = COMPUTE_FABRIC_TYPE
+    NETWORK: NetworkName | None = None
 
     def __init__(
         self,
@@ -200,59 +150,71 @@ class ComputeFabric(_SwitchedNetwork):
         per_device: bool,
         prefix: str = "",
         opts: pulumi.ResourceOptions | None = None,
+        network: NetworkName | None = None,
     ) -> None:
-        managers = plan.devices_with("fabric-manager")
-        props = {
+        network = network or self.NETWORK
+        if network is None:
+            raise ValueError(f"{type(self).__name__} needs the network it is (inband or oob)")
+        super().__init__(self.TYPE, name, {**_network_props(plan, network), **self._props(plan)}, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        for tier in plan.tiers:
+            if tier.network == network:
+                part = plan.catalog_parts[tier.switch_part]
+                switches = plan.switches(network, tier.tier)
+                SwitchTier(f"{prefix}{network}-{tier.name}", tier, switches, part, links, per_device, prefix, child)  # type: ignore[arg-type]
+        self._children(plan, links, prefix, child)
+        self.register_outputs(
+            {
+                "switches": sum(plan.totals["switches"][network].values()),  # type: ignore[index]
+                "links": sum(plan.totals["links"][network].values()),  # type: ignore[index]
+                "bisection_bandwidth_gbps": plan.analysis.get(network, {}).get("bisection_bandwidth_gbps"),
+            }
+        )
+
+    def _props(self, plan: Plan) -> dict[str, object]:
+        return {}
+
+    def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
+        """Children besides the switch tiers."""
+
+
+class ComputeFabric(_SwitchedNetwork):
+    """The GPU-to-GPU fabric: one port per GPU on its rail's leaf, a rail-optimized fat tree, and its
+    fabric managers."""
+
+    TYPE = COMPUTE_FABRIC_TYPE
+    NETWORK = "compute"
+
+    def _props(self, plan: Plan) -> dict[str, object]:
+        return {
             "topology": plan.design.compute_fabric.topology,  # type: ignore[attr-defined]
             "rails": plan.settings["rails"],
             "oversubscription": plan.settings["compute_oversubscription"],
             "fabric_manager_model": plan.settings["fabric_manager"],
-            "fabric_managers": [m.name for m in managers],
+            "fabric_managers": [m.name for m in plan.devices_with("fabric-manager")],
         }
-        super().__init__(name, plan, "compute", props, links, per_device, prefix, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        for manager in managers:
+
+    def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
+        for manager in plan.devices_with("fabric-manager"):
             FabricManager(prefix + manager.name, manager, plan.part(manager.name), links[manager.name], child)  # type: ignore[arg-type]
-        self._finish()
 
 
 class StorageNetwork(_SwitchedNetwork):
     """The network between the servers and the parallel filesystem, separate from the compute fabric."""
 
     TYPE = STORAGE_NETWORK_TYPE
+    NETWORK = "storage"
 
-    def __init__(
-        self,
-        name: str,
-        plan: Plan,
-        links: dict[str, DeviceLinks],
-        per_device: bool,
-        prefix: str = "",
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
+    def _props(self, plan: Plan) -> dict[str, object]:
         spec = plan.design.storage_network  # type: ignore[attr-defined]
-        props = {
+        return {
             "server_oversubscription": round(spec.server_oversubscription, 4),
             "storage_oversubscription": round(spec.storage_oversubscription, 4),
         }
-        super().__init__(name, plan, "storage", props, links, per_device, prefix, opts)
-        self._finish()
 
 
 class ManagementNetwork(_SwitchedNetwork):
-    """In-band (Ethernet to every server and appliance) or out-of-band (BMCs, management ports, PDUs)."""
+    """In-band (Ethernet to every server and appliance) or out-of-band (BMCs, management ports, PDUs):
+    give `network`."""
 
     TYPE = MANAGEMENT_NETWORK_TYPE
-
-    def __init__(
-        self,
-        name: str,
-        plan: Plan,
-        network: NetworkName,
-        links: dict[str, DeviceLinks],
-        per_device: bool,
-        prefix: str = "",
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(name, plan, network, {}, links, per_device, prefix, opts)
-        self._finish()

@@ -8,7 +8,7 @@ from gpucluster.catalog.schema import Appliance
 from gpucluster.design.schema import Scheduler as SchedulerSpec
 from gpucluster.plan.model import Device
 
-from ._links import DeviceLinks
+from ._device import DeviceLinks, device_props
 
 SCHEDULER_TYPE = "gpu-cluster:scheduler:Scheduler"
 HEAD_NODE_TYPE = "gpu-cluster:scheduler:HeadNode"
@@ -25,14 +25,7 @@ class HeadNode(pulumi.ComponentResource):
         links: DeviceLinks,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {
-            "hostname": node.name,
-            "model": part.id,
-            "rack": node.rack,
-            "u_position": node.u_position,
-            "power_max_kw": round(part.power_max_w / 1000, 3),
-            "connected_to": links.peers_by_network(),
-        }
+        props = {"hostname": node.name, **device_props(node, part, links)}
         super().__init__(HEAD_NODE_TYPE, name, props, opts)
         self.register_outputs({"power_max_kw": props["power_max_kw"]})
 

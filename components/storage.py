@@ -9,7 +9,7 @@ from gpucluster.design.schema import ObjectStorage as ObjectStorageSpec
 from gpucluster.design.schema import ParallelFilesystem as ParallelFilesystemSpec
 from gpucluster.plan.model import Device
 
-from ._links import DeviceLinks
+from ._device import DeviceLinks, device_props
 
 PARALLEL_FILESYSTEM_TYPE = "gpu-cluster:storage:ParallelFilesystem"
 OBJECT_STORAGE_TYPE = "gpu-cluster:storage:ObjectStorage"
@@ -29,15 +29,11 @@ class StorageBlock(pulumi.ComponentResource):
     ) -> None:
         props = {
             "appliance": block.name,
-            "model": part.id,
+            **device_props(block, part, links),
             "tier": part.tier,
             "capacity_tb": part.capacity_tb,
             "read_gbytes_per_s": part.read_gbytes_per_s,
             "write_gbytes_per_s": part.write_gbytes_per_s,
-            "rack": block.rack,
-            "u_position": block.u_position,
-            "power_max_kw": round(part.power_max_w / 1000, 3),
-            "connected_to": links.peers_by_network(),
         }
         super().__init__(STORAGE_BLOCK_TYPE, name, props, opts)
         self.register_outputs({"capacity_tb": part.capacity_tb, "read_gbytes_per_s": part.read_gbytes_per_s})

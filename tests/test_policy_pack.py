@@ -15,9 +15,6 @@ import pytest
 import yaml
 from conftest import ROOT, planned
 from google.protobuf import json_format
-from gpucluster.components import CLUSTER_TYPE, Cluster
-from gpucluster.components.offline import Registration, run_offline
-from gpucluster.components.policy import ADVISORY_SUFFIX, POLICY_PACK_NAME, policies
 from pulumi.runtime import proto
 from pulumi_policy import (
     EnforcementLevel,
@@ -30,6 +27,9 @@ from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import unknown_checking_proxy
 
 from gpucluster import design_from_model, plan_design, rules
+from gpucluster.components import CLUSTER_TYPE, Cluster
+from gpucluster.components.offline import Registration, run_offline
+from gpucluster.components.policy import ADVISORY_SUFFIX, POLICY_PACK_NAME, policies
 from gpucluster.design.schema import ComputeFabric
 from gpucluster.plan import refresh_findings
 from gpucluster.plan.model import Link, Plan
@@ -79,6 +79,15 @@ def _storage_on_the_compute_fabric() -> Plan:
     return changed
 
 
+def _rack_short_of_circuits() -> Plan:
+    _loaded, plan = planned("superpod-h100-1su")
+    racks = dict(plan.racks)
+    racks["A01"] = dataclasses.replace(racks["A01"], pdus=racks["A01"].pdus[:2])  # one circuit per feed, not two
+    changed = dataclasses.replace(plan, racks=racks)
+    refresh_findings(changed)
+    return changed
+
+
 def _rack_over_its_power_budget() -> Plan:
     _loaded, plan = planned("superpod-h100-1su")
     racks = dict(plan.racks)
@@ -106,11 +115,28 @@ def _no_spares() -> Plan:
     return planned("lab-4-servers")[1]
 
 
+def _dgx_on_2n_feeds() -> Plan:
+    """DGX PSUs split 3 + 3 over A/B feeds: 3 carry less than the maximum, so a feed loss power-caps them."""
+    return planned("superpod-h100-1su")[1]
+
+
+def _reference_superpod_on_n_feeds() -> Plan:
+    """The 4-SU SuperPOD, its racks fed N (no A/B split to lose): every rule passes."""
+    loaded, _plan = planned("superpod-h200-4su")
+    site = loaded.design.site
+    return _with(
+        "superpod-h200-4su",
+        site=site.model_copy(update={"power_feed": site.power_feed.model_copy(update={"redundancy": "N"})}),
+    )
+
+
 VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
     ("compute-fabric-gpu-only", "error", _storage_on_the_compute_fabric),
     ("compute-fabric-non-blocking", "advisory", _oversubscribed_fabric),
     ("rack-power-and-cooling", "error", _rack_over_its_power_budget),
     ("rack-power-and-cooling", "warning", _air_cooled_dgx_racks),
+    ("rack-power-distribution", "error", _rack_short_of_circuits),
+    ("rack-power-distribution", "advisory", _dgx_on_2n_feeds),
     ("spare-servers", "warning", _no_spares),
 ]
 
@@ -119,11 +145,16 @@ def test_every_design_rule_has_a_violating_case_here() -> None:
     assert {rule for rule, _severity, _plan in VIOLATIONS} == {r.name for r in rules.RULES}
 
 
+@pytest.fixture(scope="module")
+def passing_violations() -> dict[str, list[str]]:
+    plan = _reference_superpod_on_n_feeds()
+    assert all(f.severity == "ok" for f in plan.findings if f.rule.startswith(rules.RULE_PREFIX))
+    return _violations(_root(plan))
+
+
 @pytest.mark.parametrize("rule", [r.name for r in rules.RULES])
-def test_every_rule_passes_on_the_reference_superpod(rule: str) -> None:
-    _loaded, plan = planned("superpod-h200-4su")
-    reported = _violations(_root(plan))
-    assert rule not in reported and rule + ADVISORY_SUFFIX not in reported
+def test_every_rule_passes_on_the_reference_superpod(rule: str, passing_violations: dict[str, list[str]]) -> None:
+    assert rule not in passing_violations and rule + ADVISORY_SUFFIX not in passing_violations
 
 
 @pytest.mark.parametrize(("rule", "severity", "make_plan"), VIOLATIONS, ids=[f"{r}-{s}" for r, s, _p in VIOLATIONS])
@@ -149,12 +180,25 @@ def test_the_analyzer_sends_errors_as_mandatory_and_warnings_as_advisory() -> No
         )
         return {(d.policyName, d.enforcementLevel) for d in analyzer.Analyze(request, None).diagnostics}
 
-    over_budget = _registrations(_rack_over_its_power_budget())
-    assert analyze(next(r for r in over_budget if r.type == CLUSTER_TYPE)) == {
-        ("rack-power-and-cooling", proto.MANDATORY)
-    }
-    assert all(not analyze(r) for r in over_budget if r.type != CLUSTER_TYPE)
-    assert analyze(_root(_air_cooled_dgx_racks())) == {("rack-power-and-cooling-advisory", proto.ADVISORY)}
+    def expected(plan: Plan) -> set[tuple[str, int]]:
+        findings = [f for f in plan.findings if f.rule.startswith(rules.RULE_PREFIX) and f.severity != "ok"]
+        return {
+            (f.rule.removeprefix(rules.RULE_PREFIX), proto.MANDATORY)
+            if f.severity == "error"
+            else (f.rule.removeprefix(rules.RULE_PREFIX) + ADVISORY_SUFFIX, proto.ADVISORY)
+            for f in findings
+        }
+
+    over_budget = _rack_over_its_power_budget()
+    registrations = _registrations(over_budget)
+    diagnostics = analyze(next(r for r in registrations if r.type == CLUSTER_TYPE))
+    assert ("rack-power-and-cooling", proto.MANDATORY) in diagnostics
+    assert diagnostics == expected(over_budget)
+    assert all(not analyze(r) for r in registrations if r.type != CLUSTER_TYPE)
+    air_cooled = _air_cooled_dgx_racks()
+    diagnostics = analyze(_root(air_cooled))
+    assert ("rack-power-and-cooling-advisory", proto.ADVISORY) in diagnostics
+    assert diagnostics == expected(air_cooled)
 
 
 def test_a_rule_added_to_rules_is_enforced_with_no_change_to_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:

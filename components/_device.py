@@ -1,11 +1,12 @@
-"""Per-device link figures, computed in one pass over the plan's links, for the components' props."""
+"""What the device components show of one device: its place, power and links (the links indexed in one
+pass over the plan's)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.model import Device, Link, Plan
 
 
 @dataclass(slots=True)
@@ -46,3 +47,14 @@ def _add(entry: DeviceLinks, link: Link, peer: str, up: bool = False, down: bool
     elif down:
         entry.down_links += 1
         entry.down_gbps += link.speed_gbps
+
+
+def device_props(device: Device, part: object, links: DeviceLinks) -> dict[str, object]:
+    """The properties every device component has: model, rack and U, maximum power, connections."""
+    return {
+        "model": device.part,
+        "rack": device.rack,
+        "u_position": device.u_position,
+        "power_max_kw": round(float(part.power_max_w) / 1000, 3),  # type: ignore[attr-defined]
+        "connected_to": links.peers_by_network(),
+    }
