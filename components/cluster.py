@@ -10,6 +10,7 @@ from gpucluster.design.load import design_from_model
 from gpucluster.design.schema import Design
 from gpucluster.plan import plan_design
 from gpucluster.plan.model import Plan
+from gpucluster.scheduling import scheduler_split
 
 from ._device import index_links
 from .compute import ScalableUnit
@@ -160,7 +161,7 @@ class Cluster(pulumi.ComponentResource):
         self.scheduler = Scheduler(
             f"{prefix}scheduler",
             spec.scheduler,
-            len(plan.devices_with("gpu-server")),
+            scheduler_split(plan),
             plan.devices_with("management-server"),
             plan.catalog_parts,
             links,

@@ -7,6 +7,7 @@ import pulumi
 from gpucluster.catalog.schema import Appliance
 from gpucluster.design.schema import Scheduler as SchedulerSpec
 from gpucluster.plan.model import Device
+from gpucluster.scheduling import SchedulerSplit
 
 from ._device import DeviceLinks, device_props
 
@@ -31,25 +32,31 @@ class HeadNode(pulumi.ComponentResource):
 
 
 class Scheduler(pulumi.ComponentResource):
-    """Which scheduler places jobs on the GPU servers, and on which head nodes it runs."""
+    """Which scheduler places jobs on which GPU servers (the split the Slurm and Kubernetes configs use),
+    and on which head nodes it runs."""
 
     def __init__(
         self,
         name: str,
         spec: SchedulerSpec,
-        gpu_servers: int,
+        split: SchedulerSplit,
         head_nodes: list[Device],
         parts: dict[str, object],
         links: dict[str, DeviceLinks],
         prefix: str = "",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        gpu_servers = len(split.slurm) + len(split.kubernetes)
         props: dict[str, object] = {"kind": spec.kind, "gpu_servers": gpu_servers}
         if spec.kind in ("slurm", "both"):
-            props["slurm"] = {"version": spec.slurm.version, "cluster_name": spec.slurm.cluster_name}
+            props["slurm"] = {
+                "version": spec.slurm.version,
+                "cluster_name": spec.slurm.cluster_name,
+                "servers": len(split.slurm),
+            }
         if spec.kind in ("kubernetes", "both"):
             props["kubernetes"] = {
-                "servers": spec.kubernetes_servers if spec.kind == "both" else gpu_servers,
+                "servers": len(split.kubernetes),
                 "topology_label_prefix": spec.kubernetes.topology_label_prefix,
             }
         props["head_nodes"] = [n.name for n in head_nodes]

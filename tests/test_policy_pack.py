@@ -29,10 +29,16 @@ from pulumi_policy.proxy import unknown_checking_proxy
 from gpucluster import design_from_model, plan_design, rules
 from gpucluster.components import CLUSTER_TYPE, Cluster
 from gpucluster.components.offline import Registration, run_offline
-from gpucluster.components.policy import ADVISORY_SUFFIX, POLICY_PACK_NAME, policies
-from gpucluster.design.schema import ComputeFabric
+from gpucluster.components.policy import (
+    ADVISORY_SEVERITIES,
+    ADVISORY_SUFFIX,
+    MANDATORY_SEVERITIES,
+    POLICY_PACK_NAME,
+    policies,
+)
+from gpucluster.design.schema import ComputeFabric, Workload
 from gpucluster.plan import refresh_findings
-from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.model import Finding, Link, Plan
 
 PACK = ROOT / "policy-pack"
 
@@ -120,6 +126,41 @@ def _dgx_on_2n_feeds() -> Plan:
     return planned("superpod-h100-1su")[1]
 
 
+def _with_facts(plan: Plan, **facts: object) -> Plan:
+    """A real plan with some of its facts as another stage might have made them (the burn-in plan,
+    the checkpoint figures), and the rule findings of those facts."""
+    changed = dataclasses.replace(plan, facts={**plan.facts, **facts})
+    changed.findings = [f for f in plan.findings if not f.rule.startswith(rules.RULE_PREFIX)] + [
+        Finding(rules.RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in rules.check_rules(changed.facts)
+    ]
+    return changed
+
+
+def _checkpoint_longer_than_its_interval() -> Plan:
+    plan = _with("superpod-h100-1su", workload=Workload(model_parameters_b=1000, checkpoint_interval_minutes=60))
+    checkpoint = {**plan.facts["checkpoint"], "interval_seconds": 600.0}  # the 14 TB take 12 min to write
+    return _with_facts(plan, checkpoint=checkpoint)
+
+
+def _checkpoint_stalls_the_gpus() -> Plan:
+    return _with("superpod-h100-1su", workload=Workload(model_parameters_b=405, checkpoint_interval_minutes=20))
+
+
+def _one_spare_for_127_servers() -> Plan:
+    loaded, _plan = planned("superpod-h200-4su")
+    return _with("superpod-h200-4su", compute=loaded.design.compute.model_copy(update={"spare_servers": 1}))
+
+
+def _burn_in_missing_a_server() -> Plan:
+    _loaded, plan = planned("superpod-h100-1su")
+    burn_in = plan.facts["burn_in_plan"]
+    return _with_facts(plan, burn_in_plan={**burn_in, "servers_covered": burn_in["servers_covered"] - 1})
+
+
+def _no_burn_in_plan() -> Plan:
+    return _with_facts(planned("superpod-h100-1su")[1], burn_in_plan=None)  # None does not survive the engine
+
+
 def _reference_superpod_on_n_feeds() -> Plan:
     """The 4-SU SuperPOD, its racks fed N (no A/B split to lose): every rule passes."""
     loaded, _plan = planned("superpod-h200-4su")
@@ -137,6 +178,11 @@ VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
     ("rack-power-and-cooling", "warning", _air_cooled_dgx_racks),
     ("rack-power-distribution", "error", _rack_short_of_circuits),
     ("rack-power-distribution", "advisory", _dgx_on_2n_feeds),
+    ("checkpoint-write-time", "error", _checkpoint_longer_than_its_interval),
+    ("checkpoint-write-time", "warning", _checkpoint_stalls_the_gpus),
+    ("spares-cover-repairs", "advisory", _one_spare_for_127_servers),
+    ("burn-in-plan-present", "error", _burn_in_missing_a_server),
+    ("burn-in-plan-present", "warning", _no_burn_in_plan),
     ("spare-servers", "warning", _no_spares),
 ]
 
@@ -163,9 +209,12 @@ def test_each_rule_reports_its_violation_under_the_policy_of_its_severity(
 ) -> None:
     plan = make_plan()
     reported = _violations(_root(plan))
-    policy = rule if severity == "error" else rule + ADVISORY_SUFFIX
-    expected = [f.message for f in plan.findings if f.rule == rules.RULE_PREFIX + rule and f.severity == severity]
-    assert expected, "the plan must violate the rule"
+    policy, severities = (
+        (rule, MANDATORY_SEVERITIES) if severity == "error" else (rule + ADVISORY_SUFFIX, ADVISORY_SEVERITIES)
+    )
+    findings = [f for f in plan.findings if f.rule == rules.RULE_PREFIX + rule]
+    assert severity in {f.severity for f in findings}, "the plan must violate the rule"
+    expected = [f.message for f in findings if f.severity in severities]
     assert reported[policy] == expected  # the same words `gpucluster validate` prints
     assert set(reported) <= {policy, *(r.name + ADVISORY_SUFFIX for r in rules.RULES)}
 
@@ -202,15 +251,15 @@ def test_the_analyzer_sends_errors_as_mandatory_and_warnings_as_advisory() -> No
 
 
 def test_a_rule_added_to_rules_is_enforced_with_no_change_to_the_pack(monkeypatch: pytest.MonkeyPatch) -> None:
-    def burn_in(facts: dict) -> list:
-        plan_present = facts["burn_in_plan"] is not None
-        return [] if plan_present else [rules.Finding("burn-in-plan", "error", "no burn-in plan")]
+    def spares_for_a_long_run(facts: dict) -> list[Finding]:
+        return [Finding("long-run-spares", "error", f"only {facts['spare_servers']} spare servers for a long run")]
 
-    monkeypatch.setattr(rules, "RULES", [*rules.RULES, rules.Rule("burn-in-plan", "A burn-in plan.", burn_in)])
+    new_rule = rules.Rule("long-run-spares", "Spares for a long run.", spares_for_a_long_run)
+    monkeypatch.setattr(rules, "RULES", [*rules.RULES, new_rule])
     names = [p.name for p in policies()]
-    assert names[-2:] == ["burn-in-plan", "burn-in-plan" + ADVISORY_SUFFIX]
+    assert names[-2:] == ["long-run-spares", "long-run-spares" + ADVISORY_SUFFIX]
     _loaded, plan = planned("superpod-h100-1su")
-    assert _violations(_root(plan))["burn-in-plan"] == ["no burn-in plan"]  # a None fact dropped on the way
+    assert _violations(_root(plan))["long-run-spares"] == ["only 1 spare servers for a long run"]
 
 
 def test_policy_pack_program_builds_the_pack_from_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
