@@ -324,7 +324,7 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
     labels: list[Label] = []
     anchor: dict[str, tuple[float, float, float]] = {}  # node -> (x centre, top y, bottom y)
     centres: dict[int, tuple[float, float]] = {}
-    y = 34.0
+    y = 12.0
     for level in range(top, -1, -1):
         groups = by_level.get(level, [])
         if not groups:
@@ -374,7 +374,7 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
             text = (tier_name(level),)
         labels.append(Label(8.0, round(y + height / 2 - 4, 1), text))
         y += height + _LEVEL_GAP
-    height = y - _LEVEL_GAP + 24.0
+    height = y - _LEVEL_GAP + 10.0
 
     bundles = _bundles(graph, anchor, detailed)
     links = plan.totals["links"][network]  # type: ignore[index]
