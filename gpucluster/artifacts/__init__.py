@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import plan_json, summary
+from gpucluster.artifacts import bom, plan_json, summary
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -20,6 +20,7 @@ Writer = Callable[[Plan, LoadedDesign, Path], None]
 ARTIFACTS: dict[str, Writer] = {
     "plan": plan_json.write,
     "summary": summary.write,
+    "bom": bom.write,
 }
 
 

@@ -1,0 +1,342 @@
+"""bom.xlsx and bom.csv: the bill of materials a buyer orders from (see gpucluster/bom.py for what is
+counted and how).
+
+The workbook has a summary (totals per section as formulas, headline figures, cables by type and
+length, unpriced parts), the line items, one row per rack and every device in every rack. Each
+formula carries its computed value, so viewers that do not recalculate show numbers too.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from gpucluster.artifacts._xlsx import (
+    DECIMAL_1,
+    DECIMAL_2,
+    INTEGER,
+    Book,
+    Column,
+    column_range,
+    csv_safe,
+    print_setup,
+)
+from gpucluster.artifacts._xlsx import column_letter as _letter
+from gpucluster.bom import SECTIONS, Bom, BomLine, bom_for
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+
+LINES_SHEET = "BOM"
+CONTENTS_SHEET = "Rack contents"
+
+
+class _Field:
+    """A line-item column: its header and how to get the value of one line."""
+
+    def __init__(self, key: str, column: Column, value: Callable[[BomLine], object], per_unit: str = ""):
+        self.key = key
+        self.column = column
+        self.value = value
+        self.per_unit = per_unit  # for extended columns: the key of the per-unit column they multiply
+
+
+def _fields(priced: bool) -> list[_Field]:
+    def ext(attribute: str) -> Callable[[BomLine], object]:
+        return lambda line: line.extended(getattr(line, attribute))
+
+    fields = [
+        _Field("section", Column("Section", 20), lambda line: dict(SECTIONS)[line.section]),
+        _Field("network", Column("Network", 10), lambda line: line.network),
+        _Field("kind", Column("Kind", 16), lambda line: line.kind),
+        _Field("media", Column("Media", 7), lambda line: line.media),
+        _Field("length", Column("Length (m)", 8, DECIMAL_1), lambda line: line.length_m),
+        _Field("item", Column("Catalog id", 26), lambda line: line.item),
+        _Field("vendor", Column("Vendor", 12), lambda line: line.vendor),
+        _Field("model", Column("Model", 30), lambda line: line.model),
+        _Field("part_number", Column("Part number", 22), lambda line: line.part_number),
+        _Field("description", Column("Description", 60), lambda line: line.description),
+        _Field("quantity", Column("Quantity", 9, INTEGER), lambda line: line.quantity),
+        _Field("unit", Column("Unit", 6), lambda _line: "each"),
+        _Field("typ_unit", Column("Typical W per unit", 10, INTEGER), lambda line: line.power_typical_w),
+        _Field("typ", Column("Typical W", 12, INTEGER), ext("power_typical_w"), "typ_unit"),
+        _Field("max_unit", Column("Maximum W per unit", 10, INTEGER), lambda line: line.power_max_w),
+        _Field("max", Column("Maximum W", 12, INTEGER), ext("power_max_w"), "max_unit"),
+        _Field("kg_unit", Column("Weight kg per unit", 10, DECIMAL_1), lambda line: line.weight_kg),
+        _Field("kg", Column("Weight kg", 12, DECIMAL_1), ext("weight_kg"), "kg_unit"),
+        _Field("u_unit", Column("U per unit", 6, DECIMAL_1), lambda line: line.u_height),
+        _Field("u", Column("U", 8, DECIMAL_1), ext("u_height"), "u_unit"),
+    ]
+    if priced:
+        fields += [
+            _Field("price_unit", Column("Unit price", 12, DECIMAL_2), lambda line: line.unit_price),
+            _Field("currency", Column("Currency", 8), lambda line: line.currency),
+            _Field("price", Column("Extended price", 15, DECIMAL_2), lambda line: line.extended_price, "price_unit"),
+        ]
+    fields.append(_Field("notes", Column("Notes", 40), lambda line: line.notes))
+    return fields
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    bom = bom_for(plan, loaded)
+    write_csv(bom, folder / "bom.csv")
+    write_xlsx(bom, plan, folder / "bom.xlsx")
+
+
+def write_csv(bom: Bom, path: Path) -> None:
+    """The line items as CSV (extended values computed; formula-like text quoted with an apostrophe)."""
+    fields = _fields(bom.price_list is not None)
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([f.column.header for f in fields])
+        for line in bom.lines:
+            writer.writerow([csv_safe(_csv_value(f.value(line))) for f in fields])
+
+
+def _csv_value(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else round(value, 4)
+    return value
+
+
+def write_xlsx(bom: Bom, plan: Plan, path: Path) -> None:
+    book = Book(path, f"Bill of materials: {bom.name}", "gpucluster bill of materials")
+    fields = _fields(bom.price_list is not None)
+    column_of = {f.key: i for i, f in enumerate(fields)}
+    _summary(book, bom, fields, column_of)
+    _lines(book, bom, fields, column_of)
+    _racks(book, plan, bom.name)
+    book.close()
+
+
+def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]) -> None:
+    sheet = book.table_sheet(LINES_SHEET, [f.column for f in fields], len(bom.lines), f"{bom.name}: line items")
+    quantity = _letter(column_of["quantity"])
+    for row, line in enumerate(bom.lines, start=1):
+        for col, f in enumerate(fields):
+            value = f.value(line)
+            if f.per_unit and value is not None:
+                formula = f"={quantity}{row + 1}*{_letter(column_of[f.per_unit])}{row + 1}"
+                book.formula(sheet, row, col, formula, float(value), f.column.number_format)  # type: ignore[arg-type]
+            elif f.column.number_format:
+                book.number(sheet, row, col, value, f.column.number_format)  # type: ignore[arg-type]
+            else:
+                book.text(sheet, row, col, str(value or ""))
+
+
+def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]) -> None:
+    """Totals per section (SUMIF formulas over the line items), headline figures, cables by type
+    and length, and the parts the price list does not price."""
+    sheet = book.workbook.add_worksheet("Summary")
+    print_setup(sheet, f"{bom.name}: summary")
+    currencies = sorted({line.currency for line in bom.lines if line.currency})
+    widths = [26, 10, 12, 12, 12, 12, 10] + [16] * len(currencies)
+    for index, width in enumerate(widths):
+        sheet.set_column(index, index, width)
+    last = len(bom.lines) + 1  # last data row of the line items, 1-based
+
+    def lines_range(key: str) -> str:
+        return column_range(LINES_SHEET, column_of[key], 2, last)
+
+    book.text(sheet, 0, 0, f"Bill of materials: {bom.name}", bold=True)
+    book.text(sheet, 1, 0, bom.description)
+    if bom.price_list:
+        book.text(sheet, 2, 0, f"Prices from {bom.price_list}; lines it does not price are listed below, unpriced.")
+    else:
+        book.text(sheet, 2, 0, "No price list given (design field bom.price_list): quantities only.")
+
+    row = 4
+    headers = ["Section", "Lines", "Quantity", "Typical kW", "Maximum kW", "Weight kg", "U"]
+    headers += [f"Price ({currency})" for currency in currencies]
+    for col, header in enumerate(headers):
+        sheet.write_string(row, col, header, book.header_format())
+    first = row + 2
+    for key, title in SECTIONS:
+        row += 1
+        book.text(sheet, row, 0, title)
+        crit = f"$A{row + 1}"
+        section = lines_range("section")
+        book.formula(sheet, row, 1, f"=COUNTIF({section},{crit})", len(bom.section_lines(key)), INTEGER)
+        for col, (field_key, attribute, scale, number_format) in enumerate(
+            (
+                ("quantity", "quantity", 1, INTEGER),
+                ("typ", "power_typical_w", 1000, DECIMAL_1),
+                ("max", "power_max_w", 1000, DECIMAL_1),
+                ("kg", "weight_kg", 1, DECIMAL_1),
+                ("u", "u_height", 1, DECIMAL_1),
+            ),
+            start=2,
+        ):
+            divide = f"/{scale}" if scale != 1 else ""
+            book.formula(
+                sheet,
+                row,
+                col,
+                f"=SUMIF({section},{crit},{lines_range(field_key)}){divide}",
+                bom.total(attribute, key) / scale,
+                number_format,
+            )
+        prices = bom.price_totals(key)
+        for offset, currency in enumerate(currencies):
+            book.formula(
+                sheet,
+                row,
+                7 + offset,
+                f'=SUMIFS({lines_range("price")},{section},{crit},{lines_range("currency")},"{currency}")',
+                prices.get(currency, 0.0),
+                DECIMAL_2,
+            )
+    row += 1
+    book.text(sheet, row, 0, "Total", bold=True)
+    totals = [
+        len(bom.lines),
+        bom.total("quantity"),
+        bom.total("power_typical_w") / 1000,
+        bom.total("power_max_w") / 1000,
+        bom.total("weight_kg"),
+        bom.total("u_height"),
+    ]
+    totals += [bom.price_totals().get(currency, 0.0) for currency in currencies]
+    formats = [INTEGER, INTEGER, DECIMAL_1, DECIMAL_1, DECIMAL_1, DECIMAL_1] + [DECIMAL_2] * len(currencies)
+    for col, (value, number_format) in enumerate(zip(totals, formats, strict=True), start=1):
+        letter = _letter(col)
+        book.formula(sheet, row, col, f"=SUM({letter}{first}:{letter}{row})", value, number_format)
+    total_row = row + 1
+
+    row += 2
+    for col, header in enumerate(("Figure", "Value")):
+        sheet.write_string(row, col, header, book.header_format())
+    kind_formulas = {"Switches": "switch", "Cables": "cable", "Transceivers": "transceiver", "Racks": "rack"}
+    kind_formulas["PDUs"] = "pdu"
+    for label, value in bom.counts.items():
+        row += 1
+        book.text(sheet, row, 0, label)
+        number_format = DECIMAL_1 if "kW" in label else INTEGER
+        if label in kind_formulas:
+            formula = f'=SUMIF({lines_range("kind")},"{kind_formulas[label]}",{lines_range("quantity")})'
+            book.formula(sheet, row, 1, formula, value, number_format)
+        elif label == "IT power, typical (kW)":
+            book.formula(sheet, row, 1, f"=D{total_row}", value, number_format)
+        elif label == "IT power, maximum (kW)":
+            book.formula(sheet, row, 1, f"=E{total_row}", value, number_format)
+        else:
+            book.number(sheet, row, 1, value, number_format)
+
+    row += 2
+    for col, header in enumerate(("Cables by media", "Length (m)", "Cables")):
+        sheet.write_string(row, col, header, book.header_format())
+    by_length: Counter[tuple[str, float]] = Counter()
+    for line in bom.lines:
+        if line.kind == "cable":
+            by_length[(line.media, line.length_m or 0.0)] += line.quantity
+    for (media, length_m), count in sorted(by_length.items()):
+        row += 1
+        book.text(sheet, row, 0, media)
+        book.number(sheet, row, 1, length_m, DECIMAL_1)
+        formula = (
+            f'=SUMIFS({lines_range("quantity")},{lines_range("kind")},"cable",'
+            f"{lines_range('media')},A{row + 1},{lines_range('length')},B{row + 1})"
+        )
+        book.formula(sheet, row, 2, formula, count, INTEGER)
+
+    unpriced = bom.unpriced()
+    if unpriced:
+        row += 2
+        book.text(sheet, row, 0, f"Not in the price list ({len(unpriced)} lines): no price is assumed", bold=True)
+        row += 1
+        for col, header in enumerate(("Section", "Catalog id", "Model", "Part number", "Quantity")):
+            sheet.write_string(row, col, header, book.header_format())
+        for line in unpriced:
+            row += 1
+            for col, text in enumerate((dict(SECTIONS)[line.section], line.item, line.model, line.part_number)):
+                book.text(sheet, row, col, text)
+            book.number(sheet, row, 4, line.quantity, INTEGER)
+
+
+RACK_COLUMNS = [
+    Column("Rack", 8),
+    Column("Purpose", 12),
+    Column("SU", 5, INTEGER),
+    Column("Devices", 8, INTEGER),
+    Column("PDUs", 6, INTEGER),
+    Column("U used", 8, DECIMAL_1),
+    Column("Typical kW", 10, DECIMAL_1),
+    Column("Maximum kW", 10, DECIMAL_1),
+    Column("Weight kg", 10, DECIMAL_1),
+    Column("Contents", 80),
+]
+CONTENT_COLUMNS = [
+    Column("Rack", 8),
+    Column("U", 5, INTEGER),
+    Column("Device", 28),
+    Column("Kind", 16),
+    Column("Vendor", 12),
+    Column("Model", 30),
+    Column("Part number", 22),
+    Column("U height", 8, DECIMAL_1),
+    Column("Typical W", 10, INTEGER),
+    Column("Maximum W", 10, INTEGER),
+    Column("Weight kg", 10, DECIMAL_1),
+]
+
+
+def _racks(book: Book, plan: Plan, name: str) -> None:
+    """One row per rack (sums over its contents rows as formulas), then every device in every rack,
+    bottom U first, zero-U PDUs last."""
+    racks = sorted(plan.racks.values(), key=lambda r: (r.row, r.position))
+    contents = [(rack, [plan.devices[n] for n in [*rack.devices, *rack.pdus]]) for rack in racks]
+    total_rows = sum(len(devices) for _rack, devices in contents)
+    summary = book.table_sheet("Racks", RACK_COLUMNS, len(racks), f"{name}: racks")
+    detail = book.table_sheet(CONTENTS_SHEET, CONTENT_COLUMNS, total_rows, f"{name}: rack contents")
+    parts = plan.catalog_parts
+    detail_row = 1
+    for row, (rack, devices) in enumerate(contents, start=1):
+        devices_in_rack = [d for d in devices if d.role != "pdu"]
+        devices_in_rack.sort(key=lambda d: (d.u_position, d.name))
+        ordered = devices_in_rack + [d for d in devices if d.role == "pdu"]
+        first = detail_row + 1
+        sums = [0.0, 0.0, 0.0, 0.0]  # U, typical W, maximum W, kg
+        for device in ordered:
+            part = parts[device.part]
+            figures = (
+                float(getattr(part, "u_height", 0.0)),
+                float(getattr(part, "power_typical_w", 0.0)),
+                float(getattr(part, "power_max_w", 0.0)),
+                getattr(part, "weight_kg", None),
+            )
+            book.text(detail, detail_row, 0, rack.name)
+            book.number(detail, detail_row, 1, device.u_position or None, INTEGER)
+            book.text(detail, detail_row, 2, device.name)
+            book.text(detail, detail_row, 3, device.role)
+            book.text(detail, detail_row, 4, str(getattr(part, "vendor", "")))
+            book.text(detail, detail_row, 5, str(getattr(part, "model", "")))
+            book.text(detail, detail_row, 6, str(getattr(part, "part_number", None) or ""))
+            for col, (value, number_format) in enumerate(
+                zip(figures, (DECIMAL_1, INTEGER, INTEGER, DECIMAL_1), strict=True), start=7
+            ):
+                book.number(detail, detail_row, col, value, number_format)
+            for i, value in enumerate(figures):
+                sums[i] += value or 0.0
+            detail_row += 1
+        last = detail_row
+
+        def over(col: int, first: int = first, last: int = last) -> str:
+            if last < first:
+                return "0"
+            letter = _letter(col)
+            return f"SUM('{CONTENTS_SHEET}'!{letter}{first}:{letter}{last})"
+
+        models = Counter(str(getattr(parts[d.part], "model", d.part)) for d in ordered)
+        book.text(summary, row, 0, rack.name)
+        book.text(summary, row, 1, rack.purpose)
+        book.number(summary, row, 2, rack.su, INTEGER)
+        book.number(summary, row, 3, len(devices_in_rack), INTEGER)
+        book.number(summary, row, 4, len(rack.pdus), INTEGER)
+        book.formula(summary, row, 5, f"={over(7)}", sums[0], DECIMAL_1)
+        book.formula(summary, row, 6, f"={over(8)}/1000", sums[1] / 1000, DECIMAL_1)
+        book.formula(summary, row, 7, f"={over(9)}/1000", sums[2] / 1000, DECIMAL_1)
+        book.formula(summary, row, 8, f"={over(10)}", sums[3], DECIMAL_1)
+        book.text(summary, row, 9, "; ".join(f"{n} x {model}" for model, n in models.items()))
