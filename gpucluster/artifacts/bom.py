@@ -219,9 +219,9 @@ def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, in
             formula = f'=SUMIF({lines_range("kind")},"{kind_formulas[label]}",{lines_range("quantity")})'
             book.formula(sheet, row, 1, formula, value, number_format)
         elif label == "IT power, typical (kW)":
-            book.formula(sheet, row, 1, f"=D{total_row}", value, number_format)
+            book.formula(sheet, row, 1, f"=D{total_row}", totals[2], number_format)
         elif label == "IT power, maximum (kW)":
-            book.formula(sheet, row, 1, f"=E{total_row}", value, number_format)
+            book.formula(sheet, row, 1, f"=E{total_row}", totals[3], number_format)
         else:
             book.number(sheet, row, 1, value, number_format)
 
