@@ -254,10 +254,14 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
 
 def _cable_lines(plan: Plan) -> list[BomLine]:
     """One line per (network, cable part, orderable length): the part number differs by length."""
+    links = plan.links
+    counts: Counter[tuple[str, str, str, float, int]] = Counter(
+        (cable.network, cable.cable_part, cable.part_number or "", cable.length_m, links[cable.links[0]].tier)
+        for cable in plan.cables
+    )
     groups: dict[tuple[str, str, str, float], Counter[str]] = defaultdict(Counter)
-    for cable in plan.cables:
-        tier = link_tier_name(plan.links[cable.links[0]].tier)
-        groups[(cable.network, cable.cable_part, cable.part_number or "", cable.length_m)][tier] += 1
+    for (network, part_id, part_number, length_m, tier), count in counts.items():
+        groups[(network, part_id, part_number, length_m)][link_tier_name(tier)] += count
     lines = []
     for (network, part_id, part_number, length_m), tiers in groups.items():
         part = plan.catalog_parts[part_id]
@@ -281,36 +285,33 @@ def _cable_lines(plan: Plan) -> list[BomLine]:
     return lines
 
 
-def transceiver_ends(plan: Plan) -> dict[tuple[str, int], tuple[str, str]]:
+def transceiver_ends(plan: Plan) -> dict[tuple[str, int | str], tuple[str, str]]:
     """(device, cage) -> (transceiver catalog id, network) for every cage that holds a transceiver.
 
     A cable's a-end transceiver sits at its links' a ends, except for a 1:2 splitter whose shared
-    (twin-port) end is the links' b end; a twin-port cage shared by two links holds one transceiver.
+    (twin-port) end is the links' b end; a twin-port cage shared by two links holds one
+    transceiver. A port outside any cage (cage 0) is its own slot, keyed by its port name.
     """
-    ends: dict[tuple[str, int], tuple[str, str]] = {}
+    ends: dict[tuple[str, int | str], tuple[str, str]] = {}
     links = plan.links
     for cable in plan.cables:
-        if cable.a_transceiver is None and cable.b_transceiver is None:
-            continue
         a_optic, b_optic = cable.a_transceiver, cable.b_transceiver
-        if _shared_end(plan, cable) == "b":
+        if a_optic is None and b_optic is None:
+            continue
+        if len(cable.links) > 1 and _shared_end(plan, cable) == "b":
             a_optic, b_optic = b_optic, a_optic
+        network = cable.network
         for index in cable.links:
             link = links[index]
-            for device, cage, port, optic in (
-                (link.a_device, link.a_cage, link.a_port, a_optic),
-                (link.b_device, link.b_cage, link.b_port, b_optic),
-            ):
-                if optic is not None:
-                    # a port outside any cage (cage 0) is its own transceiver slot
-                    ends.setdefault((device, cage) if cage else (f"{device}:{port}", 0), (optic, cable.network))
+            if a_optic is not None:
+                ends.setdefault((link.a_device, link.a_cage or link.a_port), (a_optic, network))
+            if b_optic is not None:
+                ends.setdefault((link.b_device, link.b_cage or link.b_port), (b_optic, network))
     return ends
 
 
 def _shared_end(plan: Plan, cable: Cable) -> str:
-    """Which end of a multi-link cable is one cage ('a' or 'b'); 'a' for single-link cables."""
-    if len(cable.links) < 2:
-        return "a"
+    """Which end of a multi-link cable is one cage ('a' or 'b')."""
     first, *rest = (plan.links[i] for i in cable.links)
     if all((link.a_device, link.a_cage) == (first.a_device, first.a_cage) for link in rest):
         return "a"
@@ -320,10 +321,13 @@ def _shared_end(plan: Plan, cable: Cable) -> str:
 
 
 def _transceiver_lines(plan: Plan) -> list[BomLine]:
+    devices = plan.devices
+    per_device: Counter[tuple[str, str, str]] = Counter(
+        (network, optic, device) for (device, _cage), (optic, network) in transceiver_ends(plan).items()
+    )
     groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    for (device, _cage), (optic, network) in transceiver_ends(plan).items():
-        owner = plan.devices.get(device.split(":", 1)[0])
-        groups[(network, optic)][owner.role if owner else "device"] += 1
+    for (network, optic, device), count in per_device.items():
+        groups[(network, optic)][devices[device].role] += count
     lines = []
     for (network, optic), roles in groups.items():
         part = plan.catalog_parts[optic]

@@ -13,6 +13,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 from click.testing import CliRunner
+from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.artifacts.plan_json import plan_document
@@ -20,9 +21,6 @@ from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom, short_description
 from gpucluster.cli import main
 from gpucluster.errors import DesignError
 from gpucluster.prices import load_price_list
-from conftest import planned, write_design
-
-TITLES = dict(SECTIONS)
 
 
 def _quantity(bom: Bom, **where: object) -> int:

@@ -48,7 +48,7 @@ class Book:
         self.workbook = xlsxwriter.Workbook(
             str(path),
             {
-                "constant_memory": True,
+                "constant_memory": False,
                 "strings_to_formulas": False,
                 "strings_to_urls": False,
                 "strings_to_numbers": False,

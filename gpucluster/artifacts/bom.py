@@ -21,6 +21,7 @@ from gpucluster.artifacts._xlsx import (
     Column,
     column_range,
     csv_safe,
+    needs_quote,
     print_setup,
 )
 from gpucluster.artifacts._xlsx import column_letter as _letter
@@ -273,53 +274,47 @@ CONTENT_COLUMNS = [
     Column("U", 5, INTEGER),
     Column("Device", 28),
     Column("Kind", 16),
-    Column("Vendor", 12),
     Column("Model", 30),
     Column("Part number", 22),
     Column("U height", 8, DECIMAL_1),
-    Column("Typical W", 10, INTEGER),
     Column("Maximum W", 10, INTEGER),
     Column("Weight kg", 10, DECIMAL_1),
 ]
 
 
 def _racks(book: Book, plan: Plan, name: str) -> None:
-    """One row per rack (sums over its contents rows as formulas), then every device in every rack,
-    bottom U first, zero-U PDUs last."""
+    """One row per rack (U, maximum power and weight as sums over its contents rows), then every
+    device in every rack, bottom U first, zero-U PDUs last. The 131,072-GPU design has ~70,000 such
+    rows, so part facts are looked up once per part."""
     racks = sorted(plan.racks.values(), key=lambda r: (r.row, r.position))
-    contents = [(rack, [plan.devices[n] for n in [*rack.devices, *rack.pdus]]) for rack in racks]
-    total_rows = sum(len(devices) for _rack, devices in contents)
+    total_rows = sum(len(r.devices) + len(r.pdus) for r in racks)
     summary = book.table_sheet("Racks", RACK_COLUMNS, len(racks), f"{name}: racks")
     detail = book.table_sheet(CONTENTS_SHEET, CONTENT_COLUMNS, total_rows, f"{name}: rack contents")
-    parts = plan.catalog_parts
+    facts = _PartFacts(book, plan)
+    integer, decimal = book.format(INTEGER), book.format(DECIMAL_1)
     detail_row = 1
-    for row, (rack, devices) in enumerate(contents, start=1):
-        devices_in_rack = [d for d in devices if d.role != "pdu"]
-        devices_in_rack.sort(key=lambda d: (d.u_position, d.name))
-        ordered = devices_in_rack + [d for d in devices if d.role == "pdu"]
+    for row, rack in enumerate(racks, start=1):
+        devices = sorted((plan.devices[n] for n in rack.devices), key=lambda d: (d.u_position, d.name))
+        ordered = devices + [plan.devices[n] for n in rack.pdus]
         first = detail_row + 1
-        sums = [0.0, 0.0, 0.0, 0.0]  # U, typical W, maximum W, kg
+        sums = [0.0, 0.0, 0.0]  # U, maximum W, kg
+        models: Counter[str] = Counter()
         for device in ordered:
-            part = parts[device.part]
-            figures = (
-                float(getattr(part, "u_height", 0.0)),
-                float(getattr(part, "power_typical_w", 0.0)),
-                float(getattr(part, "power_max_w", 0.0)),
-                getattr(part, "weight_kg", None),
-            )
+            model, part_number, figures = facts.of(device.part)
             book.text(detail, detail_row, 0, rack.name)
-            book.number(detail, detail_row, 1, device.u_position or None, INTEGER)
+            if device.u_position:
+                detail.write_number(detail_row, 1, device.u_position, integer)
             book.text(detail, detail_row, 2, device.name)
             book.text(detail, detail_row, 3, device.role)
-            book.text(detail, detail_row, 4, str(getattr(part, "vendor", "")))
-            book.text(detail, detail_row, 5, str(getattr(part, "model", "")))
-            book.text(detail, detail_row, 6, str(getattr(part, "part_number", None) or ""))
-            for col, (value, number_format) in enumerate(
-                zip(figures, (DECIMAL_1, INTEGER, INTEGER, DECIMAL_1), strict=True), start=7
-            ):
-                book.number(detail, detail_row, col, value, number_format)
-            for i, value in enumerate(figures):
-                sums[i] += value or 0.0
+            if model:
+                detail.write_string(detail_row, 4, *model)
+            if part_number:
+                detail.write_string(detail_row, 5, *part_number)
+            for col, value in enumerate(figures):
+                if value is not None:
+                    detail.write_number(detail_row, 6 + col, value, decimal if col != 1 else integer)
+                    sums[col] += value
+            models[model[0] if model else device.part] += 1
             detail_row += 1
         last = detail_row
 
@@ -329,14 +324,39 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
             letter = _letter(col)
             return f"SUM('{CONTENTS_SHEET}'!{letter}{first}:{letter}{last})"
 
-        models = Counter(str(getattr(parts[d.part], "model", d.part)) for d in ordered)
         book.text(summary, row, 0, rack.name)
         book.text(summary, row, 1, rack.purpose)
         book.number(summary, row, 2, rack.su, INTEGER)
-        book.number(summary, row, 3, len(devices_in_rack), INTEGER)
+        book.number(summary, row, 3, len(devices), INTEGER)
         book.number(summary, row, 4, len(rack.pdus), INTEGER)
-        book.formula(summary, row, 5, f"={over(7)}", sums[0], DECIMAL_1)
-        book.formula(summary, row, 6, f"={over(8)}/1000", sums[1] / 1000, DECIMAL_1)
-        book.formula(summary, row, 7, f"={over(9)}/1000", sums[2] / 1000, DECIMAL_1)
-        book.formula(summary, row, 8, f"={over(10)}", sums[3], DECIMAL_1)
+        book.formula(summary, row, 5, f"={over(6)}", sums[0], DECIMAL_1)
+        book.number(summary, row, 6, rack.power_typical_w / 1000, DECIMAL_1)
+        book.formula(summary, row, 7, f"={over(7)}/1000", sums[1] / 1000, DECIMAL_1)
+        book.formula(summary, row, 8, f"={over(8)}", sums[2], DECIMAL_1)
         book.text(summary, row, 9, "; ".join(f"{n} x {model}" for model, n in models.items()))
+
+
+class _PartFacts:
+    """Per catalog part, once: (model, format), (part number, format) and (U, maximum W, kg)."""
+
+    def __init__(self, book: Book, plan: Plan):
+        self.book = book
+        self.parts = plan.catalog_parts
+        self.cache: dict[str, tuple] = {}
+
+    def of(self, part_id: str) -> tuple:
+        facts = self.cache.get(part_id)
+        if facts is None:
+            part = self.parts[part_id]
+            model = str(getattr(part, "model", ""))
+            part_number = str(getattr(part, "part_number", None) or "")
+            figures = (
+                float(getattr(part, "u_height", 0.0)),
+                float(getattr(part, "power_max_w", 0.0)),
+                getattr(part, "weight_kg", None),
+            )
+            facts = self.cache[part_id] = (self._text(model), self._text(part_number), figures)
+        return facts
+
+    def _text(self, text: str) -> tuple[str, object] | None:
+        return (text, self.book.format(quote=needs_quote(text))) if text else None
