@@ -264,25 +264,28 @@ def _cable_lines(plan: Plan) -> list[BomLine]:
         groups[(network, part_id, part_number, length_m)][link_tier_name(tier)] += count
     lines = []
     for (network, part_id, part_number, length_m), tiers in groups.items():
-        part = plan.catalog_parts[part_id]
-        per_m = getattr(part, "weight_kg_per_m", None)
-        facts = _facts(part)
-        facts["part_number"] = part_number
-        lines.append(
-            BomLine(
-                section="cables-optics",
-                kind="cable",
-                network=network,
-                item=part_id,
-                quantity=sum(tiers.values()),
-                media=str(getattr(part, "media", "")),
-                length_m=length_m,
-                weight_kg=per_m * length_m if per_m is not None else None,
-                notes=", ".join(f"{tier} {n}" for tier, n in sorted(tiers.items())),
-                **facts,  # type: ignore[arg-type]
-            )
-        )
+        per_m = getattr(plan.catalog_parts[part_id], "weight_kg_per_m", None)
+        weight = per_m * length_m if per_m is not None else None
+        facts = {"part_number": part_number, "length_m": length_m, "weight_kg": weight}
+        lines.append(_optics_line(plan, "cable", network, part_id, tiers, **facts))
     return lines
+
+
+def _optics_line(
+    plan: Plan, kind: str, network: str, part_id: str, breakdown: Counter[str], prefix: str = "", **facts: object
+) -> BomLine:
+    """A cable or transceiver line; `breakdown` (where they are: link tiers, device roles) makes the notes."""
+    part = plan.catalog_parts[part_id]
+    return BomLine(
+        section="cables-optics",
+        kind=kind,
+        network=network,
+        item=part_id,
+        quantity=sum(breakdown.values()),
+        media=str(getattr(part, "media", "")),
+        notes=prefix + ", ".join(f"{where} {n}" for where, n in sorted(breakdown.items())),
+        **(_facts(part) | facts),  # type: ignore[arg-type]
+    )
 
 
 def transceiver_ends(plan: Plan) -> dict[tuple[str, int | str], tuple[str, str]]:
@@ -328,22 +331,7 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
     groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for (network, optic, device), count in per_device.items():
         groups[(network, optic)][devices[device].role] += count
-    lines = []
-    for (network, optic), roles in groups.items():
-        part = plan.catalog_parts[optic]
-        lines.append(
-            BomLine(
-                section="cables-optics",
-                kind="transceiver",
-                network=network,
-                item=optic,
-                quantity=sum(roles.values()),
-                media=str(getattr(part, "media", "")),
-                notes="in " + ", ".join(f"{role} {n}" for role, n in sorted(roles.items())),
-                **_facts(part),  # type: ignore[arg-type]
-            )
-        )
-    return lines
+    return [_optics_line(plan, "transceiver", net, optic, roles, "in ") for (net, optic), roles in groups.items()]
 
 
 def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:

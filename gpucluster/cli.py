@@ -45,6 +45,18 @@ progress_option = click.option(
 )
 
 
+def _out_option(help_text: str) -> Callable:
+    return click.option(
+        "-o",
+        "--out",
+        "out_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("out"),
+        show_default=True,
+        help=help_text,
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpu-cluster")
 def main() -> None:
@@ -69,15 +81,7 @@ def validate(design: Path, progress: bool | None) -> None:
 
 @main.command()
 @click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("out"),
-    show_default=True,
-    help="Folder for the output; the design's artifacts go to OUT/<design name>/.",
-)
+@_out_option("Folder for the output; the design's artifacts go to OUT/<design name>/.")
 @click.option(
     "--only",
     type=click.Choice(sorted(ARTIFACTS)),
@@ -102,15 +106,7 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
 @main.command()
 @click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("out"),
-    show_default=True,
-    help="Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/bom-diff.xlsx.",
-)
+@_out_option("Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/bom-diff.xlsx.")
 @progress_option
 def diff(old: Path, new: Path, out_dir: Path, progress: bool | None) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
