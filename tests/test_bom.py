@@ -104,8 +104,10 @@ def test_workbook_is_one_a_buyer_accepts(tmp_path: Path, h100_1su) -> None:
     lines = book["BOM"]
     header = [c.value for c in lines[1]]
     col = {h: i + 1 for i, h in enumerate(header)}
-    assert {"Section", "Vendor", "Model", "Part number", "Description", "Quantity", "Unit"} <= set(header)
-    assert {"Typical W", "Maximum W", "Weight kg", "U"} <= set(header)
+    assert {"Section", "Vendor", "Model", "Part number", "Description", "Quantity"} <= set(header)
+    per_unit = {"Typical W per unit", "Maximum W per unit", "Weight kg per unit", "U per unit"}
+    assert per_unit | {"Typical W", "Maximum W", "Weight kg", "U"} <= set(header)
+    assert header[0] and lines.row_dimensions[1].height > 15  # wrapped header row, tall enough
     assert lines.max_row == len(bom.lines) + 1
     for row, line in enumerate(bom.lines, start=2):
         assert lines.cell(row, col["Quantity"]).value == line.quantity

@@ -17,10 +17,12 @@ from gpucluster.artifacts._xlsx import (
     DECIMAL_1,
     DECIMAL_2,
     INTEGER,
+    PAPER_A3,
     Book,
     Column,
     column_range,
     csv_safe,
+    fit_row_height,
     needs_quote,
     print_setup,
 )
@@ -48,34 +50,33 @@ def _fields(priced: bool) -> list[_Field]:
         return lambda line: line.extended(getattr(line, attribute))
 
     fields = [
-        _Field("section", Column("Section", 20), lambda line: dict(SECTIONS)[line.section]),
-        _Field("network", Column("Network", 10), lambda line: line.network),
-        _Field("kind", Column("Kind", 16), lambda line: line.kind),
-        _Field("media", Column("Media", 7), lambda line: line.media),
-        _Field("length", Column("Length (m)", 8, DECIMAL_1), lambda line: line.length_m),
-        _Field("item", Column("Catalog id", 26), lambda line: line.item),
-        _Field("vendor", Column("Vendor", 12), lambda line: line.vendor),
-        _Field("model", Column("Model", 30), lambda line: line.model),
-        _Field("part_number", Column("Part number", 22), lambda line: line.part_number),
-        _Field("description", Column("Description", 60), lambda line: line.description),
-        _Field("quantity", Column("Quantity", 9, INTEGER), lambda line: line.quantity),
-        _Field("unit", Column("Unit", 6), lambda _line: "each"),
-        _Field("typ_unit", Column("Typical W per unit", 10, INTEGER), lambda line: line.power_typical_w),
-        _Field("typ", Column("Typical W", 12, INTEGER), ext("power_typical_w"), "typ_unit"),
-        _Field("max_unit", Column("Maximum W per unit", 10, INTEGER), lambda line: line.power_max_w),
-        _Field("max", Column("Maximum W", 12, INTEGER), ext("power_max_w"), "max_unit"),
-        _Field("kg_unit", Column("Weight kg per unit", 10, DECIMAL_1), lambda line: line.weight_kg),
-        _Field("kg", Column("Weight kg", 12, DECIMAL_1), ext("weight_kg"), "kg_unit"),
+        _Field("section", Column("Section", 14, wrap=True), lambda line: dict(SECTIONS)[line.section]),
+        _Field("network", Column("Network", 8), lambda line: line.network),
+        _Field("kind", Column("Kind", 11, wrap=True), lambda line: line.kind),
+        _Field("media", Column("Media", 6), lambda line: line.media),
+        _Field("length", Column("Length (m)", 7, DECIMAL_1), lambda line: line.length_m),
+        _Field("item", Column("Catalog id", 16, wrap=True), lambda line: line.item),
+        _Field("vendor", Column("Vendor", 9, wrap=True), lambda line: line.vendor),
+        _Field("model", Column("Model", 20, wrap=True), lambda line: line.model),
+        _Field("part_number", Column("Part number", 19), lambda line: line.part_number),
+        _Field("description", Column("Description", 40, wrap=True), lambda line: line.description),
+        _Field("quantity", Column("Quantity", 8, INTEGER), lambda line: line.quantity),
+        _Field("typ_unit", Column("Typical W per unit", 9, INTEGER), lambda line: line.power_typical_w),
+        _Field("typ", Column("Typical W", 10, INTEGER), ext("power_typical_w"), "typ_unit"),
+        _Field("max_unit", Column("Maximum W per unit", 9, INTEGER), lambda line: line.power_max_w),
+        _Field("max", Column("Maximum W", 10, INTEGER), ext("power_max_w"), "max_unit"),
+        _Field("kg_unit", Column("Weight kg per unit", 8, DECIMAL_1), lambda line: line.weight_kg),
+        _Field("kg", Column("Weight kg", 9, DECIMAL_1), ext("weight_kg"), "kg_unit"),
         _Field("u_unit", Column("U per unit", 6, DECIMAL_1), lambda line: line.u_height),
-        _Field("u", Column("U", 8, DECIMAL_1), ext("u_height"), "u_unit"),
+        _Field("u", Column("U", 6, DECIMAL_1), ext("u_height"), "u_unit"),
     ]
     if priced:
         fields += [
-            _Field("price_unit", Column("Unit price", 12, DECIMAL_2), lambda line: line.unit_price),
+            _Field("price_unit", Column("Unit price", 11, DECIMAL_2), lambda line: line.unit_price),
             _Field("currency", Column("Currency", 8), lambda line: line.currency),
-            _Field("price", Column("Extended price", 15, DECIMAL_2), lambda line: line.extended_price, "price_unit"),
+            _Field("price", Column("Extended price", 13, DECIMAL_2), lambda line: line.extended_price, "price_unit"),
         ]
-    fields.append(_Field("notes", Column("Notes", 40), lambda line: line.notes))
+    fields.append(_Field("notes", Column("Notes", 26, wrap=True), lambda line: line.notes))
     return fields
 
 
@@ -114,7 +115,8 @@ def write_xlsx(bom: Bom, plan: Plan, path: Path) -> None:
 
 
 def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]) -> None:
-    sheet = book.table_sheet(LINES_SHEET, [f.column for f in fields], len(bom.lines), f"{bom.name}: line items")
+    title = f"{bom.name}: line items"
+    sheet = book.table_sheet(LINES_SHEET, [f.column for f in fields], len(bom.lines), title, PAPER_A3)
     quantity = _letter(column_of["quantity"])
     for row, line in enumerate(bom.lines, start=1):
         for col, f in enumerate(fields):
@@ -125,7 +127,8 @@ def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]
             elif f.column.number_format:
                 book.number(sheet, row, col, value, f.column.number_format)  # type: ignore[arg-type]
             else:
-                book.text(sheet, row, col, str(value or ""))
+                book.text(sheet, row, col, str(value or ""), wrap=f.column.wrap)
+        fit_row_height(sheet, row, [(str(f.value(line) or ""), f.column.width) for f in fields if f.column.wrap])
 
 
 def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpucluster.artifacts._xlsx import DECIMAL_1, DECIMAL_2, INTEGER, Book, Column
+from gpucluster.artifacts._xlsx import DECIMAL_1, DECIMAL_2, INTEGER, PAPER_A3, Book, Column, signed
 from gpucluster.artifacts._xlsx import column_letter as _letter
 from gpucluster.bom import SECTION_TITLES
 from gpucluster.diff import LineChange, PlanDiff
 
 FIGURE_COLUMNS = [Column("Figure", 30), Column("Old", 14, DECIMAL_1), Column("New", 14, DECIMAL_1)]
-FIGURE_COLUMNS.append(Column("Change", 14, DECIMAL_1))
+FIGURE_COLUMNS.append(Column("Change", 14, signed(DECIMAL_1)))
 
 
 def write_bom_diff(diff: PlanDiff, path: Path) -> None:
@@ -29,7 +29,7 @@ def _figures(book: Book, diff: PlanDiff, title: str) -> None:
         book.text(sheet, row, 0, figure.name)
         book.number(sheet, row, 1, figure.old, number_format)
         book.number(sheet, row, 2, figure.new, number_format)
-        book.formula(sheet, row, 3, f"=C{row + 1}-B{row + 1}", figure.change, number_format)
+        book.formula(sheet, row, 3, f"=C{row + 1}-B{row + 1}", figure.change, signed(number_format))
 
 
 def _changes(book: Book, diff: PlanDiff, title: str) -> None:
@@ -57,12 +57,12 @@ def _changes(book: Book, diff: PlanDiff, title: str) -> None:
         columns += [
             Column(f"Old {header}", 12, number_format),
             Column(f"New {header}", 12, number_format),
-            Column(f"{header[0].upper()}{header[1:]} change", 12, number_format),
+            Column(f"{header[0].upper()}{header[1:]} change", 12, signed(number_format)),
         ]
     if priced:
         columns.append(Column("Currency", 8))
     columns.append(Column("Description", 60))
-    sheet = book.table_sheet("Changes", columns, len(diff.lines), f"{title}: changed lines")
+    sheet = book.table_sheet("Changes", columns, len(diff.lines), f"{title}: changed lines", PAPER_A3)
     for row, change in enumerate(diff.lines, start=1):
         line = change.line
         texts = [change.kind, SECTION_TITLES[line.section], line.network, line.kind, line.item, line.vendor]
@@ -77,7 +77,7 @@ def _changes(book: Book, diff: PlanDiff, title: str) -> None:
             book.number(sheet, row, col + 1, new, number_format)
             if old is not None and new is not None:
                 formula = f"={_letter(col + 1)}{row + 1}-{_letter(col)}{row + 1}"
-                book.formula(sheet, row, col + 2, formula, new - old, number_format)
+                book.formula(sheet, row, col + 2, formula, new - old, signed(number_format))
             col += 3
         if priced:
             book.text(sheet, row, col, line.currency)
