@@ -37,9 +37,17 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster build, 16,384 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--only", "plan"],
     ),
+    "power-4096": (
+        "gpucluster build, 4,096 GPUs (plan.json and the power-and-cooling budget)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "power"],
+    ),
     "plan-131072": (
         "gpucluster build, 131,072 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
+    ),
+    "simulate-16384": (
+        "gpucluster simulate, 16,384 GPUs, 1,000 runs of 90 days at 5 intervals (planning included)",
+        [*GPUCLUSTER, "simulate", str(BENCH / "h100-16384.yaml"), "--runs", "1000", "--days", "90"],
     ),
     # the BOM's own share is bom-131072 minus plan-131072 (same planning, plus bom.xlsx and bom.csv)
     "bom-131072": (

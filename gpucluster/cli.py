@@ -20,6 +20,10 @@ from gpucluster.design.schema import Design
 from gpucluster.diff import diff_boms
 from gpucluster.errors import DesignError
 from gpucluster.plan import plan_design
+from gpucluster.plan.model import Plan
+from gpucluster.training import analyse_checkpoints, compare_intervals, comparison_lines, size, sizing_lines
+from gpucluster.training import starter_design as _starter_design
+from gpucluster.training.intervals import DEFAULT_SEED
 
 EXIT_BAD_INPUT = 2
 
@@ -38,6 +42,21 @@ def _fail(error: DesignError) -> None:
     for problem in error.problems:
         click.echo(f"error: {problem}", err=True)
     sys.exit(EXIT_BAD_INPUT)
+
+
+def _plan(design: Path, say: Callable[[str], None]) -> Plan:
+    """Load and plan a design; bad input exits with status 2."""
+    try:
+        return plan_design(load_design(design), say)
+    except DesignError as error:
+        _fail(error)
+        raise
+
+
+def _out_file_option(help_text: str) -> Callable:
+    return click.option(
+        "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
+    )
 
 
 progress_option = click.option(
@@ -68,12 +87,7 @@ def main() -> None:
 @progress_option
 def validate(design: Path, progress: bool | None) -> None:
     """Check DESIGN and print a one-screen summary, or every problem with its file:line:column."""
-    say = _progress(sys.stderr.isatty() if progress is None else progress)
-    try:
-        loaded = load_design(design)
-        plan = plan_design(loaded, say)
-    except DesignError as error:
-        _fail(error)
+    plan = _plan(design, _progress(sys.stderr.isatty() if progress is None else progress))
     click.echo("ok")
     for line in summary_lines(plan):
         click.echo(line)
@@ -101,6 +115,62 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
     for line in summary_lines(plan):
         click.echo(line)
     click.echo(f"wrote {folder}")
+
+
+@main.command("size")
+@click.option("--parameters-b", type=float, required=True, help="Model size in billions of parameters.")
+@click.option("--tokens-b", type=float, required=True, help="Training tokens in billions.")
+@click.option("--days", type=float, required=True, help="Target wall-clock days.")
+@click.option("--server", default="dgx-h100", show_default=True, help="GPU server model from the catalog.")
+@click.option("--mfu", type=float, default=0.4, show_default=True, help="Expected model FLOPs utilisation.")
+@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True)
+@click.option("--name", default=None, help="Design name (default from the model and server).")
+@_out_file_option("Starter design file to write (default NAME.yaml).")
+def size_command(
+    parameters_b: float,
+    tokens_b: float,
+    days: float,
+    server: str,
+    mfu: float,
+    precision: str,
+    name: str | None,
+    out_file: Path | None,
+) -> None:
+    """Size GPUs and servers for a workload (6·N·D) and write a starter design file."""
+    from pydantic import ValidationError
+
+    from gpucluster.catalog.load import load_catalog
+    from gpucluster.catalog.schema import GpuServer
+    from gpucluster.design.schema import Workload
+
+    flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
+    try:
+        workload = Workload(
+            model_parameters_b=parameters_b, training_tokens_b=tokens_b, target_days=days, mfu=mfu, precision=precision
+        )
+    except ValidationError as exc:
+        for problem in exc.errors():
+            field = str(problem["loc"][0])
+            click.echo(f"error: {flags.get(field, '--' + field)}: {problem['msg']}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    catalog = load_catalog()
+    if not isinstance(catalog.parts.get(server), GpuServer):
+        click.echo(
+            f"error: --server: unknown GPU server {server!r}; the catalog has: {', '.join(catalog.ids(GpuServer))}",
+            err=True,
+        )
+        sys.exit(EXIT_BAD_INPUT)
+    sizing = size(catalog, server, workload)
+    name = name or f"{server}-{parameters_b:g}b".replace(".", "-")
+    out_file = out_file or Path(f"{name}.yaml")
+    out_file.write_text(_starter_design(sizing, name), encoding="utf-8")
+    try:
+        load_design(out_file)
+    except DesignError as error:
+        _fail(error)
+    for line in sizing_lines(sizing):
+        click.echo(line)
+    click.echo(f"wrote {out_file}")
 
 
 @main.command()
@@ -132,14 +202,35 @@ def diff(old: Path, new: Path, out_dir: Path, progress: bool | None) -> None:
 
 
 @main.command()
+@click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--runs", type=click.IntRange(2, 100_000), default=1000, show_default=True, help="Simulated runs.")
 @click.option(
-    "-o",
-    "--out",
-    "out_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the JSON Schema here (default: print it).",
+    "--days", type=click.FloatRange(min=0, min_open=True), default=None, help="Run length (default: the workload's)."
 )
+@click.option(
+    "--interval",
+    "minutes",
+    type=click.FloatRange(min=0, min_open=True),
+    multiple=True,
+    help="Checkpoint interval in minutes to compare (repeatable; default: around Daly's optimum).",
+)
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@progress_option
+def simulate(
+    design: Path, runs: int, days: float | None, minutes: tuple[float, ...], seed: int, progress: bool | None
+) -> None:
+    """Simulate training runs on DESIGN with failures and checkpoints; compare checkpoint intervals."""
+    say = _progress(sys.stderr.isatty() if progress is None else progress)
+    plan = _plan(design, say)
+    analysis = analyse_checkpoints(plan)
+    say("simulation")
+    results = compare_intervals(analysis, runs=runs, days=days, minutes=list(minutes) or None, seed=seed)
+    for line in comparison_lines(analysis, results, days or analysis.run_days, seed):
+        click.echo(line)
+
+
+@main.command()
+@_out_file_option("Write the JSON Schema here (default: print it).")
 def schema(out_file: Path | None) -> None:
     """Export the design file's JSON Schema, for editor completion and checking."""
     text = json.dumps(Design.model_json_schema(), indent=2, sort_keys=True) + "\n"

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpucluster.catalog.ports import device_ports
-from gpucluster.plan.model import Finding, Plan
+from gpucluster.design.schema import PowerFeed
+from gpucluster.plan.model import Finding, Plan, RackPlan
+from gpucluster.plan.power import feed_loss, rack_circuits
 
 # Heat one rack's cooling can remove, by cooling type, when the design does not say
 # (hardware-facts §5: air ~25-30 kW practical with containment; active rear-door heat exchangers
@@ -33,6 +35,25 @@ def cooling_capacity_kw(site: object) -> float:
     return float(capacity) if capacity else COOLING_CAPACITY_KW[getattr(site, "cooling", "air")]
 
 
+def liquid_heat_w(part: object, power_w: float) -> float:
+    """The share of a part's heat its liquid loop takes (catalog `cooling`); the rest goes to the air."""
+    cooling = getattr(part, "cooling", None)
+    if cooling is None or cooling.method != "liquid":
+        return 0.0
+    return power_w * cooling.liquid_fraction
+
+
+def cooling_needed(air_kw: float, liquid_kw: float) -> str:
+    """The cooling a rack needs by its density: the lightest type whose default capacity takes its
+    air-side heat (air, then rear-door); beyond that, or with liquid-cooled parts, direct liquid."""
+    if liquid_kw > 0:
+        return "liquid"
+    for kind in ("air", "rear-door"):
+        if air_kw <= COOLING_CAPACITY_KW[kind] + 1e-9:
+            return kind
+    return "liquid"
+
+
 def rule_facts(plan: Plan) -> dict:
     """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input)."""
     design = plan.design
@@ -48,6 +69,7 @@ def rule_facts(plan: Plan) -> dict:
         for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
             if device in compute_switches and port not in _mgmt_ports(catalog_parts.get(compute_switches[device])):
                 foreign += 1
+    feed = getattr(site, "power_feed", None)
     return {
         "compute_fabric_link_purposes": dict(sorted(purposes.items())),
         "non_compute_links_on_compute_switches": foreign,
@@ -56,16 +78,21 @@ def rule_facts(plan: Plan) -> dict:
             for t in plan.tiers
             if t.network == "compute" and t.up_gbps
         ],
-        "racks": [
-            {
-                "name": rack.name,
-                "purpose": rack.purpose,
-                "power_max_kw": round(rack.power_max_w / 1000, 3),
-                "power_typical_kw": round(rack.power_typical_w / 1000, 3),
-            }
-            for rack in plan.racks.values()
-        ],
+        "racks": [_rack_facts(plan, rack, feed) for rack in plan.racks.values()],
         "rack_power_budget_kw": getattr(site, "rack_power_budget_kw", None),
+        "power_redundancy": feed.redundancy if feed else None,
+        "feed_loss": [
+            {
+                "part": loss.part,
+                "devices": loss.devices,
+                "psus": loss.psus,
+                "surviving_psus": loss.surviving_psus,
+                "surviving_kw": round(loss.surviving_w / 1000, 3),
+                "max_kw": round(loss.max_w / 1000, 3),
+                "typical_kw": round(loss.typical_w / 1000, 3),
+            }
+            for loss in (feed_loss(plan, feed) if feed else [])
+        ],
         "cooling": getattr(site, "cooling", None),
         "cooling_capacity_kw": cooling_capacity_kw(site) if site else None,
         "spare_servers": sum(1 for d in plan.devices_with("gpu-server") if d.spare),
@@ -73,6 +100,25 @@ def rule_facts(plan: Plan) -> dict:
         "burn_in_plan": plan.settings.get("burn_in_plan"),
         "checkpoint": plan.settings.get("checkpoint"),
     }
+
+
+def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> dict:
+    liquid_w = sum(liquid_heat_w(plan.part(n), float(getattr(plan.part(n), "power_max_w", 0.0))) for n in rack.devices)
+    facts = {
+        "name": rack.name,
+        "purpose": rack.purpose,
+        "power_max_kw": round(rack.power_max_w / 1000, 3),
+        "power_typical_kw": round(rack.power_typical_w / 1000, 3),
+        "liquid_max_kw": round(liquid_w / 1000, 3),
+    }
+    if feed is not None and rack.pdus:
+        circuits = rack_circuits(plan, rack, feed)
+        facts |= {
+            "circuits_per_feed": circuits.circuits_per_feed,
+            "circuit_capacity_kw": round(circuits.capacity_w / 1000, 3),
+            "outlets_ok": circuits.outlets_ok,
+        }
+    return facts
 
 
 def _mgmt_ports(part: object) -> tuple[str, ...]:
@@ -123,6 +169,8 @@ def _oversubscription(facts: dict) -> list[Finding]:
 
 
 def _rack_power_and_cooling(facts: dict) -> list[Finding]:
+    """Every watt a rack draws becomes heat: with liquid-cooled parts the site's liquid cooling takes
+    it all, while air or rear-door cooling takes only the air share and cannot serve a liquid loop."""
     findings = []
     budget = facts["rack_power_budget_kw"]
     capacity = facts["cooling_capacity_kw"]
@@ -136,12 +184,24 @@ def _rack_power_and_cooling(facts: dict) -> list[Finding]:
                     rack["name"],
                 )
             )
-        if capacity is not None and rack["power_max_kw"] > capacity + 1e-9:
+        liquid = rack.get("liquid_max_kw", 0.0)
+        if liquid > 0 and facts["cooling"] != "liquid":
             findings.append(
                 Finding(
                     "rack-power-and-cooling",
                     "warning",
-                    f"rack {rack['name']} at {rack['power_max_kw']:.1f} kW is beyond what {facts['cooling']} "
+                    f"rack {rack['name']} holds liquid-cooled parts ({liquid:.1f} kW to liquid) but the site's "
+                    f"cooling is {facts['cooling']}: it needs a coolant loop (CDU) to the rack",
+                    rack["name"],
+                )
+            )
+        heat = rack["power_max_kw"] if facts["cooling"] == "liquid" else rack["power_max_kw"] - liquid
+        if capacity is not None and heat > capacity + 1e-9:
+            findings.append(
+                Finding(
+                    "rack-power-and-cooling",
+                    "warning",
+                    f"rack {rack['name']} at {heat:.1f} kW is beyond what {facts['cooling']} "
                     f"cooling removes ({capacity:g} kW per rack); choose a denser cooling type or fewer "
                     "servers per rack",
                     rack["name"],
@@ -149,6 +209,55 @@ def _rack_power_and_cooling(facts: dict) -> list[Finding]:
             )
     return findings or [
         Finding("rack-power-and-cooling", "ok", f"every rack within {budget:g} kW and its {facts['cooling']} cooling")
+    ]
+
+
+def _rack_power_distribution(facts: dict) -> list[Finding]:
+    """Each rack's circuits carry its maximum with the redundancy kept (with 2N, on one feed), every
+    power cord has an outlet; with 2N, flag models whose PSUs on one feed cannot carry them."""
+    findings = []
+    feeds = "one feed" if facts.get("power_redundancy") == "2N" else "its circuits"
+    for rack in facts["racks"]:
+        if "circuit_capacity_kw" not in rack:
+            continue
+        if rack["power_max_kw"] > rack["circuit_capacity_kw"] + 1e-9:
+            findings.append(
+                Finding(
+                    "rack-power-distribution",
+                    "error",
+                    f"rack {rack['name']} draws up to {rack['power_max_kw']:.1f} kW but {feeds} carries "
+                    f"{rack['circuit_capacity_kw']:.1f} kW ({rack['circuits_per_feed']} circuits per feed)",
+                    rack["name"],
+                )
+            )
+        if not rack["outlets_ok"]:
+            findings.append(
+                Finding(
+                    "rack-power-distribution",
+                    "error",
+                    f"rack {rack['name']}: its PDUs have too few outlets for its power cords",
+                    rack["name"],
+                )
+            )
+    for loss in facts.get("feed_loss", []):
+        below_typical = loss["surviving_kw"] < loss["typical_kw"]
+        findings.append(
+            Finding(
+                "rack-power-distribution",
+                "warning" if below_typical else "advisory",
+                f"{loss['devices']} x {loss['part']}: with A/B feeds its {loss['psus']} PSUs split "
+                f"{loss['psus'] - loss['surviving_psus']} + {loss['surviving_psus']}, and {loss['surviving_psus']} "
+                f"carry {loss['surviving_kw']:g} kW, below its {loss['max_kw']:g} kW maximum"
+                + (
+                    f" and its {loss['typical_kw']:g} kW typical draw: a feed loss stops it"
+                    if below_typical
+                    else ": on a feed loss it runs power-capped"
+                ),
+                loss["part"],
+            )
+        )
+    return findings or [
+        Finding("rack-power-distribution", "ok", f"every rack's circuits carry its maximum load on {feeds}")
     ]
 
 
@@ -164,13 +273,111 @@ def _spares(facts: dict) -> list[Finding]:
     ]
 
 
+# Checkpoint pauses above this share of the interval are a warning: well-run jobs stay far below it
+# (BLOOM 0.37 %, CheckFreq <= 3.5 %; reliability-facts.md 2.4, 3.2). A threshold of this tool.
+CHECKPOINT_STALL_WARNING_FRACTION = 0.05
+# An interval whose goodput is this far below the goodput at Daly's optimum is advisory.
+CHECKPOINT_GOODPUT_SLACK = 0.01
+
+
+def _checkpoint_write_time(facts: dict) -> list[Finding]:
+    """Checkpoint write time against the checkpoint interval (facts from gpucluster.training.checkpoint)."""
+    c = facts.get("checkpoint")
+    name = "checkpoint-write-time"
+    if not c:
+        return [Finding(name, "ok", "no checkpoint figures")]
+    assumed = c["workload"] == "assumed"
+    label = f"assumed {c['model_parameters_b']:g}B workload: " if assumed else ""
+    interval_min = c["interval_seconds"] / 60
+    write = f"{c['write_seconds']:.1f} s" if c["write_seconds"] < 120 else f"{c['write_seconds'] / 60:.1f} min"
+    what = (
+        f"{label}a {c['checkpoint_tb']:.2f} TB checkpoint takes {write} to write "
+        f"({c['write_bottleneck']}, {c['write_gbytes_per_s']:,.0f} GB/s)"
+    )
+
+    def finding(severity: str, message: str) -> Finding:
+        # an assumed workload informs; it cannot fail a design
+        return Finding(name, "advisory" if assumed and severity != "ok" else severity, message)  # type: ignore[arg-type]
+
+    if c["write_seconds"] >= c["interval_seconds"]:
+        return [
+            finding(
+                "error",
+                f"{what}, longer than the {interval_min:.1f}-min interval: the next checkpoint starts before "
+                "the last is written; raise write throughput or lengthen the interval",
+            )
+        ]
+    findings = []
+    stall_share = c["stall_seconds"] / c["interval_seconds"]
+    if stall_share > CHECKPOINT_STALL_WARNING_FRACTION:
+        findings.append(
+            finding(
+                "warning",
+                f"{what}; the GPUs stand idle {stall_share:.0%} of every {interval_min:.0f}-min interval; raise "
+                f"write throughput ({c['write_bottleneck']}) or use async checkpoints",
+            )
+        )
+    daly = c.get("daly_interval_seconds")
+    if daly and c["goodput"] < c["goodput_at_daly"] - CHECKPOINT_GOODPUT_SLACK:
+        findings.append(
+            finding(
+                "advisory",
+                f"{label}a {interval_min:.0f}-min checkpoint interval gives {c['goodput']:.1%} goodput; "
+                f"Daly's optimum ({daly / 60:.0f} min) gives {c['goodput_at_daly']:.1%}",
+            )
+        )
+    return findings or [
+        Finding(
+            name,
+            "ok",
+            f"{what}, {c['stall_seconds'] / c['interval_seconds']:.1%} of the {interval_min:.0f}-min interval; "
+            f"expected goodput {c['goodput']:.1%}",
+        )
+    ]
+
+
+def _spares_cover_repairs(facts: dict) -> list[Finding]:
+    c = facts.get("checkpoint")
+    if not c:
+        return []
+    spares = c["spares"]
+    if spares["have"] >= spares["needed"]:
+        return [
+            Finding(
+                "spares-cover-repairs",
+                "ok",
+                f"{spares['have']} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
+                f"{spares['confidence']:.0%} confidence (needed {spares['needed']})",
+            )
+        ]
+    return [
+        Finding(
+            "spares-cover-repairs",
+            "advisory",
+            f"{spares['needed']} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
+            f"{spares['confidence']:.0%} confidence; the plan has {spares['have']}",
+        )
+    ]
+
+
 RULES: list[Rule] = [
     Rule("compute-fabric-gpu-only", "The compute fabric carries only GPU traffic.", _fabric_only_for_gpus),
     Rule("compute-fabric-non-blocking", "Compute-fabric oversubscription above 1:1 is advisory.", _oversubscription),
     Rule(
         "rack-power-and-cooling", "Every rack within the site's power budget and its cooling.", _rack_power_and_cooling
     ),
+    Rule(
+        "rack-power-distribution",
+        "Every rack's circuits carry its maximum load with the feed redundancy kept.",
+        _rack_power_distribution,
+    ),
     Rule("spare-servers", "Spare servers are present.", _spares),
+    Rule("checkpoint-write-time", "Checkpoint write time against the checkpoint interval.", _checkpoint_write_time),
+    Rule(
+        "spares-cover-repairs",
+        "Spare servers cover the servers in repair at the workload's confidence.",
+        _spares_cover_repairs,
+    ),
 ]
 
 

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import bom, plan_json, summary
+from gpucluster.artifacts import bom, checkpoint, plan_json, power, simulation_html, summary
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -20,6 +20,9 @@ Writer = Callable[[Plan, LoadedDesign, Path], None]
 ARTIFACTS: dict[str, Writer] = {
     "plan": plan_json.write,
     "summary": summary.write,
+    "power": power.write,
+    "checkpoint": checkpoint.write,
+    "simulation": simulation_html.write,
     "bom": bom.write,
 }
 

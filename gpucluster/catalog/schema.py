@@ -114,6 +114,11 @@ class _RackMounted(_Part):
     depth_mm: float | None = Field(default=None, gt=0)
     power_typical_w: float = Field(ge=0)
     power_max_w: float = Field(ge=0)
+    power_max_includes_optics: bool = Field(
+        default=False,
+        description="power_max_w already covers modules or active cables in every cage (e.g. a switch maximum "
+        "'with active cables'); otherwise the plan adds the optics it puts in the device's cages",
+    )
     airflow: Airflow = "front-to-rear"
     airflow_cfm: float | None = Field(default=None, gt=0)
     ports: list[PortGroup] = Field(default_factory=list)

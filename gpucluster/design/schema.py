@@ -68,6 +68,12 @@ class Site(_Section):
     pue: float = Field(1.3, ge=1.0, le=3.0, description="power usage effectiveness of the facility")
     electricity_price_per_kwh: float | None = Field(None, ge=0)
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
+    air_temperature_rise_k: float = Field(
+        11.1,
+        gt=0,
+        le=30,
+        description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb)",
+    )
     cabling: Cabling = Cabling()
 
 
@@ -178,15 +184,58 @@ class Scheduler(_Section):
     kubernetes: KubernetesSettings = KubernetesSettings()
 
 
-class Workload(_Section):
-    """The training job the cluster is for (sizing, checkpoints, failure analysis)."""
+class FailureRates(_Section):
+    """Failures per unit and year that stop a training job, by component kind; each omitted kind keeps
+    its sourced default (gpucluster/training/reliability.py, from Llama 3's 54-day failure table)."""
 
-    model_parameters_b: float = Field(gt=0, description="model size in billions of parameters")
+    gpu: float | None = Field(None, ge=0, le=100, description="per GPU and year")
+    server: float | None = Field(None, ge=0, le=100, description="per GPU server and year (host parts, not GPUs)")
+    nic_optics: float | None = Field(
+        None, ge=0, le=100, description="per compute NIC or optical module and year (NICs, transceivers, AOC ends)"
+    )
+    switch: float | None = Field(None, ge=0, le=100, description="per compute-fabric switch and year")
+    software: float | None = Field(
+        None, ge=0, le=100, description="per GPU server and year: software bugs, NCCL timeouts, dependencies"
+    )
+
+
+class Workload(_Section):
+    """The training job the cluster is for (sizing, checkpoints, failure analysis, simulation)."""
+
+    model_parameters_b: float = Field(gt=0, le=100_000, description="model size in billions of parameters")
     training_tokens_b: float | None = Field(None, gt=0, description="training tokens in billions")
-    target_days: float | None = Field(None, gt=0)
+    target_days: float | None = Field(None, gt=0, le=3650, description="wall-clock days the run should take")
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
-    mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation")
-    checkpoint_interval_minutes: float | None = Field(None, gt=0)
+    mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43)")
+    checkpoint_interval_minutes: float | None = Field(
+        None, gt=0, le=10_080, description="compute time between checkpoints; default Daly's optimum for this plan"
+    )
+    optimizer: Literal["adam", "adamw", "sgd-momentum"] = Field(
+        "adam", description="sets the checkpoint's bytes per parameter (mixed-precision Adam: 14)"
+    )
+    checkpoint_bytes_per_parameter: float | None = Field(
+        None, gt=0, le=64, description="overrides the optimizer's figure, e.g. 16 when fp32 gradients are saved too"
+    )
+    checkpoint_mode: Literal["blocking", "async"] = Field(
+        "blocking", description="async: GPUs pause only to stage the checkpoint in host memory; the write goes on"
+    )
+    async_stall_seconds: float | None = Field(
+        None, ge=0, le=3600, description="GPU pause per async checkpoint; default scaled from PyTorch's measurement"
+    )
+    restart_minutes: float = Field(
+        10.0, ge=0, le=1440, description="detect, diagnose and reschedule after a failure (checkpoint load is added)"
+    )
+    run_days: float | None = Field(
+        None, gt=0, le=3650, description="simulated run length; default target_days, else the compute time"
+    )
+    global_batch_tokens_m: float = Field(16.0, gt=0, le=10_000, description="tokens per step in millions")
+    dataset_bytes_per_token: float = Field(4.0, gt=0, le=64, description="tokenised dataset size per token")
+    dataset_tb: float | None = Field(None, gt=0, description="dataset size to stage; default tokens x bytes per token")
+    failure_rates: FailureRates = FailureRates()
+    repair_hours: float = Field(72.0, gt=0, le=8760, description="time to repair a failed GPU server and return it")
+    spare_confidence: float = Field(
+        0.95, gt=0, lt=1, description="probability that the spares cover every server in repair at once"
+    )
 
 
 class BillOfMaterials(_Section):

@@ -19,11 +19,12 @@ from gpucluster.plan.networks import (
     build_storage_network,
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
-from gpucluster.plan.power import choose_pdu, pdus_needed
+from gpucluster.plan.power import add_optics_power, choose_pdu, optics_allowance_w, pdus_needed
 from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, servers_per_rack
 from gpucluster.plan.resolve import resolve
 from gpucluster.plan.totals import totals
 from gpucluster.rules import RULE_PREFIX, check_rules, rule_facts
+from gpucluster.training.checkpoint import checkpoint_facts
 
 __all__ = ["Plan", "plan_design"]
 
@@ -66,18 +67,21 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
 
     say("racks")
     rack_part = catalog.get(site.rack, Rack)
-    planner = RackPlanner(catalog, site, rack_part)
-    per_rack = servers_per_rack(
-        r.server.u_height, r.server.power_max_w, planner.height_u, planner.budget_w, r.su_servers
+    optics_w = optics_allowance_w(plan, catalog)
+    planner = RackPlanner(catalog, site, rack_part, optics_w)
+    server_w = r.server.power_max_w + max(
+        (optics_w.get(d.name, 0.0) for d in plan.devices_with("gpu-server")), default=0
     )
+    per_rack = servers_per_rack(r.server.u_height, server_w, planner.height_u, planner.budget_w, r.su_servers)
     if per_rack == 0:
         raise DesignError(
             [
                 Problem(
                     *loaded.where("site", "rack_power_budget_kw"),
                     "site.rack_power_budget_kw",
-                    f"one {r.server.model} ({r.server.power_max_w / 1000:.1f} kW, {r.server.u_height:g}U) does not "
-                    f"fit a {planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW budget",
+                    f"one {r.server.model} ({r.server.power_max_w / 1000:.1f} kW, "
+                    f"{server_w / 1000:.2f} kW with its optics, {r.server.u_height:g}U) does not fit a "
+                    f"{planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW budget",
                 )
             ]
         )
@@ -103,10 +107,12 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         add_cables(plan, catalog, site.cabling)
     except NoCableFits as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+    add_optics_power(plan)
     say("graph analyses")
     plan.graphs = build_graphs(plan)
     plan.analysis = analyse(plan)
     plan.totals = totals(plan)
+    plan.settings["checkpoint"] = checkpoint_facts(plan)
     refresh_findings(plan)
     return plan
 

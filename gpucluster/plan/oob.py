@@ -66,7 +66,7 @@ def reserve_oob_switches(
     def needed(cluster: Cluster) -> int:
         devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
         ports = len(oob_ports(plan, catalog, devices))
-        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog, rack.devices)) for rack in cluster.racks)
+        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog.parts, rack.devices)) for rack in cluster.racks)
         return math.ceil((ports + pdus) / access_ports)
 
     def reserve(cluster: Cluster, part_id: str, purpose: str, count: int, key: str) -> None:

@@ -1,30 +1,60 @@
-"""Rack power distribution: the PDU model for the site's feed and how many each rack needs.
+"""Power: what each device draws with its optics, and how each rack's load reaches it over PDUs and circuits.
 
 A circuit's usable power is its apparent power (sqrt(3) x V_LL x I for three-phase, V x I for
 single-phase) times the continuous-load fraction (NEC 80 % rule), at power factor 1: a 415 V
 three-phase 60 A circuit gives 43.1 kVA, 34.5 kW usable (hardware-facts §5, Raritan PX3-5878).
-With 2N feeds each side carries the whole rack; with N the circuits share it.
+Every PDU is fed by one circuit. With 2N the rack has an A and a B feed and each feed alone
+carries the whole rack; with N all the rack's circuits share its load.
+
+Device power (the rule every view uses):
+
+* a device's *maximum* is its catalog ``power_max_w`` plus the pluggable optics and active-cable
+  ends in its cages, unless the catalog says that maximum already covers them
+  (``power_max_includes_optics``: the QM9700's 1.72 kW is "with active cables", hardware-facts §1.5);
+* its *typical* draw is the catalog ``power_typical_w`` plus the optics at their typical power
+  (NVIDIA's switch typical figures are "with passive cables"), never above the maximum;
+* optics are counted once per (device, cage): one twin-port transceiver serves both links of its cage.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import cache
+from typing import cast
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.schema import Pdu
+from gpucluster.catalog.schema import Cable as CablePart
+from gpucluster.catalog.schema import Pdu, Transceiver
 from gpucluster.design.schema import PowerFeed
+from gpucluster.plan.cables import CAGE_ACCEPTS
+from gpucluster.plan.model import Cable, Plan, RackPlan
+from gpucluster.plan.racks import rack_inlets
 
 # IEC 60320: the outlet that mates with each appliance inlet.
 OUTLET_FOR_INLET = {"C14": "C13", "C20": "C19", "C16": "C15", "C22": "C21"}
+SQRT3 = math.sqrt(3)
 
 
 def circuit_kva(voltage_v: float, phases: int, current_a: float) -> float:
-    return (math.sqrt(3) if phases == 3 else 1.0) * voltage_v * current_a / 1000.0
+    return (SQRT3 if phases == 3 else 1.0) * voltage_v * current_a / 1000.0
 
 
 def usable_circuit_kw(feed: PowerFeed) -> float:
     """Continuous power one circuit of the site's feed can carry (power factor 1)."""
     return circuit_kva(feed.voltage_v, feed.phases, feed.breaker_a) * feed.continuous_load_fraction
+
+
+def circuit_w(pdu: Pdu, feed: PowerFeed) -> float:
+    """Continuous power one PDU's circuit carries: the smaller of the feed's circuit and the PDU's own rating."""
+    pdu_kw = circuit_kva(pdu.voltage_v, pdu.phases, pdu.current_a) * feed.continuous_load_fraction
+    return min(usable_circuit_kw(feed), pdu_kw) * 1000.0
+
+
+def line_current_a(power_w: float, voltage_v: float, phases: int) -> float:
+    """Current per line conductor at power factor 1 (balanced phases for three-phase)."""
+    return power_w / ((SQRT3 if phases == 3 else 1.0) * voltage_v)
 
 
 def choose_pdu(catalog: Catalog, feed: PowerFeed, wanted: str | None) -> Pdu | None:
@@ -51,20 +81,256 @@ def pdus_needed(load_w: float, inlets: dict[str, int], pdu: Pdu, feed: PowerFeed
     """
     if load_w <= 0:
         return 0
-    circuit_w = (
-        min(
-            usable_circuit_kw(feed),
-            circuit_kva(pdu.voltage_v, pdu.phases, pdu.current_a) * feed.continuous_load_fraction,
-        )
-        * 1000.0
-    )
-    per_side = max(1, math.ceil(load_w / circuit_w))
+    per_side = max(1, math.ceil(load_w / circuit_w(pdu, feed)))
     sides = 2 if feed.redundancy == "2N" else 1
     for inlet, count in inlets.items():
-        outlet = OUTLET_FOR_INLET.get(inlet, inlet)
-        per_pdu = pdu.outlets.get(outlet, 0)
-        if per_pdu == 0:
-            # fall back to any outlet type the PDU has (with a C19-to-C14 style cord)
-            per_pdu = sum(pdu.outlets.values())
+        per_pdu = _outlets_for(pdu, inlet)
         per_side = max(per_side, math.ceil(count / (per_pdu * sides)))
     return per_side * sides
+
+
+def _outlets_for(pdu: Pdu, inlet: str) -> int:
+    """Outlets of one PDU that take a device inlet: the mating type, else any outlet (with an adapter cord)."""
+    return pdu.outlets.get(OUTLET_FOR_INLET.get(inlet, inlet), 0) or sum(pdu.outlets.values())
+
+
+# ------------------------------------------------------------------------------------------ device power
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePower:
+    """One device's draw in watts, its optics shown apart."""
+
+    typical_w: float
+    max_w: float
+    catalog_typical_w: float
+    catalog_max_w: float
+    optics_typical_w: float  # modules and active-cable ends in its cages
+    optics_max_w: float
+    optics_in_catalog_max: bool  # the catalog maximum already covers the optics
+
+
+def optics_power_w(plan: Plan) -> dict[str, tuple[float, float]]:
+    """(typical, maximum) watts of the optics in each device's cages, counted once per (device, cage)."""
+    parts = plan.catalog_parts
+    cages: dict[tuple[str, int], tuple[float, float]] = {}
+    for cable in plan.cables:
+        per_end_w = float(getattr(parts.get(cable.cable_part), "power_per_end_w", 0.0) or 0.0)
+        for ends, transceiver in zip(_cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
+            if transceiver:
+                part = parts[transceiver]
+                typical = part.power_typical_w if part.power_typical_w is not None else part.power_max_w
+                watts = (float(typical), float(part.power_max_w))
+            elif per_end_w:
+                watts = (per_end_w, per_end_w)
+            else:
+                continue
+            for end in ends:
+                if end[1] and watts[1] > cages.get(end, (0.0, 0.0))[1]:
+                    cages[end] = watts
+    per_device: dict[str, tuple[float, float]] = {}
+    for (device, _cage), (typical, maximum) in cages.items():
+        t, m = per_device.get(device, (0.0, 0.0))
+        per_device[device] = (t + typical, m + maximum)
+    return per_device
+
+
+def _cable_ends(plan: Plan, cable: Cable) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
+    """The (device, cage) ends at the cable's a side and b side.
+
+    The a side is the links' a side, except for a 1:2 splitter whose shared (twin-port) cage is on
+    the links' b side: a cable's a end is always the end its links share.
+    """
+    links = [plan.links[i] for i in cable.links]
+    a = {(link.a_device, link.a_cage) for link in links}
+    b = {(link.b_device, link.b_cage) for link in links}
+    return (b, a) if len(a) > 1 and len(b) == 1 else (a, b)
+
+
+def optics_allowance_w(plan: Plan, catalog: Catalog) -> dict[str, float]:
+    """Before cabling, the most the optics in each device's used cages can draw: per cage, the
+    hungriest catalog module or active-cable end that fits it. Racks are packed with this, so they
+    stay within their power budget whatever media the cables get."""
+    used: dict[str, set[int]] = defaultdict(set)
+    for link in plan.links:
+        if link.a_cage:
+            used[link.a_device].add(link.a_cage)
+        if link.b_cage:
+            used[link.b_device].add(link.b_cage)
+    modules = [(t.cage_type, t.ports, t.end, t.power_max_w) for t in catalog.of_kind(Transceiver)]
+    modules += [
+        (end, 0, "any", c.power_per_end_w)
+        for c in catalog.of_kind(CablePart)
+        if c.power_per_end_w
+        for end in (c.end_a, c.end_b)
+    ]
+    per_cage = cache(lambda part_id, switch: _cage_allowance_w(catalog.parts[part_id], switch, modules))
+    result = {}
+    for name, cages in used.items():
+        device = plan.devices[name]
+        part = catalog.parts[device.part]
+        if getattr(part, "power_max_includes_optics", False):
+            continue
+        watts = per_cage(device.part, device.role == "switch")
+        result[name] = sum(watts.get(cage, 0.0) for cage in cages)
+    return result
+
+
+def _cage_allowance_w(part: object, switch: bool, modules: list[tuple[str, int, str, float]]) -> dict[int, float]:
+    """Cage number (unique across the device, as catalog.ports numbers them) -> the most a module in it draws."""
+    result = {}
+    offset = 0
+    for group in getattr(part, "ports", []):
+        accepts = CAGE_ACCEPTS.get(group.cage_type, (group.cage_type,))
+        fitting = [
+            watts
+            for cage_type, ports, end, watts in modules
+            if cage_type in accepts
+            and ports in (0, group.ports_per_cage)
+            and end in ("any", "switch" if switch else "host")
+        ]
+        for cage in range(offset + 1, offset + group.cages + 1):
+            result[cage] = max(fitting, default=0.0)
+        offset += group.cages
+    return result
+
+
+def device_power(plan: Plan) -> dict[str, DevicePower]:
+    """Every device's typical and maximum draw with its optics (the rule in the module docstring)."""
+    optics = optics_power_w(plan)
+    result = {}
+    for name, device in plan.devices.items():
+        part = plan.catalog_parts[device.part]
+        typical = float(getattr(part, "power_typical_w", 0.0))
+        maximum = float(getattr(part, "power_max_w", 0.0))
+        included = bool(getattr(part, "power_max_includes_optics", False))
+        optics_typical, optics_max = optics.get(name, (0.0, 0.0))
+        device_max = maximum + (0.0 if included else optics_max)
+        result[name] = DevicePower(
+            typical_w=min(typical + optics_typical, device_max),
+            max_w=device_max,
+            catalog_typical_w=typical,
+            catalog_max_w=maximum,
+            optics_typical_w=optics_typical,
+            optics_max_w=optics_max,
+            optics_in_catalog_max=included,
+        )
+    return result
+
+
+def rack_devices(rack: RackPlan) -> list[str]:
+    """Everything in a rack that draws power: its devices and its PDUs."""
+    return [*rack.devices, *rack.pdus]
+
+
+def add_optics_power(plan: Plan) -> dict[str, DevicePower]:
+    """Once the cables (and so the optics) are known, make each rack's load include them."""
+    powers = device_power(plan)
+    for rack in plan.racks.values():
+        names = rack_devices(rack)
+        rack.power_max_w = sum(powers[n].max_w for n in names)
+        rack.power_typical_w = sum(powers[n].typical_w for n in names)
+    return powers
+
+
+# --------------------------------------------------------------------------------------------- circuits
+
+
+@dataclass(frozen=True, slots=True)
+class RackCircuits:
+    """A rack's circuits (one per PDU) and what they carry."""
+
+    rack: str
+    feeds: tuple[str, ...]  # ("A", "B") with 2N, ("A",) with N
+    circuits_per_feed: int
+    circuit_usable_w: float  # continuous power one circuit carries
+    capacity_w: float  # continuous load the rack may draw and keep its redundancy
+    load_max_w: float
+    circuit_load_w: float  # per circuit, all feeds up, at the rack's maximum
+    circuit_load_failover_w: float  # per circuit with one feed lost (2N); equal to circuit_load_w with N
+    inlets: int  # power-supply cords in the rack
+    outlets: int  # outlets of all its PDUs
+    outlets_ok: bool  # every cord has an outlet of its type (or an adapter's) on its feed
+
+    @property
+    def circuits(self) -> int:
+        return self.circuits_per_feed * len(self.feeds)
+
+    @property
+    def within_capacity(self) -> bool:
+        return self.load_max_w <= self.capacity_w + 1e-6
+
+
+def rack_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
+    """The circuits of one rack against its maximum load and its power cords."""
+    feeds = ("A", "B") if feed.redundancy == "2N" else ("A",)
+    pdus = [cast(Pdu, plan.part(name)) for name in rack.pdus]
+    per_feed = len(pdus) // len(feeds)
+    usable = min((circuit_w(p, feed) for p in pdus), default=0.0)
+    inlets = rack_inlets(plan.catalog_parts, [plan.devices[n] for n in rack.devices])
+    outlets_ok = all(count <= sum(_outlets_for(p, inlet) for p in pdus) for inlet, count in inlets.items())
+    load = rack.power_max_w
+    return RackCircuits(
+        rack=rack.name,
+        feeds=feeds,
+        circuits_per_feed=per_feed,
+        circuit_usable_w=usable,
+        capacity_w=per_feed * usable,
+        load_max_w=load,
+        circuit_load_w=load / len(pdus) if pdus else 0.0,
+        circuit_load_failover_w=load / per_feed if per_feed else 0.0,
+        inlets=sum(inlets.values()),
+        outlets=sum(sum(p.outlets.values()) for p in pdus),
+        outlets_ok=outlets_ok and (bool(pdus) or not inlets),
+    )
+
+
+def circuit_kind(feed: PowerFeed, pdu: Pdu) -> str:
+    """How the site names a circuit: '415 V 3-phase 60 A'."""
+    amps = min(feed.breaker_a, pdu.current_a)
+    return f"{feed.voltage_v:g} V {feed.phases}-phase {amps:g} A"
+
+
+@dataclass(frozen=True, slots=True)
+class FeedLoss:
+    """Devices of one model that cannot run at full power on one feed of a 2N rack."""
+
+    part: str
+    devices: int
+    psus: int
+    psu_rating_w: float
+    surviving_psus: int  # PSUs on the weaker feed
+    surviving_w: float
+    max_w: float
+    typical_w: float
+
+
+def feed_loss(plan: Plan, feed: PowerFeed) -> list[FeedLoss]:
+    """With 2N, each device's PSUs are split across the A and B feeds; after losing one feed, the
+    PSUs left (the smaller half) must carry the device. Lists the models whose remaining PSU
+    capacity is below their catalog maximum (they run power-capped, or stop if below typical)."""
+    if feed.redundancy != "2N":
+        return []
+    counts: Counter[str] = Counter(d.part for d in plan.devices.values() if d.role != "pdu")
+    result = []
+    for part_id, count in sorted(counts.items()):
+        part = plan.catalog_parts[part_id]
+        psus = getattr(part, "psus", None)
+        if not psus:
+            continue
+        surviving = psus.count // 2
+        surviving_w = surviving * psus.rating_w
+        if surviving_w < part.power_max_w:
+            result.append(
+                FeedLoss(
+                    part=part_id,
+                    devices=count,
+                    psus=psus.count,
+                    psu_rating_w=psus.rating_w,
+                    surviving_psus=surviving,
+                    surviving_w=surviving_w,
+                    max_w=part.power_max_w,
+                    typical_w=part.power_typical_w,
+                )
+            )
+    return result

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from gpucluster.catalog.load import Catalog
@@ -57,8 +57,9 @@ def servers_per_rack(server_u: float, server_max_w: float, rack_height_u: int, b
 class RackPlanner:
     """Packs devices into the racks of each cluster, bottom up, within U and power budget."""
 
-    def __init__(self, catalog: Catalog, site: Site, rack_part: Rack):
+    def __init__(self, catalog: Catalog, site: Site, rack_part: Rack, optics_w: Mapping[str, float] | None = None):
         self.catalog = catalog
+        self.optics_w = optics_w or {}  # device -> the most its optics can add (plan.power.optics_allowance_w)
         self.site = site
         self.rack_part = rack_part
         self.height_u = site.rack_height_u or rack_part.u_height
@@ -66,7 +67,7 @@ class RackPlanner:
         self.clusters: dict[str, Cluster] = {}
 
     def power_w(self, device: Device) -> float:
-        return float(getattr(self.catalog.parts[device.part], "power_max_w", 0.0))
+        return float(getattr(self.catalog.parts[device.part], "power_max_w", 0.0)) + self.optics_w.get(device.name, 0.0)
 
     def cluster(self, name: str, su: int | None = None) -> Cluster:
         return self.clusters.setdefault(name, Cluster(name, su))
@@ -170,18 +171,19 @@ def add_pdus(
         return
     for rack in plan.racks.values():
         devices = [plan.devices[n] if n in plan.devices else reserved[n] for n in rack.devices]
-        count = count_for(rack.power_max_w, rack_inlets(catalog, devices))
+        count = count_for(rack.power_max_w, rack_inlets(catalog.parts, devices))
         for i in range(count):
             suffix = f"{'ab'[i % 2]}{i // 2 + 1}" if two_feeds else f"{i + 1}"
             device = plan.add(Device(f"{rack.name}-pdu-{suffix}", pdu.id, "pdu", rack=rack.name))
             rack.pdus.append(device.name)
 
 
-def rack_inlets(catalog: Catalog, devices: list[Device]) -> dict[str, int]:
-    """Power-supply inlets in a rack by IEC type (C20, C14 ...), for PDU outlet counts."""
+def rack_inlets(parts: Mapping[str, object], devices: list[Device]) -> dict[str, int]:
+    """Power-supply inlets in a rack by IEC type (C20, C14 ...), for PDU outlet counts; `parts` maps
+    catalog ids to parts (a catalog's or a plan's)."""
     inlets: dict[str, int] = {}
     for device in devices:
-        psus = getattr(catalog.parts.get(device.part), "psus", None)
+        psus = getattr(parts.get(device.part), "psus", None)
         if psus:
             inlets[psus.inlet] = inlets.get(psus.inlet, 0) + psus.count
     return inlets

@@ -1,0 +1,82 @@
+"""simulation.html: a self-contained page (inline script and style, no network) that replays a training run on
+the plan: storage, GPUs and fabric lighting up in turn, a node failing, the job rolling back to its last
+checkpoint, and a control to change the checkpoint interval and compare the work lost.
+
+The page draws one sequence of failures from the plan's failure rates (seeded) and replays it at every
+interval the reader picks, with the same rules as the Python simulator (gpucluster/training/simulate.py).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+from gpucluster.templating import render
+from gpucluster.training import analyse_checkpoints
+from gpucluster.training import reliability as rel
+from gpucluster.training.checkpoint import CheckpointAnalysis
+from gpucluster.training.intervals import DEFAULT_SEED
+
+MAX_SERVER_NAMES = 4096  # beyond this the page names failed servers by number
+REPLAY_MTBFS = 10  # replay about this many mean times between failures, within the run length
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    a = analyse_checkpoints(plan)
+    text = render(
+        "simulation.html.j2",
+        name=plan.name,
+        assumed=a.assumed,
+        model_b=f"{a.workload.model_parameters_b:g}",
+        params=page_parameters(plan, a),
+    )
+    (folder / "simulation.html").write_text(text, encoding="utf-8")
+
+
+def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
+    """The plain data the page's script replays (JSON inside the page)."""
+    servers = [d.name for d in plan.devices_with("gpu-server") if not d.spare]
+    leaves = sorted(d.name for d in plan.switches("compute", 1))
+    spines = sorted(d.name for d in plan.switches("compute", 2))
+    storage = sorted(d.name for d in plan.devices_with("storage"))
+    run_s = a.run_days * 86400
+    horizon = min(run_s, max(86400.0, REPLAY_MTBFS * a.mtbf_s)) if math.isfinite(a.mtbf_s) else run_s
+    low = max(a.step.seconds, min(a.interval_s, a.daly_s) / 16)
+    high = min(max(a.interval_s, a.daly_s) * 16, horizon / 2)
+    return {
+        "seed": DEFAULT_SEED,
+        "gpus": a.gpus,
+        "servers": a.servers,
+        "gpus_per_server": a.gpus_per_server,
+        "server_names": servers[:MAX_SERVER_NAMES],
+        "leaves": leaves[:8],
+        "spines": spines[:4],
+        "storage_names": storage[:4],
+        "storage_label": "{} x {}".format(
+            plan.settings["parallel_filesystem_blocks"], plan.settings["parallel_filesystem_block"]
+        ),
+        "fabric_label": f"{len(plan.switches('compute'))} x {plan.settings['compute_switch']}",
+        "kinds": [
+            {"kind": k.kind, "label": rel.KIND_LABELS[k.kind], "per_hour": k.job_failures_per_hour}
+            for k in a.kinds
+            if k.job_failures_per_hour > 0
+        ],
+        "step": {"load": a.step.load_s, "compute": a.step.compute_s, "sync": a.step.sync_s},
+        "step_s": a.step.seconds,
+        "stall_s": a.stall_s,
+        "background_s": a.background_s,
+        "restart_s": a.restart_s,
+        "write_s": a.write_s,
+        "bottleneck": a.write.bottleneck.name,
+        "checkpoint_tb": a.checkpoint_bytes / 1e12,
+        "mtbf_s": a.mtbf_s if math.isfinite(a.mtbf_s) else 1e300,
+        "young_s": a.young_s if math.isfinite(a.young_s) else 1e300,
+        "daly_s": a.daly_s if math.isfinite(a.daly_s) else 1e300,
+        "interval_s": min(max(a.interval_s, low), high),
+        "interval_from_text": "The design's interval." if a.interval_from == "design" else "Starts at Daly's optimum.",
+        "interval_min_s": low,
+        "interval_max_s": max(high, low * 2),
+        "horizon_s": horizon,
+    }

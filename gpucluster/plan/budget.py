@@ -1,0 +1,301 @@
+"""The power-and-cooling budget: per device, rack, row, scalable unit and site, from the plan alone.
+
+Formulas and constants (hardware-facts §4-5; each constant's source is beside it):
+
+* IT load = the sum of device draws (gpucluster.plan.power: catalog figures plus optics); the
+  maximum sizes circuits and cooling, the typical draw gives the energy.
+* facility power = IT load x PUE; annual energy = typical IT load x PUE x 8,760 h; its cost =
+  energy x the design's electricity price.
+* heat = electrical power (every watt a device draws leaves it as heat); BTU/h = W x 3.412142;
+  refrigeration tons = BTU/h / 12,000.
+* airflow: CFM = BTU/h / (1.085 x dT in °F), the sensible-heat equation for standard air, with the
+  design's temperature rise dT; m³/h = CFM x 60 x 0.0283168.
+* liquid-cooled parts give their catalog ``cooling.liquid_fraction`` of their heat to liquid, the rest
+  (and all optics) to the air.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import cast
+
+from gpucluster.catalog.schema import Pdu
+from gpucluster.design.schema import Site
+from gpucluster.plan.model import Finding, Plan
+from gpucluster.plan.power import (
+    DevicePower,
+    RackCircuits,
+    circuit_kind,
+    circuit_kva,
+    circuit_w,
+    device_power,
+    rack_circuits,
+    rack_devices,
+)
+from gpucluster.rules import COOLING_SOURCES, RULE_PREFIX, cooling_capacity_kw, cooling_needed, liquid_heat_w
+
+# 1 W = 3.412142 BTU(IT)/h (1 BTU/h = 0.29307107 W); insideHPC's airflow formula uses 3,412.
+BTU_PER_H_PER_W = 3.412142
+BTU_PER_H_PER_TON = 12_000.0  # 1 refrigeration ton = 12,000 BTU/h = 3.517 kW (ANSI/IIR R-1)
+AIR_SENSIBLE_HEAT_FACTOR = 1.085  # BTU/h per CFM per °F for standard air (insideHPC, Dell)
+FAHRENHEIT_PER_KELVIN = 1.8
+M3_PER_FT3 = 0.028316846592  # exact: 1 ft = 0.3048 m
+HOURS_PER_YEAR = 8760.0  # 365 days x 24 h
+
+SOURCES = {
+    "BTU/h per W": "insideHPC, Calculating CFMs for HPC power and cooling (3,412 BTU/h per kW): "
+    "https://insidehpc.com/2011/04/calculating-cfms-for-hpc-power-and-cooling/",
+    "refrigeration ton": "1 TR = 12,000 BTU/h = 3.517 kW: https://globalcalcs.com/en/conversion/refrigeration-ton-converter/",
+    "airflow": "CFM = 3,412 x kW / (1.085 x dT °F): insideHPC (above); "
+    "https://fanacdc.com/how-to-calculate-cfm-for-server-racks-and-data-center-cabinets",
+    "circuit": "P = sqrt(3) x V_LL x I (three-phase), V x I (single-phase); continuous load at most 80 % of the "
+    "breaker (NEC): https://cal53.calculator.city/3-phase-pdu-calculator/ ; 415 V 3-phase 60 A = 34.5 kW at 80 %, "
+    "matching the Raritan PX3-5878 (hardware-facts §5)",
+    "PUE": "facility power / IT power; industry average 1.56-1.58 (Uptime Institute 2023-2024), hyperscale 1.1-1.2: "
+    "https://intelligence.uptimeinstitute.com/resource/large-data-centers-are-mostly-more-efficient-analysis-confirms",
+    "switch maximum with optics": "QM9700 1.72 kW max with active cables, 0.747 kW typical with passive cables "
+    "(NVIDIA QM97x0 specifications, hardware-facts §1.5)",
+    **{f"{kind} cooling capacity": source for kind, source in COOLING_SOURCES.items()},
+}
+
+
+def btu_per_h(watts: float) -> float:
+    return watts * BTU_PER_H_PER_W
+
+
+def refrigeration_tons(watts: float) -> float:
+    return btu_per_h(watts) / BTU_PER_H_PER_TON
+
+
+def airflow_cfm(watts: float, rise_k: float) -> float:
+    """Air that carries `watts` of heat away at a temperature rise of `rise_k` kelvin."""
+    return btu_per_h(watts) / (AIR_SENSIBLE_HEAT_FACTOR * rise_k * FAHRENHEIT_PER_KELVIN)
+
+
+def cfm_to_m3_per_h(cfm: float) -> float:
+    return cfm * 60.0 * M3_PER_FT3
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """A heat and power load in watts (maximum and typical) with its liquid share."""
+
+    max_w: float = 0.0
+    typical_w: float = 0.0
+    liquid_w: float = 0.0  # at maximum
+    optics_max_w: float = 0.0
+
+    @property
+    def air_w(self) -> float:
+        return self.max_w - self.liquid_w
+
+    def __add__(self, other: Load) -> Load:
+        return Load(
+            self.max_w + other.max_w,
+            self.typical_w + other.typical_w,
+            self.liquid_w + other.liquid_w,
+            self.optics_max_w + other.optics_max_w,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceBudget:
+    name: str
+    part: str
+    role: str
+    rack: str
+    power: DevicePower
+    cooling: str  # air | liquid
+    liquid_fraction: float
+    liquid_w: float
+
+
+@dataclass(frozen=True, slots=True)
+class RackBudget:
+    name: str
+    row: str
+    purpose: str
+    su: int | None
+    devices: int  # excluding PDUs
+    load: Load
+    circuits: RackCircuits
+    cooling_needed: str  # air | rear-door | liquid
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupBudget:
+    """A row or a scalable unit."""
+
+    name: str
+    racks: int
+    load: Load
+    circuits: int
+    servers: int = 0
+    servers_catalog_max_w: float = 0.0  # GPU servers at their catalog maximum (the vendors' published figures)
+    servers_max_w: float = 0.0  # GPU servers with their optics
+
+
+@dataclass(frozen=True, slots=True)
+class CircuitKind:
+    kind: str  # "415 V 3-phase 60 A"
+    feed: str
+    circuits: int
+    usable_w: float  # per circuit
+
+
+@dataclass
+class Budget:
+    name: str
+    site: Site
+    rise_k: float
+    pue: float
+    devices: list[DeviceBudget]
+    racks: list[RackBudget]
+    rows: list[GroupBudget]
+    sus: list[GroupBudget]
+    total: Load
+    circuit_kinds: list[CircuitKind]
+    cooling_capacity_kw: float
+    pdu: str  # PDU model (catalog id)
+    pdu_kva: float  # its input rating
+    circuit_usable_w: float  # continuous power one circuit carries (feed and PDU)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def facility_max_w(self) -> float:
+        return self.total.max_w * self.pue
+
+    @property
+    def facility_typical_w(self) -> float:
+        return self.total.typical_w * self.pue
+
+    @property
+    def annual_energy_mwh(self) -> float:
+        return self.facility_typical_w * HOURS_PER_YEAR / 1e6
+
+    @property
+    def annual_cost(self) -> float | None:
+        price = self.site.electricity_price_per_kwh
+        return None if price is None else self.annual_energy_mwh * 1000.0 * price
+
+    @property
+    def feed_max_w(self) -> float:
+        """What each feed must be able to carry: the whole IT maximum with 2N, all of it with N."""
+        return self.total.max_w
+
+
+def power_budget(plan: Plan) -> Budget:
+    """The whole budget of a plan (cheap: one pass over devices, cables and racks)."""
+    site = cast(Site, plan.design.site)  # type: ignore[attr-defined]
+    feed = site.power_feed
+    powers = device_power(plan)
+    pdu = cast(Pdu, plan.catalog_parts[str(plan.settings["pdu"])])
+    devices = [_device_budget(plan, name, powers[name]) for name in sorted(plan.devices)]
+    by_name = {d.name: d for d in devices}
+    rule_findings = [
+        f
+        for f in plan.findings
+        if f.rule in (RULE_PREFIX + "rack-power-and-cooling", RULE_PREFIX + "rack-power-distribution")
+    ]
+    by_subject: dict[str, list[Finding]] = defaultdict(list)
+    for finding in rule_findings:
+        by_subject[finding.subject].append(finding)
+    racks = []
+    for rack in plan.racks.values():
+        load = sum((_device_load(by_name[n]) for n in rack_devices(rack)), Load())
+        racks.append(
+            RackBudget(
+                name=rack.name,
+                row=_row_name(rack.name),
+                purpose=rack.purpose,
+                su=rack.su,
+                devices=len(rack.devices),
+                load=load,
+                circuits=rack_circuits(plan, rack, feed),
+                cooling_needed=cooling_needed(load.air_w / 1000, load.liquid_w / 1000),
+                findings=tuple(by_subject.get(rack.name, ())),
+            )
+        )
+    rows = _groups(racks, lambda r: r.row, by_name, plan)
+    sus = _groups([r for r in racks if r.su is not None], lambda r: f"SU {r.su}", by_name, plan)
+    return Budget(
+        name=plan.name,
+        site=site,
+        rise_k=site.air_temperature_rise_k,
+        pue=site.pue,
+        devices=devices,
+        racks=racks,
+        rows=rows,
+        sus=sus,
+        total=sum((r.load for r in racks), Load()),
+        circuit_kinds=_circuit_kinds(plan, racks),
+        cooling_capacity_kw=cooling_capacity_kw(site),
+        pdu=pdu.id,
+        pdu_kva=circuit_kva(pdu.voltage_v, pdu.phases, pdu.current_a),
+        circuit_usable_w=circuit_w(pdu, feed),
+        findings=[f for f in rule_findings if f.severity != "ok"],
+    )
+
+
+def _device_budget(plan: Plan, name: str, power: DevicePower) -> DeviceBudget:
+    device = plan.devices[name]
+    part = plan.catalog_parts[device.part]
+    cooling = getattr(part, "cooling", None)
+    liquid = liquid_heat_w(part, power.catalog_max_w)
+    return DeviceBudget(
+        name=name,
+        part=device.part,
+        role=device.role,
+        rack=device.rack,
+        power=power,
+        cooling=cooling.method if cooling is not None else "air",
+        liquid_fraction=cooling.liquid_fraction if cooling is not None and cooling.method == "liquid" else 0.0,
+        liquid_w=liquid,
+    )
+
+
+def _device_load(device: DeviceBudget) -> Load:
+    return Load(device.power.max_w, device.power.typical_w, device.liquid_w, device.power.optics_max_w)
+
+
+def _groups(
+    racks: list[RackBudget], key: Callable[[RackBudget], str], by_name: dict[str, DeviceBudget], plan: Plan
+) -> list[GroupBudget]:
+    grouped: dict[str, list[RackBudget]] = defaultdict(list)
+    for rack in racks:
+        grouped[key(rack)].append(rack)
+    result = []
+    for name, members in grouped.items():
+        servers = [by_name[n] for r in members for n in plan.racks[r.name].devices if by_name[n].role == "gpu-server"]
+        result.append(
+            GroupBudget(
+                name=name,
+                racks=len(members),
+                load=sum((r.load for r in members), Load()),
+                circuits=sum(r.circuits.circuits for r in members),
+                servers=len(servers),
+                servers_catalog_max_w=sum(s.power.catalog_max_w for s in servers),
+                servers_max_w=sum(s.power.max_w for s in servers),
+            )
+        )
+    return sorted(result, key=lambda g: (len(g.name), g.name))
+
+
+def _circuit_kinds(plan: Plan, racks: list[RackBudget]) -> list[CircuitKind]:
+    feed = cast(Site, plan.design.site).power_feed  # type: ignore[attr-defined]
+    counts: dict[tuple[str, str, float], int] = defaultdict(int)
+    for rack in racks:
+        pdus = plan.racks[rack.name].pdus
+        if not pdus:
+            continue
+        kind = circuit_kind(feed, cast(Pdu, plan.part(pdus[0])))
+        for feed_name in rack.circuits.feeds:
+            counts[(kind, feed_name, rack.circuits.circuit_usable_w)] += rack.circuits.circuits_per_feed
+    return [CircuitKind(kind, feed_name, n, usable) for (kind, feed_name, usable), n in sorted(counts.items())]
+
+
+def _row_name(rack: str) -> str:
+    return rack.rstrip("0123456789")

@@ -1,0 +1,401 @@
+"""Checkpoint analysis of a plan: the workload's size, how fast the plan writes and reads its checkpoints,
+how often the job fails, the best checkpoint interval and what a failure costs.
+
+Everything is read from the plan (GPU counts, the storage network's links, the parallel filesystem's
+throughput, cables and their optics), so the checkpoint figures cannot disagree with the other views.
+A design without a ``workload`` section is analysed for the seed's example, a 70-billion-parameter
+model, and every view says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from gpucluster.design.schema import Workload
+from gpucluster.plan.model import Plan
+from gpucluster.training import reliability as rel
+from gpucluster.training.sizing import SIZING_GOODPUT, gpu_days, peak_tflops, training_flops
+
+# Seed: "A checkpoint of a 70-billion-parameter model with optimizer state is around 1 TB."
+ASSUMED_WORKLOAD = Workload(model_parameters_b=70)
+
+# Checkpoint bytes per parameter. Mixed-precision Adam saves bf16 weights 2 + fp32 master weights 4 + Adam
+# first and second moments 4 + 4 (ZeRO, arXiv:1910.02054 section 3.1: K = 12 optimizer bytes; gradients are
+# not saved; reliability-facts.md 3.1). SGD with momentum keeps one moment instead of two (derived: 2 + 4 + 4).
+BYTES_PER_PARAMETER = {"adam": 14.0, "adamw": 14.0, "sgd-momentum": 10.0}
+BYTES_SOURCE = "ZeRO (arXiv:1910.02054 3.1): bf16 weights 2 + fp32 master 4 + Adam moments 4 + 4"
+
+# Async checkpoints: PyTorch DCP blocked Llama3-70B training on 1,856 H200 for 0.78 s to stage the
+# checkpoint in host memory (pytorch.org blog "6x faster Async Checkpointing in PyTorch", 2025;
+# reliability-facts.md 3.2). Scaled by the bytes each GPU stages: 70e9 x 14 B / 1,856 GPUs = 528 MB.
+ASYNC_STALL_S = 0.78
+ASYNC_REFERENCE_BYTES_PER_GPU = 70e9 * 14.0 / 1856
+
+# Restart: MegaScale detects and diagnoses a fault in under 10 minutes (NSDI'24 6.3; reliability-facts 2.5).
+RESTART_SOURCE = "MegaScale (NSDI'24): detection and diagnosis < 10 min"
+# Repair time of a failed server: no published figure was found; three days (next-business-day parts and a
+# re-test) is this tool's assumption, to be set from the support contract (workload.repair_hours).
+REPAIR_SOURCE = "assumption of this tool (no published figure found): set workload.repair_hours"
+DEFAULT_RUN_DAYS = 30.0  # simulated run length when the workload gives no days and no tokens
+# Finished models leave as bf16 weights: 2 bytes per parameter.
+MODEL_EXPORT_BYTES_PER_PARAMETER = 2.0
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One stage a checkpoint's bytes pass through, and how fast it goes."""
+
+    name: str
+    gbytes_per_s: float
+    note: str
+
+
+@dataclass(frozen=True)
+class Path:
+    """A transfer limited by the slowest of its stages."""
+
+    limits: tuple[Limit, ...]
+
+    @property
+    def gbytes_per_s(self) -> float:
+        return min(limit.gbytes_per_s for limit in self.limits)
+
+    @property
+    def bottleneck(self) -> Limit:
+        return min(self.limits, key=lambda limit: limit.gbytes_per_s)
+
+    def seconds(self, nbytes: float) -> float:
+        return nbytes / (self.gbytes_per_s * 1e9)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One training step: load a batch (storage), compute (GPUs), synchronise gradients (fabric)."""
+
+    seconds: float
+    load_s: float
+    compute_s: float
+    sync_s: float
+    tokens: float
+
+
+@dataclass(frozen=True)
+class CheckpointAnalysis:
+    """Everything the checkpoint views print, computed once from the plan."""
+
+    workload: Workload
+    assumed: bool
+    gpus: int
+    servers: int
+    gpus_per_server: int
+    gpu_model: str
+    peak_tflops: float  # dense, per GPU, at the workload's precision
+    peak_source: str
+    bytes_per_parameter: float
+    bytes_source: str
+    checkpoint_bytes: float
+    write: Path
+    read: Path
+    write_s: float
+    read_s: float
+    stall_s: float  # GPU pause per checkpoint (the blocking write, or the async staging)
+    background_s: float  # async: the write that goes on after the pause; 0 when blocking
+    restart_s: float  # restart overhead + checkpoint load
+    kinds: list[rel.KindRate]
+    mtbf_s: float
+    young_s: float
+    daly_s: float
+    interval_s: float
+    interval_from: str  # "design" or "Daly's optimum"
+    step: Step
+    training_flops: float | None
+    compute_days: float | None  # pure compute on this plan's GPUs at the workload's MFU
+    gpus_needed: int | None  # for the target days
+    run_days: float
+    staging_in: Path | None
+    staging_out: Path | None
+    dataset_bytes: float | None
+    model_bytes: float
+    spares_needed: int
+    spares_have: int
+    server_failures_per_year: float  # per server, failures that take it out for repair
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def goodput(self) -> float:
+        return rel.daly_efficiency(self.interval_s, self.stall_s, self.restart_s, self.mtbf_s)
+
+    @property
+    def goodput_at_daly(self) -> float:
+        return rel.daly_efficiency(self.daly_s, self.stall_s, self.restart_s, self.mtbf_s)
+
+    def goodput_at(self, interval_s: float) -> float:
+        return rel.daly_efficiency(interval_s, self.stall_s, self.restart_s, self.mtbf_s)
+
+    def loss_per_failure_s(self, interval_s: float | None = None) -> float:
+        return rel.expected_loss_per_failure_s(interval_s or self.interval_s, self.stall_s, self.mtbf_s)
+
+
+def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
+    """The checkpoint analysis of a plan, for its workload or the assumed 70B example."""
+    design_workload = getattr(plan.design, "workload", None)
+    workload = design_workload or ASSUMED_WORKLOAD
+    assumed = design_workload is None
+    servers = [d for d in plan.devices_with("gpu-server") if not d.spare]
+    spare_names = {d.name for d in plan.devices_with("gpu-server") if d.spare}
+    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    gpu = server_part.gpu  # type: ignore[attr-defined]
+    gpus = len(servers) * gpu.count
+    peak, peak_source = peak_tflops(server_part, workload.precision)  # type: ignore[arg-type]
+
+    bytes_per_parameter = workload.checkpoint_bytes_per_parameter or BYTES_PER_PARAMETER[workload.optimizer]
+    bytes_source = "design (workload.checkpoint_bytes_per_parameter)"
+    if workload.checkpoint_bytes_per_parameter is None:
+        bytes_source = BYTES_SOURCE if workload.optimizer != "sgd-momentum" else "derived: bf16 2 + fp32 4 + 4"
+    params = workload.model_parameters_b * 1e9
+    checkpoint_bytes = params * bytes_per_parameter
+
+    write, read = _checkpoint_paths(plan, len(servers), spare_names)
+    write_s, read_s = write.seconds(checkpoint_bytes), read.seconds(checkpoint_bytes)
+    if workload.checkpoint_mode == "async":
+        per_gpu = checkpoint_bytes / max(gpus, 1)
+        stall_s = (
+            workload.async_stall_seconds
+            if workload.async_stall_seconds is not None
+            else ASYNC_STALL_S * per_gpu / ASYNC_REFERENCE_BYTES_PER_GPU
+        )
+        background_s = write_s
+    else:
+        stall_s, background_s = write_s, 0.0
+    restart_s = workload.restart_minutes * 60 + read_s
+
+    units = _units(plan, servers, spare_names, gpu.count)
+    overrides = workload.failure_rates.model_dump()
+    kinds = rel.rates(units, overrides)
+    mtbf_s = rel.job_mtbf_s(kinds)
+    young_s = rel.young_interval_s(stall_s, mtbf_s)
+    daly_s = rel.daly_interval_s(stall_s, mtbf_s)
+
+    step = _step(workload, gpus, peak, read, server_part)
+    flops = training_flops(workload)
+    compute_days = gpu_days(flops, peak, workload.mfu) / gpus if flops else None
+    gpus_needed = None
+    if flops and workload.target_days:
+        gpus_needed = math.ceil(gpu_days(flops, peak, workload.mfu, SIZING_GOODPUT) / workload.target_days)
+    if workload.checkpoint_interval_minutes is not None:
+        wanted, interval_from = workload.checkpoint_interval_minutes * 60, "design"
+    elif math.isfinite(daly_s):
+        wanted, interval_from = daly_s, "Daly's optimum"
+    else:  # nothing fails: one checkpoint at the end of the run
+        days = workload.run_days or workload.target_days or compute_days or DEFAULT_RUN_DAYS
+        wanted, interval_from = days * 86400, "the run's length (no failures)"
+    interval_s = max(1, round(wanted / step.seconds)) * step.seconds
+    goodput = rel.daly_efficiency(interval_s, stall_s, restart_s, mtbf_s)
+    run_days = (
+        workload.run_days or workload.target_days or ((compute_days / goodput) if compute_days else DEFAULT_RUN_DAYS)
+    )
+
+    dataset_bytes = None
+    if workload.dataset_tb:
+        dataset_bytes = workload.dataset_tb * 1e12
+    elif workload.training_tokens_b:
+        dataset_bytes = workload.training_tokens_b * 1e9 * workload.dataset_bytes_per_token
+    staging_in, staging_out = _staging_paths(plan, write, read)
+
+    by_kind = {k.kind: k.per_unit_year for k in kinds}
+    nics_per_server = len(_ports(server_part, "compute"))
+    server_failures = gpu.count * by_kind["gpu"] + by_kind["server"] + nics_per_server * by_kind["nic_optics"]
+    spares = rel.spares_needed(len(servers), server_failures, workload.repair_hours, workload.spare_confidence)
+
+    notes = []
+    if workload.checkpoint_mode == "async" and background_s >= interval_s:
+        notes.append("the background write takes longer than the interval: checkpoints would queue")
+    return CheckpointAnalysis(
+        workload=workload,
+        assumed=assumed,
+        gpus=gpus,
+        servers=len(servers),
+        gpus_per_server=gpu.count,
+        gpu_model=gpu.model,
+        peak_tflops=peak,
+        peak_source=peak_source,
+        bytes_per_parameter=bytes_per_parameter,
+        bytes_source=bytes_source,
+        checkpoint_bytes=checkpoint_bytes,
+        write=write,
+        read=read,
+        write_s=write_s,
+        read_s=read_s,
+        stall_s=stall_s,
+        background_s=background_s,
+        restart_s=restart_s,
+        kinds=kinds,
+        mtbf_s=mtbf_s,
+        young_s=young_s,
+        daly_s=daly_s,
+        interval_s=interval_s,
+        interval_from=interval_from,
+        step=step,
+        training_flops=flops,
+        compute_days=compute_days,
+        gpus_needed=gpus_needed,
+        run_days=run_days,
+        staging_in=staging_in,
+        staging_out=staging_out,
+        dataset_bytes=dataset_bytes,
+        model_bytes=params * MODEL_EXPORT_BYTES_PER_PARAMETER,
+        spares_needed=spares,
+        spares_have=len(spare_names),
+        server_failures_per_year=server_failures,
+        notes=notes,
+    )
+
+
+def checkpoint_facts(plan: Plan) -> dict:
+    """The plain-JSON summary the design rule reads (rules.py, the Pulumi policy pack)."""
+    a = analyse_checkpoints(plan)
+    return {
+        "workload": "assumed" if a.assumed else "design",
+        "model_parameters_b": a.workload.model_parameters_b,
+        "checkpoint_tb": round(a.checkpoint_bytes / 1e12, 4),
+        "mode": a.workload.checkpoint_mode,
+        "write_seconds": round(a.write_s, 3),
+        "stall_seconds": round(a.stall_s, 3),
+        "interval_seconds": round(a.interval_s, 3),
+        "interval_from": a.interval_from,
+        "write_bottleneck": a.write.bottleneck.name,
+        "write_gbytes_per_s": round(a.write.gbytes_per_s, 3),
+        "mtbf_hours": round(a.mtbf_s / 3600, 4) if math.isfinite(a.mtbf_s) else None,
+        "daly_interval_seconds": round(a.daly_s, 3) if math.isfinite(a.daly_s) else None,
+        "goodput": round(a.goodput, 6),
+        "goodput_at_daly": round(a.goodput_at_daly, 6),
+        "spares": {
+            "needed": a.spares_needed,
+            "have": a.spares_have,
+            "confidence": a.workload.spare_confidence,
+            "repair_hours": a.workload.repair_hours,
+        },
+    }
+
+
+def _ports(part: object, role: str) -> list:
+    return [group for group in part.ports if group.role == role for _ in range(group.port_count)]  # type: ignore[attr-defined]
+
+
+def _port_gbps(part: object, role: str) -> float:
+    return sum(group.speed_gbps * group.port_count for group in part.ports if group.role == role)  # type: ignore[attr-defined]
+
+
+def _checkpoint_paths(plan: Plan, job_servers: int, spares: set[str]) -> tuple[Path, Path]:
+    """Write and read paths between the job's servers and the parallel filesystem: the filesystem's
+    throughput, the storage network's narrowest point, and the servers' own storage ports."""
+    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    ports_gbytes = job_servers * _port_gbps(server_part, "storage") / 8
+    network = _storage_network_gbytes_per_s(plan, spares)
+    write_pfs = float(plan.settings["parallel_filesystem_write_gbytes_per_s"])
+    read_pfs = float(plan.settings["parallel_filesystem_read_gbytes_per_s"])
+    blocks = f"{plan.settings['parallel_filesystem_blocks']} x {plan.settings['parallel_filesystem_block']}"
+    common = (
+        Limit("storage network", network, "narrowest of leaf uplinks and storage-block ports (plan links)"),
+        Limit("servers' storage ports", ports_gbytes, f"{job_servers} servers x storage ports (catalog)"),
+    )
+    write = Path((Limit("parallel filesystem write", write_pfs, f"design/RA level ({blocks})"), *common))
+    read = Path((Limit("parallel filesystem read", read_pfs, f"design/RA level ({blocks})"), *common))
+    return write, read
+
+
+def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
+    """Capacity between GPU servers and storage blocks on the storage network, from the plan's links: the
+    storage blocks' ports, and where leaves have uplinks, the uplinks of the servers' leaves and of the
+    storage leaves (a fat tree above them carries what its leaves send up)."""
+    roles = {}
+    server_leaves: set[str] = set()
+    storage_leaves: set[str] = set()
+    block_gbps = 0.0
+    for link in plan.links:
+        if link.network != "storage" or link.tier != 0:
+            continue
+        host, leaf = (link.a_device, link.b_device)
+        role = roles.setdefault(host, plan.devices[host].role)
+        if role == "gpu-server" and host not in spares:
+            server_leaves.add(leaf)
+        elif role == "storage":
+            storage_leaves.add(leaf)
+            block_gbps += link.speed_gbps
+    uplinks: dict[str, float] = defaultdict(float)
+    for link in plan.links:
+        if link.network == "storage" and link.tier == 1:
+            uplinks[link.a_device] += link.speed_gbps
+    limits = [block_gbps]
+    if server_leaves - storage_leaves and storage_leaves - server_leaves and uplinks:
+        limits.append(sum(uplinks[leaf] for leaf in server_leaves - storage_leaves))
+        limits.append(sum(uplinks[leaf] for leaf in storage_leaves - server_leaves))
+    return min(limits) / 8
+
+
+def _staging_paths(plan: Plan, write: Path, read: Path) -> tuple[Path | None, Path | None]:
+    """Dataset in (object storage -> servers over in-band -> parallel filesystem) and finished model out."""
+    block_id = plan.settings.get("object_storage_block")
+    if not block_id:
+        return None, None
+    block = plan.catalog_parts[str(block_id)]
+    count = int(plan.settings["object_storage_blocks"])
+    ports = sum(link.speed_gbps for link in plan.links if plan.devices[link.a_device].role == "object-storage") / 8
+    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    servers = sum(1 for d in plan.devices_with("gpu-server") if not d.spare)
+    inband = servers * _port_gbps(server_part, "inband") / 8
+    name = f"{count} x {block_id}"
+    common = (
+        Limit("object storage ports", ports, "object-storage links (plan)"),
+        Limit("servers' in-band ports", inband, "staging runs on the GPU servers (catalog)"),
+    )
+    staging_in = Path(
+        (Limit("object storage read", count * block.read_gbytes_per_s, name), *common, *write.limits)  # type: ignore[attr-defined]
+    )
+    staging_out = Path(
+        (Limit("object storage write", count * block.write_gbytes_per_s, name), *common, *read.limits)  # type: ignore[attr-defined]
+    )
+    return staging_in, staging_out
+
+
+def _units(plan: Plan, servers: list, spares: set[str], gpus_per_server: int) -> dict[str, int]:
+    """Units of each component kind the job depends on: its GPUs and servers, their compute NICs, the
+    optics on compute-fabric cables (transceivers and active optical cable ends) that do not serve only
+    spares, and every compute-fabric switch."""
+    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    optics = 0
+    for cable in plan.cables:
+        if cable.network != "compute":
+            continue
+        if spares and all(plan.links[i].a_device in spares or plan.links[i].b_device in spares for i in cable.links):
+            continue
+        optics += (cable.a_transceiver is not None) + (cable.b_transceiver is not None)
+        optics += 2 if cable.media == "aoc" else 0
+    return {
+        "gpu": len(servers) * gpus_per_server,
+        "server": len(servers),
+        "nic_optics": len(servers) * len(_ports(server_part, "compute")) + optics,
+        "switch": len(plan.switches("compute")),
+        "software": len(servers),
+    }
+
+
+def _step(workload: Workload, gpus: int, peak_tflops: float, read: Path, server_part: object) -> Step:
+    """One step of the global batch: 6 N D FLOPs at peak x MFU; the batch read from the parallel
+    filesystem; the gradients all-reduced over the fabric, assuming tensor parallelism inside the NVLink
+    domain and data parallelism across it (ring all-reduce moves 2 (n-1)/n of the data per GPU, nccl-tests
+    PERFORMANCE.md)."""
+    tokens = workload.global_batch_tokens_m * 1e6
+    params = workload.model_parameters_b * 1e9
+    seconds = 6.0 * params * tokens / (gpus * peak_tflops * 1e12 * workload.mfu)
+    load_s = read.seconds(tokens * workload.dataset_bytes_per_token)
+    gpu = server_part.gpu  # type: ignore[attr-defined]
+    model_parallel = min(gpu.nvlink_domain_gpus, gpus)
+    replicas = max(gpus // model_parallel, 1)
+    port_gbytes = max((g.speed_gbps for g in server_part.ports if g.role == "compute"), default=400) / 8  # type: ignore[attr-defined]
+    gradient_bytes = 2.0 * params / model_parallel  # bf16 gradients of one GPU's shard
+    sync_s = 2.0 * (replicas - 1) / replicas * gradient_bytes / (port_gbytes * 1e9) if replicas > 1 else 0.0
+    compute_s = max(seconds - load_s - sync_s, 0.0)
+    return Step(max(seconds, load_s + sync_s), load_s, compute_s, sync_s, tokens)

@@ -1,0 +1,172 @@
+"""Failure model of a training job and the checkpoint-interval formulas (Young 1974, Daly 2006).
+
+Every GPU depends on every other GPU at each step, so any failure of a component the job uses stops
+the whole job: the job's failure rate is the sum over component kinds of (units x rate per unit).
+Failures are a Poisson process (the assumption behind Young's and Daly's formulas).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+# Llama 3 405B pre-training, 54-day snapshot on 16,384 H100 (2,048 servers): 419 unexpected interruptions
+# by root cause (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section 3.3.4, Table 5; via
+# shared reference reliability-facts.md 2.1). Counts are used, not the printed percentages, which disagree
+# with them (148/419 is 35.3 %, printed 30.1 %).
+LLAMA3_DAYS = 54.0
+LLAMA3_GPUS = 16_384
+LLAMA3_SERVERS = 2_048
+LLAMA3_EVENTS = {
+    # faulty GPU 148, HBM3 72, SRAM 19, GPU system processor 17, silent data corruption 6, thermal/sensor 6
+    "gpu": 148 + 72 + 19 + 17 + 6 + 6,
+    # unplanned host maintenance 32, SSD 3, power supply 3, chassis 2, IO expansion board 2, CPU 2, memory 2
+    "server": 32 + 3 + 3 + 2 + 2 + 2 + 2,
+    # software bug 54, NCCL watchdog timeouts 7, dependency 2
+    "software": 54 + 7 + 2,
+    # NIC 7, network switch/cable 35 (shared below between switches and NICs/optics)
+    "network": 7 + 35,
+}
+LLAMA3_SOURCE = "Llama 3 405B, 54 days on 16,384 H100: arXiv:2407.21783 Table 5 (reliability-facts.md 2.1)"
+
+# Commodity data-centre switches: "ToRs and AggS are highly reliable, with failure rates of about 5% and
+# 10%" a year (Gill, Jain, Nagappan, "Understanding Network Failures in Data Centers", SIGCOMM 2011; summary
+# at study.space). The ToR figure is used for every compute-fabric switch.
+SWITCH_FAILURES_PER_YEAR = 0.05
+SWITCH_SOURCE = "Gill et al., SIGCOMM 2011: ToR switches fail at about 5 % a year"
+
+# The 16,384-GPU plan of this tool (bench/designs/h100-16384.yaml: 2,048 DGX H100, three-tier NDR fat tree),
+# used to share Llama 3's network interruptions between switches and NICs/optics: 1,280 compute switches,
+# 16,384 compute NICs and 98,304 transceivers on compute cables (tests/test_reliability.py re-plans it).
+REFERENCE_COMPUTE_SWITCHES = 1_280
+REFERENCE_NIC_OPTICS = 16_384 + 98_304
+
+_LLAMA3_YEARS = LLAMA3_DAYS / 365.25
+_SWITCH_EVENTS = REFERENCE_COMPUTE_SWITCHES * SWITCH_FAILURES_PER_YEAR * _LLAMA3_YEARS
+
+KINDS = ("gpu", "server", "nic_optics", "switch", "software")
+KIND_LABELS = {
+    "gpu": "GPU",
+    "server": "GPU server (host parts)",
+    "nic_optics": "NIC and optics",
+    "switch": "compute-fabric switch",
+    "software": "software (per server)",
+}
+
+# Failures per unit and year, with how each figure was obtained.
+DEFAULT_RATES_PER_YEAR: dict[str, tuple[float, str]] = {
+    "gpu": (
+        LLAMA3_EVENTS["gpu"] / (LLAMA3_GPUS * _LLAMA3_YEARS),
+        f"derived: 268 GPU-category interruptions / 16,384 GPUs / 54 days; {LLAMA3_SOURCE}",
+    ),
+    "server": (
+        LLAMA3_EVENTS["server"] / (LLAMA3_SERVERS * _LLAMA3_YEARS),
+        f"derived: 46 host and unplanned-maintenance interruptions / 2,048 servers / 54 days; {LLAMA3_SOURCE}",
+    ),
+    "nic_optics": (
+        (LLAMA3_EVENTS["network"] - _SWITCH_EVENTS) / (REFERENCE_NIC_OPTICS * _LLAMA3_YEARS),
+        "derived: Llama 3's 42 NIC and switch/cable interruptions in 54 days, less the 9.5 the switch rate "
+        "gives 1,280 switches, over the 114,688 NICs and optics of this tool's 16,384-GPU plan; " + LLAMA3_SOURCE,
+    ),
+    "switch": (SWITCH_FAILURES_PER_YEAR, SWITCH_SOURCE),
+    "software": (
+        LLAMA3_EVENTS["software"] / (LLAMA3_SERVERS * _LLAMA3_YEARS),
+        f"derived: 63 software, NCCL-timeout and dependency interruptions / 2,048 servers / 54 days; {LLAMA3_SOURCE}",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class KindRate:
+    """One component kind in a job: how many units it uses and how often each fails."""
+
+    kind: str
+    units: int
+    per_unit_year: float
+    source: str
+
+    @property
+    def job_failures_per_hour(self) -> float:
+        return self.units * self.per_unit_year / HOURS_PER_YEAR
+
+
+def rates(units: dict[str, int], overrides: dict[str, float | None] | None = None) -> list[KindRate]:
+    """Per-kind failure rates for a job using these units; a design's overrides replace the defaults."""
+    result = []
+    for kind in KINDS:
+        value, source = DEFAULT_RATES_PER_YEAR[kind]
+        override = (overrides or {}).get(kind)
+        if override is not None:
+            value, source = override, "design (workload.failure_rates)"
+        result.append(KindRate(kind, units.get(kind, 0), value, source))
+    return result
+
+
+def job_mtbf_s(kinds: list[KindRate]) -> float:
+    """Mean time between job-stopping failures: the inverse of the summed rate (inf when nothing fails)."""
+    per_hour = sum(k.job_failures_per_hour for k in kinds)
+    return 3600.0 / per_hour if per_hour > 0 else math.inf
+
+
+def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
+    """Young (1974): T = sqrt(2 C M), compute time between checkpoints."""
+    return math.sqrt(2.0 * checkpoint_s * mtbf_s)
+
+
+def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
+    """Daly (2006) higher-order optimum: sqrt(2dM)[1 + sqrt(d/2M)/3 + (d/2M)/9] - d for d < 2M, else M."""
+    if checkpoint_s >= 2.0 * mtbf_s:
+        return mtbf_s
+    x = checkpoint_s / (2.0 * mtbf_s)
+    return math.sqrt(2.0 * checkpoint_s * mtbf_s) * (1.0 + math.sqrt(x) / 3.0 + x / 9.0) - checkpoint_s
+
+
+def daly_efficiency(interval_s: float, checkpoint_s: float, restart_s: float, mtbf_s: float) -> float:
+    """Daly's complete model: useful share of wall time, tau / (M e^(R/M) (e^((tau+d)/M) - 1)).
+
+    Failures may strike during compute, checkpoint and restart alike; each failure loses the
+    segment in progress and costs a restart."""
+    if math.isinf(mtbf_s):
+        return 1.0 if math.isinf(interval_s) else interval_s / (interval_s + checkpoint_s)
+    return interval_s / (mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1((interval_s + checkpoint_s) / mtbf_s))
+
+
+def expected_loss_per_failure_s(interval_s: float, checkpoint_s: float, mtbf_s: float) -> float:
+    """Expected time since the last completed checkpoint when a failure strikes: E[X | X < tau + d], the
+    work (and partial checkpoint) to redo; about half a segment when failures are rare."""
+    segment = interval_s + checkpoint_s
+    if math.isinf(mtbf_s):
+        return segment / 2.0
+    rate = 1.0 / mtbf_s
+    return 1.0 / rate - segment / math.expm1(rate * segment)
+
+
+def spares_needed(servers: int, failures_per_server_year: float, repair_hours: float, confidence: float) -> int:
+    """Fewest spare servers s with P(servers in repair at once <= s) >= confidence: a Poisson quantile of
+    mean servers x rate x repair time (reliability-facts.md 6, spare-node sizing)."""
+    mean = servers * failures_per_server_year * repair_hours / HOURS_PER_YEAR
+    if mean <= 0:
+        return 0
+    term = math.exp(-mean)
+    if term == 0.0:  # very large means: normal approximation
+        return math.ceil(mean + _z(confidence) * math.sqrt(mean))
+    total, spares = term, 0
+    while total < confidence:
+        spares += 1
+        term *= mean / spares
+        total += term
+    return spares
+
+
+def _z(confidence: float) -> float:
+    """Standard normal quantile by bisection on erf (no SciPy needed for one number)."""
+    low, high = -10.0, 10.0
+    for _ in range(80):
+        mid = (low + high) / 2
+        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < confidence:
+            low = mid
+        else:
+            high = mid
+    return (low + high) / 2

@@ -1,0 +1,261 @@
+"""The power-and-cooling budget: published figures, optics, circuits, feeds and cooling."""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import pytest
+import yaml
+from conftest import planned, write_design
+
+from gpucluster import load_design, plan_design
+from gpucluster.catalog.load import load_catalog
+from gpucluster.design.schema import PowerFeed
+from gpucluster.errors import DesignError
+from gpucluster.plan.budget import airflow_cfm, btu_per_h, cfm_to_m3_per_h, power_budget, refrigeration_tons
+from gpucluster.plan.power import circuit_kva, device_power, usable_circuit_kw
+from gpucluster.rules import RULES, check_rules, cooling_needed
+
+
+@cache
+def _budget(name: str):
+    return power_budget(planned(name)[1])
+
+
+def _plan_text(tmp_path, text: str):
+    return plan_design(load_design(write_design(tmp_path, text)))
+
+
+# ------------------------------------------------------------------------------------ published figures
+
+
+def test_four_dgx_h100_in_a_rack_draw_40_8_kw(h100_1su):
+    """H100 RA: a compute rack of four DGX H100 "exceeds 40 kW"; 4 x 10.2 kW = 40.8 kW (hardware-facts §4)."""
+    _loaded, plan = h100_1su
+    rack = next(r for r in _budget("superpod-h100-1su").racks if r.devices == 4 and r.purpose == "compute")
+    powers = device_power(plan)
+    servers = [powers[n] for n in plan.racks[rack.name].devices]
+    assert sum(p.catalog_max_w for p in servers) == pytest.approx(40_800)
+    # with the optics in its cages the rack is within 1 % of the published figure
+    assert rack.load.max_w / 1000 == pytest.approx(40.8, rel=0.01)
+    assert rack.load.max_w == pytest.approx(40_800 + rack.load.optics_max_w)
+
+
+def test_one_dgx_b200_scalable_unit_draws_458_kw():
+    """NVIDIA DGX B200 data-center best practices: one SU (32 DGX B200) = 458 kW (hardware-facts §4)."""
+    su = _budget("b200-roce-2su").sus[0]
+    assert su.servers == 32
+    assert su.servers_catalog_max_w / 1000 == pytest.approx(458, abs=0.5)
+    assert su.servers_max_w / 1000 == pytest.approx(458, rel=0.01)
+
+
+def test_a_415_v_three_phase_60_a_circuit_carries_34_5_kw_at_80_percent():
+    """hardware-facts §5: 43.1 kVA nameplate, 34.5 kW usable at 80 % (the Raritan PX3-5878's 34.5 kVA)."""
+    assert circuit_kva(415, 3, 60) == pytest.approx(43.1, abs=0.05)
+    assert usable_circuit_kw(PowerFeed()) == pytest.approx(34.5, abs=0.05)
+    assert usable_circuit_kw(PowerFeed(voltage_v=380, breaker_a=32)) == pytest.approx(16.8, abs=0.05)
+    assert usable_circuit_kw(PowerFeed(voltage_v=208, breaker_a=60)) == pytest.approx(17.3, abs=0.05)
+    assert usable_circuit_kw(PowerFeed(voltage_v=230, phases=1, breaker_a=32)) == pytest.approx(5.888)
+
+
+def test_heat_conversions_follow_the_cited_rules_of_thumb():
+    assert btu_per_h(1000) == pytest.approx(3412, abs=0.5)
+    assert refrigeration_tons(3517) == pytest.approx(1.0, abs=0.001)
+    # ~157 CFM per kW at a 20 °F rise (hardware-facts §5: 154-158 CFM/kW)
+    assert airflow_cfm(1000, 20 / 1.8) == pytest.approx(157.2, abs=0.1)
+    assert cfm_to_m3_per_h(1) == pytest.approx(1.699, abs=0.001)
+
+
+# ----------------------------------------------------------------------------------------------- optics
+
+
+def test_a_twin_port_transceiver_is_counted_once_for_its_two_links(h100_1su):
+    """A DGX H100 has 4 twin-port OSFP compute cages (one 17 W module each, two links each) and 2 storage
+    ports (9 W modules): 86 W of optics, not 8 x 17 W."""
+    _loaded, plan = h100_1su
+    server = device_power(plan)["gpu001"]
+    compute_links = [link for link in plan.links if link.a_device == "gpu001" and link.network == "compute"]
+    assert len(compute_links) == 8 and len({link.a_cage for link in compute_links}) == 4
+    assert server.optics_max_w == pytest.approx(4 * 17 + 2 * 9)
+    assert server.max_w == pytest.approx(10_200 + 86)
+
+
+def test_a_switch_maximum_stated_with_optics_is_not_raised_by_them(h100_1su):
+    """QM9700: 1.72 kW max with active cables, 0.747 kW typical with passive cables (hardware-facts §1.5)."""
+    _loaded, plan = h100_1su
+    powers = device_power(plan)
+    leaf = next(d.name for d in plan.switches("compute", 1))
+    power = powers[leaf]
+    assert power.optics_in_catalog_max and power.optics_max_w > 0
+    assert power.max_w == 1720
+    assert power.typical_w == pytest.approx(min(747 + power.optics_typical_w, 1720))
+
+
+def test_plan_totals_and_rack_loads_include_the_optics(h100_1su):
+    _loaded, plan = h100_1su
+    budget = _budget("superpod-h100-1su")
+    assert plan.totals["it_power_max_kw"] == pytest.approx(budget.total.max_w / 1000, abs=0.001)
+    assert budget.total.optics_max_w > 0
+    for rack in budget.racks:
+        assert plan.racks[rack.name].power_max_w == pytest.approx(rack.load.max_w)
+
+
+def test_rows_and_scalable_units_add_up_to_the_site():
+    budget = _budget("superpod-h200-4su")
+    assert sum(r.load.max_w for r in budget.rows) == pytest.approx(budget.total.max_w)
+    assert sum(r.load.typical_w for r in budget.rows) == pytest.approx(budget.total.typical_w)
+    assert len(budget.sus) == 4
+    assert sum(g.servers for g in budget.sus) == sum(1 for d in budget.devices if d.role == "gpu-server")
+
+
+# --------------------------------------------------------------------------------------- energy and cost
+
+
+def test_facility_power_energy_and_cost_follow_the_pue_and_price(tmp_path):
+    plan = _plan_text(
+        tmp_path,
+        "name: x\nsite: {pue: 1.5, electricity_price_per_kwh: 0.12, currency: EUR}\ncompute: {servers: 4}\n",
+    )
+    budget = power_budget(plan)
+    assert budget.facility_max_w == pytest.approx(budget.total.max_w * 1.5)
+    assert budget.annual_energy_mwh == pytest.approx(budget.total.typical_w * 1.5 * 8760 / 1e6)
+    assert budget.annual_cost == pytest.approx(budget.annual_energy_mwh * 1000 * 0.12)
+    assert _budget("superpod-h100-1su").annual_cost is None
+
+
+# ---------------------------------------------------------------------------------------------- circuits
+
+
+def test_each_2n_rack_feed_alone_carries_the_rack(h100_1su):
+    for rack in _budget("superpod-h100-1su").racks:
+        circuits = rack.circuits
+        assert circuits.feeds == ("A", "B")
+        assert circuits.load_max_w <= circuits.capacity_w
+        assert circuits.outlets_ok
+    compute = next(r for r in _budget("superpod-h100-1su").racks if r.devices == 4 and r.purpose == "compute")
+    assert compute.circuits.circuits_per_feed == 2  # 41.1 kW needs two 34.5 kW circuits per feed
+    assert compute.circuits.circuit_load_failover_w == pytest.approx(compute.load.max_w / 2)
+
+
+def test_site_circuits_are_counted_by_kind_and_feed():
+    budget = _budget("superpod-h100-1su")
+    kinds = {(k.kind, k.feed): k.circuits for k in budget.circuit_kinds}
+    total = sum(r.circuits.circuits_per_feed for r in budget.racks)
+    assert kinds == {("415 V 3-phase 60 A", "A"): total, ("415 V 3-phase 60 A", "B"): total}
+
+
+def test_a_dgx_b200_rack_on_n_feeds_gets_nvidias_two_380_v_32_a_circuits(tmp_path):
+    """NVIDIA DGX B200 best practices: 2 DGX B200 per rack, N provisioning, 2 x 380 V 3-phase 32 A circuits,
+    each at least 50 % of the rack's peak (hardware-facts §4-5)."""
+    plan = _plan_text(
+        tmp_path,
+        "name: x\nsite:\n  rack_power_budget_kw: 30\n  pdu: apc-ap8886-400v-3ph-32a\n"
+        "  power_feed: {voltage_v: 380, phases: 3, breaker_a: 32, redundancy: N}\n"
+        "compute: {server: dgx-b200, servers: 4}\n",
+    )
+    budget = power_budget(plan)
+    rack = next(r for r in budget.racks if r.purpose == "compute" and r.devices == 2)
+    assert rack.circuits.feeds == ("A",) and rack.circuits.circuits == 2
+    assert rack.circuits.circuit_usable_w >= 0.5 * rack.load.max_w
+    assert {k.kind for k in budget.circuit_kinds} == {"380 V 3-phase 32 A"}
+    assert not [f for f in plan.findings if f.subject == "dgx-b200"]  # no A/B feeds, so no feed-loss finding
+
+
+def test_an_overloaded_rack_circuit_is_an_error():
+    rack = {
+        "name": "A01",
+        "power_max_kw": 40.0,
+        "circuits_per_feed": 1,
+        "circuit_capacity_kw": 34.5,
+        "outlets_ok": True,
+    }
+    facts = {"racks": [rack], "power_redundancy": "2N", "feed_loss": []}
+    distribution = [r for r in RULES if r.name == "rack-power-distribution"]
+    [finding] = check_rules(facts, distribution)
+    assert finding.severity == "error" and "A01" in finding.message and "34.5 kW" in finding.message
+    rack["power_max_kw"] = 30.0
+    assert [f.severity for f in check_rules(facts, distribution)] == ["ok"]
+    rack["outlets_ok"] = False
+    assert [f.severity for f in check_rules(facts, distribution)] == ["error"]
+
+
+def test_a_feed_loss_that_leaves_too_few_psus_is_flagged(h100_1su):
+    """DGX H100: 6 x 3.3 kW PSUs, 4+2; on A/B feeds 3 remain = 9.9 kW < 10.2 kW max (> 8.2 kW typical)."""
+    _loaded, plan = h100_1su
+    [h100] = [f for f in plan.findings if f.subject == "dgx-h100"]
+    assert h100.severity == "advisory" and "9.9 kW" in h100.message
+    _loaded, b200_plan = planned("b200-roce-2su")
+    [b200] = [f for f in b200_plan.findings if f.subject == "dgx-b200"]
+    assert b200.severity == "warning" and "stops" in b200.message
+
+
+# ----------------------------------------------------------------------------------------------- cooling
+
+
+def test_the_cooling_each_rack_needs_follows_its_density():
+    assert cooling_needed(25, 0) == "air"
+    assert cooling_needed(41, 0) == "rear-door"
+    assert cooling_needed(70, 0) == "liquid"
+    assert cooling_needed(5, 30) == "liquid"
+    by_purpose = {(r.purpose, r.devices): r.cooling_needed for r in _budget("superpod-h100-1su").racks}
+    assert by_purpose[("compute", 4)] == "rear-door"
+
+
+def test_a_rack_beyond_the_sites_air_cooling_is_warned(tmp_path):
+    plan = _plan_text(tmp_path, "name: x\nsite: {cooling: air}\ncompute: {servers: 8}\n")
+    warned = {f.subject for f in plan.findings if f.rule == "rule:rack-power-and-cooling" and f.severity == "warning"}
+    heavy = {r.name for r in power_budget(plan).racks if r.load.max_w > 30_000}
+    assert heavy and warned == heavy
+    assert all(
+        any("30 kW per rack" in f.message for f in r.findings) for r in power_budget(plan).racks if r.name in heavy
+    )
+
+
+def _liquid_catalog(tmp_path) -> str:
+    """A liquid-cooled variant of the DGX H100 for the test: 85 % of its heat to liquid."""
+    part = load_catalog().parts["dgx-h100"].model_dump(mode="json", exclude_unset=True)
+    part["id"] = "dgx-h100-dlc"
+    part["cooling"] = {"method": "liquid", "liquid_fraction": 0.85}
+    part["sources"] = {
+        key: "derived: test fixture, a copy of the packaged dgx-h100"
+        for key in [*part["sources"], "cooling", "cooling.method", "cooling.liquid_fraction"]
+    }
+    (tmp_path / "dlc.yaml").write_text(yaml.safe_dump({"parts": [part]}), encoding="utf-8")
+    return "dlc.yaml"
+
+
+@pytest.mark.parametrize("cooling", ["rear-door", "liquid"])
+def test_liquid_cooled_servers_split_their_heat_and_need_a_liquid_loop(tmp_path, cooling):
+    catalog = _liquid_catalog(tmp_path)
+    plan = _plan_text(
+        tmp_path,
+        f"name: x\ncatalog: [{catalog}]\nsite: {{cooling: {cooling}}}\ncompute: {{server: dgx-h100-dlc, servers: 4}}\n",
+    )
+    budget = power_budget(plan)
+    rack = next(r for r in budget.racks if r.purpose == "compute")
+    servers = [d for d in budget.devices if d.rack == rack.name and d.role == "gpu-server"]
+    assert rack.load.liquid_w == pytest.approx(len(servers) * 10_200 * 0.85)
+    assert rack.load.air_w == pytest.approx(rack.load.max_w - rack.load.liquid_w)
+    assert rack.cooling_needed == "liquid"
+    loop = [f for f in plan.findings if "coolant loop" in f.message]
+    assert bool(loop) == (cooling != "liquid")
+
+
+# ------------------------------------------------------------------------------------------- user input
+
+
+def test_a_bad_air_temperature_rise_is_reported_where_it_stands(tmp_path):
+    path = write_design(tmp_path, "name: x\nsite:\n  air_temperature_rise_k: 0\ncompute: {servers: 4}\n")
+    with pytest.raises(DesignError) as error:
+        load_design(path)
+    [problem] = [str(p) for p in error.value.problems]
+    assert "design.yaml:3:" in problem and "site.air_temperature_rise_k" in problem
+
+
+def test_airflow_follows_the_designs_temperature_rise(tmp_path):
+    warm = power_budget(_plan_text(tmp_path, "name: x\nsite: {air_temperature_rise_k: 20}\ncompute: {servers: 4}\n"))
+    default = power_budget(_plan_text(tmp_path, "name: x\ncompute: {servers: 4}\n"))
+    assert default.rise_k == 11.1
+    ratio = airflow_cfm(default.total.max_w, default.rise_k) / airflow_cfm(warm.total.max_w, warm.rise_k)
+    assert math.isclose(ratio, 20 / 11.1)
