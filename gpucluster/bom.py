@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Cable, Device, Plan
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.power import cable_ends, device_power
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.prices import PriceList, load_price_list
 
@@ -264,9 +265,13 @@ def _cable_lines(plan: Plan) -> list[BomLine]:
         groups[(network, part_id, part_number, length_m)][link_tier_name(tier)] += count
     lines = []
     for (network, part_id, part_number, length_m), tiers in groups.items():
-        per_m = getattr(plan.catalog_parts[part_id], "weight_kg_per_m", None)
+        part = plan.catalog_parts[part_id]
+        per_m = getattr(part, "weight_kg_per_m", None)
         weight = per_m * length_m if per_m is not None else None
-        facts = {"part_number": part_number, "length_m": length_m, "weight_kg": weight}
+        facts: dict[str, object] = {"part_number": part_number, "length_m": length_m, "weight_kg": weight}
+        per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
+        if per_end_w:  # an active cable draws at each of its ends: one near cage, `split` far cages
+            facts["power_typical_w"] = facts["power_max_w"] = per_end_w * (1 + int(getattr(part, "split", 1)))
         lines.append(_optics_line(plan, "cable", network, part_id, tiers, **facts))
     return lines
 
@@ -288,39 +293,18 @@ def _optics_line(
     )
 
 
-def transceiver_ends(plan: Plan) -> dict[tuple[str, int | str], tuple[str, str]]:
-    """(device, cage) -> (transceiver catalog id, network) for every cage that holds a transceiver.
-
-    A cable's a-end transceiver sits at its links' a ends, except for a 1:2 splitter whose shared
-    (twin-port) end is the links' b end; a twin-port cage shared by two links holds one
-    transceiver. A port outside any cage (cage 0) is its own slot, keyed by its port name.
-    """
-    ends: dict[tuple[str, int | str], tuple[str, str]] = {}
-    links = plan.links
+def transceiver_ends(plan: Plan) -> dict[tuple[str, int], tuple[str, str]]:
+    """(device, cage) -> (transceiver catalog id, network) for every cage that holds a transceiver: a
+    twin-port cage shared by two links holds one (the same rule the power budget counts optics by)."""
+    ends: dict[tuple[str, int], tuple[str, str]] = {}
     for cable in plan.cables:
-        a_optic, b_optic = cable.a_transceiver, cable.b_transceiver
-        if a_optic is None and b_optic is None:
+        if cable.a_transceiver is None and cable.b_transceiver is None:
             continue
-        if len(cable.links) > 1 and _shared_end(plan, cable) == "b":
-            a_optic, b_optic = b_optic, a_optic
-        network = cable.network
-        for index in cable.links:
-            link = links[index]
-            if a_optic is not None:
-                ends.setdefault((link.a_device, link.a_cage or link.a_port), (a_optic, network))
-            if b_optic is not None:
-                ends.setdefault((link.b_device, link.b_cage or link.b_port), (b_optic, network))
+        for cages, optic in zip(cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
+            if optic is not None:
+                for cage in cages:
+                    ends.setdefault(cage, (optic, cable.network))
     return ends
-
-
-def _shared_end(plan: Plan, cable: Cable) -> str:
-    """Which end of a multi-link cable is one cage ('a' or 'b')."""
-    first, *rest = (plan.links[i] for i in cable.links)
-    if all((link.a_device, link.a_cage) == (first.a_device, first.a_cage) for link in rest):
-        return "a"
-    if all((link.b_device, link.b_cage) == (first.b_device, first.b_cage) for link in rest):
-        return "b"
-    return "a"
 
 
 def _transceiver_lines(plan: Plan) -> list[BomLine]:
@@ -331,7 +315,14 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
     groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for (network, optic, device), count in per_device.items():
         groups[(network, optic)][devices[device].role] += count
-    return [_optics_line(plan, "transceiver", net, optic, roles, "in ") for (net, optic), roles in groups.items()]
+    lines = []
+    for (network, optic), roles in groups.items():
+        part = plan.catalog_parts[optic]
+        maximum = float(getattr(part, "power_max_w", 0.0))
+        typical = getattr(part, "power_typical_w", None)
+        power = {"power_typical_w": maximum if typical is None else float(typical), "power_max_w": maximum}
+        lines.append(_optics_line(plan, "transceiver", network, optic, roles, "in ", **power))
+    return lines
 
 
 def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
@@ -353,6 +344,14 @@ def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
     counts["Transceivers"] = sum(line.quantity for line in lines if line.kind == "transceiver")
     counts["Racks"] = t["racks"]
     counts["PDUs"] = sum(line.quantity for line in lines if line.kind == "pdu")
+    included_w = sum(p.optics_max_w for p in device_power(plan).values() if p.optics_in_catalog_max)
+    counts[OPTICS_INCLUDED] = included_w / 1000
     counts["IT power, typical (kW)"] = t["it_power_typical_kw"]
     counts["IT power, maximum (kW)"] = t["it_power_max_kw"]
     return counts
+
+
+# The line items give every part's catalog power, optics included; a switch whose catalog maximum
+# already covers its optics (QM9700: "with active cables") does not draw them twice, so the IT load
+# (plan totals, gpucluster/plan/power.py) is the lines' maximum less these.
+OPTICS_INCLUDED = "Optics within switch maxima (kW)"

@@ -17,9 +17,10 @@ from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.artifacts.plan_json import plan_document
-from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom, short_description
+from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, bom_for, build_bom, short_description
 from gpucluster.cli import main
 from gpucluster.errors import DesignError
+from gpucluster.plan.power import device_power
 from gpucluster.prices import load_price_list
 
 
@@ -55,9 +56,14 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
     cages = {(plan.links[i].a_device, plan.links[i].a_cage) for i in optical}
     cages |= {(plan.links[i].b_device, plan.links[i].b_cage) for i in optical}
     assert _quantity(bom, kind="transceiver") == len(cages)
-    # power: the device lines give the plan's IT load
-    assert bom.total("power_max_w") / 1000 == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
-    assert bom.total("power_typical_w") / 1000 == pytest.approx(plan.totals["it_power_typical_kw"], abs=0.01)
+    # power: the lines give every device's and optic's catalog figures; the IT load is that, less the
+    # optics a switch's catalog maximum already covers
+    powers = device_power(plan).values()
+    assert bom.total("power_max_w") == pytest.approx(sum(p.catalog_max_w + p.optics_max_w for p in powers))
+    assert bom.total("power_typical_w") == pytest.approx(sum(p.catalog_typical_w + p.optics_typical_w for p in powers))
+    it_max_kw = bom.total("power_max_w") / 1000 - bom.counts[OPTICS_INCLUDED]
+    assert it_max_kw == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
+    assert bom.counts[OPTICS_INCLUDED] > 0  # the QM9700/SN5600 maxima are stated with optics
     assert bom.counts["Transceivers"] == len(cages)
 
 
@@ -125,7 +131,7 @@ def test_workbook_is_one_a_buyer_accepts(tmp_path: Path, h100_1su) -> None:
     for key, title in SECTIONS:
         assert summary.cell(rows[title], 3).value.startswith("=SUMIF(")
         assert summary_values.cell(rows[title], 3).value == pytest.approx(bom.total("quantity", key))
-    assert summary_values.cell(rows["Total"], 5).value == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
+    assert summary_values.cell(rows["Total"], 5).value == pytest.approx(bom.total("power_max_w") / 1000)
     figures = {summary.cell(r, 1).value: summary_values.cell(r, 2).value for r in range(1, summary.max_row + 1)}
     assert figures["GPUs"] == plan.totals["gpus"]
     assert figures["Racks"] == len(plan.racks)
@@ -157,7 +163,9 @@ def test_csv_holds_the_line_items(tmp_path: Path, h100_1su) -> None:
     bom = build_bom(plan)
     assert len(rows) == len(bom.lines)
     assert [int(r["Quantity"]) for r in rows] == [line.quantity for line in bom.lines]
-    assert sum(float(r["Maximum W"] or 0) for r in rows) / 1000 == pytest.approx(plan.totals["it_power_max_kw"])
+    assert sum(float(r["Maximum W"] or 0) for r in rows) == pytest.approx(bom.total("power_max_w"))
+    optics = [r for r in rows if r["Kind"] == "transceiver"]
+    assert optics and all(float(r["Maximum W per unit"]) > 0 for r in optics)
     assert "Unit price" not in rows[0]  # no price list, no price columns
 
 

@@ -27,9 +27,10 @@ from gpucluster.artifacts._xlsx import (
     print_setup,
 )
 from gpucluster.artifacts._xlsx import column_letter as _letter
-from gpucluster.bom import SECTIONS, Bom, BomLine, bom_for
+from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, BomLine, bom_for
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.plan.power import device_power
 
 LINES_SHEET = "BOM"
 CONTENTS_SHEET = "Rack contents"
@@ -215,6 +216,8 @@ def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, in
         sheet.write_string(row, col, header, book.header_format())
     kind_formulas = {"Switches": "switch", "Cables": "cable", "Transceivers": "transceiver", "Racks": "rack"}
     kind_formulas["PDUs"] = "pdu"
+    value_of_included = bom.counts[OPTICS_INCLUDED]
+    included_row = 0
     for label, value in bom.counts.items():
         row += 1
         book.text(sheet, row, 0, label)
@@ -222,10 +225,11 @@ def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, in
         if label in kind_formulas:
             formula = f'=SUMIF({lines_range("kind")},"{kind_formulas[label]}",{lines_range("quantity")})'
             book.formula(sheet, row, 1, formula, value, number_format)
-        elif label == "IT power, typical (kW)":
-            book.formula(sheet, row, 1, f"=D{total_row}", totals[2], number_format)
+        elif label == OPTICS_INCLUDED:
+            book.number(sheet, row, 1, value, number_format)
+            included_row = row + 1
         elif label == "IT power, maximum (kW)":
-            book.formula(sheet, row, 1, f"=E{total_row}", totals[3], number_format)
+            book.formula(sheet, row, 1, f"=E{total_row}-B{included_row}", totals[3] - value_of_included, number_format)
         else:
             book.number(sheet, row, 1, value, number_format)
 
@@ -280,15 +284,17 @@ CONTENT_COLUMNS = [
     Column("Model", 30),
     Column("Part number", 22),
     Column("U height", 8, DECIMAL_1),
-    Column("Maximum W", 10, INTEGER),
+    Column("Maximum W with optics", 10, INTEGER),
     Column("Weight kg", 10, DECIMAL_1),
 ]
 
 
 def _racks(book: Book, plan: Plan, name: str) -> None:
     """One row per rack (U, maximum power and weight as sums over its contents rows), then every
-    device in every rack, bottom U first, zero-U PDUs last. The 131,072-GPU design has ~70,000 such
-    rows, so part facts are looked up once per part."""
+    device in every rack, bottom U first, zero-U PDUs last, each with its maximum draw including the
+    optics in its cages (the power budget's rule, so a rack's sum is its planned load). The
+    131,072-GPU design has ~70,000 such rows, so part facts are looked up once per part."""
+    powers = device_power(plan)
     racks = sorted(plan.racks.values(), key=lambda r: (r.row, r.position))
     total_rows = sum(len(r.devices) + len(r.pdus) for r in racks)
     summary = book.table_sheet("Racks", RACK_COLUMNS, len(racks), f"{name}: racks")
@@ -303,7 +309,8 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
         sums = [0.0, 0.0, 0.0]  # U, maximum W, kg
         models: Counter[str] = Counter()
         for device in ordered:
-            model, part_number, figures = facts.of(device.part)
+            model, part_number, (u_height, weight_kg) = facts.of(device.part)
+            figures = (u_height, powers[device.name].max_w, weight_kg)
             book.text(detail, detail_row, 0, rack.name)
             if device.u_position:
                 detail.write_number(detail_row, 1, device.u_position, integer)
@@ -340,7 +347,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
 
 
 class _PartFacts:
-    """Per catalog part, once: (model, format), (part number, format) and (U, maximum W, kg)."""
+    """Per catalog part, once: (model, format), (part number, format) and (U, kg)."""
 
     def __init__(self, book: Book, plan: Plan):
         self.book = book
@@ -353,11 +360,7 @@ class _PartFacts:
             part = self.parts[part_id]
             model = str(getattr(part, "model", ""))
             part_number = str(getattr(part, "part_number", None) or "")
-            figures = (
-                float(getattr(part, "u_height", 0.0)),
-                float(getattr(part, "power_max_w", 0.0)),
-                getattr(part, "weight_kg", None),
-            )
+            figures = (float(getattr(part, "u_height", 0.0)), getattr(part, "weight_kg", None))
             facts = self.cache[part_id] = (self._text(model), self._text(part_number), figures)
         return facts
 
