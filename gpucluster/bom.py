@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
-from gpucluster.plan.power import cable_ends, device_power
+from gpucluster.plan.power import DevicePower, cable_ends, device_power
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.prices import PriceList, load_price_list
 
@@ -297,14 +297,27 @@ def transceiver_ends(plan: Plan) -> dict[tuple[str, int], tuple[str, str]]:
     """(device, cage) -> (transceiver catalog id, network) for every cage that holds a transceiver: a
     twin-port cage shared by two links holds one (the same rule the power budget counts optics by)."""
     ends: dict[tuple[str, int], tuple[str, str]] = {}
+    links = plan.links
     for cable in plan.cables:
-        if cable.a_transceiver is None and cable.b_transceiver is None:
+        a_optic, b_optic = cable.a_transceiver, cable.b_transceiver
+        if a_optic is None and b_optic is None:
             continue
-        for cages, optic in zip(cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
+        if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends
+            link = links[cable.links[0]]
+            sides = (((link.a_device, link.a_cage),), ((link.b_device, link.b_cage),))
+        else:
+            sides = cable_ends(plan, cable)
+        for cages, optic in zip(sides, (a_optic, b_optic), strict=True):
             if optic is not None:
                 for cage in cages:
                     ends.setdefault(cage, (optic, cable.network))
     return ends
+
+
+def device_powers(plan: Plan) -> dict[str, DevicePower]:
+    """Each device's draw with its optics, as the planner computed it (or computed now, for a plan
+    assembled without the planner)."""
+    return plan.device_power or device_power(plan)  # type: ignore[return-value]
 
 
 def _transceiver_lines(plan: Plan) -> list[BomLine]:
@@ -344,7 +357,7 @@ def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
     counts["Transceivers"] = sum(line.quantity for line in lines if line.kind == "transceiver")
     counts["Racks"] = t["racks"]
     counts["PDUs"] = sum(line.quantity for line in lines if line.kind == "pdu")
-    included_w = sum(p.optics_max_w for p in device_power(plan).values() if p.optics_in_catalog_max)
+    included_w = sum(p.optics_max_w for p in device_powers(plan).values() if p.optics_in_catalog_max)
     counts[OPTICS_INCLUDED] = included_w / 1000
     counts["IT power, typical (kW)"] = t["it_power_typical_kw"]
     counts["IT power, maximum (kW)"] = t["it_power_max_kw"]

@@ -27,10 +27,9 @@ from gpucluster.artifacts._xlsx import (
     print_setup,
 )
 from gpucluster.artifacts._xlsx import column_letter as _letter
-from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, BomLine, bom_for
+from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, BomLine, bom_for, device_powers
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.plan.power import device_power
 
 LINES_SHEET = "BOM"
 CONTENTS_SHEET = "Rack contents"
@@ -294,7 +293,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
     device in every rack, bottom U first, zero-U PDUs last, each with its maximum draw including the
     optics in its cages (the power budget's rule, so a rack's sum is its planned load). The
     131,072-GPU design has ~70,000 such rows, so part facts are looked up once per part."""
-    powers = device_power(plan)
+    powers = device_powers(plan)
     racks = sorted(plan.racks.values(), key=lambda r: (r.row, r.position))
     total_rows = sum(len(r.devices) + len(r.pdus) for r in racks)
     summary = book.table_sheet("Racks", RACK_COLUMNS, len(racks), f"{name}: racks")
