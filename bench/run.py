@@ -23,6 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "designs"
 GPUCLUSTER = [sys.executable, "-m", "gpucluster.cli"]
 
+
+def _only(*artifacts: str) -> list[str]:
+    return [word for artifact in artifacts for word in ("--only", artifact)]
+
+
 # name -> (what it measures, command; {out} is a scratch folder)
 CASES: dict[str, tuple[str, list[str]]] = {
     "plan-256": (
@@ -40,6 +45,21 @@ CASES: dict[str, tuple[str, list[str]]] = {
     "power-4096": (
         "gpucluster build, 4,096 GPUs (plan.json and the power-and-cooling budget)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "power"],
+    ),
+    "ops-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json, monitoring, burn-in)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", *_only("plan", "monitoring", "burn-in")],
+    ),
+    "scheduler-16384": (
+        "gpucluster build, 16,384 GPUs (plan.json, Slurm, Kubernetes, NCCL configs)",
+        [
+            *GPUCLUSTER,
+            "build",
+            str(BENCH / "h100-16384.yaml"),
+            "-o",
+            "{out}",
+            *_only("plan", "slurm", "kubernetes", "nccl"),
+        ],
     ),
     "plan-131072": (
         "gpucluster build, 131,072 GPUs (plan.json)",

@@ -56,6 +56,8 @@ def cooling_needed(air_kw: float, liquid_kw: float) -> str:
 
 def rule_facts(plan: Plan) -> dict:
     """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input)."""
+    from gpucluster.artifacts.burn_in import burn_in_facts  # here: the artifacts import the planner, which imports us
+
     design = plan.design
     site = getattr(design, "site", None)
     compute_switches = {d.name: d.part for d in plan.switches("compute")}
@@ -97,7 +99,7 @@ def rule_facts(plan: Plan) -> dict:
         "cooling_capacity_kw": cooling_capacity_kw(site) if site else None,
         "spare_servers": sum(1 for d in plan.devices_with("gpu-server") if d.spare),
         "production_servers": sum(1 for d in plan.devices_with("gpu-server") if not d.spare),
-        "burn_in_plan": plan.settings.get("burn_in_plan"),
+        "burn_in_plan": burn_in_facts(plan),
         "checkpoint": plan.settings.get("checkpoint"),
     }
 
@@ -360,6 +362,27 @@ def _spares_cover_repairs(facts: dict) -> list[Finding]:
     ]
 
 
+def _burn_in_plan(facts: dict) -> list[Finding]:
+    plan = facts.get("burn_in_plan")
+    if not plan or not plan["tests"]:
+        return [Finding("burn-in-plan-present", "warning", "no burn-in plan: weak links found later cost much more")]
+    missing = []
+    if plan["servers_covered"] < plan["servers"]:
+        missing.append(f"{plan['servers'] - plan['servers_covered']} GPU servers")
+    if plan["links_covered"] < plan["compute_host_links"]:
+        missing.append(f"{plan['compute_host_links'] - plan['links_covered']} compute links")
+    if missing:
+        return [Finding("burn-in-plan-present", "error", f"the burn-in plan misses {' and '.join(missing)}")]
+    return [
+        Finding(
+            "burn-in-plan-present",
+            "ok",
+            f"burn-in plan: {plan['tests']} tests in {plan['stages']} stages cover {plan['servers']} GPU servers "
+            f"and {plan['compute_host_links']} compute links",
+        )
+    ]
+
+
 RULES: list[Rule] = [
     Rule("compute-fabric-gpu-only", "The compute fabric carries only GPU traffic.", _fabric_only_for_gpus),
     Rule("compute-fabric-non-blocking", "Compute-fabric oversubscription above 1:1 is advisory.", _oversubscription),
@@ -377,6 +400,11 @@ RULES: list[Rule] = [
         "spares-cover-repairs",
         "Spare servers cover the servers in repair at the workload's confidence.",
         _spares_cover_repairs,
+    ),
+    Rule(
+        "burn-in-plan-present",
+        "A burn-in plan tests every GPU server and every compute link before handover.",
+        _burn_in_plan,
     ),
 ]
 

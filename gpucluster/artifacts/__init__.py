@@ -10,7 +10,19 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import bom, checkpoint, plan_json, power, simulation_html, summary
+from gpucluster.artifacts import (
+    bom,
+    burn_in,
+    checkpoint,
+    kubernetes,
+    monitoring,
+    nccl,
+    plan_json,
+    power,
+    simulation_html,
+    slurm,
+    summary,
+)
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -23,6 +35,11 @@ ARTIFACTS: dict[str, Writer] = {
     "power": power.write,
     "checkpoint": checkpoint.write,
     "simulation": simulation_html.write,
+    "burn-in": burn_in.write,
+    "monitoring": monitoring.write,
+    "slurm": slurm.write,
+    "kubernetes": kubernetes.write,
+    "nccl": nccl.write,
     "bom": bom.write,
 }
 

@@ -164,24 +164,95 @@ class Management(_Section):
     management_servers: int = Field(4, ge=1, le=64, description="head nodes (cluster manager, scheduler controllers)")
 
 
+_RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # Kubernetes namespace / object name segment
+
+
 class SlurmSettings(_Section):
-    version: str = Field("24.05", pattern=r"^\d{2}\.\d{2}$", description="target Slurm release, e.g. 24.05")
-    cluster_name: str | None = Field(None, pattern=r"^[a-z][a-z0-9_]{0,39}$")
+    version: str = Field(
+        "24.05",
+        pattern=r"^\d{2}\.\d{2}$",
+        description="target Slurm release, e.g. 24.05; the block topology needs 23.11+, topology.yaml 25.05+",
+    )
+    cluster_name: str | None = Field(
+        None, pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Slurm ClusterName; default: the design name, '-' as '_'"
+    )
+
+
+class Team(_Section):
+    """A team's GPU quota on Kubernetes, as Run:ai manages it (deserved quota, over-quota limit), mapped onto
+    a Kueue ClusterQueue in the cluster's cohort."""
+
+    name: str = Field(pattern=_RFC1123_LABEL, description="team name: its namespace, ClusterQueue and LocalQueue")
+    gpus: int = Field(ge=0, description="guaranteed GPUs (Kueue nominalQuota; Run:ai 'deserved' quota)")
+    borrowing_limit_gpus: int | None = Field(
+        None, ge=0, description="GPUs the team may borrow beyond its quota from others' idle quota; null: no limit"
+    )
+    lending_limit_gpus: int | None = Field(
+        None, ge=0, description="GPUs of its quota the team lends to others when idle; null: all of it"
+    )
+
+    @model_validator(mode="after")
+    def _lend_within_quota(self) -> Team:
+        if self.lending_limit_gpus is not None and self.lending_limit_gpus > self.gpus:
+            raise ValueError(f"lending_limit_gpus {self.lending_limit_gpus} is more than the team's {self.gpus} GPUs")
+        return self
+
+
+class GpuOperatorSettings(_Section):
+    """Choices for the NVIDIA GPU Operator's Helm values."""
+
+    driver: Literal["auto", "host", "container"] = Field(
+        "auto",
+        description="auto: the host's driver on DGX systems (DGX OS ships it), the driver container on others",
+    )
+    mig_strategy: Literal["none", "single", "mixed"] = Field(
+        "none", description="MIG partitioning; training jobs take whole GPUs, so none by default"
+    )
 
 
 class KubernetesSettings(_Section):
     topology_label_prefix: str = Field(
-        "network.topology.nvidia.com", description="key prefix of the topology node labels (topograph's default)"
+        "network.topology.nvidia.com",
+        pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
+        max_length=253,
+        description="key prefix of the topology node labels (topograph's default)",
     )
+    teams: list[Team] = Field(
+        default_factory=list, description="GPU quotas per team (Kueue ClusterQueues); default: one queue with all GPUs"
+    )
+    gpu_operator: GpuOperatorSettings = GpuOperatorSettings()
+    rdma: Literal["shared", "sriov"] = Field(
+        "shared",
+        description="how pods reach the compute HCAs: the Network Operator's RDMA shared device plugin, or SR-IOV VFs",
+    )
+
+    @field_validator("teams")
+    @classmethod
+    def _unique_teams(cls, teams: list[Team]) -> list[Team]:
+        names = [t.name for t in teams]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"team names must be unique; repeated: {', '.join(repeated)}")
+        return teams
 
 
 class Scheduler(_Section):
     kind: Literal["slurm", "kubernetes", "both"] = "slurm"
     kubernetes_servers: int | None = Field(
-        None, ge=0, description="with 'both': servers given to Kubernetes (the rest run Slurm)"
+        None, ge=1, description="with 'both': servers given to Kubernetes (the rest run Slurm)"
     )
     slurm: SlurmSettings = SlurmSettings()
     kubernetes: KubernetesSettings = KubernetesSettings()
+
+    @model_validator(mode="after")
+    def _split_given_with_both(self) -> Scheduler:
+        if self.kind == "both" and self.kubernetes_servers is None:
+            raise ValueError("kind 'both' needs kubernetes_servers: how many servers Kubernetes gets")
+        if self.kind != "both" and self.kubernetes_servers is not None:
+            raise ValueError(f"kubernetes_servers is only used with kind 'both' (kind is {self.kind!r})")
+        if self.kind == "slurm" and self.kubernetes.teams:
+            raise ValueError("kubernetes.teams needs a Kubernetes side (kind 'kubernetes' or 'both')")
+        return self
 
 
 class FailureRates(_Section):

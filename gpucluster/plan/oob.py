@@ -63,11 +63,13 @@ def reserve_oob_switches(
     reserved: dict[str, list[Device]] = {}
     catalog = planner.catalog
 
-    def needed(cluster: Cluster) -> int:
+    def ports(cluster: Cluster) -> int:
         devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
-        ports = len(oob_ports(plan, catalog, devices))
         pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog.parts, rack.devices)) for rack in cluster.racks)
-        return math.ceil((ports + pdus) / access_ports)
+        return len(oob_ports(plan, catalog, devices)) + pdus
+
+    def needed(cluster: Cluster) -> int:
+        return math.ceil(ports(cluster) / access_ports)
 
     def reserve(cluster: Cluster, part_id: str, purpose: str, count: int, key: str) -> None:
         slots = reserved.setdefault(key, [])
@@ -76,11 +78,14 @@ def reserve_oob_switches(
             planner.place(cluster, purpose, slot)
             slots.append(slot)
 
+    central = planner.cluster("central")
+    reserve(central, r.oob_switch.id, "management", 1, "central")
+    if sum(ports(c) for c in planner.clusters.values()) <= access_ports:
+        return reserved  # a small cluster: one access switch, in the central racks, serves every port
     clusters = [c for name, c in sorted(planner.clusters.items()) if name != "central"]
     for cluster in clusters:
         while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
             reserve(cluster, r.oob_switch.id, "network", count, cluster.name)
-    central = planner.cluster("central")
     order = floor_order(planner)
     while True:
         count = needed(central)
@@ -121,6 +126,8 @@ def build_oob_network(
         groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
     result = _build(plan, r, groups)
     plan.tiers += result.tiers
+    if sum(t.switches for t in result.tiers) == 1:  # one access switch serves every port
+        order = ["central"]
     placed: set[str] = set()
     for name in order:
         leaves = [plan.devices[n] for n in result.leaves.get(name, []) if n not in placed]

@@ -189,6 +189,9 @@ def rack_inlets(parts: Mapping[str, object], devices: list[Device]) -> dict[str,
     return inlets
 
 
+_CENTRAL_SPARE_U = 2  # room kept for the out-of-band switches when the central devices share one rack
+
+
 def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     """Servers into compute racks by SU; each SU's leaves into its network rack; the spines of a pod
     (a block of SUs under a higher tier) beside that pod's SUs; the top tiers and services central."""
@@ -209,6 +212,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     for device in plan.devices.values():
         if device.role == "switch" and device.tier == 1 and device.su is not None:
             planner.place(planner.cluster(f"su{device.su:02d}", device.su), "network", device)
+    central_devices: list[tuple[str, Device]] = []
     for device in plan.devices.values():
         if device.role == "switch" and device.tier == 2 and device.pod is not None and device.name in pod_sus:
             last = max(pod_sus[device.name])
@@ -216,11 +220,18 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
         elif device.role == "switch" and (device.tier != 1 or device.su is None):
             purpose = {"compute": "network", "storage": "storage"}.get(device.network or "", "management")
-            planner.place(central, purpose, device)
+            central_devices.append((purpose, device))
         elif device.role == "storage":
-            planner.place(central, "storage", device)
+            central_devices.append(("storage", device))
         elif device.role in ("management-server", "fabric-manager", "object-storage"):
-            planner.place(central, "management", device)
+            central_devices.append(("management", device))
+    # A small cluster's central devices share one rack (with room for its out-of-band switches);
+    # larger ones get network, storage and management racks of their own.
+    units = sum(math.ceil(d.u_height) for _purpose, d in central_devices) + _CENTRAL_SPARE_U
+    power = sum(planner.power_w(d) for _purpose, d in central_devices)
+    shared = units <= planner.height_u and power <= planner.budget_w
+    for purpose, device in central_devices:
+        planner.place(central, "management" if shared else purpose, device)
 
 
 def floor_order(planner: RackPlanner) -> list[str]:

@@ -9,6 +9,7 @@ from gpucluster.catalog.schema import Appliance, GpuServer, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.networks import Resolved, technology_of
+from gpucluster.scheduling import check_scheduler
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level; the 4-SU rows are four times these.
@@ -106,6 +107,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     inband_switch = _switch(
         loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
     )
+    check_scheduler(loaded, production, server.gpu.count)
     return Resolved(
         server=server,
         production_servers=production,

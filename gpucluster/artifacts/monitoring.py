@@ -1,0 +1,669 @@
+"""Monitoring: Prometheus scrape config, DCGM exporter counters, alert and recording rules with their
+promtool unit tests, and a Grafana dashboard, all named from the plan.
+
+Every GPU's metrics carry the labels that find it on the floor: node, SU, rack, rail and the leaf switch
+its compute port is cabled to ("one failing GPU slows or stops the whole job").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from gpucluster.artifacts.burn_in import rail_links
+from gpucluster.artifacts.grafana import dashboard_json
+from gpucluster.catalog.ports import port_details
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+from gpucluster.templating import render
+
+# dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README, shared reference ecosystem-facts.md 5).
+DCGM_EXPORTER_PORT = 9400
+# 9100 = Node exporter (Prometheus wiki "Default port allocations",
+# https://github.com/prometheus/prometheus/wiki/Default-port-allocations).
+NODE_EXPORTER_PORT = 9100
+# dcgm-exporter --hpc-job-mapping-dir: files named by GPU index holding the job ids on that GPU; the
+# exporter then labels the GPU's metrics hpc_job (NVIDIA/dcgm-exporter README, "HPC job mapping").
+JOB_MAP_DIR = "/run/dcgm-job-map"
+SCRAPE_INTERVAL = "30s"  # dcgm-exporter collects every 30 000 ms by default (its --collect-interval)
+
+# A rail is "GPU index + 1" (catalog schema, PortGroup.rails): GPU k of every server is on rail k + 1.
+
+_AZURE = "Azure/azurehpc-health-checks"
+_COMMUNITY = "community GPU alert rules (shared reference ecosystem-facts.md 5, 'Prometheus alert rules for GPUs')"
+
+# (DCGM field, Prometheus type, help): the exporter's default counters plus what the alerts need, which
+# the default file leaves commented out (NVIDIA/dcgm-exporter etc/default-counters.csv; ecosystem-facts 5).
+COUNTERS: tuple[tuple[str, str, str], ...] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    ("DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Power management limit (in W)."),
+    ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ)."),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
+    ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints."),
+    ("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints."),
+    ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors."),
+    ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors."),
+    ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors."),
+    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors."),
+    ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
+    ("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending (a GPU reset applies it)."),
+    ("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink flow-control CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors."),
+    ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
+    ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
+    ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
+)
+
+# Thresholds, each with its source.
+GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 m (ecosystem-facts.md 5)
+UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure azure_gpu_ecc.nhc: fail above 512 (reliability-facts.md 5.2)
+LINK_FLAP_WINDOW = "6h"  # Azure check_ib_link_flapping 6 (hours) in conf/nd96isr_h100_v5.conf (reliability 5.2)
+IDLE_IN_JOB_FOR = "1h"  # half the 2 h after which Princeton Research Computing kills zero-utilisation GPU jobs
+IDLE_IN_JOB_SOURCE = (
+    "Princeton Research Computing utilization policies: GPU jobs at zero utilisation are killed after 2 hours "
+    "(https://researchcomputing.princeton.edu/get-started/utilization-policies); alerting at half that leaves time "
+    "to act. Needs the exporter's job mapping (slurm/ prolog and epilog)."
+)
+
+
+@dataclass(frozen=True)
+class _Target:
+    node: str
+    labels: dict[str, str]
+
+
+@dataclass
+class Alert:
+    """One alert rule, its source, and the sample series its promtool test fires it on."""
+
+    name: str
+    expr: str
+    severity: str
+    summary: str
+    source: str
+    for_: str = "0m"
+    firing: list[tuple[str, dict[str, str], str]] = field(default_factory=list)  # (metric, labels, values)
+    healthy: list[tuple[str, dict[str, str], str]] = field(default_factory=list)
+    eval_time: str = "10m"
+    labels: dict[str, str] = field(default_factory=dict)  # the firing alert's labels (without severity)
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    out = folder / "monitoring"
+    for sub in ("rules", "tests", "grafana", "slurm"):
+        (out / sub).mkdir(parents=True)
+    alerts = alert_rules(plan)
+    _dump(out / "prometheus.yml", prometheus_config(plan))
+    _dump(out / "rules" / "gpu-alerts.yml", {"groups": [{"name": "gpu-cluster-alerts", "rules": _rules(alerts)}]})
+    _dump(out / "rules" / "gpu-recording.yml", {"groups": [recording_rules()]})
+    _dump(out / "tests" / "gpu-alerts.test.yml", alert_tests(plan, alerts))
+    (out / "dcgm-counters.csv").write_text(counters_csv(), encoding="utf-8")
+    (out / "grafana" / "gpu-cluster.json").write_text(dashboard_json(plan, GPU_TEMPERATURE_C), encoding="utf-8")
+    for name in ("prolog-dcgm-job-map.sh", "epilog-dcgm-job-map.sh"):
+        path = out / "slurm" / name
+        path.write_text(render(f"monitoring/{name}.j2", job_map_dir=JOB_MAP_DIR), encoding="utf-8")
+        path.chmod(0o755)
+    (out / "README.md").write_text(
+        render(
+            "monitoring/README.md.j2",
+            design=plan.name,
+            alerts=alerts,
+            dcgm_port=DCGM_EXPORTER_PORT,
+            node_port=NODE_EXPORTER_PORT,
+            job_map_dir=JOB_MAP_DIR,
+            targets=len(_targets(plan, "gpu-server")),
+            management=len(_targets(plan, "management-server")),
+        ),
+        encoding="utf-8",
+    )
+
+
+def _dump(path: Path, document: object) -> None:
+    path.write_text(
+        yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=1 << 20, allow_unicode=True), encoding="utf-8"
+    )
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Block-style YAML with multi-line strings as literal blocks (readable PromQL), no anchors."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+# --- scrape targets -----------------------------------------------------------------------------------------
+
+
+def server_leaves(plan: Plan) -> dict[str, dict[int, str]]:
+    """GPU server -> rail -> the leaf switch its compute port on that rail is cabled to."""
+    return {
+        server: {rail: plan.links[index].b_device for rail, index in rails.items()}
+        for server, rails in rail_links(plan).items()
+    }
+
+
+def _targets(plan: Plan, role: str) -> list[_Target]:
+    leaves = server_leaves(plan)
+    targets = []
+    for device in sorted(plan.devices_with(role), key=lambda d: d.name):
+        labels = {"node": device.name, "role": role, "rack": device.rack}
+        if role == "gpu-server":
+            labels |= {"su": str(device.su or 1), "spare": str(device.spare).lower()}
+            labels["leaves"] = ",".join(f"{rail}={leaf}" for rail, leaf in sorted(leaves.get(device.name, {}).items()))
+        targets.append(_Target(device.name, labels))
+    return targets
+
+
+def _rail_hcas(plan: Plan) -> dict[str, int]:
+    """RDMA device -> rail, from the GPU servers' catalog part (empty when the catalog does not name them)."""
+    servers = plan.devices_with("gpu-server")
+    if not servers:
+        return {}
+    return {d.os_device: d.rail for d in port_details(plan.part(servers[0].name), "compute") if d.os_device and d.rail}
+
+
+def _leaf_relabels(rails: list[int]) -> list[dict]:
+    """Each series with a rail label gets the leaf of that rail from its target's "leaves" label."""
+    return [
+        {
+            "source_labels": ["rail", "leaves"],
+            "regex": f"{rail};(?:.*,)?{rail}=([^,]+)(?:,.*)?",
+            "target_label": "leaf",
+            "replacement": "$1",
+        }
+        for rail in rails
+    ] + [{"action": "labeldrop", "regex": "leaves"}]
+
+
+def prometheus_config(plan: Plan) -> dict:
+    """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
+    management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
+    series with its rail and leaf."""
+    gpu_servers = _targets(plan, "gpu-server")
+    management = _targets(plan, "management-server")
+    gpus = int(plan.settings.get("gpus_per_server") or 0)
+    rails = list(range(1, gpus + 1))
+    gpu_rails = [
+        {"source_labels": ["gpu"], "regex": str(rail - 1), "target_label": "rail", "replacement": str(rail)}
+        for rail in rails
+    ]
+    hca_rails = [
+        {
+            "source_labels": ["role", "device"],
+            "regex": f"gpu-server;{hca}",
+            "target_label": "rail",
+            "replacement": str(rail),
+        }
+        for hca, rail in sorted(_rail_hcas(plan).items(), key=lambda item: item[1])
+    ]
+    return {
+        "global": {
+            "scrape_interval": SCRAPE_INTERVAL,
+            "evaluation_interval": SCRAPE_INTERVAL,
+            "external_labels": {"cluster": plan.name},
+        },
+        "rule_files": ["rules/gpu-alerts.yml", "rules/gpu-recording.yml"],
+        "scrape_configs": [
+            {
+                "job_name": "dcgm",
+                "static_configs": [
+                    {"targets": [f"{t.node}:{DCGM_EXPORTER_PORT}"], "labels": t.labels} for t in gpu_servers
+                ],
+                "metric_relabel_configs": gpu_rails + _leaf_relabels(rails),
+            },
+            {
+                "job_name": "node",
+                "static_configs": [
+                    {"targets": [f"{t.node}:{NODE_EXPORTER_PORT}"], "labels": t.labels}
+                    for t in gpu_servers + management
+                ],
+                "metric_relabel_configs": hca_rails + _leaf_relabels(rails),
+            },
+        ],
+    }
+
+
+def counters_csv() -> str:
+    lines = [
+        "# DCGM exporter counters for gpu-cluster (dcgm-exporter -f dcgm-counters.csv).",
+        "# Format: DCGM FIELD, Prometheus metric type, help message. The exporter's default set plus the",
+        "# ECC, row-remap, NVLink-error, power-limit and violation fields the alert rules read.",
+    ]
+    lines += [f"{name}, {kind}, {text}" for name, kind, text in COUNTERS]
+    return "\n".join(lines) + "\n"
+
+
+# --- alerts ----------------------------------------------------------------------------------------------
+
+
+_WHERE_GPU = (
+    "GPU {{ $labels.gpu }} of {{ $labels.node }} (rack {{ $labels.rack }}, SU {{ $labels.su }}, "
+    "rail {{ $labels.rail }}, leaf {{ $labels.leaf }})"
+)
+_WHERE_HCA = (
+    "HCA {{ $labels.device }} of {{ $labels.node }} (rack {{ $labels.rack }}, SU {{ $labels.su }}, "
+    "rail {{ $labels.rail }}, leaf {{ $labels.leaf }})"
+)
+
+
+def alert_rules(plan: Plan) -> list[Alert]:
+    """The alert rules with a firing and a healthy sample for each (see alert_tests)."""
+    servers = _targets(plan, "gpu-server")
+    management = _targets(plan, "management-server")
+    gpus = int(plan.settings.get("gpus_per_server") or 8)
+    tdp_w = plan.part(servers[0].node).gpu.tdp_w if servers else 0  # type: ignore[attr-defined]
+    hcas = _rail_hcas(plan)
+    speed_gbps = _compute_link_gbps(plan)
+    bad, good = servers[0], servers[1 % len(servers)]
+    bad_gpu, good_gpu = _gpu_series(plan, bad, 0), _gpu_series(plan, good, 1 if good is bad else 0)
+    hca = min(hcas, key=hcas.get) if hcas else "mlx5_0"
+    bad_hca, good_hca = _hca_series(plan, bad, hca, hcas), _hca_series(plan, good, hca, hcas)
+    ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
+
+    def sampled(bad_labels: dict[str, str], good_labels: dict[str, str]) -> Callable[..., Alert]:
+        """An alert whose test fires on one metric of the bad subject and stays quiet on the good one."""
+
+        def make(
+            name: str,
+            expr: str,
+            severity: str,
+            summary: str,
+            source: str,
+            metric: str,
+            firing: str,
+            healthy: str,
+            **extra: object,
+        ) -> Alert:
+            return Alert(
+                name,
+                expr,
+                severity,
+                summary,
+                source,
+                firing=[(metric, bad_labels, firing)],
+                healthy=[(metric, good_labels, healthy)],
+                labels=dict(bad_labels),
+                **extra,
+            )  # type: ignore[arg-type]
+
+        return make
+
+    gpu_alert, hca_alert = sampled(bad_gpu, good_gpu), sampled(bad_hca, good_hca)
+
+    nvlink = [name for name, *_ in COUNTERS if name.startswith("DCGM_FI_DEV_NVLINK_") and "ERROR" in name]
+    alerts = [
+        gpu_alert(
+            "GpuTemperatureHigh",
+            f"DCGM_FI_DEV_GPU_TEMP > {GPU_TEMPERATURE_C}",
+            "warning",
+            f"{_WHERE_GPU} is above {GPU_TEMPERATURE_C} C",
+            f"{_COMMUNITY}: > 75-80 C for 1-2 m",
+            "DCGM_FI_DEV_GPU_TEMP",
+            "70 85x10",
+            "70x10",
+            for_="2m",
+        ),
+        gpu_alert(
+            "GpuXidError",
+            "DCGM_FI_DEV_XID_ERRORS != 0",
+            "critical",
+            f"{_WHERE_GPU} reported an XID error",
+            f"{_COMMUNITY}; {_AZURE} check_gpu_xid fails on any XID",
+            "DCGM_FI_DEV_XID_ERRORS",
+            "0 0 79x8",
+            "0x10",
+            eval_time="5m",
+        ),
+        gpu_alert(
+            "GpuUncorrectableEccError",
+            "increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0",
+            "critical",
+            f"{_WHERE_GPU} had an uncorrectable (double-bit) ECC error",
+            f"{_COMMUNITY}: ECC DBE increase > 0; {_AZURE} azure_gpu_ecc.nhc fails on uncorrectable errors",
+            "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+            "0 0 0 1x7",
+            "0x10",
+            eval_time="5m",
+        ),
+        gpu_alert(
+            "GpuRowRemapPending",
+            "DCGM_FI_DEV_ROW_REMAP_PENDING > 0",
+            "warning",
+            f"{_WHERE_GPU} has a pending row remap: drain it and reset the GPU",
+            f"{_AZURE} azure_gpu_ecc.nhc: remapped-rows pending > 0 fails (reliability-facts.md 5.2)",
+            "DCGM_FI_DEV_ROW_REMAP_PENDING",
+            "0 1x9",
+            "0x10",
+            eval_time="5m",
+        ),
+        gpu_alert(
+            "GpuRowRemapFailure",
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+            "critical",
+            f"{_WHERE_GPU} failed to remap a memory row: replace the GPU",
+            f"{_COMMUNITY}: row-remap failure == 1; {_AZURE} azure_gpu_ecc.nhc: remap failure > 0 fails",
+            "DCGM_FI_DEV_ROW_REMAP_FAILURE",
+            "0 1x9",
+            "0x10",
+            eval_time="5m",
+        ),
+        gpu_alert(
+            "GpuUncorrectableRemappedRows",
+            f"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS > {UNCORRECTABLE_REMAPPED_ROWS}",
+            "critical",
+            f"{_WHERE_GPU} has remapped more than {UNCORRECTABLE_REMAPPED_ROWS} rows for uncorrectable errors",
+            f"{_AZURE} azure_gpu_ecc.nhc: remapped uncorrectable rows > 512 fails (reliability-facts.md 5.2)",
+            "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+            "600x10",
+            "3x10",
+            eval_time="5m",
+        ),
+        Alert(
+            "GpuNvlinkErrors",
+            "\nor\n".join(f"increase({name}[10m]) > 0" for name in nvlink),
+            "warning",
+            f"{_WHERE_GPU} counts NVLink errors",
+            f"{_COMMUNITY}: NVLink CRC or replay increase > 0; Meta GCM check-dcgmi nvlink thresholds default 0",
+            firing=[(nvlink[0], bad_gpu, "0 0 5x8")] + [(name, bad_gpu, "0x10") for name in nvlink[1:]],
+            healthy=[(name, good_gpu, "0x10") for name in nvlink],
+            eval_time="5m",
+            labels=dict(bad_gpu),
+        ),
+        Alert(
+            "GpuMissing",
+            f"count by (node, su, rack) (DCGM_FI_DEV_GPU_TEMP) < {gpus}",
+            "critical",
+            f"{{{{ $labels.node }}}} (rack {{{{ $labels.rack }}}}, SU {{{{ $labels.su }}}}) reports fewer than "
+            f"{gpus} GPUs",
+            f"the plan: {gpus} GPUs per server (catalog); {_AZURE} check_gpu_count",
+            for_="5m",
+            firing=[("DCGM_FI_DEV_GPU_TEMP", _gpu_series(plan, bad, i), "60x10") for i in range(gpus - 1)],
+            healthy=[("DCGM_FI_DEV_GPU_TEMP", _gpu_series(plan, good, i), "60x10") for i in range(gpus)]
+            if good is not bad
+            else [],
+            labels={k: bad.labels[k] for k in ("node", "su", "rack")},
+        ),
+        _down_alert(
+            "DcgmExporterDown",
+            "dcgm",
+            DCGM_EXPORTER_PORT,
+            bad,
+            good,
+            "the DCGM exporter of {{ $labels.node }} (rack {{ $labels.rack }}) is down: its GPUs are unseen",
+        ),
+        _down_alert(
+            "NodeExporterDown",
+            "node",
+            NODE_EXPORTER_PORT,
+            management[0] if management else bad,
+            good,
+            "the node exporter of {{ $labels.node }} (rack {{ $labels.rack }}) is down",
+        ),
+        gpu_alert(
+            "GpuThermalThrottling",
+            "increase(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) > 0",
+            "warning",
+            f"{_WHERE_GPU} throttles its clocks for heat",
+            f"{_AZURE} azure_gpu_clock_throttling.nhc fails on HW and SW thermal slowdown",
+            "DCGM_FI_DEV_THERMAL_VIOLATION",
+            "0+1000x10",
+            "0x10",
+            eval_time="5m",
+        ),
+        Alert(
+            "GpuPowerThrottling",
+            "increase(DCGM_FI_DEV_POWER_VIOLATION[5m]) > 0\n"
+            f"and on (instance, gpu) DCGM_FI_DEV_POWER_MGMT_LIMIT < {tdp_w:g}",
+            "warning",
+            f"{_WHERE_GPU} is power-capped below its {tdp_w:g} W TDP: a lowered limit or a power fault",
+            f"capping at the TDP is normal ({_AZURE} azure_gpu_clock_throttling.nhc accepts SW power cap); "
+            f"below it is not: TDP {tdp_w:g} W from the catalog",
+            firing=[
+                ("DCGM_FI_DEV_POWER_VIOLATION", bad_gpu, "0+1000x10"),
+                ("DCGM_FI_DEV_POWER_MGMT_LIMIT", bad_gpu, "500x10"),
+            ],
+            healthy=[
+                ("DCGM_FI_DEV_POWER_VIOLATION", good_gpu, "0+1000x10"),
+                ("DCGM_FI_DEV_POWER_MGMT_LIMIT", good_gpu, f"{tdp_w:g}x10"),
+            ],
+            eval_time="5m",
+            labels=dict(bad_gpu),
+        ),
+        hca_alert(
+            "InfinibandPortErrors",
+            "increase(node_infiniband_port_errors_received_total[10m]) > 0",
+            "warning",
+            f"{_WHERE_HCA} receives packets with errors: check the cable and transceivers",
+            "error counters of a healthy link do not move (threshold 0, as the community GPU error rules)",
+            "node_infiniband_port_errors_received_total",
+            "0 0 3x8",
+            "0x10",
+            eval_time="5m",
+        ),
+        hca_alert(
+            "InfinibandLinkFlapping",
+            f"increase(node_infiniband_link_downed_total[{LINK_FLAP_WINDOW}]) > 0",
+            "warning",
+            f"{_WHERE_HCA} went down in the last {LINK_FLAP_WINDOW}",
+            f"{_AZURE} conf/nd96isr_h100_v5.conf: check_ib_link_flapping 6 (hours)",
+            "node_infiniband_link_downed_total",
+            "0 1x9",
+            "0x10",
+            eval_time="5m",
+        ),
+        hca_alert(
+            "InfinibandPortDown",
+            f"node_infiniband_state_id{ib_selector} != 4",
+            "critical",
+            f"{_WHERE_HCA} is not active",
+            f"node_exporter infiniband collector: state_id 4 = active; {_AZURE} check_hw_ib checks every compute HCA",
+            "node_infiniband_state_id",
+            "4 1x9",
+            "4x10",
+            for_="2m",
+        ),
+    ]
+    if hcas:
+        rate = speed_gbps * 1e9 / 8
+        alerts.append(
+            hca_alert("InfinibandPortDegraded", f'node_infiniband_rate_bytes_per_second{{rail!=""}} < {rate:.0f}',
+                      "warning", f"{_WHERE_HCA} trained below its {speed_gbps:g} Gb/s link speed",
+                      f"the plan's compute link speed {speed_gbps:g} Gb/s; {_AZURE} check_hw_ib {speed_gbps:g}",
+                      "node_infiniband_rate_bytes_per_second", f"{rate / 2:.0f}x10", f"{rate:.0f}x10", for_="5m")
+        )  # fmt: skip
+    busy, idle = dict(bad_gpu, hpc_job="4242"), dict(good_gpu, hpc_job="4243")
+    alerts.append(
+        Alert("GpuIdleInJob", 'max_over_time(DCGM_FI_DEV_GPU_UTIL{hpc_job!=""}[5m]) == 0', "warning",
+              f"{_WHERE_GPU} has been idle for {IDLE_IN_JOB_FOR} in job {{{{ $labels.hpc_job }}}}",
+              IDLE_IN_JOB_SOURCE, for_=IDLE_IN_JOB_FOR,
+              firing=[("DCGM_FI_DEV_GPU_UTIL", busy, "0x90")],
+              healthy=[("DCGM_FI_DEV_GPU_UTIL", idle, "95x90"), ("DCGM_FI_DEV_GPU_UTIL", good_gpu, "0x90")],
+              eval_time="80m", labels=dict(busy))
+    )  # fmt: skip
+    return alerts
+
+
+def _down_alert(name: str, job: str, port: int, bad: _Target, good: _Target, summary: str) -> Alert:
+    series = [({**t.labels, "job": job, "instance": f"{t.node}:{port}"}) for t in (bad, good)]
+    return Alert(
+        name,
+        f'up{{job="{job}"}} == 0',
+        "critical",
+        summary,
+        "a target that does not answer hides every alert about its host",
+        for_="5m",
+        firing=[("up", series[0], "1 0x10")],
+        healthy=[("up", series[1], "1x11")] if good is not bad else [],
+        labels=series[0],
+    )
+
+
+def _gpu_series(plan: Plan, target: _Target, gpu: int) -> dict[str, str]:
+    """A DCGM series' labels after relabelling: the target's labels with gpu, rail and leaf."""
+    labels = {k: v for k, v in target.labels.items() if k != "leaves"}
+    leaf = server_leaves(plan).get(target.node, {}).get(gpu + 1, "")
+    return {
+        "job": "dcgm",
+        "instance": f"{target.node}:{DCGM_EXPORTER_PORT}",
+        **labels,
+        "gpu": str(gpu),
+        "rail": str(gpu + 1),
+        "leaf": leaf,
+    }
+
+
+def _hca_series(plan: Plan, target: _Target, hca: str, hcas: dict[str, int]) -> dict[str, str]:
+    labels = {k: v for k, v in target.labels.items() if k != "leaves"}
+    series = {"job": "node", "instance": f"{target.node}:{NODE_EXPORTER_PORT}", **labels}
+    series |= {"device": hca, "port": "1"}
+    if hca in hcas:
+        series |= {"rail": str(hcas[hca]), "leaf": server_leaves(plan).get(target.node, {}).get(hcas[hca], "")}
+    return series
+
+
+def _compute_link_gbps(plan: Plan) -> float:
+    return min((link.speed_gbps for link in plan.links if link.network == "compute" and link.tier == 0), default=0)
+
+
+def _rules(alerts: list[Alert]) -> list[dict]:
+    return [
+        {
+            "alert": a.name,
+            "expr": a.expr,
+            **({"for": a.for_} if a.for_ != "0m" else {}),
+            "labels": {"severity": a.severity},
+            "annotations": {"summary": a.summary, "source": a.source},
+        }
+        for a in alerts
+    ]
+
+
+def recording_rules() -> dict:
+    """Per-SU and per-rack aggregates the dashboard's overview reads."""
+    rules = []
+    for level in ("su", "rack"):
+        rules += [
+            {"record": f"{level}:dcgm_gpu_utilization:avg", "expr": f"avg by ({level}) (DCGM_FI_DEV_GPU_UTIL)"},
+            {"record": f"{level}:dcgm_gpu_power_watts:sum", "expr": f"sum by ({level}) (DCGM_FI_DEV_POWER_USAGE)"},
+            {"record": f"{level}:dcgm_gpu_temperature_celsius:max", "expr": f"max by ({level}) (DCGM_FI_DEV_GPU_TEMP)"},
+            {"record": f"{level}:dcgm_gpus_reporting:count", "expr": f"count by ({level}) (DCGM_FI_DEV_GPU_TEMP)"},
+            {
+                "record": f"{level}:dcgm_gpus_with_xid:count",
+                "expr": f"count by ({level}) (DCGM_FI_DEV_XID_ERRORS != 0)",
+            },
+        ]
+    rules.append(
+        {
+            "record": "rail:node_infiniband_port_errors:rate5m",
+            "expr": 'sum by (rail) (rate(node_infiniband_port_errors_received_total{rail!=""}[5m]))',
+        }
+    )
+    return {"name": "gpu-cluster-by-su-and-rack", "rules": rules}
+
+
+# --- promtool unit tests ---------------------------------------------------------------------------------
+
+_TEMPLATE_LABEL = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
+
+
+def _annotations(alert: Alert, labels: dict[str, str]) -> dict[str, str]:
+    """The annotations as Prometheus renders them for these labels (the templates only use $labels.X)."""
+    return {
+        "summary": _TEMPLATE_LABEL.sub(lambda m: labels.get(m.group(1), ""), alert.summary),
+        "source": alert.source,
+    }
+
+
+def _series(metric: str, labels: dict[str, str], values: str) -> dict:
+    inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+    return {"series": f"{metric}{{{inner}}}", "values": values}
+
+
+def alert_tests(plan: Plan, alerts: list[Alert]) -> dict:
+    """promtool test rules: each alert fires on its sample series and stays quiet on healthy ones, and
+    every alert stays quiet on a cluster of healthy series."""
+    tests = []
+    for alert in alerts:
+        tests.append(
+            {
+                "name": f"{alert.name} fires on its sample and not on a healthy GPU",
+                "interval": "1m",
+                "input_series": [_series(*s) for s in alert.firing + alert.healthy],
+                "alert_rule_test": [
+                    {
+                        "eval_time": alert.eval_time,
+                        "alertname": alert.name,
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {**alert.labels, "severity": alert.severity},
+                                "exp_annotations": _annotations(alert, alert.labels),
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    healthy = [_series(*s) for alert in alerts for s in alert.healthy]
+    tests.append(
+        {
+            "name": "every alert is quiet on healthy GPUs, HCAs and exporters",
+            "interval": "1m",
+            "input_series": list({s["series"]: s for s in healthy}.values()),
+            "alert_rule_test": [
+                {"eval_time": alert.eval_time, "alertname": alert.name, "exp_alerts": []} for alert in alerts
+            ],
+        }
+    )
+    tests.append(_recording_test(plan, alerts))
+    return {"rule_files": ["../rules/gpu-alerts.yml", "../rules/gpu-recording.yml"], "evaluation_interval": "1m",
+            "tests": tests}  # fmt: skip
+
+
+def _recording_test(plan: Plan, alerts: list[Alert]) -> dict:
+    """The per-SU and per-rack power sums add up the GPUs of that SU and rack."""
+    missing = next(a for a in alerts if a.name == "GpuMissing")
+    series = missing.firing + missing.healthy
+    racks: dict[str, int] = {}
+    sus: dict[str, int] = {}
+    for _metric, labels, _values in series:
+        racks[labels["rack"]] = racks.get(labels["rack"], 0) + 500
+        sus[labels["su"]] = sus.get(labels["su"], 0) + 500
+    return {
+        "name": "power per SU and rack sums every GPU's draw",
+        "interval": "1m",
+        "input_series": [_series("DCGM_FI_DEV_POWER_USAGE", labels, "500x10") for _m, labels, _v in series],
+        "promql_expr_test": [
+            {
+                "expr": f"{level}:dcgm_gpu_power_watts:sum",
+                "eval_time": "5m",
+                "exp_samples": [
+                    {"labels": f'{level}:dcgm_gpu_power_watts:sum{{{level}="{key}"}}', "value": value}
+                    for key, value in sorted(totals.items())
+                ],
+            }
+            for level, totals in (("su", sus), ("rack", racks))
+        ],
+    }

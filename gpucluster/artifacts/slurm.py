@@ -1,0 +1,228 @@
+"""Slurm configuration from the plan: slurm.conf (controllers, nodes, partitions), gres.conf, cgroup.conf and
+the fabric topology (topology.conf with the tree or block plugin, or topology.yaml from Slurm 25.05), for
+the GPU servers Slurm runs. Written to ``slurm/``; nothing when Kubernetes runs every server."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import hostlist
+import yaml
+
+from gpucluster.catalog.schema import GpuServer
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+from gpucluster.scheduling import (
+    SLURM_BLOCK_TOPOLOGY,
+    SLURM_TOPOLOGY_YAML,
+    FabricTree,
+    fabric_tree,
+    nvlink_domains,
+    scheduler_split,
+)
+from gpucluster.templating import render
+
+# switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
+# block-scheduling blog, 2026-05-07; shared reference ecosystem-facts.md section 3).
+SLURM_NVIDIA_IMEX = (24, 5)
+MIB_PER_GB = 1024  # catalog memory_gb counts binary gigabytes (32 x 64 GB DIMMs = 2,048 GB); Slurm counts MiB
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    files = slurm_files(plan)
+    if not files:
+        return
+    out = folder / "slurm"
+    out.mkdir()
+    for name, text in files.items():
+        (out / name).write_text(text, encoding="utf-8")
+
+
+def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
+    """File name -> content of the Slurm configuration, for the design's Slurm version or ``version``."""
+    servers = scheduler_split(plan).slurm
+    if not servers:
+        return {}
+    settings = plan.design.scheduler.slurm  # type: ignore[attr-defined]
+    target = version or settings.version
+    year, _, month = target.partition(".")
+    release = (int(year), int(month))
+    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    design = plan.name
+    tree = fabric_tree(plan, servers)
+    domains = nvlink_domains(plan, servers)
+    files: dict[str, str] = {}
+    plugin, topology_file = "topology/tree", "topology.conf"
+    if release >= SLURM_TOPOLOGY_YAML:
+        plugin, topology_file = "", "topology.yaml"
+        files["topology.yaml"] = _topology_yaml(design, target, tree, domains)
+    elif domains and release >= SLURM_BLOCK_TOPOLOGY:
+        plugin = "topology/block"
+        files["topology.conf"] = _block_conf(design, target, domains)
+    else:
+        note = (
+            f"# NVLink domains ({len(domains)}) need the block plugin of Slurm 23.11 or later; Slurm {target} "
+            "gets the fabric tree only.\n"
+            if domains
+            else ""
+        )
+        files["topology.conf"] = _tree_conf(design, target, tree, note)
+
+    devices = [plan.devices[name] for name in servers]
+    spares = [d.name for d in devices if d.spare]
+    production = [d.name for d in devices if not d.spare]
+    groups: dict[tuple[int | None, str], list[str]] = defaultdict(list)
+    for device in devices:
+        groups[(device.su, device.rack)].append(device.name)
+    model = _feature(server.id)
+    node_lines = [
+        {
+            "nodes": _hostlist(names),
+            "features": ",".join(
+                f for f in (model, f"su{su:02d}" if su is not None else "", f"rack_{_feature(rack)}") if f
+            ),
+        }
+        for (su, rack), names in groups.items()
+    ]
+    cpus = server.cpu.sockets * server.cpu.cores_per_socket * server.cpu.threads_per_core
+    real_memory_mb = math.floor((server.memory_gb - server.os_reserved_memory_gb) * MIB_PER_GB)
+    heads = [d.name for d in plan.devices_with("management-server")]
+    files["slurm.conf"] = render(
+        "slurm/slurm.conf.j2",
+        design=design,
+        version=target,
+        cluster_name=settings.cluster_name or _cluster_name(design),
+        controllers=heads[:2],
+        accounting_host=heads[2] if len(heads) > 2 else heads[0],
+        topology_plugin=plugin,
+        topology_file=topology_file,
+        switch_type="switch/nvidia_imex" if domains and release >= SLURM_NVIDIA_IMEX else "",
+        server=server,
+        cpus=cpus,
+        real_memory_mb=real_memory_mb,
+        cpus_per_gpu=cpus // server.gpu.count,
+        mem_per_gpu_mb=real_memory_mb // server.gpu.count,
+        node_lines=node_lines,
+        nodes_total=len(devices),
+        production=len(production),
+        spares=len(spares),
+        partitions={
+            "gpu": _hostlist(production),
+            "spares": _hostlist(spares) if spares else "",
+            "burnin": _hostlist(list(servers)),
+        },
+    )
+    files["gres.conf"] = render(
+        "slurm/gres.conf.j2",
+        design=design,
+        lines=_chunks(list(servers)),
+        gres_type=server.gpu.gres_type,
+        gpus=server.gpu.count,
+    )
+    files["cgroup.conf"] = render("slurm/cgroup.conf.j2", design=design)
+    return dict(sorted(files.items()))
+
+
+def _tree_conf(design: str, version: str, tree: FabricTree, note: str) -> str:
+    lines = [
+        f"# topology.conf for {design} (topology/tree, Slurm {version}): the compute fabric from the plan.",
+        "# A leaf here is the group of the plan's leaves serving the same servers (the rail leaves of a",
+        "# scalable unit): Slurm's tree wants one leaf per server, and these servers meet on every rail",
+        "# one switch hop apart. Spines and cores keep their plan names.",
+    ]
+    if note:
+        lines.append(note.rstrip("\n"))
+    for switch in tree.switches:
+        if switch.tier == 1:
+            if len(switch.members) > 1:
+                lines.append(f"# {switch.name}: {_hostlist(list(switch.members))}")
+            lines.append(f"SwitchName={switch.name} Nodes={_hostlist(list(switch.nodes))}")
+        else:
+            lines.append(f"SwitchName={switch.name} Switches={_hostlist(list(switch.children))}")
+    return "\n".join(lines) + "\n"
+
+
+def _block_sizes(domains: list[tuple[str, ...]]) -> list[int]:
+    """The planning base block (the smallest NVLink domain, so every block has at least that many nodes) and
+    each power-of-two multiple up to the whole set, as topology/block wants them."""
+    base = min(len(d) for d in domains)
+    sizes = [base]
+    while sizes[-1] * 2 <= base * len(domains):
+        sizes.append(sizes[-1] * 2)
+    return sizes
+
+
+def _block_name(index: int) -> str:
+    return f"nvl{index:03d}"
+
+
+def _block_conf(design: str, version: str, domains: list[tuple[str, ...]]) -> str:
+    lines = [
+        f"# topology.conf for {design} (topology/block, Slurm {version}): one block per NVLink domain",
+        "# (servers of one rack that share NVLink switch trays), in plan order, so jobs that fit a domain keep",
+        "# their traffic on NVLink and larger jobs take neighbouring domains.",
+    ]
+    lines += [f"BlockName={_block_name(i)} Nodes={_hostlist(list(d))}" for i, d in enumerate(domains, 1)]
+    lines.append("BlockSizes=" + ",".join(str(s) for s in _block_sizes(domains)))
+    return "\n".join(lines) + "\n"
+
+
+def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tuple[str, ...]]) -> str:
+    switches = []
+    for switch in tree.switches:
+        entry: dict[str, object] = {"switch": switch.name}
+        if switch.tier == 1:
+            entry["nodes"] = _hostlist(list(switch.nodes))
+        else:
+            entry["children"] = _hostlist(list(switch.children))
+        switches.append(entry)
+    topologies: list[dict[str, object]] = [
+        {"topology": "fabric", "cluster_default": not domains, "tree": {"switches": switches}}
+    ]
+    if domains:
+        topologies.append(
+            {
+                "topology": "nvlink",
+                "cluster_default": True,
+                "block": {
+                    "block_sizes": _block_sizes(domains),
+                    "blocks": [
+                        {"block": _block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)
+                    ],
+                },
+            }
+        )
+    head = (
+        f"# topology.yaml for {design} (Slurm {version}): the compute fabric as a tree (leaf = the rail leaves of\n"
+        "# a scalable unit; spines and cores by their plan names)"
+        + ("; NVLink domains as blocks, the default for partitions.\n" if domains else ".\n")
+    )
+    return head + yaml.safe_dump(topologies, sort_keys=False, default_flow_style=False)
+
+
+def _hostlist(names: list[str]) -> str:
+    """A Slurm hostlist expression. Only a name's trailing number is bracketed: python-hostlist also folds a
+    number inside a name (compute-spine-[01-05]-01), which Slurm 22.05 rejects ("Invalid switches")."""
+    by_prefix: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        by_prefix[re.sub(r"\d+$", "", name)].append(name)
+    return ",".join(hostlist.collect_hostlist(group) for group in by_prefix.values())
+
+
+def _chunks(names: list[str], size: int = 512) -> list[str]:
+    """Hostlists of at most ``size`` names, so no config line grows without bound on large clusters."""
+    return [_hostlist(names[i : i + size]) for i in range(0, len(names), size)]
+
+
+def _feature(text: str) -> str:
+    """A Slurm feature name: lower case letters, digits and underscores."""
+    return "".join(c if c.isalnum() else "_" for c in text.lower())
+
+
+def _cluster_name(design: str) -> str:
+    """slurmdbd keys its tables by cluster name, which takes no hyphens: the design name with underscores."""
+    name = design.replace("-", "_")
+    return name if name[0].isalpha() else f"c_{name}"

@@ -1,0 +1,257 @@
+"""What the schedulers see of the plan: which GPU servers each scheduler runs, the compute fabric as a
+scheduler's switch tree, and the NVLink domains. Slurm's and Kubernetes' configs (and anything else that
+places jobs) read these, so both sides agree on one view of the fabric.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gpucluster.design.load import LoadedDesign
+from gpucluster.errors import DesignError, Problem
+from gpucluster.plan.model import Device, Plan
+
+# Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
+# efficiency on GB200 NVL72 with Slurm block scheduling", 2026-05-07: topology/block in 23.11, topology.yaml
+# in 25.05; shared reference ecosystem-facts.md section 3).
+SLURM_BLOCK_TOPOLOGY = (23, 11)
+SLURM_TOPOLOGY_YAML = (25, 5)
+
+
+@dataclass(frozen=True)
+class SchedulerSplit:
+    """The GPU servers each scheduler runs, in plan order."""
+
+    slurm: tuple[str, ...]
+    kubernetes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FabricSwitch:
+    """One switch of the scheduler's view of the compute fabric.
+
+    A leaf is the group of the plan's leaves that serve the same servers (in a rail-optimized fabric, the
+    rail leaves of a scalable unit): a scheduler's tree has one leaf per server, and the servers under one
+    such group reach each other through a single switch hop on every rail. Switches above the leaves keep
+    their plan names.
+    """
+
+    name: str
+    tier: int  # 1 = leaf, 2 = spine, ...
+    nodes: tuple[str, ...] = ()  # leaves: the servers under it
+    children: tuple[str, ...] = ()  # upper tiers: the switches under it
+    members: tuple[str, ...] = ()  # the plan's switches it stands for
+
+
+@dataclass(frozen=True)
+class FabricTree:
+    """The compute fabric restricted to some servers: switches bottom-up, and each server's path up the
+    tiers as (tier name -> group name), the values of the Kubernetes topology labels."""
+
+    switches: tuple[FabricSwitch, ...]
+    tier_names: dict[int, str]  # 1 -> "leaf", 2 -> "spine", ...
+    paths: dict[str, dict[str, str]]
+
+
+def scheduler_split(plan: Plan) -> SchedulerSplit:
+    """Kubernetes takes the last ``kubernetes_servers`` production servers (whole scalable units where the
+    count allows, since servers are numbered by unit); each hot spare stays with the side that runs most of
+    its scalable unit's production servers, so a spare replaces a server of its own fabric neighbourhood."""
+    scheduler = plan.design.scheduler  # type: ignore[attr-defined]
+    servers = plan.devices_with("gpu-server")
+    names = [d.name for d in servers]
+    if scheduler.kind == "slurm":
+        return SchedulerSplit(tuple(names), ())
+    if scheduler.kind == "kubernetes":
+        return SchedulerSplit((), tuple(names))
+    production = [d for d in servers if not d.spare]
+    kubernetes = {d.name for d in production[len(production) - scheduler.kubernetes_servers :]}
+    for spare in (d for d in servers if d.spare):
+        unit = [d for d in production if d.su == spare.su]
+        if unit and sum(d.name in kubernetes for d in unit) * 2 > len(unit):
+            kubernetes.add(spare.name)
+    return SchedulerSplit(tuple(n for n in names if n not in kubernetes), tuple(n for n in names if n in kubernetes))
+
+
+def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_server: int) -> None:
+    """Scheduler settings that depend on the cluster's size: the split leaves servers on both sides, and the
+    teams' quotas fit the GPUs Kubernetes runs."""
+    scheduler = loaded.design.scheduler
+    problems = []
+    kubernetes_servers = production_servers
+    if scheduler.kind == "both":
+        kubernetes_servers = scheduler.kubernetes_servers or 0
+        if kubernetes_servers >= production_servers:
+            problems.append(
+                Problem(
+                    *loaded.where("scheduler", "kubernetes_servers"),
+                    "scheduler.kubernetes_servers",
+                    f"{kubernetes_servers} leaves no production server for Slurm; the design has "
+                    f"{production_servers} (use at most {production_servers - 1})",
+                )
+            )
+    teams = scheduler.kubernetes.teams
+    gpus = kubernetes_servers * gpus_per_server
+    quota = sum(t.gpus for t in teams)
+    if teams and quota > gpus and not problems:
+        problems.append(
+            Problem(
+                *loaded.where("scheduler", "kubernetes", "teams"),
+                "scheduler.kubernetes.teams",
+                f"the teams' quotas add up to {quota} GPUs; Kubernetes runs {gpus} production GPUs",
+            )
+        )
+    if problems:
+        raise DesignError(problems)
+
+
+def slurm_version(plan: Plan) -> tuple[int, int]:
+    year, _, month = plan.design.scheduler.slurm.version.partition(".")  # type: ignore[attr-defined]
+    return int(year), int(month)
+
+
+def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
+    """The compute fabric above ``servers``: merged leaf groups with their servers, the plan's upper switches
+    with the groups or switches under them, and each server's group per tier (for topology labels)."""
+    wanted = set(servers)
+    parents: dict[str, set[str]] = defaultdict(set)
+    leaf_nodes: dict[str, set[str]] = defaultdict(set)
+    for link in plan.links:
+        if link.network != "compute":
+            continue
+        if link.tier == 0:
+            if plan.devices[link.a_device].role == "gpu-server":
+                leaf_nodes[link.b_device].add(link.a_device)
+        else:
+            parents[link.a_device].add(link.b_device)
+    tier_names = {t.tier: t.name for t in plan.tiers if t.network == "compute"}
+    groups = _leaf_groups(plan, leaf_nodes)
+
+    switches: list[FabricSwitch] = []
+    group_of: dict[str, str] = {}  # plan switch -> scheduler switch it is part of
+    for name, members in groups:
+        nodes = sorted(set().union(*(leaf_nodes[m] for m in members)) & wanted)
+        for member in members:
+            group_of[member] = name
+        if nodes:
+            switches.append(FabricSwitch(name, 1, nodes=tuple(nodes), members=tuple(members)))
+    present = {s.name for s in switches}
+    top = max(tier_names, default=1)
+    for tier in range(2, top + 1):
+        children: dict[str, set[str]] = defaultdict(set)
+        for child, ups in parents.items():
+            below = group_of.get(child, child)
+            if below in present:
+                for up in ups:
+                    if plan.devices[up].tier == tier:
+                        children[up].add(below)
+        for name in sorted(children):
+            switches.append(FabricSwitch(name, tier, children=tuple(sorted(children[name])), members=(name,)))
+            present.add(name)
+
+    paths: dict[str, dict[str, str]] = {}
+    up_of: dict[str, set[str]] = defaultdict(set)
+    for switch in switches:
+        for child in switch.children:
+            up_of[child].add(switch.name)
+    names_by_set: dict[int, dict[frozenset[str], str]] = defaultdict(dict)
+    for switch in (s for s in switches if s.tier == 1):
+        level = {switch.name}
+        for node in switch.nodes:
+            paths.setdefault(node, {})[tier_names.get(1, "leaf")] = switch.name
+        for tier in range(2, top + 1):
+            level = set().union(*(up_of[s] for s in level)) if level else set()
+            if not level:
+                break
+            key = frozenset(level)
+            label = names_by_set[tier].get(key) or _group_name(plan, tier_names.get(tier, f"tier{tier}"), key, tier)
+            names_by_set[tier][key] = label
+            for node in switch.nodes:
+                paths[node][tier_names.get(tier, f"tier{tier}")] = label
+    return FabricTree(tuple(switches), tier_names, paths)
+
+
+def _leaf_groups(plan: Plan, leaf_nodes: dict[str, set[str]]) -> list[tuple[str, list[str]]]:
+    """Leaves that share servers, merged (union-find), each group named for its scalable unit: a single
+    leaf keeps its own name."""
+    parent = {leaf: leaf for leaf in leaf_nodes}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    first_leaf: dict[str, str] = {}
+    for leaf in sorted(leaf_nodes):
+        for node in leaf_nodes[leaf]:
+            if node in first_leaf:
+                parent[find(leaf)] = find(first_leaf[node])
+            else:
+                first_leaf[node] = leaf
+    components: dict[str, list[str]] = defaultdict(list)
+    for leaf in sorted(leaf_nodes):
+        components[find(leaf)].append(leaf)
+    ordered = sorted(components.values(), key=lambda members: min(_server_order(plan, leaf_nodes, members)))
+    per_su: dict[int | None, int] = defaultdict(int)
+    for members in ordered:
+        per_su[_common(plan, members, "su")] += 1
+    seen: dict[int | None, int] = defaultdict(int)
+    named = []
+    for members in ordered:
+        su = _common(plan, members, "su")
+        seen[su] += 1
+        if len(members) == 1:
+            name = members[0]
+        elif su is not None:
+            name = f"compute-leaf-su{su:02d}" + (f"-{seen[su]}" if per_su[su] > 1 else "")
+        else:
+            name = f"compute-leaf-group{seen[su]:02d}"
+        named.append((name, members))
+    return named
+
+
+def _server_order(plan: Plan, leaf_nodes: dict[str, set[str]], members: list[str]) -> list[int]:
+    order = {name: i for i, name in enumerate(plan.devices)}
+    return [order[n] for m in members for n in leaf_nodes[m]] or [0]
+
+
+def _common(plan: Plan, switches: list[str] | frozenset[str], attribute: str) -> int | None:
+    values = {getattr(plan.devices[s], attribute) for s in switches}
+    return values.pop() if len(values) == 1 else None
+
+
+def _group_name(plan: Plan, tier_name: str, switches: frozenset[str], tier: int) -> str:
+    """A label value for the set of switches above a leaf group at one tier: the switch itself, the pod it
+    serves, or the whole tier."""
+    if len(switches) == 1:
+        return next(iter(switches))
+    pod = _common(plan, switches, "pod")
+    if pod is not None:
+        return f"compute-{tier_name}-pod{pod:02d}"
+    whole = {d.name for d in plan.switches("compute", tier)}
+    if switches == whole:
+        return f"compute-{tier_name}-all"
+    return f"{min(switches)}-group"
+
+
+def nvlink_domains(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[tuple[str, ...]]:
+    """Servers that share one NVLink domain (NVL72-class racks), in plan order: consecutive servers of one
+    rack, ``nvlink_domain_gpus / gpus per server`` at a time (the domain's NVLink switch trays sit in the
+    rack). Empty when every server is its own NVLink domain (HGX 8-GPU boards)."""
+    devices = [plan.devices[name] for name in servers]
+    if not devices:
+        return []
+    gpu = plan.part(devices[0].name).gpu  # type: ignore[attr-defined]
+    per_domain = gpu.nvlink_domain_gpus // gpu.count
+    if per_domain <= 1:
+        return []
+    by_rack: dict[str, list[Device]] = defaultdict(list)
+    for device in devices:
+        by_rack[device.rack].append(device)
+    domains = []
+    for members in by_rack.values():
+        for start in range(0, len(members), per_domain):
+            domains.append(tuple(d.name for d in members[start : start + per_domain]))
+    return domains
