@@ -27,7 +27,7 @@ from gpucluster.artifacts._xlsx import (
     print_setup,
 )
 from gpucluster.artifacts._xlsx import column_letter as _letter
-from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, BomLine, bom_for, device_powers
+from gpucluster.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for, device_powers
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -50,7 +50,7 @@ def _fields(priced: bool) -> list[_Field]:
         return lambda line: line.extended(getattr(line, attribute))
 
     fields = [
-        _Field("section", Column("Section", 14, wrap=True), lambda line: dict(SECTIONS)[line.section]),
+        _Field("section", Column("Section", 14, wrap=True), lambda line: SECTION_TITLES[line.section]),
         _Field("network", Column("Network", 8), lambda line: line.network),
         _Field("kind", Column("Kind", 11, wrap=True), lambda line: line.kind),
         _Field("media", Column("Media", 6), lambda line: line.media),
@@ -108,7 +108,7 @@ def write_xlsx(bom: Bom, plan: Plan, path: Path) -> None:
     book = Book(path, f"Bill of materials: {bom.name}", "gpucluster bill of materials")
     fields = _fields(bom.price_list is not None)
     column_of = {f.key: i for i, f in enumerate(fields)}
-    _summary(book, bom, fields, column_of)
+    _summary(book, bom, column_of)
     _lines(book, bom, fields, column_of)
     _racks(book, plan, bom.name)
     book.close()
@@ -131,7 +131,7 @@ def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]
         fit_row_height(sheet, row, [(str(f.value(line) or ""), f.column.width) for f in fields if f.column.wrap])
 
 
-def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]) -> None:
+def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
     """Totals per section (SUMIF formulas over the line items), headline figures, cables by type
     and length, and the parts the price list does not price."""
     sheet = book.workbook.add_worksheet("Summary")
@@ -258,7 +258,7 @@ def _summary(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, in
             sheet.write_string(row, col, header, book.header_format())
         for line in unpriced:
             row += 1
-            for col, text in enumerate((dict(SECTIONS)[line.section], line.item, line.model, line.part_number)):
+            for col, text in enumerate((SECTION_TITLES[line.section], line.item, line.model, line.part_number)):
                 book.text(sheet, row, col, text)
             book.number(sheet, row, 4, line.quantity, INTEGER)
 
