@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "designs"
 GPUCLUSTER = [sys.executable, "-m", "gpucluster.cli"]
+PREVIEW = [sys.executable, str(ROOT / "bench" / "preview_mocks.py")]
 
 
 def _only(*artifacts: str) -> list[str]:
@@ -69,6 +70,26 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster simulate, 16,384 GPUs, 1,000 runs of 90 days at 5 intervals (planning included)",
         [*GPUCLUSTER, "simulate", str(BENCH / "h100-16384.yaml"), "--runs", "1000", "--days", "90"],
     ),
+    "preview-256": (
+        "Pulumi program under mocks, 256 GPUs (auto: per device)",
+        [*PREVIEW, str(BENCH / "h100-256.yaml")],
+    ),
+    "preview-1024": (
+        "Pulumi program under mocks, 1,016 GPUs, the default design (auto: per device)",
+        [*PREVIEW, str(ROOT / "designs" / "superpod-h200-4su.yaml")],
+    ),
+    "preview-4096-device": (
+        "Pulumi program under mocks, 4,096 GPUs, per device (above the auto threshold)",
+        [*PREVIEW, str(BENCH / "h100-4096.yaml"), "--granularity", "device"],
+    ),
+    "preview-16384": (
+        "Pulumi program under mocks, 16,384 GPUs (auto: per rack)",
+        [*PREVIEW, str(BENCH / "h100-16384.yaml")],
+    ),
+    "preview-16384-device": (
+        "Pulumi program under mocks, 16,384 GPUs, per device",
+        [*PREVIEW, str(BENCH / "h100-16384.yaml"), "--granularity", "device"],
+    ),
     # the BOM's own share is bom-131072 minus plan-131072 (same planning, plus bom.xlsx and bom.csv)
     "bom-131072": (
         "gpucluster build, 131,072 GPUs (plan.json + bom.xlsx + bom.csv)",
@@ -96,7 +117,7 @@ def main() -> None:
     parser.add_argument("-n", "--runs", type=int, default=5, help="counted runs per case (default 5)")
     parser.add_argument("--warmup", type=int, default=1, help="uncounted runs first (default 1)")
     args = parser.parse_args()
-    print(f"{'case':16} {'runs':>4} {'wall s (min / median / max)':>30} {'peak MiB (median)':>18}")
+    print(f"{'case':20} {'runs':>4} {'wall s (min / median / max)':>30} {'peak MiB (median)':>18}")
     for name in args.cases:
         _what, template = CASES[name]
         walls, peaks = [], []
@@ -112,7 +133,7 @@ def main() -> None:
                 walls.append(wall)
                 peaks.append(peak)
         print(
-            f"{name:16} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
+            f"{name:20} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
             f" {statistics.median(peaks):18.0f}"
         )
 

@@ -44,6 +44,18 @@ def _fail(error: DesignError) -> None:
     sys.exit(EXIT_BAD_INPUT)
 
 
+def _refuse_rule_errors(plan: Plan) -> None:
+    """A design that fails a design rule is a bad design: say which rules, exit 2 (nothing is written).
+    The Pulumi policy pack enforces the same rules as mandatory."""
+    errors = [f for f in plan.findings if f.severity == "error"]
+    if errors:
+        for finding in errors:
+            subject = f" [{finding.subject}]" if finding.subject else ""
+            click.echo(f"error: {plan.name}: {finding.rule}{subject}: {finding.message}", err=True)
+        click.echo(f"{len(errors)} design-rule error(s): fix the design, then validate again", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def _plan(design: Path, say: Callable[[str], None]) -> Plan:
     """Load and plan a design; bad input exits with status 2."""
     try:
@@ -86,8 +98,10 @@ def main() -> None:
 @click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
 @progress_option
 def validate(design: Path, progress: bool | None) -> None:
-    """Check DESIGN and print a one-screen summary, or every problem with its file:line:column."""
+    """Check DESIGN and print a one-screen summary, or every problem with its file:line:column
+    (and every failed design rule); exit status 2 when there is one."""
     plan = _plan(design, _progress(sys.stderr.isatty() if progress is None else progress))
+    _refuse_rule_errors(plan)
     click.echo("ok")
     for line in summary_lines(plan):
         click.echo(line)
@@ -109,6 +123,7 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
     try:
         loaded = load_design(design)
         plan = plan_design(loaded, say)
+        _refuse_rule_errors(plan)
         folder = write_artifacts(plan, loaded, out_dir, only or None, say)
     except DesignError as error:
         _fail(error)

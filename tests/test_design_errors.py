@@ -113,3 +113,20 @@ def test_a_nearly_empty_last_scalable_unit_is_a_warning_with_its_cost(tmp_path):
     [warning] = [f for f in plan.findings if f.rule == "planning"]
     assert warning.severity == "warning"
     assert "scalable unit 3 holds 2 of 32 servers but needs its own 8 leaves" in warning.message
+
+
+def test_a_design_that_fails_a_design_rule_exits_2_names_the_rule_and_writes_nothing(tmp_path, monkeypatch):
+    """The planner keeps most rules by construction, so a rule that fails stands in for one."""
+    from gpucluster import rules
+    from gpucluster.plan.model import Finding
+
+    failing = rules.Rule("no-gpus-on-mars", "test rule", lambda facts: [Finding("no-gpus-on-mars", "error", "on Mars")])
+    monkeypatch.setattr(rules, "RULES", [*rules.RULES, failing])
+    path = write_design(tmp_path, "name: x\ncompute: {servers: 4}\n")
+    out = tmp_path / "out"
+    for command in (["validate", str(path)], ["build", str(path), "-o", str(out)]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2, result.output
+        assert "error: x: rule:no-gpus-on-mars: on Mars" in result.output
+        assert not result.output.startswith("ok")
+    assert not out.exists() or not any(out.iterdir())

@@ -180,14 +180,19 @@ def test_an_overloaded_rack_circuit_is_an_error():
     assert [f.severity for f in check_rules(facts, distribution)] == ["error"]
 
 
-def test_a_feed_loss_that_leaves_too_few_psus_is_flagged(h100_1su):
-    """DGX H100: 6 x 3.3 kW PSUs, 4+2; on A/B feeds 3 remain = 9.9 kW < 10.2 kW max (> 8.2 kW typical)."""
+def test_a_feed_loss_that_leaves_too_few_psus_is_flagged(h100_1su, tmp_path):
+    """DGX H100: 6 x 3.3 kW PSUs, 4+2; on A/B feeds 3 remain = 9.9 kW < 10.2 kW max (> 8.2 kW typical).
+    DGX B200 (5+1) keeps 9.9 kW of its 14.3 kW: a feed loss stops it; on N feeds there is no such finding."""
     _loaded, plan = h100_1su
     [h100] = [f for f in plan.findings if f.subject == "dgx-h100"]
     assert h100.severity == "advisory" and "9.9 kW" in h100.message
-    _loaded, b200_plan = planned("b200-roce-2su")
-    [b200] = [f for f in b200_plan.findings if f.subject == "dgx-b200"]
+    b200_2n = _plan_text(
+        tmp_path, "name: x\nsite: {rack_power_budget_kw: 30}\ncompute: {server: dgx-b200, servers: 8}\n"
+    )
+    [b200] = [f for f in b200_2n.findings if f.subject == "dgx-b200"]
     assert b200.severity == "warning" and "stops" in b200.message
+    _loaded, b200_n = planned("b200-roce-2su")  # N provisioning, as NVIDIA's DGX B200 guidance
+    assert not [f for f in b200_n.findings if f.subject == "dgx-b200"]
 
 
 # ----------------------------------------------------------------------------------------------- cooling

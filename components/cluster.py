@@ -1,0 +1,170 @@
+"""The root component: one GPU training cluster, planned from a design, as a tree `pulumi preview` shows."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import pulumi
+
+from gpucluster.design.load import design_from_model
+from gpucluster.design.schema import Design
+from gpucluster.plan import plan_design
+from gpucluster.plan.model import Plan
+from gpucluster.scheduling import scheduler_split
+
+from ._device import index_links
+from .compute import ScalableUnit
+from .network import ComputeFabric, ManagementNetwork, StorageNetwork
+from .outputs import stack_outputs
+from .scheduler import Scheduler
+from .site import Site
+from .storage import ObjectStorage, ParallelFilesystem
+
+CLUSTER_TYPE = "gpu-cluster:index:Cluster"
+FACTS_PROP = "facts"  # the root's property the policy pack reads the design-rule facts from
+
+Granularity = Literal["auto", "device", "rack"]
+GRANULARITIES: tuple[str, ...] = get_args(Granularity)
+
+# Above this many GPU servers, "auto" drops the per-server and per-switch resources (each scalable
+# unit still lists its servers, each rack its devices, each switch tier its switches). Measured under
+# mocks (README, "Design review with pulumi preview"): per device, the 1,016-GPU example is 280
+# resources, 4,096 GPUs 1,194 and 16,384 GPUs 4,946 (45 s whole process); per rack, 16,384 GPUs is 760
+# resources (13 s). A few hundred rows is what a review reads.
+DEVICE_GRANULARITY_MAX_SERVERS = 256
+
+
+def per_device(plan: Plan, granularity: Granularity) -> bool:
+    """Whether the tree has one resource per GPU server and per switch."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
+    if granularity == "auto":
+        return int(plan.totals["servers"]) <= DEVICE_GRANULARITY_MAX_SERVERS  # type: ignore[call-overload]
+    return granularity == "device"
+
+
+class Cluster(pulumi.ComponentResource):
+    """A GPU training cluster: give it a design (planned here) or a plan already made from one.
+
+    Its properties are the validated design, the resolved settings and the design-rule facts (which
+    the policy pack checks); its outputs are :func:`stack_outputs`. Children, named ``<name>-<part>``:
+    the site and its racks, the scalable units and their GPU servers, the four networks with their
+    switch tiers and switches, the parallel filesystem, object storage and the scheduler.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        design: Design | Plan,
+        granularity: Granularity = "auto",
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        if isinstance(design, Plan):
+            plan = design
+        elif isinstance(design, Design):
+            plan = plan_design(design_from_model(design))
+        else:
+            raise TypeError(f"Cluster needs a Design or a Plan, not {type(design).__name__}")
+        self.plan = plan
+        self.per_device = per_device(plan, granularity)
+        spec: Design = plan.design  # type: ignore[assignment]
+        props = {
+            "design_name": plan.name,
+            "description": spec.description,
+            "granularity": "device" if self.per_device else "rack",
+            "design": spec.model_dump(mode="json"),
+            "settings": plan.settings,
+            FACTS_PROP: plan.facts,
+            "findings": [
+                {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject}
+                for f in plan.findings
+                if f.severity != "ok"
+            ],
+        }
+        super().__init__(CLUSTER_TYPE, name, props, opts)
+        self._build(f"{name}-")
+        self.outputs = stack_outputs(plan)
+        self.register_outputs(self.outputs)
+
+    def _build(self, prefix: str) -> None:
+        plan = self.plan
+        spec: Design = plan.design  # type: ignore[assignment]
+        links = index_links(plan)
+        child = pulumi.ResourceOptions(parent=self)
+        detail = self.per_device
+
+        self.site = Site(
+            f"{prefix}site", spec.site, list(plan.racks.values()), str(plan.settings["pdu"]), prefix, child
+        )
+
+        servers_by_su: dict[int, list] = {}
+        for server in plan.devices_with("gpu-server"):
+            servers_by_su.setdefault(server.su or 1, []).append(server)
+        server_part = plan.catalog_parts[str(plan.settings["server"])]
+        racks_by_su: dict[int | None, list[str]] = {}
+        for rack in plan.racks.values():
+            racks_by_su.setdefault(rack.su, []).append(rack.name)
+        leaves_by_su: dict[int | None, dict[str, list[str]]] = {}
+        for device in plan.devices.values():
+            if device.role == "switch" and device.tier == 1 and device.network:
+                leaves_by_su.setdefault(device.su, {}).setdefault(device.network, []).append(device.name)
+        self.scalable_units = []
+        for su, servers in sorted(servers_by_su.items()):
+            racks = sorted(racks_by_su.get(su, []))
+            leaves = leaves_by_su.get(su, {})
+            power_max_kw = round(sum(plan.racks[r].power_max_w for r in racks) / 1000, 3)
+            self.scalable_units.append(
+                ScalableUnit(
+                    f"{prefix}su{su:02d}",
+                    su,
+                    servers,
+                    server_part,  # type: ignore[arg-type]
+                    racks,
+                    leaves,
+                    power_max_kw,
+                    links,
+                    detail,
+                    prefix,
+                    child,
+                )
+            )
+
+        self.compute_fabric = ComputeFabric(f"{prefix}compute-fabric", plan, links, detail, prefix, child)
+        self.storage_network = StorageNetwork(f"{prefix}storage-network", plan, links, detail, prefix, child)
+        self.inband_network = ManagementNetwork(f"{prefix}inband-network", plan, links, detail, prefix, child, "inband")
+        self.oob_network = ManagementNetwork(f"{prefix}oob-network", plan, links, detail, prefix, child, "oob")
+
+        settings = plan.settings
+        self.parallel_filesystem = ParallelFilesystem(
+            f"{prefix}parallel-filesystem",
+            spec.parallel_filesystem,
+            plan.catalog_parts[str(settings["parallel_filesystem_block"])],  # type: ignore[arg-type]
+            plan.devices_with("storage"),
+            float(settings["parallel_filesystem_capacity_tb"]),  # type: ignore[arg-type]
+            float(settings["parallel_filesystem_read_gbytes_per_s"]),  # type: ignore[arg-type]
+            float(settings["parallel_filesystem_write_gbytes_per_s"]),  # type: ignore[arg-type]
+            links,
+            prefix,
+            child,
+        )
+        self.object_storage: ObjectStorage | None = None
+        if spec.object_storage is not None:
+            self.object_storage = ObjectStorage(
+                f"{prefix}object-storage",
+                spec.object_storage,
+                plan.catalog_parts[str(settings["object_storage_block"])],  # type: ignore[arg-type]
+                plan.devices_with("object-storage"),
+                links,
+                prefix,
+                child,
+            )
+        self.scheduler = Scheduler(
+            f"{prefix}scheduler",
+            spec.scheduler,
+            scheduler_split(plan),
+            plan.devices_with("management-server"),
+            plan.catalog_parts,
+            links,
+            prefix,
+            child,
+        )

@@ -1,0 +1,67 @@
+"""The scheduler (Slurm, Kubernetes or both) and the head nodes that run its controllers."""
+
+from __future__ import annotations
+
+import pulumi
+
+from gpucluster.catalog.schema import Appliance
+from gpucluster.design.schema import Scheduler as SchedulerSpec
+from gpucluster.plan.model import Device
+from gpucluster.scheduling import SchedulerSplit
+
+from ._device import DeviceLinks, device_props
+
+SCHEDULER_TYPE = "gpu-cluster:scheduler:Scheduler"
+HEAD_NODE_TYPE = "gpu-cluster:scheduler:HeadNode"
+
+
+class HeadNode(pulumi.ComponentResource):
+    """A management server: cluster manager and scheduler controllers."""
+
+    def __init__(
+        self,
+        name: str,
+        node: Device,
+        part: Appliance,
+        links: DeviceLinks,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props = {"hostname": node.name, **device_props(node, part, links)}
+        super().__init__(HEAD_NODE_TYPE, name, props, opts)
+        self.register_outputs({"power_max_kw": props["power_max_kw"]})
+
+
+class Scheduler(pulumi.ComponentResource):
+    """Which scheduler places jobs on which GPU servers (the split the Slurm and Kubernetes configs use),
+    and on which head nodes it runs."""
+
+    def __init__(
+        self,
+        name: str,
+        spec: SchedulerSpec,
+        split: SchedulerSplit,
+        head_nodes: list[Device],
+        parts: dict[str, object],
+        links: dict[str, DeviceLinks],
+        prefix: str = "",
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        gpu_servers = len(split.slurm) + len(split.kubernetes)
+        props: dict[str, object] = {"kind": spec.kind, "gpu_servers": gpu_servers}
+        if spec.kind in ("slurm", "both"):
+            props["slurm"] = {
+                "version": spec.slurm.version,
+                "cluster_name": spec.slurm.cluster_name,
+                "servers": len(split.slurm),
+            }
+        if spec.kind in ("kubernetes", "both"):
+            props["kubernetes"] = {
+                "servers": len(split.kubernetes),
+                "topology_label_prefix": spec.kubernetes.topology_label_prefix,
+            }
+        props["head_nodes"] = [n.name for n in head_nodes]
+        super().__init__(SCHEDULER_TYPE, name, props, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        for node in head_nodes:
+            HeadNode(prefix + node.name, node, parts[node.part], links[node.name], child)  # type: ignore[arg-type]
+        self.register_outputs({"gpu_servers": gpu_servers, "head_nodes": len(head_nodes)})
