@@ -105,6 +105,15 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "Pulumi program under mocks, 16,384 GPUs, per device",
         [*PREVIEW, str(BENCH / "h100-16384.yaml"), "--granularity", "device"],
     ),
+    # the BOM's own share is bom-131072 minus plan-131072 (same planning, plus bom.xlsx and bom.csv)
+    "bom-131072": (
+        "gpucluster build, 131,072 GPUs (plan.json + bom.xlsx + bom.csv)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan", "--only", "bom"],
+    ),
+    "bom-4096": (
+        "gpucluster build, 4,096 GPUs (plan.json + bom.xlsx + bom.csv)",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "bom"],
+    ),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -11,9 +12,12 @@ from pathlib import Path
 import click
 
 from gpucluster.artifacts import ARTIFACTS, write_artifacts
+from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
 from gpucluster.artifacts.summary import summary_lines
+from gpucluster.bom import bom_for
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
+from gpucluster.diff import diff_boms
 from gpucluster.errors import DesignError
 from gpucluster.plan import plan_design
 from gpucluster.plan.model import Plan
@@ -72,6 +76,18 @@ progress_option = click.option(
 )
 
 
+def _out_option(help_text: str) -> Callable:
+    return click.option(
+        "-o",
+        "--out",
+        "out_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("out"),
+        show_default=True,
+        help=help_text,
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpu-cluster")
 def main() -> None:
@@ -93,15 +109,7 @@ def validate(design: Path, progress: bool | None) -> None:
 
 @main.command()
 @click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("out"),
-    show_default=True,
-    help="Folder for the output; the design's artifacts go to OUT/<design name>/.",
-)
+@_out_option("Folder for the output; the design's artifacts go to OUT/<design name>/.")
 @click.option(
     "--only",
     type=click.Choice(sorted(ARTIFACTS)),
@@ -178,6 +186,34 @@ def size_command(
     for line in sizing_lines(sizing):
         click.echo(line)
     click.echo(f"wrote {out_file}")
+
+
+@main.command()
+@click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
+@_out_option("Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/bom-diff.xlsx.")
+@progress_option
+def diff(old: Path, new: Path, out_dir: Path, progress: bool | None) -> None:
+    """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
+    write it as bom-diff.xlsx."""
+    say = _progress(sys.stderr.isatty() if progress is None else progress)
+    try:
+        boms = []
+        for design in (old, new):
+            loaded = load_design(design)
+            boms.append(bom_for(plan_design(loaded, say), loaded))
+    except DesignError as error:
+        _fail(error)
+    result = diff_boms(*boms)
+    folder = out_dir / f"{result.old.name}-vs-{result.new.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "bom-diff.xlsx"
+    staging = target.with_name(f".{target.name}.tmp")
+    write_bom_diff(result, staging)
+    os.replace(staging, target)
+    for line in report_lines(result):
+        click.echo(line)
+    click.echo(f"wrote {target}")
 
 
 @main.command()

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from gpucluster.artifacts import (
+    bom,
     burn_in,
     checkpoint,
     kubernetes,
@@ -40,6 +41,7 @@ ARTIFACTS: dict[str, Writer] = {
     "slurm": slurm.write,
     "kubernetes": kubernetes.write,
     "nccl": nccl.write,
+    "bom": bom.write,
     "report": report.write,
 }
 # Writers that read what the others wrote (the report links to every file and shows their charts) run after them,

@@ -14,6 +14,7 @@ from gpucluster.catalog.load import Catalog, load_catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, Pdu, Rack, StorageBlock, Switch
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError, Problem
+from gpucluster.prices import load_price_list
 from gpucluster.yamlsource import Positions, load_yaml_with_positions, locate
 
 
@@ -46,6 +47,12 @@ def load_design(path: Path | str) -> LoadedDesign:
         if not extra.is_file():
             line, col = locate(positions, ("catalog", index))
             raise DesignError([Problem(str(path), line, col, f"catalog.{index}", f"no such file: {extra}")])
+    if design.bom.price_list is not None:
+        prices = path.parent / design.bom.price_list
+        if not prices.is_file():
+            line, col = locate(positions, ("bom", "price_list"))
+            raise DesignError([Problem(str(path), line, col, "bom.price_list", f"no such file: {prices}")])
+        load_price_list(prices)  # its own located errors, before anything is planned
     catalog = load_catalog(catalog_files)
     loaded = LoadedDesign(design, catalog, path, positions)
     problems = check_references(loaded)

@@ -309,6 +309,16 @@ class Workload(_Section):
     )
 
 
+class BillOfMaterials(_Section):
+    """What the BOM needs beyond the plan: the buyer's prices."""
+
+    price_list: str | None = Field(
+        None,
+        description="CSV price list (part_number, unit_price, currency[, note]) relative to the design; adds unit and "
+        "extended prices and totals to bom.xlsx",
+    )
+
+
 class Design(_Section):
     """One GPU training cluster."""
 
@@ -324,3 +334,4 @@ class Design(_Section):
     management: Management = Management()
     scheduler: Scheduler = Scheduler()
     workload: Workload | None = None
+    bom: BillOfMaterials = BillOfMaterials()

@@ -107,7 +107,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         add_cables(plan, catalog, site.cabling)
     except NoCableFits as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
-    add_optics_power(plan)
+    plan.device_power = add_optics_power(plan)
     say("graph analyses")
     plan.graphs = build_graphs(plan)
     plan.analysis = analyse(plan)

@@ -143,6 +143,8 @@ class Plan:
     findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
     settings: dict[str, object] = field(default_factory=dict)  # resolved defaults (switch models, SU size...)
     catalog_parts: dict[str, object] = field(default_factory=dict, repr=False)  # part id -> catalog part
+    # device name -> its draw with optics (plan/power.py DevicePower), computed once with the cables
+    device_power: dict[str, object] = field(default_factory=dict, repr=False)
 
     def part(self, device: str) -> object:
         """The catalog part of a device in the plan."""

@@ -116,7 +116,7 @@ def optics_power_w(plan: Plan) -> dict[str, tuple[float, float]]:
     cages: dict[tuple[str, int], tuple[float, float]] = {}
     for cable in plan.cables:
         per_end_w = float(getattr(parts.get(cable.cable_part), "power_per_end_w", 0.0) or 0.0)
-        for ends, transceiver in zip(_cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
+        for ends, transceiver in zip(cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
             if transceiver:
                 part = parts[transceiver]
                 typical = part.power_typical_w if part.power_typical_w is not None else part.power_max_w
@@ -135,7 +135,7 @@ def optics_power_w(plan: Plan) -> dict[str, tuple[float, float]]:
     return per_device
 
 
-def _cable_ends(plan: Plan, cable: Cable) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
+def cable_ends(plan: Plan, cable: Cable) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
     """The (device, cage) ends at the cable's a side and b side.
 
     The a side is the links' a side, except for a 1:2 splitter whose shared (twin-port) cage is on

@@ -1,0 +1,172 @@
+"""What every workbook we write shares: fixed document properties (same design, same bytes),
+formats, sheets a buyer can filter and print, and text that can never become a formula."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import xlsxwriter
+from xlsxwriter.format import Format
+from xlsxwriter.utility import xl_col_to_name
+from xlsxwriter.worksheet import Worksheet
+
+# Document timestamp: fixed, so a workbook depends on its design only (XlsxWriter already fixes the
+# zip entries' dates to 1980-01-01).
+CREATED = datetime(2024, 1, 1)
+# A cell that starts with one of these is a formula to Excel, LibreOffice and Google Sheets when typed
+# or imported from CSV (OWASP "CSV Injection"; tab and carriage return as well).
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+PAPER_A4, PAPER_A3 = 9, 8  # Excel paper codes
+
+
+def needs_quote(text: str) -> bool:
+    return text.startswith(FORMULA_TRIGGERS)
+
+
+def csv_safe(value: object) -> object:
+    """A CSV cell: text that a spreadsheet would run as a formula gets a leading apostrophe."""
+    if isinstance(value, str) and needs_quote(value):
+        return "'" + value
+    return value
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table: header, width in characters, number format ('' = text), wrapped text."""
+
+    header: str
+    width: float
+    number_format: str = ""
+    wrap: bool = False
+
+
+class Book:
+    """An XlsxWriter workbook with our formats. Not in constant-memory mode: its inline strings cost more
+    time than the shared-string table saves memory (the 131,072-GPU rack contents are ~70,000 rows)."""
+
+    def __init__(self, path: Path, title: str, subject: str):
+        self.workbook = xlsxwriter.Workbook(
+            str(path),
+            {
+                "constant_memory": False,
+                "strings_to_formulas": False,
+                "strings_to_urls": False,
+                "strings_to_numbers": False,
+            },
+        )
+        self.workbook.set_properties(
+            {"title": title, "subject": subject, "author": "gpucluster", "company": "", "created": CREATED}
+        )
+        self._formats: dict[tuple[str, bool, bool, bool], Format] = {}
+
+    def format(self, number_format: str = "", bold: bool = False, quote: bool = False, wrap: bool = False) -> Format:
+        key = (number_format, bold, quote, wrap)
+        if key not in self._formats:
+            properties: dict[str, object] = {"valign": "top"}
+            if number_format:
+                properties["num_format"] = number_format
+            if bold:
+                properties["bold"] = True
+            if quote:
+                properties["quote_prefix"] = True
+            if wrap:
+                properties["text_wrap"] = True
+            self._formats[key] = self.workbook.add_format(properties)
+        return self._formats[key]
+
+    def header_format(self) -> Format:
+        key = ("header", True, False, True)
+        if key not in self._formats:
+            self._formats[key] = self.workbook.add_format(
+                {"bold": True, "bg_color": "#D9E1F2", "bottom": 1, "text_wrap": True, "valign": "top"}
+            )
+        return self._formats[key]
+
+    def table_sheet(
+        self, name: str, columns: Sequence[Column], rows: int, title: str, paper: int = PAPER_A4
+    ) -> Worksheet:
+        """A sheet holding one table of `rows` data rows under a header row: frozen header, autofilter,
+        widths, and print setup (landscape, one page wide, header row on every page)."""
+        sheet = self.workbook.add_worksheet(name)
+        for index, column in enumerate(columns):
+            sheet.set_column(index, index, column.width)
+        sheet.freeze_panes(1, 0)
+        sheet.autofilter(0, 0, max(rows, 1), len(columns) - 1)
+        print_setup(sheet, title, paper)
+        sheet.repeat_rows(0)
+        for index, column in enumerate(columns):
+            sheet.write_string(0, index, column.header, self.header_format())
+        fit_row_height(sheet, 0, [(column.header, column.width) for column in columns])
+        return sheet
+
+    def text(self, sheet: Worksheet, row: int, col: int, value: str, bold: bool = False, wrap: bool = False) -> None:
+        """Text as text: written as a string cell, and quote-prefixed where it looks like a formula."""
+        if value:
+            sheet.write_string(row, col, value, self.format(bold=bold, quote=needs_quote(value), wrap=wrap))
+
+    def number(self, sheet: Worksheet, row: int, col: int, value: float | None, number_format: str) -> None:
+        if value is not None:
+            sheet.write_number(row, col, value, self.format(number_format))
+
+    def formula(self, sheet: Worksheet, row: int, col: int, formula: str, value: float, number_format: str) -> None:
+        """A formula with its value stored, so viewers that do not recalculate still show the number."""
+        sheet.write_formula(row, col, formula, self.format(number_format), value)
+
+    def close(self) -> None:
+        self.workbook.close()
+
+
+LINE_HEIGHT_PT = 15  # Excel's default row height for 11 pt Calibri
+
+
+def fit_row_height(sheet: Worksheet, row: int, texts: Sequence[tuple[str, float]]) -> None:
+    """Make a row tall enough for its wrapped texts ((text, column width in characters) pairs).
+    Written explicitly because not every viewer grows rows to fit wrapped text (LibreOffice's
+    converter does not)."""
+    lines = max((_wrapped_lines(text, width) for text, width in texts), default=1)
+    if lines > 1:
+        sheet.set_row(row, LINE_HEIGHT_PT * lines)
+
+
+def _wrapped_lines(text: str, width: float) -> int:
+    """Lines a text takes when wrapped at word boundaries in a column `width` characters wide (a
+    character less, for the cell's padding)."""
+    return max(len(textwrap.wrap(text, max(int(width) - 1, 1))), 1)
+
+
+def print_setup(sheet: Worksheet, title: str, paper: int = PAPER_A4) -> None:
+    sheet.set_landscape()
+    sheet.fit_to_pages(1, 0)
+    sheet.set_paper(paper)
+    sheet.set_margins(left=0.4, right=0.4, top=0.6, bottom=0.6)
+    sheet.set_header(f"&L{_header_text(title)}&R&A", {"margin": 0.3})
+    sheet.set_footer("&CPage &P of &N", {"margin": 0.3})
+
+
+def _header_text(title: str) -> str:
+    """Header text with '&' escaped (it starts a control code in Excel headers)."""
+    return title.replace("&", "&&")[:200]
+
+
+def column_letter(index: int) -> str:
+    return xl_col_to_name(index)
+
+
+def column_range(sheet: str, index: int, first_row: int, last_row: int) -> str:
+    """An absolute A1 range of one column over 1-based rows, e.g. 'BOM'!$K$2:$K$40."""
+    letter = xl_col_to_name(index)
+    return f"'{sheet}'!${letter}${first_row}:${letter}${last_row}"
+
+
+INTEGER = "#,##0"
+DECIMAL_1 = "#,##0.0"
+DECIMAL_2 = "#,##0.00"
+
+
+def signed(number_format: str) -> str:
+    """The format with an explicit + on increases (for change columns)."""
+    return f"+{number_format};-{number_format};{number_format.replace('#,##', '')}"

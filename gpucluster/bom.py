@@ -1,0 +1,370 @@
+"""The bill of materials: every orderable thing in the plan, counted once, as line items.
+
+Quantities come only from the plan (devices, racks, cables and the optics at cable ends);
+vendor, model, part number, power, weight and U only from the catalog; prices only from the
+buyer's price list. Transceivers are counted per occupied cage, so one twin-port transceiver
+serving two links (and two cables) is one transceiver; a twin-port copper cable or a 1:2
+splitter is one cable carrying two links.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.power import DevicePower, cable_ends, device_power
+from gpucluster.plan.totals import link_tier_name, tier_name
+from gpucluster.prices import PriceList, load_price_list
+
+# Sections in the order a buyer reads them; (key, title).
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("compute", "Compute"),
+    ("compute-fabric", "Compute fabric"),
+    ("storage-network", "Storage network"),
+    ("management-networks", "Management networks"),
+    ("storage", "Storage"),
+    ("cables-optics", "Cables and optics"),
+    ("racks-power", "Racks and power"),
+    ("spares", "Spares"),
+)
+SECTION_TITLES = dict(SECTIONS)
+_SECTION_ORDER = {key: i for i, (key, _title) in enumerate(SECTIONS)}
+_NETWORK_SECTION = {
+    "compute": "compute-fabric",
+    "storage": "storage-network",
+    "inband": "management-networks",
+    "oob": "management-networks",
+}
+_ROLE_SECTION = {
+    "gpu-server": "compute",
+    "fabric-manager": "compute-fabric",
+    "management-server": "management-networks",
+    "storage": "storage",
+    "object-storage": "storage",
+    "pdu": "racks-power",
+}
+NETWORK_TITLES = {"compute": "compute fabric", "storage": "storage", "inband": "in-band", "oob": "out-of-band"}
+
+
+@dataclass(frozen=True, slots=True)
+class BomLine:
+    """One orderable line: a part, how many, and its per-unit facts (None where they do not apply)."""
+
+    section: str  # a key of SECTIONS
+    kind: str  # the device role, or rack / cable / transceiver
+    network: str  # compute / storage / inband / oob for switches, cables and optics; "" otherwise
+    item: str  # catalog id
+    vendor: str
+    model: str
+    part_number: str  # "" where the catalog has none (never invented)
+    description: str
+    quantity: int
+    media: str = ""  # cables and transceivers
+    length_m: float | None = None  # cables: the orderable length
+    power_typical_w: float | None = None
+    power_max_w: float | None = None
+    weight_kg: float | None = None
+    u_height: float | None = None
+    unit_price: float | None = None
+    currency: str = ""
+    notes: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, float]:
+        """What makes two lines the same orderable thing (for comparing two BOMs)."""
+        return (self.section, self.network, self.kind, self.item, self.part_number, self.length_m or 0.0)
+
+    def extended(self, per_unit: float | None) -> float | None:
+        return None if per_unit is None else per_unit * self.quantity
+
+    @property
+    def extended_price(self) -> float | None:
+        return self.extended(self.unit_price)
+
+
+@dataclass
+class Bom:
+    """The line items of one plan, in section order, with the counts every BOM view quotes."""
+
+    name: str
+    description: str
+    lines: list[BomLine]
+    counts: dict[str, float] = field(default_factory=dict)  # GPUs, servers, switches ... (label -> number)
+    price_list: str | None = None  # the price list's file name, when the design names one
+
+    def section_lines(self, section: str) -> list[BomLine]:
+        return [line for line in self.lines if line.section == section]
+
+    def total(self, attribute: str, section: str | None = None) -> float:
+        """Sum of an extended figure (power_max_w, weight_kg, u_height, quantity) over lines."""
+        total = 0.0
+        for line in self.lines:
+            if section is None or line.section == section:
+                value = line.quantity if attribute == "quantity" else line.extended(getattr(line, attribute))
+                total += value or 0.0
+        return total
+
+    def price_totals(self, section: str | None = None) -> dict[str, float]:
+        """Extended price per currency (only priced lines count)."""
+        totals: dict[str, float] = defaultdict(float)
+        for line in self.lines:
+            if line.extended_price is not None and (section is None or line.section == section):
+                totals[line.currency] += line.extended_price
+        return dict(sorted(totals.items()))
+
+    def unpriced(self) -> list[BomLine]:
+        return [line for line in self.lines if line.unit_price is None] if self.price_list else []
+
+
+def bom_for(plan: Plan, loaded: LoadedDesign) -> Bom:
+    """The BOM of a planned design, priced from the design's price list when it names one."""
+    prices = None
+    if loaded.design.bom.price_list is not None:
+        prices = load_price_list(Path(loaded.path).parent / loaded.design.bom.price_list)
+    return build_bom(plan, prices)
+
+
+def build_bom(plan: Plan, prices: PriceList | None = None) -> Bom:
+    """Count everything in the plan into line items (sorted: section, kind, network, model, length)."""
+    lines = [*_device_lines(plan), *_rack_lines(plan), *_cable_lines(plan), *_transceiver_lines(plan)]
+    if prices is not None:
+        lines = [_priced(line, prices) for line in lines]
+    lines.sort(key=lambda line: (_SECTION_ORDER[line.section], *_sort_key(line)))
+    design = plan.design
+    return Bom(
+        name=plan.name,
+        description=str(getattr(design, "description", "")),
+        lines=lines,
+        counts=_counts(plan, lines),
+        price_list=prices.path.name if prices is not None else None,
+    )
+
+
+_KIND_ORDER = ("gpu-server", "fabric-manager", "management-server", "switch", "storage", "object-storage")
+_NETWORK_ORDER = ("compute", "storage", "inband", "oob", "")
+
+
+def _sort_key(line: BomLine) -> tuple:
+    kind = _KIND_ORDER.index(line.kind) if line.kind in _KIND_ORDER else len(_KIND_ORDER)
+    return (_NETWORK_ORDER.index(line.network), kind, line.kind, line.model, line.length_m or 0.0, line.part_number)
+
+
+def _priced(line: BomLine, prices: PriceList) -> BomLine:
+    price = prices.price(line.part_number, line.item)
+    if price is None:
+        return line
+    notes = "; ".join(n for n in (line.notes, f"price: {price.note}" if price.note else "") if n)
+    return replace(line, unit_price=price.unit_price, currency=price.currency, notes=notes)
+
+
+_SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!approx)\.\s")
+
+
+DESCRIPTION_CHARS = 160
+
+
+def short_description(text: str) -> str:
+    """The first sentence of a catalog description, at most DESCRIPTION_CHARS long (the rest is for
+    engineers, not for the order)."""
+    text = " ".join(text.split())
+    match = _SENTENCE_END.search(text)
+    first = text[: match.start() + 1] if match else text
+    if len(first) <= DESCRIPTION_CHARS:
+        return first
+    return first[: DESCRIPTION_CHARS - 3].rsplit(" ", 1)[0].rstrip(",;:(") + "..."
+
+
+def _facts(part: object) -> dict[str, object]:
+    return {
+        "vendor": str(getattr(part, "vendor", "")),
+        "model": str(getattr(part, "model", "")),
+        "part_number": str(getattr(part, "part_number", None) or ""),
+        "description": short_description(str(getattr(part, "description", ""))),
+    }
+
+
+def _device_lines(plan: Plan) -> list[BomLine]:
+    """One line per (section, network, part); the notes say which tiers a switch line holds."""
+    groups: dict[tuple[str, str, str, str], list[Device]] = defaultdict(list)
+    for device in plan.devices.values():
+        if device.role == "switch":
+            section = _NETWORK_SECTION[device.network or "compute"]
+        elif device.spare:
+            section = "spares"
+        else:
+            section = _ROLE_SECTION[device.role]
+        groups[(section, device.role, device.network or "", device.part)].append(device)
+    lines = []
+    for (section, role, network, part_id), devices in groups.items():
+        part = plan.catalog_parts[part_id]
+        notes = ""
+        if role == "switch":
+            tiers = Counter(d.tier or 1 for d in devices)
+            notes = ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
+            notes = f"{NETWORK_TITLES[network]}: {notes}"
+        elif role == "gpu-server":
+            gpus = getattr(getattr(part, "gpu", None), "count", 0)
+            notes = f"{len(devices) * gpus:,} GPUs"
+            if section == "spares":
+                notes += " (hot spares, racked and cabled)"
+        elif role == "pdu":
+            notes = f"in {len({d.rack for d in devices}):,} racks"
+        lines.append(
+            BomLine(
+                section=section,
+                kind=role,
+                network=network if role == "switch" else "",
+                item=part_id,
+                quantity=len(devices),
+                power_typical_w=float(getattr(part, "power_typical_w", 0.0)),
+                power_max_w=float(getattr(part, "power_max_w", 0.0)),
+                weight_kg=getattr(part, "weight_kg", None),
+                u_height=float(getattr(part, "u_height", 0.0)),
+                notes=notes,
+                **_facts(part),  # type: ignore[arg-type]
+            )
+        )
+    return lines
+
+
+def _rack_lines(plan: Plan) -> list[BomLine]:
+    by_part: dict[str, Counter[str]] = defaultdict(Counter)
+    for rack in plan.racks.values():
+        by_part[rack.part][rack.purpose] += 1
+    lines = []
+    for part_id, purposes in by_part.items():
+        part = plan.catalog_parts[part_id]
+        lines.append(
+            BomLine(
+                section="racks-power",
+                kind="rack",
+                network="",
+                item=part_id,
+                quantity=sum(purposes.values()),
+                weight_kg=getattr(part, "weight_kg", None),
+                notes=", ".join(f"{purpose} {n}" for purpose, n in sorted(purposes.items())),
+                **_facts(part),  # type: ignore[arg-type]
+            )
+        )
+    return lines
+
+
+def _cable_lines(plan: Plan) -> list[BomLine]:
+    """One line per (network, cable part, orderable length): the part number differs by length."""
+    links = plan.links
+    counts: Counter[tuple[str, str, str, float, int]] = Counter(
+        (cable.network, cable.cable_part, cable.part_number or "", cable.length_m, links[cable.links[0]].tier)
+        for cable in plan.cables
+    )
+    groups: dict[tuple[str, str, str, float], Counter[str]] = defaultdict(Counter)
+    for (network, part_id, part_number, length_m, tier), count in counts.items():
+        groups[(network, part_id, part_number, length_m)][link_tier_name(tier)] += count
+    lines = []
+    for (network, part_id, part_number, length_m), tiers in groups.items():
+        part = plan.catalog_parts[part_id]
+        per_m = getattr(part, "weight_kg_per_m", None)
+        weight = per_m * length_m if per_m is not None else None
+        facts: dict[str, object] = {"part_number": part_number, "length_m": length_m, "weight_kg": weight}
+        per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
+        if per_end_w:  # an active cable draws at each of its ends: one near cage, `split` far cages
+            facts["power_typical_w"] = facts["power_max_w"] = per_end_w * (1 + int(getattr(part, "split", 1)))
+        lines.append(_optics_line(plan, "cable", network, part_id, tiers, **facts))
+    return lines
+
+
+def _optics_line(
+    plan: Plan, kind: str, network: str, part_id: str, breakdown: Counter[str], prefix: str = "", **facts: object
+) -> BomLine:
+    """A cable or transceiver line; `breakdown` (where they are: link tiers, device roles) makes the notes."""
+    part = plan.catalog_parts[part_id]
+    return BomLine(
+        section="cables-optics",
+        kind=kind,
+        network=network,
+        item=part_id,
+        quantity=sum(breakdown.values()),
+        media=str(getattr(part, "media", "")),
+        notes=prefix + ", ".join(f"{where} {n}" for where, n in sorted(breakdown.items())),
+        **(_facts(part) | facts),  # type: ignore[arg-type]
+    )
+
+
+def transceiver_ends(plan: Plan) -> dict[tuple[str, int], tuple[str, str]]:
+    """(device, cage) -> (transceiver catalog id, network) for every cage that holds a transceiver: a
+    twin-port cage shared by two links holds one (the same rule the power budget counts optics by)."""
+    ends: dict[tuple[str, int], tuple[str, str]] = {}
+    links = plan.links
+    for cable in plan.cables:
+        a_optic, b_optic = cable.a_transceiver, cable.b_transceiver
+        if a_optic is None and b_optic is None:
+            continue
+        if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends
+            link = links[cable.links[0]]
+            sides = (((link.a_device, link.a_cage),), ((link.b_device, link.b_cage),))
+        else:
+            sides = cable_ends(plan, cable)
+        for cages, optic in zip(sides, (a_optic, b_optic), strict=True):
+            if optic is not None:
+                for cage in cages:
+                    ends.setdefault(cage, (optic, cable.network))
+    return ends
+
+
+def device_powers(plan: Plan) -> dict[str, DevicePower]:
+    """Each device's draw with its optics, as the planner computed it (or computed now, for a plan
+    assembled without the planner)."""
+    return plan.device_power or device_power(plan)  # type: ignore[return-value]
+
+
+def _transceiver_lines(plan: Plan) -> list[BomLine]:
+    devices = plan.devices
+    per_device: Counter[tuple[str, str, str]] = Counter(
+        (network, optic, device) for (device, _cage), (optic, network) in transceiver_ends(plan).items()
+    )
+    groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    for (network, optic, device), count in per_device.items():
+        groups[(network, optic)][devices[device].role] += count
+    lines = []
+    for (network, optic), roles in groups.items():
+        part = plan.catalog_parts[optic]
+        maximum = float(getattr(part, "power_max_w", 0.0))
+        typical = getattr(part, "power_typical_w", None)
+        power = {"power_typical_w": maximum if typical is None else float(typical), "power_max_w": maximum}
+        lines.append(_optics_line(plan, "transceiver", network, optic, roles, "in ", **power))
+    return lines
+
+
+def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
+    """The headline figures (from the plan's totals, and from the lines for optics and PDUs)."""
+    t = plan.totals
+    counts: dict[str, float] = {
+        "GPUs": t["gpus"],
+        "GPUs in production": t["production_gpus"],
+        "GPU servers": t["servers"],
+        "GPU servers in production": t["production_servers"],
+        "Hot-spare GPU servers": t["spare_servers"],
+        "Scalable units": t["scalable_units"],
+    }
+    for network, tiers in t["switches"].items():
+        if tiers:
+            counts[f"Switches, {NETWORK_TITLES[network]}"] = sum(tiers.values())
+    counts["Switches"] = t["switches_total"]
+    counts["Cables"] = t["cables"]
+    counts["Transceivers"] = sum(line.quantity for line in lines if line.kind == "transceiver")
+    counts["Racks"] = t["racks"]
+    counts["PDUs"] = sum(line.quantity for line in lines if line.kind == "pdu")
+    included_w = sum(p.optics_max_w for p in device_powers(plan).values() if p.optics_in_catalog_max)
+    counts[OPTICS_INCLUDED] = included_w / 1000
+    counts["IT power, typical (kW)"] = t["it_power_typical_kw"]
+    counts["IT power, maximum (kW)"] = t["it_power_max_kw"]
+    return counts
+
+
+# The line items give every part's catalog power, optics included; a switch whose catalog maximum
+# already covers its optics (QM9700: "with active cables") does not draw them twice, so the IT load
+# (plan totals, gpucluster/plan/power.py) is the lines' maximum less these.
+OPTICS_INCLUDED = "Optics within switch maxima (kW)"
