@@ -1,14 +1,16 @@
-"""What changed between two revisions of a design, for the reviewer: the plan's figures, its devices, links and
-racks, the power budget, and the files the two builds generate (which changed, with a short text diff).
+"""What changed between two revisions of a design, for the reviewer: the BOM's headline figures and lines
+(gpucluster/diff.py), the fabric's and the job's figures, the devices, links and racks, the power budget, and
+the files the two builds generate (which changed, with a short text diff).
 
-Plain comparisons over two plans and two build folders; `gpucluster diff` renders them (with the BOM lines from
-gpucluster/diff.py) as review.html and review.pdf.
+Plain comparisons over two plans and two build folders; `gpucluster diff` renders them as review.html and
+review.pdf (gpucluster/artifacts/review.py).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -16,6 +18,9 @@ from pathlib import Path
 
 import hostlist
 
+from gpucluster.artifacts import ARTIFACTS, RUNS_LAST, write_artifacts
+from gpucluster.design.load import LoadedDesign
+from gpucluster.diff import PlanDiff, diff_plans
 from gpucluster.plan.budget import power_budget
 from gpucluster.plan.model import NETWORKS, Link, Plan
 from gpucluster.plan.totals import link_tier_name
@@ -101,7 +106,8 @@ class FileChanges:
 class PlanChanges:
     old_name: str
     new_name: str
-    figures: list[Figure]
+    bom: PlanDiff  # headline figures (GPUs, servers, switches, cables, racks, IT kW, prices) and BOM lines
+    figures: list[Figure]  # the fabric's and the job's
     devices: Changes
     links: Changes
     racks: Changes
@@ -109,13 +115,20 @@ class PlanChanges:
     files: FileChanges | None = None
 
 
-def compare_plans(old: Plan, new: Plan, old_folder: Path | None = None, new_folder: Path | None = None) -> PlanChanges:
-    """Everything the review shows, except the BOM lines (gpucluster.diff); the files when both build folders
-    are given."""
+def compare_plans(
+    old: Plan,
+    new: Plan,
+    old_folder: Path | None = None,
+    new_folder: Path | None = None,
+    bom: PlanDiff | None = None,
+) -> PlanChanges:
+    """Everything the review shows; the files when both build folders are given. `bom` is the BOM comparison
+    when the caller has it (priced from each design's price list); without it the BOMs are compared unpriced."""
     files = compare_folders(old_folder, new_folder) if old_folder and new_folder else None
     return PlanChanges(
         old_name=old.name,
         new_name=new.name,
+        bom=bom or diff_plans(old, new),
         figures=_pair(plan_figures(old), plan_figures(new)),
         devices=compare_devices(old, new),
         links=compare_links(old, new),
@@ -125,15 +138,28 @@ def compare_plans(old: Plan, new: Plan, old_folder: Path | None = None, new_fold
     )
 
 
+def compare_builds(
+    old: tuple[LoadedDesign, Plan],
+    new: tuple[LoadedDesign, Plan],
+    bom: PlanDiff | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> PlanChanges:
+    """compare_plans with the files: both designs built (every artifact but those that only gather the others,
+    the report) into a scratch folder that is removed afterwards."""
+    names = [name for name in ARTIFACTS if name not in RUNS_LAST]
+    with tempfile.TemporaryDirectory(prefix="gpucluster-diff-") as scratch:
+        folders = [
+            write_artifacts(plan, loaded, Path(scratch) / side, names, progress)
+            for side, (loaded, plan) in (("old", old), ("new", new))
+        ]
+        return compare_plans(old[1], new[1], *folders, bom=bom)
+
+
 def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
-    """name -> (value, unit, digits) of the plan's headline figures, from its own views."""
+    """name -> (value, unit, digits): the fabric's and the job's figures, from the plan's own views (the BOM diff
+    has the counts of GPUs, servers, switches per network, cables and racks)."""
     t = plan.totals
-    figures: dict[str, tuple[float, str, int]] = {
-        "GPUs (production)": (t["production_gpus"], "", 0),  # type: ignore[dict-item]
-        "GPU servers (production)": (t["production_servers"], "", 0),  # type: ignore[dict-item]
-        "Hot-spare servers": (t["spare_servers"], "", 0),  # type: ignore[dict-item]
-        "Scalable units": (t["scalable_units"], "", 0),  # type: ignore[dict-item]
-    }
+    figures: dict[str, tuple[float, str, int]] = {}
     for network in NETWORKS:
         for tier, n in t["switches"][network].items():  # type: ignore[index]
             figures[f"{network} {tier} switches"] = (n, "", 0)
@@ -144,8 +170,6 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     hops = plan.analysis.get("compute", {}).get("hops", {}).get("max_switch_hops")
     if hops is not None:
         figures["compute switch hops, at most"] = (hops, "", 0)
-    figures["Cables"] = (t["cables"], "", 0)  # type: ignore[assignment]
-    figures["Racks"] = (t["racks"], "", 0)  # type: ignore[assignment]
     checkpoint = plan.settings.get("checkpoint") or {}
     if checkpoint:
         figures["Checkpoint write"] = (checkpoint["write_seconds"], "s", 1)  # type: ignore[index]
@@ -157,10 +181,9 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
 
 def power_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     budget = power_budget(plan)
-    figures = {
-        "IT load, maximum": (budget.total.max_w / 1000, "kW", 1),
-        "IT load, typical": (budget.total.typical_w / 1000, "kW", 1),
+    figures = {  # the IT load is among the BOM's figures
         "Facility power, maximum": (budget.facility_max_w / 1000, "kW", 1),
+        "Facility power, typical": (budget.facility_typical_w / 1000, "kW", 1),
         "Energy per year": (budget.annual_energy_mwh, "MWh", 0),
         "Circuits": (sum(c.circuits for c in budget.circuit_kinds), "", 0),
         "Heaviest rack": (max((r.load.max_w for r in budget.racks), default=0.0) / 1000, "kW", 1),

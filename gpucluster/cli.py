@@ -13,8 +13,10 @@ import click
 
 from gpucluster.artifacts import ARTIFACTS, write_artifacts
 from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
+from gpucluster.artifacts.review import write_review
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.bom import bom_for
+from gpucluster.changes import compare_builds, compare_plans
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
 from gpucluster.diff import diff_boms
@@ -191,29 +193,43 @@ def size_command(
 @main.command()
 @click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
-@_out_option("Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/bom-diff.xlsx.")
+@_out_option("Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/ (bom-diff.xlsx, review.html/.pdf).")
+@click.option(
+    "--files/--no-files",
+    default=True,
+    show_default=True,
+    help="Build both designs and compare the files they generate (configs, scripts, plan.json) in the review.",
+)
 @progress_option
-def diff(old: Path, new: Path, out_dir: Path, progress: bool | None) -> None:
+def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
-    write it as bom-diff.xlsx."""
+    write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf."""
     say = _progress(sys.stderr.isatty() if progress is None else progress)
     try:
-        boms = []
+        planned = []
         for design in (old, new):
             loaded = load_design(design)
-            boms.append(bom_for(plan_design(loaded, say), loaded))
+            planned.append((loaded, plan_design(loaded, say)))
     except DesignError as error:
         _fail(error)
-    result = diff_boms(*boms)
+    result = diff_boms(*(bom_for(plan, loaded) for loaded, plan in planned))
     folder = out_dir / f"{result.old.name}-vs-{result.new.name}"
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / "bom-diff.xlsx"
     staging = target.with_name(f".{target.name}.tmp")
     write_bom_diff(result, staging)
     os.replace(staging, target)
+    (old_side, new_side) = planned
+    if files:
+        changes = compare_builds(old_side, new_side, result, say)
+    else:
+        changes = compare_plans(old_side[1], new_side[1], bom=result)
+    say("review")
+    reviews = write_review(changes, folder)
     for line in report_lines(result):
         click.echo(line)
-    click.echo(f"wrote {target}")
+    for path in (*reviews, target):
+        click.echo(f"wrote {path}")
 
 
 @main.command()

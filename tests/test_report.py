@@ -12,11 +12,12 @@ from urllib.parse import unquote, urlparse
 
 import pypdf
 import pytest
-from conftest import chromium_page, needs_chromium, planned
+from conftest import chromium_page, needs_chromium, planned, write_design
 from PIL import Image
 
-from gpucluster import write_artifacts
+from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.artifacts.report import report_html
+from gpucluster.bom import bom_for, build_bom
 from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, floor_plan, network_drawing
 from gpucluster.plan.model import NETWORKS
 
@@ -82,6 +83,7 @@ def test_report_loads_in_chromium_without_console_errors_or_network_requests(bui
         "Floor plan",
         "Power and cooling",
         "Checkpoints and failures",
+        "Bill of materials",
         "Artifacts",
     ]
 
@@ -104,6 +106,8 @@ def test_report_pdf_holds_the_key_figures_and_every_finding(built: Path) -> None
         assert figure in text, figure
     for finding in plan.findings:
         assert re.sub(r"\s+", " ", finding.message)[:60] in text, finding.message
+    bom = build_bom(plan)
+    assert f"{len(bom.lines):,} lines" in text and f"Transceivers {bom.counts['Transceivers']:,.0f}" in text
 
 
 @pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="pdftoppm (poppler-utils) is not installed")
@@ -204,3 +208,18 @@ def test_a_folder_of_many_files_is_one_linked_row(tmp_path: Path) -> None:
     html = report_html(plan, tmp_path)
     assert 'href="burn-in/checklists/">burn-in/checklists/ (30 files, A01.html ... A30.html)</a>' in html
     assert 'href="plan.json"' in html and "A07.html" not in html
+
+
+def test_a_priced_design_shows_its_bom_totals_and_what_is_unpriced(tmp_path: Path) -> None:
+    (tmp_path / "prices.csv").write_text(
+        "part_number,unit_price,currency,note\nhgx-h100-oem,250000,USD,\n920-9B210-00FN-0M0,28500,USD,\n",
+        encoding="utf-8",
+    )
+    design = (Path(__file__).parents[1] / "designs" / f"{DESIGN}.yaml").read_text()
+    loaded = load_design(write_design(tmp_path, design + "bom: {price_list: prices.csv}\n"))
+    plan = plan_design(loaded)
+    bom = bom_for(plan, loaded)
+    html = report_html(plan, tmp_path, bom)
+    assert f"{bom.price_totals()['USD']:,.0f} USD" in html and "priced from prices.csv" in html
+    assert f"{len(bom.unpriced())} unpriced (price list prices.csv)" in html
+    assert "Unpriced:</b>" in html and "SN2201" in html

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pypdf
 import pytest
+from click.testing import CliRunner
 from conftest import DESIGNS, chromium_page, needs_chromium, planned, write_design
 
-from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts import ARTIFACTS
+from gpucluster import load_design, plan_design
 from gpucluster.artifacts.review import write_review
-from gpucluster.changes import PlanChanges, compare_plans
+from gpucluster.changes import PlanChanges, compare_builds, compare_plans
+from gpucluster.cli import main
 
 LAB6 = (DESIGNS / "lab-4-servers.yaml").read_text().replace("servers: 4\n", "servers: 6\n")
 LAB6 = LAB6.replace("name: lab-4-servers", "name: lab-6-servers")
@@ -25,13 +26,8 @@ LAB6 = LAB6.replace("name: lab-4-servers", "name: lab-6-servers")
 def reviewed(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlanChanges, Path]:
     """lab-4-servers against the same lab with six servers, both built (every artifact but the report)."""
     tmp = tmp_path_factory.mktemp("review")
-    old_loaded, old = planned("lab-4-servers")
     new_loaded = load_design(write_design(tmp, LAB6))
-    new = plan_design(new_loaded)
-    builds = [n for n in ARTIFACTS if n != "report"]
-    old_folder = write_artifacts(old, old_loaded, tmp / "old", builds)
-    new_folder = write_artifacts(new, new_loaded, tmp / "new", builds)
-    changes = compare_plans(old, new, old_folder, new_folder)
+    changes = compare_builds(planned("lab-4-servers"), (new_loaded, plan_design(new_loaded)))
     out = tmp / "out"
     out.mkdir()
     write_review(changes, out)
@@ -40,9 +36,12 @@ def reviewed(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlanChanges, Pat
 
 def test_figures_devices_racks_and_links_that_changed(reviewed: tuple[PlanChanges, Path]) -> None:
     changes, _out = reviewed
+    headline = {f.name: (f.old, f.new) for f in changes.bom.figures}
+    assert headline["GPUs in production"] == (32, 48) and headline["Racks"] == (2, 3)
     figures = {f.name: f for f in changes.figures}
-    assert (figures["GPUs (production)"].old, figures["GPUs (production)"].new) == (32, 48)
-    assert figures["GPUs (production)"].changed and not figures["Scalable units"].changed
+    assert (figures["compute links"].old, figures["compute links"].new) == (32, 48)
+    assert figures["compute links"].changed and not figures["compute leaf switches"].changed
+    assert {c.line.item for c in changes.bom.of_kind("gain")} >= {"hgx-h100-oem"}
     assert changes.devices.added_text.split(",") == ["A03-pdu-a1", "A03-pdu-b1", "gpu[005-006]"]
     assert changes.devices.removed == [] and changes.racks.added == ["A03"]
     roles = {f.name: (f.old, f.new) for f in changes.devices.counts}
@@ -53,7 +52,7 @@ def test_figures_devices_racks_and_links_that_changed(reviewed: tuple[PlanChange
     assert kept + len(changes.links.removed) == sum(f.old for f in changes.links.counts)
     assert kept + len(changes.links.added) == sum(f.new for f in changes.links.counts)
     power = {f.name: f for f in changes.power}
-    assert power["IT load, maximum"].new > power["IT load, maximum"].old
+    assert power["Facility power, maximum"].new > power["Facility power, maximum"].old
 
 
 def test_generated_files_that_changed_with_a_short_diff(reviewed: tuple[PlanChanges, Path]) -> None:
@@ -74,7 +73,7 @@ def test_no_change_is_reported_between_a_design_and_itself(tmp_path: Path) -> No
     changes = compare_plans(plan, plan)
     assert not changes.devices.any and not changes.links.any and not changes.racks.any
     assert not any(f.changed for f in changes.figures + changes.power)
-    assert changes.files is None
+    assert changes.files is None and not changes.bom.lines
 
 
 @needs_chromium
@@ -85,7 +84,7 @@ def test_review_loads_in_chromium_without_console_errors_or_requests(reviewed: t
         headings = page.eval_on_selector_all("section h2", "els => els.map(e => e.textContent)")
         diffs = page.locator("pre.diff").count()
     assert problems == [] and requests == [url]
-    assert headings == ["Figures", "Devices", "Links", "Racks", "Power", "Generated files"]
+    assert headings == ["Figures", "Devices", "Links", "Racks", "Power", "BOM lines", "Generated files"]
     assert diffs >= 10
 
 
@@ -95,7 +94,20 @@ def test_review_pdf_renders_and_holds_the_changes(reviewed: tuple[PlanChanges, P
     reader = pypdf.PdfReader(out / "review.pdf")
     text = re.sub(r"\s+", " ", " ".join(page.extract_text() for page in reader.pages))
     assert "lab-4-servers → lab-6-servers" in text
-    assert "GPUs (production) 32 48 +16" in text
+    assert "GPUs in production 32 48 +16" in text and "compute links 32 48 +16" in text
     assert "gpu[005-006]" in text and "slurm/slurm.conf" in text
     subprocess.run(["pdftoppm", "-r", "20", "-png", str(out / "review.pdf"), str(tmp_path / "p")], check=True)
     assert len(list(tmp_path.glob("p-*.png"))) == len(reader.pages) >= 3
+
+
+def test_diff_command_writes_the_review_beside_the_bom_diff(tmp_path: Path) -> None:
+    new = write_design(tmp_path, LAB6)
+    old = DESIGNS / "lab-4-servers.yaml"
+    result = CliRunner().invoke(main, ["diff", str(old), str(new), "-o", str(tmp_path / "out"), "--no-files"])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "out" / "lab-4-servers-vs-lab-6-servers"
+    for name in ("review.html", "review.pdf", "bom-diff.xlsx"):
+        assert f"wrote {folder / name}" in result.output
+    html = (folder / "review.html").read_text()
+    assert "Generated files" not in html and "BOM lines" in html and "hgx-h100-oem" in html
+    assert not list(folder.glob(".*.tmp"))

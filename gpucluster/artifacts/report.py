@@ -18,6 +18,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
 from gpucluster.drawings import (
     DETAIL_MAX_PER_LEVEL,
@@ -50,13 +51,15 @@ FOLDER_FILES_LISTED = 24  # a folder with more files is listed as one row
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    html = report_html(plan, folder)
+    html = report_html(plan, folder, bom_for(plan, loaded))
     (folder / HTML).write_text(html, encoding="utf-8")
     write_pdf(html, folder / PDF)
 
 
-def report_html(plan: Plan, folder: Path) -> str:
-    """The report page for a plan whose other artifacts are in `folder`."""
+def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
+    """The report page for a plan whose other artifacts are in `folder` (priced from the design's price list
+    when `bom` is given, else unpriced)."""
+    bom = bom or build_bom(plan)
     budget = power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
     artifacts = _artifacts(folder)
@@ -64,7 +67,7 @@ def report_html(plan: Plan, folder: Path) -> str:
         "report/report.html",
         name=plan.name,
         description=getattr(plan.design, "description", "") or "",
-        figures=key_figures(plan, budget, checkpoint),
+        figures=key_figures(plan, budget, checkpoint, bom),
         findings=_findings(plan),
         severity_counts=Counter(f.severity for f in plan.findings),
         severities=SEVERITIES,
@@ -72,6 +75,7 @@ def report_html(plan: Plan, folder: Path) -> str:
         floor=_floor(plan),
         power=_power(budget),
         checkpoint=_checkpoint(checkpoint),
+        bom=_bom(bom),
         charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
         artifacts=artifacts,
         written={a["path"] for a in artifacts},
@@ -84,7 +88,7 @@ def report_html(plan: Plan, folder: Path) -> str:
     )
 
 
-def key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> list[tuple[str, str, str]]:
+def key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom: Bom) -> list[tuple[str, str, str]]:
     """(label, value, note) for the first page: what a reviewer checks first."""
     t = plan.totals
     s = plan.settings
@@ -138,6 +142,16 @@ def key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> l
             f"every {duration(checkpoint.interval_s)}; job MTBF {duration(checkpoint.mtbf_s)}",
         ),
     ]
+    prices = bom.price_totals()
+    figures.append(
+        (
+            "Bill of materials",
+            "; ".join(f"{total:,.0f} {currency}" for currency, total in prices.items()) or f"{len(bom.lines):,} lines",
+            f"{len(bom.lines):,} lines, {len(bom.unpriced())} unpriced (price list {bom.price_list})"
+            if bom.price_list
+            else "no price list in the design",
+        )
+    )
     counts = Counter(f.severity for f in plan.findings)
     figures.append(
         (
@@ -306,6 +320,39 @@ def _checkpoint(a: CheckpointAnalysis) -> dict:
         ],
         "limits": [{"name": x.name, "rate": f"{x.gbytes_per_s:,.1f}", "note": x.note} for x in a.write.limits],
         "notes": a.notes,
+    }
+
+
+def _bom(bom: Bom) -> dict:
+    """The BOM's totals per section and its headline counts (gpucluster/bom.py)."""
+    currencies = sorted(bom.price_totals())
+    sections = []
+    for key, title in SECTIONS:
+        lines = bom.section_lines(key)
+        if not lines:
+            continue
+        prices = bom.price_totals(key)
+        sections.append(
+            {
+                "title": title,
+                "lines": f"{len(lines):,}",
+                "quantity": f"{bom.total('quantity', key):,.0f}",
+                "max_kw": _kw(bom.total("power_max_w", key)),
+                "prices": [f"{prices.get(c, 0.0):,.0f}" for c in currencies],
+            }
+        )
+    counts = [
+        (name, f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}") for name, value in bom.counts.items()
+    ]
+    return {
+        "sections": sections,
+        "currencies": currencies,
+        "totals": [f"{v:,.0f}" for v in bom.price_totals().values()],
+        "lines": f"{len(bom.lines):,}",
+        "quantity": f"{bom.total('quantity'):,.0f}",
+        "counts": counts,
+        "price_list": bom.price_list,
+        "unpriced": [f"{line.model} ({line.item})" for line in bom.unpriced()],
     }
 
 

@@ -17,10 +17,9 @@ HTML = "review.html"
 PDF = "review.pdf"
 
 
-def write_review(changes: PlanChanges, folder: Path, bom: object | None = None) -> list[Path]:
-    """Write review.html and review.pdf into `folder`, each replacing the old file only once it is complete.
-    `bom` is the BOM comparison (gpucluster.diff.PlanDiff) when there is one."""
-    html = review_html(changes, bom)
+def write_review(changes: PlanChanges, folder: Path) -> list[Path]:
+    """Write review.html and review.pdf into `folder`, each replacing the old file only once it is complete."""
+    html = review_html(changes)
     html_path, pdf_path = folder / HTML, folder / PDF
     staging = folder / f".{HTML}.tmp"
     staging.write_text(html, encoding="utf-8")
@@ -31,11 +30,11 @@ def write_review(changes: PlanChanges, folder: Path, bom: object | None = None) 
     return [html_path, pdf_path]
 
 
-def review_html(changes: PlanChanges, bom: object | None = None) -> str:
+def review_html(changes: PlanChanges) -> str:
     return render(
         "report/review.html",
         c=changes,
-        bom=bom,
+        bom=changes.bom,
         listed=MAX_LISTED,
         number=_number,
         signed=_signed,
