@@ -76,6 +76,12 @@ class Changes:
         return bool(self.added or self.removed or self.modified)
 
     @property
+    def modified_attributes(self) -> list[tuple[str, int]]:
+        """How many things changed each attribute (rack of 66, part of 31 ...)."""
+        counts = Counter(attribute for m in self.modified for attribute, _old, _new in m.changes)
+        return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    @property
     def added_text(self) -> str:
         return _compressed(self.added)
 
