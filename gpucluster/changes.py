@@ -205,10 +205,7 @@ def compare_devices(old: Plan, new: Plan) -> Changes:
         return {"part": d.part, "rack": d.rack, "U": str(d.u_position), "role": d.role, "spare": str(d.spare)}
 
     changes = _compare(set(old.devices), set(new.devices), lambda n: attributes(old, n), lambda n: attributes(new, n))
-    roles = sorted({d.role for d in old.devices.values()} | {d.role for d in new.devices.values()})
-    old_roles = Counter(d.role for d in old.devices.values())
-    new_roles = Counter(d.role for d in new.devices.values())
-    changes.counts = [Figure(role, old_roles[role], new_roles[role]) for role in roles]
+    changes.counts = _counted([d.role for d in old.devices.values()], [d.role for d in new.devices.values()])
     return changes
 
 
@@ -222,12 +219,11 @@ def compare_links(old: Plan, new: Plan) -> Changes:
         lambda k: {"speed": f"{old_links[k].speed_gbps:g} Gb/s"},
         lambda k: {"speed": f"{new_links[k].speed_gbps:g} Gb/s"},
     )
-    old_tiers = Counter((link.network, link.tier) for link in old.links)
-    new_tiers = Counter((link.network, link.tier) for link in new.links)
-    changes.counts = [
-        Figure(f"{network} {link_tier_name(tier)}", old_tiers[(network, tier)], new_tiers[(network, tier)])
-        for network, tier in sorted(old_tiers.keys() | new_tiers.keys(), key=lambda k: (NETWORKS.index(k[0]), k[1]))
-    ]
+    changes.counts = _counted(
+        [(NETWORKS.index(link.network), link.tier) for link in old.links],
+        [(NETWORKS.index(link.network), link.tier) for link in new.links],
+        lambda key: f"{NETWORKS[key[0]]} {link_tier_name(key[1])}",
+    )
     return changes
 
 
@@ -243,11 +239,14 @@ def compare_racks(old: Plan, new: Plan) -> Changes:
         }
 
     changes = _compare(set(old.racks), set(new.racks), lambda n: attributes(old, n), lambda n: attributes(new, n))
-    purposes = sorted({r.purpose for r in old.racks.values()} | {r.purpose for r in new.racks.values()})
-    old_purposes = Counter(r.purpose for r in old.racks.values())
-    new_purposes = Counter(r.purpose for r in new.racks.values())
-    changes.counts = [Figure(p, old_purposes[p], new_purposes[p]) for p in purposes]
+    changes.counts = _counted([r.purpose for r in old.racks.values()], [r.purpose for r in new.racks.values()])
     return changes
+
+
+def _counted(old: list, new: list, name: Callable[[object], str] = str) -> list[Figure]:
+    """How many of each kind (role, purpose, network and tier) before and after, in the kinds' order."""
+    before, after = Counter(old), Counter(new)
+    return [Figure(name(key), before[key], after[key]) for key in sorted(before.keys() | after.keys())]
 
 
 def compare_folders(old: Path, new: Path) -> FileChanges:

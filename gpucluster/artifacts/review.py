@@ -10,7 +10,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
-from gpucluster.changes import MAX_LISTED, PlanChanges
+from gpucluster.changes import MAX_LISTED, Figure, PlanChanges
 from gpucluster.templating import render
 
 HTML = "review.html"
@@ -31,15 +31,21 @@ def write_review(changes: PlanChanges, folder: Path) -> list[Path]:
 
 
 def review_html(changes: PlanChanges) -> str:
+    bom_figures = [Figure(f.name, f.old, f.new, digits=0 if _whole(f.old, f.new) else 1) for f in changes.bom.figures]
     return render(
         "report/review.html",
         c=changes,
         bom=changes.bom,
+        bom_figures=bom_figures,
         listed=MAX_LISTED,
         number=_number,
         signed=_signed,
         style=Markup(render("report/style.css")),
     )
+
+
+def _whole(*values: float) -> bool:
+    return all(float(v).is_integer() for v in values)
 
 
 def _number(value: float | None, digits: int = 0) -> str:
