@@ -67,7 +67,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         "report/report.html",
         name=plan.name,
         description=getattr(plan.design, "description", "") or "",
-        figures=key_figures(plan, budget, checkpoint, bom),
+        figures=_key_figures(plan, budget, checkpoint, bom),
         findings=_findings(plan),
         severity_counts=Counter(f.severity for f in plan.findings),
         severities=SEVERITIES,
@@ -88,7 +88,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
     )
 
 
-def key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom: Bom) -> list[tuple[str, str, str]]:
+def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom: Bom) -> list[tuple[str, str, str]]:
     """(label, value, note) for the first page: what a reviewer checks first."""
     t = plan.totals
     s = plan.settings
@@ -156,11 +156,15 @@ def key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom:
     figures.append(
         (
             "Design rules",
-            f"{counts.get('error', 0)} errors, {counts.get('warning', 0)} warnings",
-            f"{counts.get('advisory', 0)} advisories, {counts.get('ok', 0)} passed",
+            f"{_count(counts['error'], 'error')}, {_count(counts['warning'], 'warning')}",
+            f"{_count(counts['advisory'], 'advisory', 'advisories')}, {counts['ok']} passed",
         )
     )
     return figures
+
+
+def _count(n: int, singular: str, plural: str = "") -> str:
+    return f"{n:,} {singular if n == 1 else plural or singular + 's'}"
 
 
 def _findings(plan: Plan) -> list[dict[str, str]]:
