@@ -32,6 +32,7 @@ ARTIFACTS: dict[str, str | Writer] = {
     "nccl": "gpucluster.artifacts.nccl",
     "bom": "gpucluster.artifacts.bom",
     "cabling": "gpucluster.artifacts.cabling",
+    "netbox": "gpucluster.artifacts.netbox",
 }
 
 
