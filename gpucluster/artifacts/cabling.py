@@ -13,7 +13,7 @@ location, rack unit, port; ANSI/TIA-606-B-2012 as summarised by HellermannTyton,
 https://www.cablinginstall.com/design-install/article/16467224/ansitia606b-standard-approved-for-publication
 and "Standardized Labeling of the Data Center", T. Fries): here ``<site>.<rack>-<U>:<port>``, e.g.
 ``DC1.A04-09:OSFP4P2``. A patch cord carries the identifiers of both its ends, near end first
-(``near/far``), so the same text read at either end says where the other end goes.
+(``near / far``), so the text read at either end says where the other end goes.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
 
 FOLDER = "cabling"
 JOIN = " + "  # between the connectors of a splitter's B end
+SEPARATOR = " / "  # between a label's near and far end (TIA-606's "/", spaced: port names contain "/")
 _CREATED = datetime.datetime(2000, 1, 1)  # fixed document date: same design, same bytes
 
 
@@ -138,7 +139,7 @@ def cable_rows(plan: Plan, network: str | None = None) -> Iterator[CableRow]:
             b_id = locate.prefix(link.b_device) + link.b_port
             a_rack, a_u, a_name, a_port = a_dev.rack, locate.unit(a_dev), a_dev.name, link.a_port
             b_rack, b_u, b_name, b_port = b_dev.rack, locate.unit(b_dev), b_dev.name, link.b_port
-            a_label, b_label = f"{a_id}/{b_id}", f"{b_id}/{a_id}"
+            a_label, b_label = f"{a_id}{SEPARATOR}{b_id}", f"{b_id}{SEPARATOR}{a_id}"
             speed = link.speed_gbps
         else:
             a, bs = cable_connectors(plan, cable)
@@ -151,8 +152,8 @@ def cable_rows(plan: Plan, network: str | None = None) -> Iterator[CableRow]:
             b_u = JOIN.join(locate.unit(d) for d in b_devs)
             b_name = JOIN.join(b.device for b in bs)
             b_port = JOIN.join("+".join(b.ports) for b in bs)
-            a_label = f"{a_id}/{JOIN.join(b_ids)}"
-            b_label = JOIN.join(f"{b_id}/{a_id}" for b_id in b_ids)
+            a_label = f"{a_id}{SEPARATOR}{JOIN.join(b_ids)}"
+            b_label = JOIN.join(f"{b_id}{SEPARATOR}{a_id}" for b_id in b_ids)
             speed = links[cable.links[0]].speed_gbps
         yield CableRow(
             cable.id,

@@ -185,30 +185,29 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     (out / "racks").mkdir(parents=True, exist_ok=True)
     pages = rack_pages(plan)
     paper = plan.design.site.paper  # type: ignore[attr-defined]
-    for name, page in pages.items():
-        svg = render("rack-elevation.svg.j2", page=page)
-        (out / "racks" / f"{name}.svg").write_text(svg, encoding="utf-8")
-        html = render(
-            "cabling-rack.html.j2",
-            page=page,
-            elevation=Markup(svg),
-            paper=paper,
-            columns=CABLE_COLUMNS,
-            label_columns=LABEL_COLUMNS,
-        )
-        (out / "racks" / f"{name}.html").write_text(html, encoding="utf-8")
     (out / "cluster.html").write_text(
         render("cabling-cluster.html.j2", plan=plan, pages=list(pages.values()), paper=paper), encoding="utf-8"
     )
-    _write_pdfs(plan, pages, out, paper)
+    _write_racks(plan, pages, out, paper)
+
+
+def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
+    return render(
+        "cabling-rack.html.j2",
+        page=page,
+        elevation=Markup(elevation_svg),
+        paper=paper,
+        columns=CABLE_COLUMNS,
+        label_columns=LABEL_COLUMNS,
+    )
 
 
 _JOBS: tuple[dict[str, RackPage], str, Path] | None = None  # handed to forked workers without pickling
 
 
-def _write_pdfs(plan: Plan, pages: dict[str, RackPage], out: Path, paper: str) -> None:
-    """One PDF per rack (in parallel on a large plan), then the cluster PDF: an overview, then the
-    racks' own pages, so the two can never differ."""
+def _write_racks(plan: Plan, pages: dict[str, RackPage], out: Path, paper: str) -> None:
+    """Each rack's SVG, HTML and PDF (in parallel on a large plan), then the cluster PDF: an overview,
+    then the racks' own pages, so the two can never differ."""
     global _JOBS
     names = sorted(pages, key=lambda n: -len(pages[n].ends))  # largest first balances the workers
     workers = min(os.cpu_count() or 1, len(names))
@@ -236,7 +235,11 @@ def _write_pdfs(plan: Plan, pages: dict[str, RackPage], out: Path, paper: str) -
 def _render_rack(name: str) -> None:
     assert _JOBS is not None
     pages, paper, folder = _JOBS
-    (folder / f"{name}.pdf").write_bytes(rack_pdf(pages[name], paper))
+    page = pages[name]
+    svg = render("rack-elevation.svg.j2", page=page)
+    (folder / f"{name}.svg").write_text(svg, encoding="utf-8")
+    (folder / f"{name}.html").write_text(rack_html(page, paper, svg), encoding="utf-8")
+    (folder / f"{name}.pdf").write_bytes(rack_pdf(page, paper))
 
 
 def rack_pdf(page: RackPage, paper: str) -> bytes:
@@ -400,6 +403,12 @@ def _fit(rows: list[tuple[str, ...]], width: float) -> tuple[float, list[float]]
     return font_pt, [w + spare / len(widths) for w in widths]
 
 
+def _fitting_size(text: str, font: str, size: float, width: float) -> float:
+    """The font size, at most `size`, at which `text` fits `width` (long names shrink, never cut)."""
+    natural = pdfmetrics.stringWidth(text, font, 1.0)
+    return min(size, width / natural) if natural else size
+
+
 class _NumberedCanvas(Canvas):
     """Writes "page n of N" on every page (pages are kept until the total is known)."""
 
@@ -452,10 +461,8 @@ class _Elevation(Flowable):
             c.setLineWidth(0.4)
             c.rect(left + 1, y + 0.5, rail - 2, h - 1, fill=1)
             c.setFillColor(colors.black)
-            size = min(7.0, max(unit * 0.7, 4.0))
             text = f"{slot.name}  {slot.model}"
-            while size > 3.5 and pdfmetrics.stringWidth(text, FONT, size) > rail - 6:
-                size -= 0.25
+            size = _fitting_size(text, FONT, min(7.0, max(unit * 0.7, 4.0)), rail - 6)
             c.setFont(FONT, size)
             c.drawString(left + 3, y + h / 2 - size * 0.35, text)
 
@@ -506,8 +513,6 @@ class _Labels(Flowable):
                 (FONT, f"{end.device} → {end.far_device}"),
             ]
             for j, (font, text) in enumerate(lines):
-                size = 7.5 if j == 0 else 6.5
-                while size > 3.5 and pdfmetrics.stringWidth(text, font, size) > label_w - 8:
-                    size -= 0.25
+                size = _fitting_size(text, font, 7.5 if j == 0 else 6.5, label_w - 8)
                 c.setFont(font, size)
                 c.drawString(x + 4, y + LABEL_HEIGHT - 6 - (j + 1) * 3.6 * mm + 2, text)
