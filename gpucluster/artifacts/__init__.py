@@ -31,6 +31,9 @@ ARTIFACTS: dict[str, str | Writer] = {
     "kubernetes": "gpucluster.artifacts.kubernetes",
     "nccl": "gpucluster.artifacts.nccl",
     "bom": "gpucluster.artifacts.bom",
+    "cabling": "gpucluster.artifacts.cabling",
+    "netbox": "gpucluster.artifacts.netbox",
+    "printouts": "gpucluster.artifacts.printouts",
 }
 
 
