@@ -12,20 +12,12 @@ from pathlib import Path
 import click
 
 from gpucluster.artifacts import ARTIFACTS, write_artifacts
-from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
-from gpucluster.artifacts.review import write_review
 from gpucluster.artifacts.summary import summary_lines
-from gpucluster.bom import bom_for
-from gpucluster.changes import compare_builds, compare_plans
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
-from gpucluster.diff import diff_boms
 from gpucluster.errors import DesignError
 from gpucluster.plan import plan_design
 from gpucluster.plan.model import Plan
-from gpucluster.training import analyse_checkpoints, compare_intervals, comparison_lines, size, sizing_lines
-from gpucluster.training import starter_design as _starter_design
-from gpucluster.training.intervals import DEFAULT_SEED
 
 EXIT_BAD_INPUT = 2
 
@@ -159,6 +151,8 @@ def size_command(
     from gpucluster.catalog.load import load_catalog
     from gpucluster.catalog.schema import GpuServer
     from gpucluster.design.schema import Workload
+    from gpucluster.training import size, sizing_lines
+    from gpucluster.training import starter_design as _starter_design
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     try:
@@ -204,6 +198,12 @@ def size_command(
 def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf."""
+    from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
+    from gpucluster.artifacts.review import write_review
+    from gpucluster.bom import bom_for
+    from gpucluster.changes import compare_builds, compare_plans
+    from gpucluster.diff import diff_boms
+
     say = _progress(sys.stderr.isatty() if progress is None else progress)
     try:
         planned = []
@@ -245,12 +245,16 @@ def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None
     multiple=True,
     help="Checkpoint interval in minutes to compare (repeatable; default: around Daly's optimum).",
 )
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option("--seed", type=int, default=None, help="Random seed (default: one fixed seed, so runs repeat).")
 @progress_option
 def simulate(
     design: Path, runs: int, days: float | None, minutes: tuple[float, ...], seed: int, progress: bool | None
 ) -> None:
     """Simulate training runs on DESIGN with failures and checkpoints; compare checkpoint intervals."""
+    from gpucluster.training import analyse_checkpoints, compare_intervals, comparison_lines
+    from gpucluster.training.intervals import DEFAULT_SEED
+
+    seed = DEFAULT_SEED if seed is None else seed
     say = _progress(sys.stderr.isatty() if progress is None else progress)
     plan = _plan(design, say)
     analysis = analyse_checkpoints(plan)

@@ -11,6 +11,10 @@ from gpucluster.errors import DesignError, Problem
 
 Positions = dict[tuple, tuple[int, int]]
 
+# libyaml's parser where PyYAML was built with it (the same nodes and marks, much faster)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_CONSTRUCTOR = yaml.SafeLoader("")  # turns one scalar node into its Python value (bool, int, float, str ...)
+
 
 def load_yaml_with_positions(path: Path | str) -> tuple[Any, Positions]:
     """Parse a YAML file into plain data plus a map from each value's path to its (line, column)."""
@@ -26,14 +30,17 @@ def load_yaml_with_positions(path: Path | str) -> tuple[Any, Positions]:
 
 def parse_yaml_with_positions(text: str, filename: str) -> tuple[Any, Positions]:
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=_LOADER)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
         raise DesignError([Problem(filename, line, col, "", f"YAML syntax: {exc.problem}")]) from None
     positions: Positions = {}
     problems: list[Problem] = []
-    data = _build(node, (), positions, problems, filename) if node is not None else None
+    try:
+        data = _build(node, (), positions, problems, filename) if node is not None else None
+    finally:
+        _CONSTRUCTOR.constructed_objects.clear()  # the constructor remembers every node it built
     if problems:
         raise DesignError(problems)
     return data, positions
@@ -59,8 +66,7 @@ def _build(node: yaml.Node, path: tuple, positions: Positions, problems: list[Pr
 
 
 def _scalar(node: yaml.Node) -> Any:
-    loader = yaml.SafeLoader("")
-    return loader.construct_object(node, deep=True)
+    return _CONSTRUCTOR.construct_object(node, deep=True)
 
 
 def locate(positions: Positions, loc: tuple) -> tuple[int, int]:

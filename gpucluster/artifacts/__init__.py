@@ -4,49 +4,47 @@ leaves the previous output as it was)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from gpucluster.artifacts import (
-    bom,
-    burn_in,
-    checkpoint,
-    kubernetes,
-    monitoring,
-    nccl,
-    plan_json,
-    power,
-    report,
-    simulation_html,
-    slurm,
-    summary,
-)
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
 Writer = Callable[[Plan, LoadedDesign, Path], None]
 
-# name -> writer; each writer puts its files into the folder it is given.
-ARTIFACTS: dict[str, Writer] = {
-    "plan": plan_json.write,
-    "summary": summary.write,
-    "power": power.write,
-    "checkpoint": checkpoint.write,
-    "simulation": simulation_html.write,
-    "burn-in": burn_in.write,
-    "monitoring": monitoring.write,
-    "slurm": slurm.write,
-    "kubernetes": kubernetes.write,
-    "nccl": nccl.write,
-    "bom": bom.write,
-    "report": report.write,
+# name -> the module whose write(plan, loaded, folder) puts that artifact's files into the folder it is
+# given. Modules are imported when their artifact is written, so `--only plan` and `validate` do not pay
+# for matplotlib, the spreadsheet and PDF libraries.
+ARTIFACTS: dict[str, str | Writer] = {
+    "plan": "gpucluster.artifacts.plan_json",
+    "summary": "gpucluster.artifacts.summary",
+    "power": "gpucluster.artifacts.power",
+    "checkpoint": "gpucluster.artifacts.checkpoint",
+    "simulation": "gpucluster.artifacts.simulation_html",
+    "burn-in": "gpucluster.artifacts.burn_in",
+    "monitoring": "gpucluster.artifacts.monitoring",
+    "slurm": "gpucluster.artifacts.slurm",
+    "kubernetes": "gpucluster.artifacts.kubernetes",
+    "nccl": "gpucluster.artifacts.nccl",
+    "bom": "gpucluster.artifacts.bom",
+    "cabling": "gpucluster.artifacts.cabling",
+    "netbox": "gpucluster.artifacts.netbox",
+    "printouts": "gpucluster.artifacts.printouts",
+    "report": "gpucluster.artifacts.report",
 }
 # Writers that read what the others wrote (the report links to every file and shows their charts) run after them,
 # whatever order the registry or --only gives.
 RUNS_LAST: frozenset[str] = frozenset({"report"})
+
+
+def writer(name: str) -> Writer:
+    """The write function of an artifact."""
+    entry = ARTIFACTS[name]
+    return entry if callable(entry) else importlib.import_module(entry).write
 
 
 def write_artifacts(
@@ -67,7 +65,7 @@ def write_artifacts(
         names = sorted(only if only is not None else ARTIFACTS, key=lambda name: name in RUNS_LAST)
         for name in names:
             say(name)
-            ARTIFACTS[name](plan, loaded, staging)
+            writer(name)(plan, loaded, staging)
         _swap(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -55,6 +55,7 @@ SRIOV_DEVICE_PLUGIN = {
 }
 MELLANOX_VENDOR_ID = "15b3"  # PCI vendor ID of NVIDIA (Mellanox) NICs, as in the same example
 
+
 @dataclass(frozen=True)
 class _PerGpu:
     """What one GPU's share of a server is, for quotas that count cores, memory and RDMA too."""

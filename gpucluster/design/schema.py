@@ -75,6 +75,9 @@ class Site(_Section):
         description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb)",
     )
     cabling: Cabling = Cabling()
+    paper: Literal["a4", "letter"] = Field(
+        "a4", description="paper size of the rack cabling printouts (ISO A4 or US Letter)"
+    )
 
 
 class Compute(_Section):

@@ -5,7 +5,9 @@ Run length follows the cable route: up from the port to the overhead tray, along
 is the vertical distance plus routing to the cable manager. The media is the first catalog
 option that reaches (copper, then active copper/AOC, multimode fibre with transceivers,
 single-mode beyond multimode reach), as NVIDIA LinkX plans it (hardware-facts §2). Two links
-that join the same pair of twin-port cages share one straight twin cable when one exists.
+that join the same pair of twin-port cages share one straight twin cable when one exists. A
+twin-port cage holds one transceiver module for both its ports, so fibre links joined through
+twin-port cages share one media, and each such cage gets the module that reaches its longer link.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
 from gpucluster.design.schema import Cabling
-from gpucluster.plan.model import Cable, Device, Link, Plan
+from gpucluster.plan.model import Cable, Device, Finding, Link, Plan
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 IN_RACK_ROUTING_M = 1.0  # to the vertical cable manager and back, both ends
@@ -154,6 +156,88 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
                 b_transceiver=choice.b_transceiver.id if choice.b_transceiver else None,
             )
         )
+    _one_module_per_twin_cage(plan, ends, by_cage, choose)
+
+
+def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: dict, choose) -> None:
+    """Give every twin-port cage one transceiver module: an NVIDIA twin-port OSFP module serves both
+    ports with one media (SR8 multimode or DR8 single-mode, hardware-facts §2).
+
+    Single-mode spreads from every single-mode link through the twin-port cages its fibre links
+    share (a multimode link there becomes single-mode, and so on at its far cage); then each cage
+    takes the longest-reaching module its two links were given, which reaches both. Where the
+    catalog has no single-mode optic for such a link (e.g. a flat-top twin-port host cage), the
+    link stays multimode and the plan carries a warning: that cage's ports need other partners.
+    """
+    links = plan.links
+    cable_of: list[Cable] = [None] * len(links)  # type: ignore[list-item]
+    for cable in plan.cables:
+        for i in cable.links:
+            cable_of[i] = cable
+
+    queue = []
+    for cable in plan.cables:
+        if cable.media == "smf":
+            link, (end_a, end_b) = links[cable.links[0]], ends[cable.links[0]]
+            if end_a.ports_per_cage == 2:
+                queue.append((link.a_device, link.a_cage))
+            if end_b.ports_per_cage == 2:
+                queue.append((link.b_device, link.b_cage))
+    seen = set(queue)
+    unfit: list[int] = []
+    while queue:
+        device, cage = queue.pop()
+        for index in by_cage[(device, cage)]:
+            cable = cable_of[index]
+            if cable.media == "mmf" and not _refit(plan, cable, ends[index], choose):
+                unfit.append(index)
+            link = links[index]
+            at_a = link.a_device == device  # a link never joins a device to itself
+            far = (link.b_device, link.b_cage) if at_a else (link.a_device, link.a_cage)
+            if cable.media == "smf" and ends[index][1 if at_a else 0].ports_per_cage == 2 and far not in seen:
+                seen.add(far)
+                queue.append(far)
+    optics = {part.id: part for part in plan.catalog_parts.values() if isinstance(part, Transceiver)}
+    for (device, _cage), indexes in by_cage.items():
+        if len(indexes) != 2:
+            continue
+        i, j = indexes
+        cable_i, cable_j = cable_of[i], cable_of[j]
+        at_a_i, at_a_j = links[i].a_device == device, links[j].a_device == device
+        module_i = cable_i.a_transceiver if at_a_i else cable_i.b_transceiver
+        module_j = cable_j.a_transceiver if at_a_j else cable_j.b_transceiver
+        if module_i != module_j and module_i and module_j and optics[module_i].media == optics[module_j].media:
+            widest = max(module_i, module_j, key=lambda t: optics[t].reach_m)
+            for cable, at_a in ((cable_i, at_a_i), (cable_j, at_a_j)):
+                if at_a:
+                    cable.a_transceiver = widest
+                else:
+                    cable.b_transceiver = widest
+    for index in sorted(unfit):
+        link = links[index]
+        plan.findings.append(
+            Finding(
+                "planning",
+                "warning",
+                f"{link.a_device}:{link.a_port} - {link.b_device}:{link.b_port} shares twin-port cages with "
+                "single-mode links, but the catalog has no single-mode optic for it: it stays multimode, so one "
+                "cage would need two kinds of module; give that cage's ports partners at similar distances",
+                link.a_device,
+            )
+        )
+
+
+def _refit(plan: Plan, cable: Cable, ends: tuple[End, End], choose) -> bool:
+    """Turn a multimode cable single-mode, with single-mode optics at both ends (False: none fits)."""
+    link = plan.links[cable.links[0]]
+    choice = choose(_technology(plan, link.network), link.speed_gbps, *ends, cable.run_length_m, 1, 1, "smf")
+    if choice is None:
+        return False
+    cable.media, cable.cable_part, cable.length_m = "smf", choice.cable.id, choice.length_m
+    cable.part_number = choice.cable.part_number_for(choice.length_m)
+    cable.a_transceiver = choice.a_transceiver.id if choice.a_transceiver else None
+    cable.b_transceiver = choice.b_transceiver.id if choice.b_transceiver else None
+    return True
 
 
 def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict) -> dict[int, list]:
@@ -226,8 +310,9 @@ def _choose(
     length_m: float,
     links: int,
     split: int,
+    media: str | None = None,
 ) -> Choice | None:
-    """The first catalog cable, in media order, that fits both ends and reaches.
+    """The first catalog cable, in media order (or of the one `media` given), that fits both ends and reaches.
 
     For a splitter (split 2) `end_a` is the twin-port side and must be the cable's end_a.
     """
@@ -236,6 +321,7 @@ def _choose(
         for c in parts
         if c.links == links
         and c.split == split
+        and media in (None, c.media)
         and speaks(c.technology, technology)
         and c.speed_gbps >= speed_gbps
         and (
@@ -250,8 +336,9 @@ def _choose(
             continue
         if cable.media not in ("mmf", "smf"):
             return Choice(cable, length, None, None)
-        optic_a = _optic(optics, cable, technology, speed_gbps, end_a, length_m)
-        optic_b = _optic(optics, cable, technology, speed_gbps, end_b, length_m)
+        # the optics must reach the fibre as ordered (its coiled slack included), not just the route
+        optic_a = _optic(optics, cable, technology, speed_gbps, end_a, length)
+        optic_b = _optic(optics, cable, technology, speed_gbps, end_b, length)
         if optic_a and optic_b:
             return Choice(cable, length, optic_a, optic_b)
     return None

@@ -1,0 +1,233 @@
+"""The cable schedule: one row per physical cable of every network, with both ends (rack, U,
+device, port), a TIA-606 style label for each end, media, orderable length, routed length and the
+part numbers of the cable and of the optics at each end. Written as ``cabling/cabling.csv`` and
+``cabling/cabling.xlsx`` (a sheet per network, filters on).
+
+A cable's A end is one connector. Its B end is one connector too, except for a 1:2 splitter,
+whose B end is two connectors (two hosts); multi-valued cells then join the connectors with
+" + " in the same order. A connector that carries two ports (a twin-port cage) names both ports
+joined with "+".
+
+Labels follow the TIA-606-B identifier for a port, ``fs.XY-r:P`` (space, cabinet grid
+location, rack unit, port; ANSI/TIA-606-B-2012 as summarised by HellermannTyton,
+https://www.cablinginstall.com/design-install/article/16467224/ansitia606b-standard-approved-for-publication
+and "Standardized Labeling of the Data Center", T. Fries): here ``<site>.<rack>-<U>:<port>``, e.g.
+``DC1.A04-09:OSFP4P2``. A patch cord carries the identifiers of both its ends, near end first
+(``near / far``), so the text read at either end says where the other end goes.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import xlsxwriter
+
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
+
+FOLDER = "cabling"
+JOIN = " + "  # between the connectors of a splitter's B end
+SEPARATOR = " / "  # between a label's near and far end (TIA-606's "/", spaced: port names contain "/")
+_CREATED = datetime.datetime(2000, 1, 1)  # fixed document date: same design, same bytes
+
+
+class CableRow(NamedTuple):
+    """One physical cable, as the schedule lists it."""
+
+    cable_id: str
+    network: str
+    media: str
+    a_rack: str
+    a_u: str
+    a_device: str
+    a_port: str
+    a_label: str
+    b_rack: str
+    b_u: str
+    b_device: str
+    b_port: str
+    b_label: str
+    length_m: float
+    run_length_m: float
+    speed_gbps: float
+    links: int
+    cable_part: str
+    cable_part_number: str
+    a_transceiver: str
+    b_transceiver: str
+
+
+COLUMNS: tuple[str, ...] = CableRow._fields
+
+
+@dataclass(frozen=True, slots=True)
+class Connector:
+    """One plug of a cable: the device it goes into, and the port(s) of the cage it fills."""
+
+    device: str
+    ports: tuple[str, ...]
+
+
+def cable_connectors(plan: Plan, cable: Cable) -> tuple[Connector, tuple[Connector, ...]]:
+    """The A connector and the B connector(s) of a cable.
+
+    The A end is the side all of the cable's links share (a splitter's twin-port switch cage), so a
+    splitter's two host plugs are its B end; a single-link cable keeps its link's orientation.
+    """
+    links = [plan.links[i] for i in cable.links]
+    first = links[0]
+    if len(links) == 1:
+        return Connector(first.a_device, (first.a_port,)), (Connector(first.b_device, (first.b_port,)),)
+    shared_a = all((link.a_device, link.a_cage) == (first.a_device, first.a_cage) for link in links)
+    ends = [
+        ((link.a_device, link.a_port), (link.b_device, link.b_port, link.b_cage))
+        if shared_a
+        else ((link.b_device, link.b_port), (link.a_device, link.a_port, link.a_cage))
+        for link in links
+    ]
+    a = Connector(ends[0][0][0], tuple(near[1] for near, _ in ends))
+    far: dict[tuple[str, int | str], list[str]] = {}  # one plug per far cage (a cageless port is its own)
+    for _, (device, port, cage) in ends:
+        far.setdefault((device, cage or port), []).append(port)
+    return a, tuple(Connector(device, tuple(ports)) for (device, _cage), ports in far.items())
+
+
+class Locator:
+    """Where devices stand, and the TIA-606 identifier of their ports (computed once per device)."""
+
+    def __init__(self, plan: Plan):
+        self.site = plan.design.site.name  # type: ignore[attr-defined]
+        self.devices = plan.devices
+        self._prefix: dict[str, str] = {}
+
+    def unit(self, device: Device) -> str:
+        """The rack unit as printed: two digits, or the device's own name for zero-U devices (PDUs),
+        which hang beside the rack where no unit number tells them apart."""
+        if device.u_position:
+            return f"{device.u_position:02d}"
+        return device.name.removeprefix(f"{device.rack}-").upper()
+
+    def prefix(self, name: str) -> str:
+        prefix = self._prefix.get(name)
+        if prefix is None:
+            device = self.devices[name]
+            prefix = self._prefix[name] = f"{self.site}.{device.rack}-{self.unit(device)}:"
+        return prefix
+
+    def identifier(self, connector: Connector) -> str:
+        return self.prefix(connector.device) + "+".join(connector.ports)
+
+
+def cable_rows(plan: Plan, network: str | None = None) -> Iterator[CableRow]:
+    """The schedule's rows in cable order (optionally one network's), generated one at a time so the
+    largest plans are written without holding the whole schedule in memory."""
+    locate = Locator(plan)
+    devices, links = plan.devices, plan.links
+    part_numbers = _part_numbers(plan)
+    for cable in plan.cables:
+        if network is not None and cable.network != network:
+            continue
+        if len(cable.links) == 1:  # the common case, kept fast
+            link = links[cable.links[0]]
+            a_dev, b_dev = devices[link.a_device], devices[link.b_device]
+            a_id = locate.prefix(link.a_device) + link.a_port
+            b_id = locate.prefix(link.b_device) + link.b_port
+            a_rack, a_u, a_name, a_port = a_dev.rack, locate.unit(a_dev), a_dev.name, link.a_port
+            b_rack, b_u, b_name, b_port = b_dev.rack, locate.unit(b_dev), b_dev.name, link.b_port
+            a_label, b_label = f"{a_id}{SEPARATOR}{b_id}", f"{b_id}{SEPARATOR}{a_id}"
+            speed = link.speed_gbps
+        else:
+            a, bs = cable_connectors(plan, cable)
+            a_dev = devices[a.device]
+            a_id = locate.identifier(a)
+            b_ids = [locate.identifier(b) for b in bs]
+            a_rack, a_u, a_name, a_port = a_dev.rack, locate.unit(a_dev), a.device, "+".join(a.ports)
+            b_devs = [devices[b.device] for b in bs]
+            b_rack = JOIN.join(d.rack for d in b_devs)
+            b_u = JOIN.join(locate.unit(d) for d in b_devs)
+            b_name = JOIN.join(b.device for b in bs)
+            b_port = JOIN.join("+".join(b.ports) for b in bs)
+            a_label = f"{a_id}{SEPARATOR}{JOIN.join(b_ids)}"
+            b_label = JOIN.join(f"{b_id}{SEPARATOR}{a_id}" for b_id in b_ids)
+            speed = links[cable.links[0]].speed_gbps
+        yield CableRow(
+            cable.id,
+            cable.network,
+            cable.media,
+            a_rack,
+            a_u,
+            a_name,
+            a_port,
+            a_label,
+            b_rack,
+            b_u,
+            b_name,
+            b_port,
+            b_label,
+            cable.length_m,
+            cable.run_length_m,
+            speed,
+            len(cable.links),
+            cable.cable_part,
+            cable.part_number or "",
+            part_numbers.get(cable.a_transceiver or "", ""),
+            part_numbers.get(cable.b_transceiver or "", ""),
+        )
+
+
+def _part_numbers(plan: Plan) -> dict[str, str]:
+    """Catalog id -> the number to order it by (its part number, else its model)."""
+    return {
+        part_id: getattr(part, "part_number", None) or getattr(part, "model", part_id)
+        for part_id, part in plan.catalog_parts.items()
+    }
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    """cabling/cabling.csv and cabling/cabling.xlsx, in one pass over the cables."""
+    out = folder / FOLDER
+    out.mkdir(parents=True, exist_ok=True)
+    present = {cable.network for cable in plan.cables}
+    networks = [n for n in NETWORKS if n in present]
+    workbook = xlsxwriter.Workbook(
+        str(out / "cabling.xlsx"), {"constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False}
+    )
+    workbook.set_properties({"title": f"{plan.name} cable schedule", "created": _CREATED})
+    header = workbook.add_format({"bold": True, "bg_color": "#DDDDDD", "border": 1})
+    sheets, next_row = {}, {}
+    for network in networks:
+        sheet = workbook.add_worksheet(network)
+        sheet.write_row(0, 0, COLUMNS, header)
+        sheet.freeze_panes(1, 0)
+        sheet.set_column(0, len(COLUMNS) - 1, 14)
+        sheets[network], next_row[network] = sheet, 1
+    with open(out / "cabling.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        for row in cable_rows(plan):
+            writer.writerow(row)
+            sheet = sheets[row.network]
+            r = next_row[row.network]
+            next_row[row.network] = r + 1
+            _write_xlsx_row(sheet, r, row)
+    for network, sheet in sheets.items():
+        sheet.autofilter(0, 0, next_row[network] - 1, len(COLUMNS) - 1)
+    workbook.close()
+
+
+_NUMERIC = frozenset(i for i, name in enumerate(COLUMNS) if name in ("length_m", "run_length_m", "speed_gbps", "links"))
+
+
+def _write_xlsx_row(sheet, r: int, row: CableRow) -> None:
+    """Write strings and numbers with their own calls (XlsxWriter's generic write() sniffs types)."""
+    write_string, write_number = sheet.write_string, sheet.write_number
+    for c, value in enumerate(row):
+        if c in _NUMERIC:
+            write_number(r, c, value)
+        elif value:
+            write_string(r, c, value)

@@ -1,0 +1,194 @@
+"""The cable schedule (cabling.csv / cabling.xlsx) against the plan and the hardware's rules."""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter, defaultdict
+
+import openpyxl
+import pytest
+from conftest import planned, write_design
+
+from gpucluster import load_design, plan_design
+from gpucluster.artifacts import cabling
+from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, cable_rows
+from gpucluster.catalog.ports import port_details
+from gpucluster.plan.model import NETWORKS, Plan
+
+DESIGNS = ["lab-4-servers", "superpod-h100-1su", "b200-roce-2su", "h100-16k-3tier"]
+
+
+def _connectors(devices: str, ports: str) -> list[tuple[str, list[str]]]:
+    """A row's end as (device, ports) per plug: plugs joined by ' + ', ports of one plug by '+'."""
+    return [(d, p.split("+")) for d, p in zip(devices.split(JOIN), ports.split(JOIN), strict=True)]
+
+
+def _row_links(row: dict[str, str]) -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The (A port, B port) pairs a schedule row carries, in order."""
+    (a_device, a_ports), *_ = _connectors(row["a_device"], row["a_port"])
+    b_ports = [(device, port) for device, ports in _connectors(row["b_device"], row["b_port"]) for port in ports]
+    assert len(a_ports) == len(b_ports) == int(row["links"]), row
+    return [((a_device, a), b) for a, b in zip(a_ports, b_ports, strict=True)]
+
+
+def _rows(plan: Plan) -> list[dict[str, str]]:
+    return [dict(zip(COLUMNS, (str(v) for v in row), strict=True)) for row in cable_rows(plan)]
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    loaded, plan = planned("superpod-h100-1su")
+    folder = tmp_path_factory.mktemp("cabling")
+    cabling.write(plan, loaded, folder)
+    return plan, folder / "cabling"
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_every_linked_port_appears_in_exactly_one_cable_row(name):
+    _loaded, plan = planned(name)
+    seen = Counter(port for row in _rows(plan) for link in _row_links(row) for port in link)
+    linked = {port for link in plan.links for port in ((link.a_device, link.a_port), (link.b_device, link.b_port))}
+    assert set(seen) == linked
+    assert max(seen.values()) == 1
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_cables_of_each_network_carry_exactly_its_links(name):
+    _loaded, plan = planned(name)
+    carried = defaultdict(set)
+    for row in _rows(plan):
+        carried[row["network"]] |= {frozenset(link) for link in _row_links(row)}
+    for network in NETWORKS:
+        links = {frozenset(((k.a_device, k.a_port), (k.b_device, k.b_port))) for k in plan.links_on(network)}
+        assert carried[network] == links, network
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_every_length_covers_the_distance_between_the_racks_and_the_route(name):
+    _loaded, plan = planned(name)
+    racks = plan.racks
+    for row in _rows(plan):
+        length = float(row["length_m"])
+        assert length >= float(row["run_length_m"]), row["cable_id"]
+        a = racks[row["a_rack"]]
+        for b_name in row["b_rack"].split(JOIN):
+            b = racks[b_name]
+            assert length >= (abs(a.x_mm - b.x_mm) + abs(a.y_mm - b.y_mm)) / 1000, row["cable_id"]
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_no_run_exceeds_the_reach_of_its_cable_or_optics(name):
+    _loaded, plan = planned(name)
+    parts = plan.catalog_parts
+    for cable in plan.cables:
+        assert cable.length_m <= parts[cable.cable_part].reach_m, cable.id
+        for optic in (cable.a_transceiver, cable.b_transceiver):
+            if optic:
+                assert parts[optic].reach_m >= cable.length_m, cable.id
+                assert parts[optic].media == cable.media, cable.id
+        assert (cable.a_transceiver is None) == (cable.media not in ("mmf", "smf")), cable.id
+
+
+def test_media_is_the_first_that_reaches_copper_before_fibre():
+    """Inside a rack, switch-to-switch twin-port cages get passive copper; far links get fibre."""
+    _loaded, plan = planned("superpod-h100-1su")
+    by_part = Counter((c.media, c.cable_part) for c in plan.cables)
+    assert by_part[("dac", "mcp4y10-dac-ndr")] > 0
+    for cable in plan.cables:
+        if cable.media in ("mmf", "smf"):
+            assert cable.run_length_m > 2, cable  # within 2 m the twin-port DAC would have reached
+
+
+def _cage_modules(plan: Plan) -> dict[tuple[str, int], set[str]]:
+    """The transceiver modules each twin-port cage was given, over all its cables."""
+    twin = {}
+    for part_id in {d.part for d in plan.devices.values()}:
+        part = plan.catalog_parts[part_id]
+        twin[part_id] = {
+            d.name for g in getattr(part, "ports", []) if g.ports_per_cage == 2 for d in port_details(part, g.role)
+        }
+    modules = defaultdict(set)
+    for cable in plan.cables:
+        for i in cable.links:
+            link = plan.links[i]
+            for device, port, cage, optic in (
+                (link.a_device, link.a_port, link.a_cage, cable.a_transceiver),
+                (link.b_device, link.b_port, link.b_cage, cable.b_transceiver),
+            ):
+                if port in twin[plan.devices[device].part]:
+                    modules[(device, cage)].add(optic or cable.cable_part)
+    return modules
+
+
+@pytest.mark.parametrize("name", DESIGNS)
+def test_every_twin_port_cage_holds_one_transceiver_module(name):
+    """A twin-port OSFP module serves both ports with one media and reach (SR8 or DR8)."""
+    _loaded, plan = planned(name)
+    modules = _cage_modules(plan)
+    assert modules
+    assert all(len(m) == 1 for m in modules.values()), [k for k, m in modules.items() if len(m) > 1][:5]
+
+
+def test_a_cage_that_no_single_mode_optic_can_serve_is_a_planning_warning(tmp_path):
+    """Rows 10 m apart put a host 60 m from its leaf: the leaf cage it shares with a near DGX must go
+    single-mode, and the catalog has no flat-top twin-port single-mode module for the near DGX, so
+    the plan says which link keeps the cage mixed (every other cage still holds one module)."""
+    path = write_design(
+        tmp_path,
+        "name: far-rows\nsite: {racks_per_row: 4, row_pitch_mm: 10000}\ncompute: {server: dgx-h100, servers: 127}\n",
+    )
+    plan = plan_design(load_design(path))
+    warnings = [f for f in plan.findings if "no single-mode optic for it" in f.message]
+    assert warnings and all(f.severity == "warning" for f in warnings)
+    mixed = {key for key, modules in _cage_modules(plan).items() if len(modules) > 1}
+    assert mixed
+    named = {part for f in warnings for part in f.message.replace(" - ", " ").split()}
+    assert all(any(device in part for part in named) for device, _cage in mixed)
+    for cable in plan.cables:  # a multimode cable never carries a single-mode optic, and the other way round
+        for optic in (cable.a_transceiver, cable.b_transceiver):
+            if optic:
+                assert plan.catalog_parts[optic].media == cable.media, cable.id
+
+
+def test_labels_name_both_ends_near_end_first_and_are_unique(written):
+    plan, folder = written
+    with open(folder / "cabling.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(plan.cables)
+    site = plan.design.site.name
+    labels = [r["a_label"] for r in rows] + [label for r in rows for label in r["b_label"].split(JOIN)]
+    assert len(labels) == len(set(labels))
+    for row in rows:
+        near, far = row["a_label"].split(SEPARATOR)[0], row["b_label"].split(JOIN)[0].split(SEPARATOR)[0]
+        assert near.startswith(f"{site}.{row['a_rack']}-") and near.endswith(row["a_port"])
+        assert far.startswith(f"{site}.{row['b_rack'].split(JOIN)[0]}-")
+        assert row["a_label"] == near + SEPARATOR + JOIN.join(b.split(SEPARATOR)[0] for b in row["b_label"].split(JOIN))
+    gpu = next(r for r in rows if r["a_device"] == "gpu001" and r["network"] == "compute")
+    u = plan.devices["gpu001"].u_position
+    assert gpu["a_label"].startswith(f"{site}.{plan.devices['gpu001'].rack}-{u:02d}:{gpu['a_port']}{SEPARATOR}")
+
+
+def test_xlsx_has_a_filtered_sheet_per_network_matching_the_csv(written):
+    plan, folder = written
+    with open(folder / "cabling.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    book = openpyxl.load_workbook(folder / "cabling.xlsx", read_only=False)
+    assert book.sheetnames == [n for n in NETWORKS if plan.links_on(n)]
+    for sheet in book.worksheets:
+        values = list(sheet.iter_rows(values_only=True))
+        assert list(values[0]) == list(COLUMNS)
+        assert sheet.auto_filter.ref == f"A1:{openpyxl.utils.get_column_letter(len(COLUMNS))}{len(values)}"
+        ids = [v[0] for v in values[1:]]
+        assert ids == [r["cable_id"] for r in rows if r["network"] == sheet.title]
+        first = dict(zip(COLUMNS, values[1], strict=True))
+        assert first["length_m"] == float(next(r for r in rows if r["cable_id"] == ids[0])["length_m"])
+
+
+def test_splitter_rows_list_both_host_plugs(written):
+    plan, folder = written
+    with open(folder / "cabling.csv", newline="", encoding="utf-8") as handle:
+        splitters = [r for r in csv.DictReader(handle) if plan.catalog_parts[r["cable_part"]].split == 2]
+    assert splitters
+    for row in splitters:
+        assert "+" in row["a_port"] and JOIN not in row["a_device"]
+        assert len(row["b_port"].split(JOIN)) == 2 and len(row["b_label"].split(JOIN)) == 2
