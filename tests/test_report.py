@@ -4,6 +4,7 @@ the registry running the report after every other writer."""
 
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 import subprocess
@@ -73,14 +74,16 @@ def test_report_loads_in_chromium_without_console_errors_or_network_requests(bui
     assert problems == []
     assert all(r == url or r.startswith("data:") for r in requests)
     assert len(sizes) == len(NETWORKS) + 1 and all(w > 300 and h > 50 for w, h in sizes)
-    assert images == [True, True]  # the power and goodput charts
+    _loaded, plan = planned(DESIGN)
+    purposes = {rack.purpose for rack in plan.racks.values()}
+    assert images == [True] * (2 + len(purposes))  # power and goodput charts, an elevation per kind of rack
     assert sections == [
         "Warnings and design rules",
         "Compute fabric",
         "Storage network",
         "In-band management network",
         "Out-of-band management network",
-        "Floor plan",
+        "Floor plan and rack elevations",
         "Power and cooling",
         "Checkpoints and failures",
         "Bill of materials",
@@ -223,3 +226,15 @@ def test_a_priced_design_shows_its_bom_totals_and_what_is_unpriced(tmp_path: Pat
     assert f"{bom.price_totals()['USD']:,.0f} USD" in html and "priced from prices.csv" in html
     assert f"{len(bom.unpriced())} unpriced (price list prices.csv)" in html
     assert "Unpriced:</b>" in html and "SN2201" in html
+
+
+def test_report_shows_the_elevation_the_printouts_drew_for_each_kind_of_rack(built: Path) -> None:
+    _loaded, plan = planned(DESIGN)
+    html = (built / "report.html").read_text()
+    first: dict[str, str] = {}
+    for name in sorted(plan.racks):
+        first.setdefault(plan.racks[name].purpose, name)
+    for purpose, name in first.items():
+        drawn = base64.b64encode((built / "cabling" / "racks" / f"{name}.svg").read_bytes()).decode()
+        assert f'src="data:image/svg+xml;base64,{drawn}"' in html, purpose
+        assert f'href="cabling/racks/{name}.html"' in html

@@ -18,6 +18,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
 from gpucluster.drawings import (
@@ -48,6 +49,7 @@ SEVERITIES = ("error", "warning", "advisory", "ok")
 CHARTS = {"power": "power-racks", "checkpoint": "checkpoint-goodput"}
 MAX_SVG_CHART_BYTES = 256 * 1024
 FOLDER_FILES_LISTED = 24  # a folder with more files is listed as one row
+RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front elevation, drawn by the printouts writer
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -73,6 +75,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         severities=SEVERITIES,
         networks=[_network(plan, network) for network in networks_drawn(plan)],
         floor=_floor(plan),
+        elevations=_elevations(plan, folder),
         power=_power(budget),
         checkpoint=_checkpoint(checkpoint),
         bom=_bom(bom),
@@ -358,6 +361,29 @@ def _bom(bom: Bom) -> dict:
         "price_list": bom.price_list,
         "unpriced": [f"{line.model} ({line.item})" for line in bom.unpriced()],
     }
+
+
+def _elevations(plan: Plan, folder: Path) -> list[dict[str, str]]:
+    """The front elevation of the first rack of each purpose (compute, network, storage, management), as the
+    printouts writer drew it in this build (none when it did not run)."""
+    first: dict[str, str] = {}
+    for rack in sorted(plan.racks.values(), key=lambda r: r.name):
+        first.setdefault(rack.purpose, rack.name)
+    shown = []
+    for purpose in sorted(first, key=lambda p: (list(PURPOSE_COLOURS).index(p) if p in PURPOSE_COLOURS else 99, p)):
+        name = first[purpose]
+        path = folder / RACK_ELEVATIONS / f"{name}.svg"
+        if path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            shown.append(
+                {
+                    "rack": name,
+                    "purpose": purpose,
+                    "src": f"data:image/svg+xml;base64,{data}",
+                    "page": f"{RACK_ELEVATIONS}/{name}.html",
+                }
+            )
+    return shown
 
 
 def _chart(folder: Path, stem: str) -> dict[str, str] | None:
