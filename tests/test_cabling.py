@@ -130,14 +130,24 @@ def test_every_twin_port_cage_holds_one_transceiver_module(name):
 
 
 def test_a_cage_that_no_single_mode_optic_can_serve_is_a_planning_warning(tmp_path):
-    """Rows 10 m apart put a host 60 m from its leaf: the leaf cage it shares with a near DGX must go
-    single-mode, and the catalog has no flat-top twin-port single-mode module for the near DGX, so
-    the plan says which link keeps the cage mixed (every other cage still holds one module)."""
+    """A UFM moved 60 m from its SU-1 leaf (the planner stands it beside them) shares a leaf cage with a
+    near DGX: the cage must go single-mode, and the catalog has no flat-top twin-port single-mode module
+    for the DGX, so the plan says which link keeps the cage mixed (every other cage holds one module)."""
+    from gpucluster.plan.cables import add_cables
+
     path = write_design(
         tmp_path,
         "name: far-rows\nsite: {racks_per_row: 4, row_pitch_mm: 10000}\ncompute: {server: dgx-h100, servers: 127}\n",
     )
-    plan = plan_design(load_design(path))
+    loaded = load_design(path)
+    plan = plan_design(loaded)
+    leaf = plan.racks[plan.devices["compute-leaf-su01-r1"].rack]
+    far = next(r for r in plan.racks.values() if 55_000 <= abs(r.x_mm - leaf.x_mm) + abs(r.y_mm - leaf.y_mm) <= 70_000)
+    for ufm in plan.devices_with("fabric-manager"):
+        ufm.rack = far.name
+    plan.cables.clear()
+    plan.findings.clear()
+    add_cables(plan, loaded.catalog, loaded.design.site.cabling)
     warnings = [f for f in plan.findings if "no single-mode optic for it" in f.message]
     assert warnings and all(f.severity == "warning" for f in warnings)
     mixed = {key for key, modules in _cage_modules(plan).items() if len(modules) > 1}

@@ -325,7 +325,8 @@ def _choose(
         and speaks(c.technology, technology)
         and c.speed_gbps >= speed_gbps
         and (
-            (_fits(c.end_a, end_a) and _fits(c.end_b, end_b))
+            c.media in ("mmf", "smf")  # a fibre plugs into optics, which must fit the cages (checked below)
+            or (_fits(c.end_a, end_a) and _fits(c.end_b, end_b))
             or (split == 1 and _fits(c.end_a, end_b) and _fits(c.end_b, end_a))
         )
     ]

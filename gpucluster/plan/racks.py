@@ -223,7 +223,10 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             central_devices.append((purpose, device))
         elif device.role == "storage":
             central_devices.append(("storage", device))
-        elif device.role in ("management-server", "fabric-manager", "object-storage"):
+        elif device.role == "fabric-manager":
+            # UFM appliances cable to SU 1's leaves (the RA gives them a server slot there): stand beside them
+            planner.place(planner.cluster("su01", 1), "network", device)
+        elif device.role in ("management-server", "object-storage"):
             central_devices.append(("management", device))
     # A small cluster's central devices share one rack (with room for its out-of-band switches);
     # larger ones get network, storage and management racks of their own.
