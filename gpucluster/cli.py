@@ -219,7 +219,7 @@ def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None
     staging = target.with_name(f".{target.name}.tmp")
     write_bom_diff(result, staging)
     os.replace(staging, target)
-    (old_side, new_side) = planned
+    old_side, new_side = planned
     if files:
         changes = compare_builds(old_side, new_side, result, say)
     else:
