@@ -84,3 +84,10 @@ def test_every_network_is_its_own_graph_with_the_plan_links(h200_4su):
         links = [link for link in plan.links if link.network == network]
         assert sum(count for _u, _v, count in graph.edges(data="links")) == len(links)
         assert graph.graph["network"] == network
+
+
+def test_a_switch_of_another_network_is_a_managed_host_on_the_out_of_band_graph(h100_1su):
+    _loaded, plan = h100_1su
+    oob = plan.graphs["oob"]
+    assert oob.nodes["compute-leaf-su01-r1"]["role"] == "managed-switch"
+    assert plan.analysis["oob"]["single_switch_failure"]["leaf"]["switch"].startswith("oob-leaf")

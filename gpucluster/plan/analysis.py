@@ -34,7 +34,8 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
         )
         for node, data in graph.nodes(data=True):
             device = plan.devices[node]
-            data["role"] = device.role
+            # a switch of another network appears here only by its management port: a managed host
+            data["role"] = "managed-switch" if device.role == "switch" and device.network != network else device.role
             data["tier"] = device.tier
         graphs[network] = graph
     return graphs
