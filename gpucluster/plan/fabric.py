@@ -218,21 +218,7 @@ def _build_upper_tiers(
                 switch.su = su
                 switches += 1
                 for c_index, child in enumerate(block):
-                    device, port, cage = child.uplinks[j]
-                    plan.links.append(
-                        Link(
-                            network,
-                            tier - 1,
-                            device,
-                            port,
-                            switch.name,
-                            pool.names[c_index],
-                            speed,
-                            a_cage=cage,
-                            b_cage=pool.cages[c_index],
-                            purpose="fabric",
-                        )
-                    )
+                    _uplink(plan, network, tier, child.uplinks[j], switch.name, pool, c_index, speed)
                     links += 1
                 for k in range(block_size):
                     port_index = radix - block_size + k
@@ -285,24 +271,38 @@ def _build_top(
         per_switch = len(child.uplinks) // top
         for j, (device, port, cage) in enumerate(child.uplinks):
             t = j // per_switch
-            p = next_port[t]
+            _uplink(plan, network, tier, (device, port, cage), switches[t].name, pool, next_port[t], speed)
             next_port[t] += 1
-            plan.links.append(
-                Link(
-                    network,
-                    tier - 1,
-                    device,
-                    port,
-                    switches[t].name,
-                    pool.names[p],
-                    speed,
-                    a_cage=cage,
-                    b_cage=pool.cages[p],
-                    purpose="fabric",
-                )
-            )
             links += 1
     result.tiers.append(Tier(network, tier, tier_name, part.id, top, links, 0, links * speed, 0.0))
+
+
+def _uplink(
+    plan: Plan,
+    network: NetworkName,
+    tier: int,
+    lower: tuple[str, str, int],
+    switch: str,
+    pool: PortPool,
+    port_index: int,
+    speed_gbps: float,
+) -> None:
+    """One link from a lower switch's uplink (device, port, cage) to a port of a switch of `tier`."""
+    device, port, cage = lower
+    plan.links.append(
+        Link(
+            network,
+            tier - 1,
+            device,
+            port,
+            switch,
+            pool.names[port_index],
+            speed_gbps,
+            a_cage=cage,
+            b_cage=pool.cages[port_index],
+            purpose="fabric",
+        )
+    )
 
 
 def _blocks(children: list[_Child], size: int) -> list[list[_Child]]:
