@@ -142,3 +142,20 @@ def designs(draw: st.DrawFn) -> Design:
 @given(designs())
 def test_random_valid_designs_keep_the_plan_invariants(design):
     check_invariants(plan_design(design_from_model(design)))
+
+
+def test_scalable_units_stand_on_the_floor_in_numeric_order_past_99(tmp_path):
+    """Rack clusters sort by SU number: "su100" must not stand between SU 10 and SU 11."""
+    from conftest import write_design
+    from gpucluster import load_design
+
+    path = write_design(
+        tmp_path, "name: x\ncompute: {servers: 412, spare_servers: 0}\ncompute_fabric: {scalable_unit_servers: 4}\n"
+    )
+    plan = plan_design(load_design(path))
+    sus_in_floor_order = []
+    for rack in sorted(plan.racks.values(), key=lambda r: (r.row, r.position)):
+        if rack.purpose == "compute" and (not sus_in_floor_order or sus_in_floor_order[-1] != rack.su):
+            sus_in_floor_order.append(rack.su)
+    assert max(sus_in_floor_order) >= 100
+    assert sus_in_floor_order == sorted(sus_in_floor_order)

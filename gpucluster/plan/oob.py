@@ -82,7 +82,7 @@ def reserve_oob_switches(
     reserve(central, r.oob_switch.id, "management", 1, "central")
     if sum(ports(c) for c in planner.clusters.values()) <= access_ports:
         return reserved  # a small cluster: one access switch, in the central racks, serves every port
-    clusters = [c for name, c in sorted(planner.clusters.items()) if name != "central"]
+    clusters = [planner.clusters[name] for name in floor_order(planner) if name != "central"]
     for cluster in clusters:
         while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
             reserve(cluster, r.oob_switch.id, "network", count, cluster.name)

@@ -237,9 +237,14 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
         planner.place(central, "management" if shared else purpose, device)
 
 
+def _by_su(planner: RackPlanner, name: str) -> tuple[int, str]:
+    """Clusters by SU number, not by name ("su100" sorts before "su11" as text), a pod after its last SU."""
+    return (planner.clusters[name].su or 0, name)
+
+
 def floor_order(planner: RackPlanner) -> list[str]:
     """Scalable units in order (each pod's spine racks after its last SU) with the central cluster in
     the middle of the hall."""
-    sus = sorted(name for name in planner.clusters if name != "central")
+    sus = sorted((name for name in planner.clusters if name != "central"), key=lambda n: _by_su(planner, n))
     half = len(sus) // 2
     return [*sus[:half], "central", *sus[half:]]
