@@ -50,6 +50,17 @@ def _refuse_rule_errors(plan: Plan) -> None:
         sys.exit(EXIT_BAD_INPUT)
 
 
+def _write_file(path: Path, text: str) -> None:
+    """Write a file atomically (a temporary file renamed over it); an unwritable path exits 2."""
+    staging = path.with_name(f".{path.name}.tmp")
+    try:
+        staging.write_text(text, encoding="utf-8")
+        os.replace(staging, path)
+    except OSError as error:
+        click.echo(f"error: {path}: cannot write: {error.strerror}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def _plan(design: Path, say: Callable[[str], None]) -> Plan:
     """Load and plan a design; bad input exits with status 2."""
     try:
@@ -174,7 +185,7 @@ def size_command(
     sizing = size(catalog, server, workload)
     name = name or f"{server}-{parameters_b:g}b".replace(".", "-")
     out_file = out_file or Path(f"{name}.yaml")
-    out_file.write_text(_starter_design(sizing, name), encoding="utf-8")
+    _write_file(out_file, _starter_design(sizing, name))
     try:
         load_design(out_file)
     except DesignError as error:
@@ -272,7 +283,7 @@ def schema(out_file: Path | None) -> None:
     if out_file is None:
         click.echo(text, nl=False)
     else:
-        out_file.write_text(text, encoding="utf-8")
+        _write_file(out_file, text)
         click.echo(f"wrote {out_file}")
 
 

@@ -167,3 +167,13 @@ def test_a_job_that_never_fails_checkpoints_once_at_the_end(tmp_path: Path) -> N
         lab(tmp_path, f"workload: {{model_parameters_b: 7, run_days: 10, failure_rates: {rates}}}\n")
     )
     assert a.interval_s == pytest.approx(10 * 86400, rel=0.01) and a.goodput > 0.9999
+
+
+def test_spare_sizing_ends_at_any_confidence_the_design_allows():
+    """The Poisson tail stops adding once a float cannot hold more; never more spares than servers."""
+    from gpucluster.training.reliability import spares_needed
+
+    assert spares_needed(2048, 0.13, 72, 0.9999999999999999) <= 2048
+    assert spares_needed(20, 50.0, 72, 0.99) <= 20
+    # a mean of 10 servers in repair: the Poisson 95 % quantile is 15
+    assert spares_needed(100, 0.1, 8766, 0.95) == 15

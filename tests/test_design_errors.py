@@ -130,3 +130,17 @@ def test_a_design_that_fails_a_design_rule_exits_2_names_the_rule_and_writes_not
         assert "error: x: rule:no-gpus-on-mars: on Mars" in result.output
         assert not result.output.startswith("ok")
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["schema", "-o", "{missing}/schema.json"],
+        ["size", "--parameters-b", "70", "--tokens-b", "2000", "--days", "30", "-o", "{missing}/new.yaml"],
+    ],
+)
+def test_an_output_file_in_a_missing_folder_exits_2_without_traceback(tmp_path, command):
+    missing = tmp_path / "no-such-folder"
+    result = CliRunner().invoke(main, [part.replace("{missing}", str(missing)) for part in command])
+    assert result.exit_code == 2, result.output
+    assert "cannot write" in result.output and "Traceback" not in result.output

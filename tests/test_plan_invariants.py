@@ -147,6 +147,7 @@ def test_random_valid_designs_keep_the_plan_invariants(design):
 def test_scalable_units_stand_on_the_floor_in_numeric_order_past_99(tmp_path):
     """Rack clusters sort by SU number: "su100" must not stand between SU 10 and SU 11."""
     from conftest import write_design
+
     from gpucluster import load_design
 
     path = write_design(

@@ -8,6 +8,7 @@ Failures are a Poisson process (the assumption behind Young's and Daly's formula
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
@@ -153,20 +154,15 @@ def spares_needed(servers: int, failures_per_server_year: float, repair_hours: f
     if term == 0.0:  # very large means: normal approximation
         return math.ceil(mean + _z(confidence) * math.sqrt(mean))
     total, spares = term, 0
-    while total < confidence:
+    while total < confidence and spares < servers:
         spares += 1
         term *= mean / spares
+        if total + term == total:  # the tail no longer adds anything a float can hold
+            break
         total += term
     return spares
 
 
 def _z(confidence: float) -> float:
-    """Standard normal quantile by bisection on erf (no SciPy needed for one number)."""
-    low, high = -10.0, 10.0
-    for _ in range(80):
-        mid = (low + high) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < confidence:
-            low = mid
-        else:
-            high = mid
-    return (low + high) / 2
+    """Standard normal quantile."""
+    return statistics.NormalDist().inv_cdf(confidence)
