@@ -51,6 +51,7 @@ _NVLINK_ALL_REDUCE_GBYTES_PER_S: dict[str, tuple[float, str]] = {
     "h200": (431.0, f"{_AZURE_H200}: check_nccl_allreduce 431.0 ... 16G"),
 }
 _NVLINK_REFERENCE = "h100"  # scale other GPU types from this one by their NVLink bandwidth (catalog)
+_NVLINK_REFERENCE_PART = "dgx-h100"  # the catalog part whose GPU is the reference
 
 # ib_write_bw with GPUDirect, 8 MiB messages, per HCA: Azure's thresholds as a fraction of the 400 Gb/s
 # line rate they were set for (reliability-facts.md 5.2): H100 375/400, H200 (and GB200) 360/400.
@@ -177,7 +178,8 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )
         for node in servers
     ]
-    nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu)
+    reference_gpu = plan.catalog_parts[_NVLINK_REFERENCE_PART].gpu  # type: ignore[attr-defined]
+    nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
     tests += [
         test(
             3,
@@ -219,19 +221,18 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     return tests
 
 
-_H100_NVLINK_GBYTES_PER_S = 900.0  # DGX H100 User Guide: 900 GB/s GPU-to-GPU (catalog part dgx-h100)
-
-
-def nvlink_all_reduce_threshold(gpu: object) -> tuple[float, str]:
-    """In-server all_reduce busbw threshold (GB/s) for a GPU type, with its source or derivation."""
+def nvlink_all_reduce_threshold(gpu: object, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:
+    """In-server all_reduce busbw threshold (GB/s) for a GPU type, with its source or derivation; GPU
+    types without a published figure scale the H100's by NVLink bandwidth (the reference's, from the
+    catalog)."""
     gres = gpu.gres_type  # type: ignore[attr-defined]
     if gres in _NVLINK_ALL_REDUCE_GBYTES_PER_S:
         return _NVLINK_ALL_REDUCE_GBYTES_PER_S[gres]
     reference, source = _NVLINK_ALL_REDUCE_GBYTES_PER_S[_NVLINK_REFERENCE]
     nvlink = gpu.nvlink_bandwidth_gbytes_per_s  # type: ignore[attr-defined]
-    value = round(reference * nvlink / _H100_NVLINK_GBYTES_PER_S, 1)
+    value = round(reference * nvlink / reference_nvlink_gbytes_per_s, 1)
     return value, (
-        f"derived: {reference:g} GB/s for H100 ({source}) x NVLink {nvlink:g} / {_H100_NVLINK_GBYTES_PER_S:g} GB/s "
+        f"derived: {reference:g} GB/s for H100 ({source}) x NVLink {nvlink:g} / {reference_nvlink_gbytes_per_s:g} GB/s "
         f"per GPU (catalog) = {value:g} GB/s; busbw scales with the NVLink bottleneck ({NCCL_BUSBW_SOURCE})"
     )
 

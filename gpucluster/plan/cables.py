@@ -365,7 +365,3 @@ def _optic(
 
 def _fits(plug: str, end: End) -> bool:
     return plug in CAGE_ACCEPTS.get(end.cage_type, (end.cage_type,))
-
-
-def link_ends(link: Link) -> tuple[tuple[str, str], tuple[str, str]]:
-    return (link.a_device, link.a_port), (link.b_device, link.b_port)

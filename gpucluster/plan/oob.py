@@ -134,12 +134,6 @@ def build_oob_network(
         placed.update(d.name for d in leaves)
         _fill(plan, reserved.get(name, []), leaves)
     _fill(plan, reserved.get("aggregation", []), [d for d in plan.switches("oob") if (d.tier or 0) > 1])
-    for rack in plan.racks.values():
-        devices = [plan.devices[n] for n in rack.devices]
-        rack.power_max_w = sum(planner.power_w(d) for d in devices)
-        rack.power_typical_w = sum(
-            float(getattr(planner.catalog.parts[d.part], "power_typical_w", 0.0)) for d in devices
-        )
 
 
 def _fill(plan: Plan, slots: list[Device], devices: list[Device]) -> None:

@@ -52,11 +52,6 @@ def circuit_w(pdu: Pdu, feed: PowerFeed) -> float:
     return min(usable_circuit_kw(feed), pdu_kw) * 1000.0
 
 
-def line_current_a(power_w: float, voltage_v: float, phases: int) -> float:
-    """Current per line conductor at power factor 1 (balanced phases for three-phase)."""
-    return power_w / ((SQRT3 if phases == 3 else 1.0) * voltage_v)
-
-
 def choose_pdu(catalog: Catalog, feed: PowerFeed, wanted: str | None) -> Pdu | None:
     """The design's PDU, or the catalog PDU that matches the feed (phases, voltage within 5 %, current)."""
     if wanted:
@@ -255,10 +250,6 @@ class RackCircuits:
     @property
     def circuits(self) -> int:
         return self.circuits_per_feed * len(self.feeds)
-
-    @property
-    def within_capacity(self) -> bool:
-        return self.load_max_w <= self.capacity_w + 1e-6
 
 
 def rack_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:

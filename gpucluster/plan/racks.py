@@ -41,9 +41,6 @@ class Cluster:
     su: int | None
     racks: list[_Rack] = field(default_factory=list)
 
-    def network_racks(self) -> list[_Rack]:
-        return [r for r in self.racks if r.purpose in ("network", "management")]
-
 
 def servers_per_rack(server_u: float, server_max_w: float, rack_height_u: int, budget_w: float, su: int) -> int:
     """The largest count that fits power and height and divides the scalable unit (else the largest that fits)."""
@@ -93,9 +90,6 @@ class RackPlanner:
         rack.next_u += math.ceil(device.u_height)
         rack.power_max_w += power
         return rack
-
-    def free_units(self, rack: _Rack) -> int:
-        return self.height_u - rack.next_u + 1
 
     def layout(self, plan: Plan, order: list[str]) -> None:
         """Name the racks by row and position, give them floor coordinates and record them in the plan.
@@ -216,7 +210,6 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     for device in plan.devices.values():
         if device.role == "switch" and device.tier == 2 and device.pod is not None and device.name in pod_sus:
             last = max(pod_sus[device.name])
-            planner.cluster(f"su{last:02d}-pod-{device.network}", last).su = last
             planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
         elif device.role == "switch" and (device.tier != 1 or device.su is None):
             purpose = {"compute": "network", "storage": "storage"}.get(device.network or "", "management")
