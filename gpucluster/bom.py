@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
-from gpucluster.plan.power import DevicePower, cable_ends, device_power
+from gpucluster.plan.power import cable_ends, device_powers
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.prices import PriceList, load_price_list
 
@@ -312,12 +312,6 @@ def transceiver_ends(plan: Plan) -> dict[tuple[str, int], tuple[str, str]]:
                 for cage in cages:
                     ends.setdefault(cage, (optic, cable.network))
     return ends
-
-
-def device_powers(plan: Plan) -> dict[str, DevicePower]:
-    """Each device's draw with its optics, as the planner computed it (or computed now, for a plan
-    assembled without the planner)."""
-    return plan.device_power or device_power(plan)  # type: ignore[return-value]
 
 
 def _transceiver_lines(plan: Plan) -> list[BomLine]:

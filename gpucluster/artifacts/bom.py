@@ -27,9 +27,10 @@ from gpucluster.artifacts._xlsx import (
     print_setup,
 )
 from gpucluster.artifacts._xlsx import column_letter as _letter
-from gpucluster.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for, device_powers
+from gpucluster.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.plan.power import device_powers
 
 LINES_SHEET = "BOM"
 CONTENTS_SHEET = "Rack contents"

@@ -30,7 +30,7 @@ from gpucluster.plan.power import (
     circuit_kind,
     circuit_kva,
     circuit_w,
-    device_power,
+    device_powers,
     rack_circuits,
     rack_devices,
 )
@@ -191,7 +191,7 @@ def power_budget(plan: Plan) -> Budget:
     """The whole budget of a plan (cheap: one pass over devices, cables and racks)."""
     site = cast(Site, plan.design.site)  # type: ignore[attr-defined]
     feed = site.power_feed
-    powers = device_power(plan)
+    powers = device_powers(plan)
     pdu = cast(Pdu, plan.catalog_parts[str(plan.settings["pdu"])])
     devices = [_device_budget(plan, name, powers[name]) for name in sorted(plan.devices)]
     by_name = {d.name: d for d in devices}

@@ -190,6 +190,12 @@ def _cage_allowance_w(part: object, switch: bool, modules: list[tuple[str, int, 
     return result
 
 
+def device_powers(plan: Plan) -> dict[str, DevicePower]:
+    """Each device's draw with its optics, as the planner computed it (or computed now, for a plan
+    assembled without the planner): every view reads this instead of recomputing it."""
+    return plan.device_power or device_power(plan)  # type: ignore[return-value]
+
+
 def device_power(plan: Plan) -> dict[str, DevicePower]:
     """Every device's typical and maximum draw with its optics (the rule in the module docstring)."""
     optics = optics_power_w(plan)
