@@ -15,7 +15,7 @@ from gpucluster.artifacts import ARTIFACTS, write_artifacts
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
-from gpucluster.errors import DesignError
+from gpucluster.errors import DesignError, MissingSystemLibrary
 from gpucluster.plan import plan_design
 from gpucluster.plan.model import Plan
 
@@ -119,7 +119,8 @@ def validate(design: Path, progress: bool | None) -> None:
     "--only",
     type=click.Choice(sorted(ARTIFACTS)),
     multiple=True,
-    help="Write only these artifacts (repeatable). Default: all.",
+    help="Write only these artifacts (repeatable); the design's output folder then holds just these, so it "
+    "never mixes files of two builds. Default: all.",
 )
 @progress_option
 def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | None) -> None:
@@ -132,6 +133,9 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
         folder = write_artifacts(plan, loaded, out_dir, only or None, say)
     except DesignError as error:
         _fail(error)
+    except MissingSystemLibrary as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
     for line in summary_lines(plan):
         click.echo(line)
     click.echo(f"wrote {folder}")
@@ -236,7 +240,11 @@ def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None
     else:
         changes = compare_plans(old_side[1], new_side[1], bom=result)
     say("review")
-    reviews = write_review(changes, folder)
+    try:
+        reviews = write_review(changes, folder)
+    except MissingSystemLibrary as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
     for line in report_lines(result):
         click.echo(line)
     for path in (*reviews, target):

@@ -26,3 +26,8 @@ class DesignError(Exception):
     def __init__(self, problems: list[Problem]):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
+
+
+class MissingSystemLibrary(Exception):
+    """A system library an artifact needs is not installed (e.g. Pango for PDF rendering): the message
+    says which Debian packages provide it. The command reports it and exits 1 (not bad input)."""

@@ -119,3 +119,23 @@ def test_separate_processes_with_different_hash_seeds_write_the_same_bytes(tmp_p
         subprocess.run(command, check=True, env=env, capture_output=True)
         outputs.append(_files(out / "superpod-h100-1su"))
     assert outputs[0] == outputs[1]
+
+
+def test_a_missing_pdf_library_is_one_clear_error_not_a_traceback(tmp_path, monkeypatch):
+    """WeasyPrint loads Pango through cffi at import; without it the build says which packages to install."""
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_pango(name, *args, **kwargs):
+        if name.startswith("weasyprint"):
+            raise OSError("cannot load library 'libpango-1.0-0'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pango)
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    result = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--only", "plan", "--only", "report"])
+    assert result.exit_code == 1, result.output
+    assert "needs the Pango library" in result.output and "apt-get install libpango-1.0-0" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "lab-4-servers").exists()

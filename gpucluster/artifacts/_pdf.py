@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import weasyprint
-from weasyprint.urls import URLFetcher
+from gpucluster.errors import MissingSystemLibrary
+
+PANGO_PACKAGES = "libpango-1.0-0 libpangoft2-1.0-0"  # Debian/Ubuntu packages WeasyPrint loads at import
 
 
 def write_pdf(html: str, path: Path) -> None:
@@ -15,5 +16,12 @@ def write_pdf(html: str, path: Path) -> None:
     With no base URL WeasyPrint keeps relative links as written, so the PDF's links to the other artifacts
     resolve beside it; only data: URLs may be fetched, so a page that reaches out fails here rather than
     rendering differently offline."""
+    try:
+        import weasyprint
+        from weasyprint.urls import URLFetcher
+    except OSError as error:  # cffi could not open Pango
+        raise MissingSystemLibrary(
+            f"{path.name} needs the Pango library ({error}); install it with: sudo apt-get install {PANGO_PACKAGES}"
+        ) from None
     fetcher = URLFetcher(allowed_protocols={"data"}, fail_on_errors=True)
     weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher).write_pdf(path)

@@ -5,21 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import NETWORKS, Plan
 
 
 def summary_lines(plan: Plan) -> list[str]:
     t = plan.totals
     s = plan.settings
+    units = t["scalable_units"]
     lines = [
         f"{plan.name}: {t['production_gpus']:,} GPUs on {t['production_servers']:,} {s['server']} servers "
-        f"+ {t['spare_servers']} spare, {t['scalable_units']} scalable units of {s['scalable_unit_servers']}",
+        f"+ {t['spare_servers']} spare, {units} scalable unit{'s' if units != 1 else ''} of "
+        f"{s['scalable_unit_servers']}",
     ]
-    for network in ("compute", "storage", "inband", "oob"):
-        switches = t["switches"][network]
-        if not switches:
+    for network in NETWORKS:
+        tiers = [tier for tier in plan.tiers if tier.network == network]
+        if not tiers:
             continue
-        tiers = ", ".join(f"{n} {k}" for k, n in switches.items())
+        models = {tier.switch_part for tier in tiers}
+        if len(models) == 1:  # "qm9700: 8 leaf, 4 spine"
+            switches = f"{tiers[0].switch_part}: " + ", ".join(f"{tier.switches} {tier.name}" for tier in tiers)
+        else:  # "9 leaf sn2201, 2 spine sn4600c"
+            switches = ", ".join(f"{tier.switches} {tier.name} {tier.switch_part}" for tier in tiers)
         links = sum(t["links"][network].values())
         analysis = plan.analysis.get(network, {})
         extra = ""
@@ -28,9 +34,7 @@ def summary_lines(plan: Plan) -> list[str]:
             extra = f"; bisection {analysis.get('bisection_bandwidth_gbps', 0) / 1000:,.1f} Tb/s" + (
                 f", at most {hops} switch hops" if hops else ""
             )
-        lines.append(
-            f"  {network:8} {s.get(network + '_switch', s.get('oob_switch'))}: {tiers}; {links:,} links{extra}"
-        )
+        lines.append(f"  {network:8} {switches}; {links:,} links{extra}")
     lines.append(
         f"  storage  {s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']} "
         f"({s['parallel_filesystem_capacity_tb']:,.0f} TB, "

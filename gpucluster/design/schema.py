@@ -141,7 +141,9 @@ class ParallelFilesystem(_Section):
 
     kind: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "ontap"] = "lustre"
     block: str | None = Field(None, description="building block from the catalog; default fits the kind")
-    capacity_tb: float | None = Field(None, gt=0, description="usable capacity; default 0.5 TB per GPU")
+    capacity_tb: float | None = Field(
+        None, gt=0, description="usable capacity; default: what the building blocks the throughput needs hold"
+    )
     performance_level: PerformanceLevel = Field(
         "better", description="SuperPOD RA storage guideline level for default throughput"
     )
@@ -282,7 +284,11 @@ class Workload(_Section):
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43)")
     checkpoint_interval_minutes: float | None = Field(
-        None, gt=0, le=10_080, description="compute time between checkpoints; default Daly's optimum for this plan"
+        None,
+        gt=0,
+        le=10_080,
+        description="compute time between checkpoints, rounded to whole training steps; "
+        "default Daly's optimum for this plan",
     )
     optimizer: Literal["adam", "adamw", "sgd-momentum"] = Field(
         "adam", description="sets the checkpoint's bytes per parameter (mixed-precision Adam: 14)"

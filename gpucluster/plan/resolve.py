@@ -18,7 +18,7 @@ SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"
 
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
-INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "Design defaults"
+INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "How the plan is built"
 
 
 def resolve(loaded: LoadedDesign) -> Resolved:
