@@ -21,7 +21,7 @@ from itertools import groupby
 
 import networkx as nx
 
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import NETWORKS, Device, Plan
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.templating import render
 
@@ -604,4 +604,4 @@ def _row_letter(rack: str) -> str:
 
 def networks_drawn(plan: Plan) -> Iterable[str]:
     """The networks the plan has graphs for, in the order the report shows them."""
-    return [n for n in ("compute", "storage", "inband", "oob") if n in plan.graphs and plan.graphs[n].number_of_nodes()]
+    return [n for n in NETWORKS if n in plan.graphs and plan.graphs[n].number_of_nodes()]

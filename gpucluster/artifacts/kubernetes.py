@@ -223,11 +223,9 @@ def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
 
 
 def _per_gpu(server: GpuServer, mode: str) -> _PerGpu:
-    cpus = server.cpu.sockets * server.cpu.cores_per_socket * server.cpu.threads_per_core
-    memory_mib = math.floor((server.memory_gb - server.os_reserved_memory_gb) * 1024)
     return _PerGpu(
-        cpus // server.gpu.count,
-        memory_mib // server.gpu.count,
+        server.threads // server.gpu.count,
+        server.usable_memory_mib // server.gpu.count,
         tuple(rdma_resources(server, mode)),
     )
 

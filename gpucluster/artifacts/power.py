@@ -93,8 +93,9 @@ def _context(budget: Budget) -> dict:
     site = budget.site
     feed = site.power_feed
 
-    def heat(watts: float) -> dict[str, str]:
-        cfm = b.airflow_cfm(watts, rise)
+    def heat(watts: float, air_watts: float) -> dict[str, str]:
+        """Heat from all of the load; airflow from the share that goes to air (liquid takes the rest)."""
+        cfm = b.airflow_cfm(air_watts, rise)
         return {
             "btu": f"{b.btu_per_h(watts):,.0f}",
             "tons": f"{b.refrigeration_tons(watts):,.1f}",
@@ -127,7 +128,7 @@ def _context(budget: Budget) -> dict:
         "feed": feed,
         "kw": _kw,
         "heat": heat,
-        "total_heat": heat(total.max_w),
+        "total_heat": heat(total.max_w, total.air_w),
         "part_rows": part_rows,
         "chart": CHART,
         "cost": None if cost is None else f"{cost:,.0f}",

@@ -171,7 +171,7 @@ def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict) ->
         one_feed = max_kw / per_feed if per_feed else 0.0
         amps = one_feed * 1000 / (_phase_factor(feed.phases) * feed.voltage_v)
         heat = max_kw * 1000 * b.BTU_PER_H_PER_W
-        cfm = heat / (b.AIR_SENSIBLE_HEAT_FACTOR * rise * b.FAHRENHEIT_PER_KELVIN)
+        cfm = b.airflow_cfm(load.air_w, rise)  # only the heat going to air moves air
         sheet.write_string(row, 0, rack.name)
         sheet.write_string(row, 1, rack.row)
         sheet.write_string(row, 2, rack.purpose)
@@ -195,7 +195,7 @@ def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict) ->
         sheet.write_formula(row, 19, f"=S{r}*1000/(IF(FEED_PHASES=3,SQRT(3),1)*FEED_V)", f.kw, amps)
         sheet.write_formula(row, 20, f"=G{r}*1000*BTU_PER_W", f.int, heat)
         sheet.write_formula(row, 21, f"=U{r}/BTU_PER_TON", f.kw, heat / b.BTU_PER_H_PER_TON)
-        sheet.write_formula(row, 22, f"=U{r}/(AIR_FACTOR*RISE_K*F_PER_K)", f.int, cfm)
+        sheet.write_formula(row, 22, f"=J{r}*1000*BTU_PER_W/(AIR_FACTOR*RISE_K*F_PER_K)", f.int, cfm)
         sheet.write_formula(row, 23, f"=W{r}*60*M3_PER_FT3", f.int, cfm * 60 * b.M3_PER_FT3)
         sheet.write_string(row, 24, rack.cooling_needed)
         sheet.write_string(row, 25, "; ".join(finding.message for finding in rack.findings))
@@ -215,7 +215,7 @@ def _sum(column: str, last: int) -> str:
 def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict, last: int) -> None:
     total = budget.total
     heat = total.max_w * b.BTU_PER_H_PER_W
-    cfm = heat / (b.AIR_SENSIBLE_HEAT_FACTOR * budget.rise_k * b.FAHRENHEIT_PER_KELVIN)
+    cfm = b.airflow_cfm(total.air_w, budget.rise_k)
     energy = budget.annual_energy_mwh
     cost = budget.annual_cost
     a_circuits = sum(k.circuits for k in budget.circuit_kinds if k.feed == "A")

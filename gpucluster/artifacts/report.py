@@ -34,6 +34,7 @@ from gpucluster.drawings import (
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
+from gpucluster.rules import RULE_PREFIX
 from gpucluster.templating import render
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
@@ -173,7 +174,7 @@ def _count(n: int, singular: str, plural: str = "") -> str:
 def _findings(plan: Plan) -> list[dict[str, str]]:
     ordered = sorted(plan.findings, key=lambda f: SEVERITIES.index(f.severity))
     return [
-        {"severity": f.severity, "rule": f.rule.removeprefix("rule:"), "subject": f.subject, "message": f.message}
+        {"severity": f.severity, "rule": f.rule.removeprefix(RULE_PREFIX), "subject": f.subject, "message": f.message}
         for f in ordered
     ]
 

@@ -4,7 +4,6 @@ the GPU servers Slurm runs. Written to ``slurm/``; nothing when Kubernetes runs 
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -28,7 +27,6 @@ from gpucluster.templating import render
 # switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
 # block-scheduling blog, 2026-05-07; shared reference ecosystem-facts.md section 3).
 SLURM_NVIDIA_IMEX = (24, 5)
-MIB_PER_GB = 1024  # catalog memory_gb counts binary gigabytes (32 x 64 GB DIMMs = 2,048 GB); Slurm counts MiB
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -87,8 +85,8 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         }
         for (su, rack), names in groups.items()
     ]
-    cpus = server.cpu.sockets * server.cpu.cores_per_socket * server.cpu.threads_per_core
-    real_memory_mb = math.floor((server.memory_gb - server.os_reserved_memory_gb) * MIB_PER_GB)
+    cpus = server.threads
+    real_memory_mb = server.usable_memory_mib
     heads = [d.name for d in plan.devices_with("management-server")]
     files["slurm.conf"] = render(
         "slurm/slurm.conf.j2",

@@ -19,6 +19,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+MIB_PER_GB = 1024
+
 CageType = Literal["osfp", "qsfp112", "qsfp56", "qsfp28", "sfp28", "rj45"]
 Technology = Literal[
     "infiniband-ndr",
@@ -167,6 +169,17 @@ class GpuServer(_RackMounted):
     os_reserved_memory_gb: float = Field(ge=0, description="memory the OS keeps (Slurm RealMemory is the rest)")
     local_nvme_tb: float | None = Field(default=None, ge=0)
     cooling: Cooling = Cooling()
+
+    @property
+    def threads(self) -> int:
+        """Hardware threads (what Slurm and Kubernetes count as CPUs)."""
+        return self.cpu.sockets * self.cpu.cores_per_socket * self.cpu.threads_per_core
+
+    @property
+    def usable_memory_mib(self) -> int:
+        """Memory left to jobs once the OS keeps its share, in MiB: memory_gb counts binary gigabytes
+        (32 x 64 GB DIMMs = 2,048 GB), schedulers count MiB."""
+        return math.floor((self.memory_gb - self.os_reserved_memory_gb) * MIB_PER_GB)
 
     @model_validator(mode="after")
     def _one_compute_port_per_gpu(self) -> GpuServer:

@@ -21,7 +21,7 @@ from gpucluster.plan.networks import (
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power import add_optics_power, choose_pdu, optics_allowance_w, pdus_needed
 from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, servers_per_rack
-from gpucluster.plan.resolve import resolve
+from gpucluster.plan.resolve import resolve, switch_technology
 from gpucluster.plan.totals import totals
 from gpucluster.rules import RULE_PREFIX, check_rules, rule_facts
 from gpucluster.training.checkpoint import checkpoint_facts
@@ -154,7 +154,7 @@ def _settings(r: Resolved) -> dict[str, object]:
         "spare_servers": r.spare_servers,
         "scalable_unit_servers": r.su_servers,
         "rails": r.rails,
-        "compute_technology": "ethernet" if r.compute_technology == "roce" else r.compute_technology,
+        "compute_technology": switch_technology(r.compute_technology),
         "compute_fabric": r.compute_technology,
         "compute_switch": r.compute_switch.id,
         "compute_oversubscription": r.compute_oversubscription,

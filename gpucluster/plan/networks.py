@@ -69,8 +69,7 @@ def technology_of(groups: list[PortGroup]) -> str | None:
 
 def add_gpu_servers(plan: Plan, r: Resolved, prefix: str) -> list[Device]:
     """Servers in scalable units; the fabric managers take server slots in SU 1, as in the RA."""
-    manager_ports = _fabric_manager_ports(r)
-    first_su_slots = r.su_servers - math.ceil(manager_ports / r.rails) if manager_ports else r.su_servers
+    first_su_slots = r.su_servers - manager_slots(r.fabric_manager, r.fabric_managers, r.rails)
     if first_su_slots <= 0:
         raise ValueError("the fabric managers need more leaf ports than one scalable unit has")
     total = r.servers
@@ -103,10 +102,10 @@ def add_gpu_servers(plan: Plan, r: Resolved, prefix: str) -> list[Device]:
     return servers
 
 
-def _fabric_manager_ports(r: Resolved) -> int:
-    if not r.fabric_manager or not r.fabric_managers:
-        return 0
-    return r.fabric_managers * sum(g.port_count for g in r.fabric_manager.port_groups("fabric"))
+def manager_slots(manager: Appliance | None, managers: int, rails: int) -> int:
+    """Server slots of SU 1 the fabric managers' compute-fabric ports take (one port per rail per slot)."""
+    ports = managers * sum(g.port_count for g in manager.port_groups("fabric")) if manager else 0
+    return math.ceil(ports / rails)
 
 
 def add_appliances(plan: Plan, r: Resolved) -> None:

@@ -8,7 +8,7 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
-from gpucluster.plan.networks import Resolved, technology_of
+from gpucluster.plan.networks import Resolved, manager_slots, technology_of
 from gpucluster.scheduling import check_scheduler
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
@@ -19,6 +19,11 @@ SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
 INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "How the plan is built"
+
+
+def switch_technology(fabric: str) -> str:
+    """The technology a fabric's switches and optics speak: RoCE runs on Ethernet."""
+    return "ethernet" if fabric == "roce" else fabric
 
 
 def resolve(loaded: LoadedDesign) -> Resolved:
@@ -46,7 +51,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     port_technology = technology_of(server.port_groups("compute")) or "infiniband-ndr"
     technology = fabric.technology or ("roce" if port_technology == "ethernet" else port_technology)
     compute_switch = _switch(loaded, ("compute_fabric", "switch"), fabric.switch or DEFAULT_SWITCH[technology])
-    wanted = "ethernet" if technology == "roce" else technology
+    wanted = switch_technology(technology)
     if compute_switch.technology != wanted:
         _fail(
             loaded,
@@ -141,8 +146,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
 def default_spares(production: int, su: int, rails: int, manager: Appliance | None, managers: int) -> int:
     """One hot spare per scalable unit, in slots the production servers leave free: never a new SU
     just for spares (its leaves would cost more than the spare)."""
-    manager_ports = managers * sum(g.port_count for g in manager.port_groups("fabric")) if manager else 0
-    taken = math.ceil(manager_ports / rails) if manager_ports else 0
+    taken = manager_slots(manager, managers, rails)
     units = math.ceil((production + taken) / su)
     free = units * su - taken - production
     return min(units, free)

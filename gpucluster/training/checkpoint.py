@@ -205,7 +205,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     staging_in, staging_out = _staging_paths(plan, write, read)
 
     by_kind = {k.kind: k.per_unit_year for k in kinds}
-    nics_per_server = len(_ports(server_part, "compute"))
+    nics_per_server = _port_count(server_part, "compute")
     server_failures = gpu.count * by_kind["gpu"] + by_kind["server"] + nics_per_server * by_kind["nic_optics"]
     spares = rel.spares_needed(len(servers), server_failures, workload.repair_hours, workload.spare_confidence)
 
@@ -280,12 +280,12 @@ def checkpoint_facts(plan: Plan) -> dict:
     }
 
 
-def _ports(part: object, role: str) -> list:
-    return [group for group in part.ports if group.role == role for _ in range(group.port_count)]  # type: ignore[attr-defined]
+def _port_count(part: object, role: str) -> int:
+    return sum(group.port_count for group in part.port_groups(role))  # type: ignore[attr-defined]
 
 
 def _port_gbps(part: object, role: str) -> float:
-    return sum(group.speed_gbps * group.port_count for group in part.ports if group.role == role)  # type: ignore[attr-defined]
+    return sum(group.speed_gbps * group.port_count for group in part.port_groups(role))  # type: ignore[attr-defined]
 
 
 def _checkpoint_paths(plan: Plan, job_servers: int, spares: set[str]) -> tuple[Path, Path]:
@@ -376,7 +376,7 @@ def _units(plan: Plan, servers: list, spares: set[str], gpus_per_server: int) ->
     return {
         "gpu": len(servers) * gpus_per_server,
         "server": len(servers),
-        "nic_optics": len(servers) * len(_ports(server_part, "compute")) + optics,
+        "nic_optics": len(servers) * _port_count(server_part, "compute") + optics,
         "switch": len(plan.switches("compute")),
         "software": len(servers),
     }
@@ -394,7 +394,7 @@ def _step(workload: Workload, gpus: int, peak_tflops: float, read: Path, server_
     gpu = server_part.gpu  # type: ignore[attr-defined]
     model_parallel = min(gpu.nvlink_domain_gpus, gpus)
     replicas = max(gpus // model_parallel, 1)
-    port_gbytes = max((g.speed_gbps for g in server_part.ports if g.role == "compute"), default=400) / 8  # type: ignore[attr-defined]
+    port_gbytes = max((g.speed_gbps for g in server_part.port_groups("compute")), default=400) / 8  # type: ignore[attr-defined]
     gradient_bytes = 2.0 * params / model_parallel  # bf16 gradients of one GPU's shard
     sync_s = 2.0 * (replicas - 1) / replicas * gradient_bytes / (port_gbytes * 1e9) if replicas > 1 else 0.0
     compute_s = max(seconds - load_s - sync_s, 0.0)

@@ -11,7 +11,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-HOURS_PER_YEAR = 8766.0  # 365.25 days
+DAYS_PER_JULIAN_YEAR = 365.25  # failure rates per year of running: the mean year, leap days included
+HOURS_PER_JULIAN_YEAR = DAYS_PER_JULIAN_YEAR * 24
 
 # Llama 3 405B pre-training, 54-day snapshot on 16,384 H100 (2,048 servers): 419 unexpected interruptions
 # by root cause (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section 3.3.4, Table 5; via
@@ -44,7 +45,7 @@ SWITCH_SOURCE = "Gill et al., SIGCOMM 2011: ToR switches fail at about 5 % a yea
 REFERENCE_COMPUTE_SWITCHES = 1_280
 REFERENCE_NIC_OPTICS = 16_384 + 98_304
 
-_LLAMA3_YEARS = LLAMA3_DAYS / 365.25
+_LLAMA3_YEARS = LLAMA3_DAYS / DAYS_PER_JULIAN_YEAR
 _SWITCH_EVENTS = REFERENCE_COMPUTE_SWITCHES * SWITCH_FAILURES_PER_YEAR * _LLAMA3_YEARS
 
 KINDS = ("gpu", "server", "nic_optics", "switch", "software")
@@ -90,7 +91,7 @@ class KindRate:
 
     @property
     def job_failures_per_hour(self) -> float:
-        return self.units * self.per_unit_year / HOURS_PER_YEAR
+        return self.units * self.per_unit_year / HOURS_PER_JULIAN_YEAR
 
 
 def rates(units: dict[str, int], overrides: dict[str, float | None] | None = None) -> list[KindRate]:
@@ -147,7 +148,7 @@ def expected_loss_per_failure_s(interval_s: float, checkpoint_s: float, mtbf_s: 
 def spares_needed(servers: int, failures_per_server_year: float, repair_hours: float, confidence: float) -> int:
     """Fewest spare servers s with P(servers in repair at once <= s) >= confidence: a Poisson quantile of
     mean servers x rate x repair time (reliability-facts.md 6, spare-node sizing)."""
-    mean = servers * failures_per_server_year * repair_hours / HOURS_PER_YEAR
+    mean = servers * failures_per_server_year * repair_hours / HOURS_PER_JULIAN_YEAR
     if mean <= 0:
         return 0
     term = math.exp(-mean)
