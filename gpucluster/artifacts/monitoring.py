@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from gpucluster.artifacts.burn_in import rail_links
 from gpucluster.artifacts.grafana import dashboard_json
+from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
