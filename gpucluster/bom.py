@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
-from gpucluster.plan.power import cable_ends, device_powers
+from gpucluster.plan.power import cage_modules, device_powers, module_power_w
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.prices import PriceList, load_price_list
 
@@ -293,41 +293,22 @@ def _optics_line(
     )
 
 
-def transceiver_ends(plan: Plan) -> dict[tuple[str, int], tuple[str, str]]:
-    """(device, cage) -> (transceiver catalog id, network) for every cage that holds a transceiver: a
-    twin-port cage shared by two links holds one (the same rule the power budget counts optics by)."""
-    ends: dict[tuple[str, int], tuple[str, str]] = {}
-    links = plan.links
-    for cable in plan.cables:
-        a_optic, b_optic = cable.a_transceiver, cable.b_transceiver
-        if a_optic is None and b_optic is None:
-            continue
-        if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends
-            link = links[cable.links[0]]
-            sides = (((link.a_device, link.a_cage),), ((link.b_device, link.b_cage),))
-        else:
-            sides = cable_ends(plan, cable)
-        for cages, optic in zip(sides, (a_optic, b_optic), strict=True):
-            if optic is not None:
-                for cage in cages:
-                    ends.setdefault(cage, (optic, cable.network))
-    return ends
-
-
 def _transceiver_lines(plan: Plan) -> list[BomLine]:
+    """One line per (network, transceiver): one module per cage that holds one, as the power budget
+    counts them (gpucluster/plan/power.py cage_modules)."""
     devices = plan.devices
     per_device: Counter[tuple[str, str, str]] = Counter(
-        (network, optic, device) for (device, _cage), (optic, network) in transceiver_ends(plan).items()
+        (module.network, module.part, device)
+        for (device, _cage), module in cage_modules(plan).items()
+        if module.transceiver
     )
     groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for (network, optic, device), count in per_device.items():
         groups[(network, optic)][devices[device].role] += count
     lines = []
     for (network, optic), roles in groups.items():
-        part = plan.catalog_parts[optic]
-        maximum = float(getattr(part, "power_max_w", 0.0))
-        typical = getattr(part, "power_typical_w", None)
-        power = {"power_typical_w": maximum if typical is None else float(typical), "power_max_w": maximum}
+        typical, maximum = module_power_w(plan.catalog_parts[optic])  # type: ignore[arg-type]
+        power = {"power_typical_w": typical, "power_max_w": maximum}
         lines.append(_optics_line(plan, "transceiver", network, optic, roles, "in ", **power))
     return lines
 

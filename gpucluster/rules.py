@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gpucluster.burn_in import burn_in_facts
 from gpucluster.catalog.ports import device_ports
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.model import Finding, Plan, RackPlan
@@ -56,8 +57,6 @@ def cooling_needed(air_kw: float, liquid_kw: float) -> str:
 
 def rule_facts(plan: Plan) -> dict:
     """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input)."""
-    from gpucluster.artifacts.burn_in import burn_in_facts  # here: the artifacts import the planner, which imports us
-
     design = plan.design
     site = getattr(design, "site", None)
     compute_switches = {d.name: d.part for d in plan.switches("compute")}

@@ -17,7 +17,7 @@ from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts import burn_in
-from gpucluster.artifacts.burn_in import burn_in_facts, burn_in_plan
+from gpucluster.burn_in import burn_in_facts, burn_in_plan
 from gpucluster.rules import RULES, check_rules
 
 

@@ -2,353 +2,36 @@
 thresholds, as Slurm batch scripts the operator runs, a machine-readable list of expected results and a
 printable checklist per rack.
 
-The tests run from the smallest scope to the largest, so that a failure names one server or one link
-before a fabric-wide test involves it. Every threshold carries its source (shared reference
-reliability-facts.md section 5) or its derivation from the plan's fabric.
+The tests, their thresholds and the thresholds' sources are the plan's (gpucluster/burn_in.py, computed
+once per plan); this module renders them.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import hostlist
 import orjson
 
-from gpucluster.catalog.ports import port_details
+from gpucluster.burn_in import (
+    DCGM_DIAG_LEVEL,
+    GPU_BURN_SECONDS,
+    IB_WRITE_BW_ARGS,
+    NCCL_ARGS,
+    STAGES,
+    BurnInTest,
+    RailPort,
+    burn_in_tests,
+    rail_ports,
+)
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.model import Plan
 from gpucluster.templating import render
 
 PARTITION = "burnin"  # Slurm partition holding every GPU server (the scheduler issue's partition names)
-
-# --- Thresholds and their sources (reliability-facts.md section 5) -----------------------------------------
-_AZURE = "Azure/azurehpc-health-checks"
-_AZURE_H100 = f"{_AZURE} conf/nd96isr_h100_v5.conf (reliability-facts.md 5.2)"
-_AZURE_H200 = f"{_AZURE} conf/nd96isr_h200_v5.conf (reliability-facts.md 5.2)"
-
-# dcgmi diag -r 3: "approximately 15 minutes", the long level with targeted stress, power and memory
-# bandwidth (NVIDIA DCGM dcgmi diag reference, reliability-facts.md 5.3).
-DCGM_DIAG_LEVEL = 3
-DCGM_DIAG_SOURCE = "NVIDIA DCGM 'dcgmi diag' reference: level 3 = long, ~15 min (reliability-facts.md 5.3)"
-
-# Sustained load "typically 24-72 hours" to flush infant mortality (leviathansystems.co glossary,
-# reliability-facts.md 5.4); we take the low end. gpu-burn publishes no threshold; "the usual criterion is
-# zero errors and no throttling" (wilicc/gpu-burn README, reliability-facts.md 5.4).
-GPU_BURN_SECONDS = 24 * 3600
-GPU_BURN_SOURCE = (
-    "wilicc/gpu-burn README: zero errors; 24 h = low end of the usual 24-72 h burn-in (reliability-facts.md 5.4); "
-    f"no clock-throttle reason but GPU idle and SW power cap, as {_AZURE} customTests/azure_gpu_clock_throttling.nhc"
-)
-
-# In-server NCCL all_reduce busbw, 16 GiB message ("-b 16G -e 16G -f 2 -c 1", the "Avg bus bandwidth"
-# line), per GPU type: Azure's node-acceptance thresholds (reliability-facts.md 5.2).
-_NVLINK_ALL_REDUCE_GBYTES_PER_S: dict[str, tuple[float, str]] = {
-    "h100": (460.0, f"{_AZURE_H100}: check_nccl_allreduce 460.0 ... 16G"),
-    "h200": (431.0, f"{_AZURE_H200}: check_nccl_allreduce 431.0 ... 16G"),
-}
-_NVLINK_REFERENCE = "h100"  # scale other GPU types from this one by their NVLink bandwidth (catalog)
-_NVLINK_REFERENCE_PART = "dgx-h100"  # the catalog part whose GPU is the reference
-
-# ib_write_bw with GPUDirect, 8 MiB messages, per HCA: Azure's thresholds as a fraction of the 400 Gb/s
-# line rate they were set for (reliability-facts.md 5.2): H100 375/400, H200 (and GB200) 360/400.
-_IB_WRITE_BW_FRACTION: dict[str, tuple[float, str]] = {
-    "h100": (375 / 400, f"{_AZURE_H100}: check_ib_bw_gdr 375 (Gb/s at 400 Gb/s line rate = 93.75 %)"),
-    "h200": (360 / 400, f"{_AZURE_H200}: check_ib_bw_gdr 360 (Gb/s at 400 Gb/s line rate = 90 %)"),
-}
-_IB_WRITE_BW_DEFAULT = (
-    360 / 400,
-    f"{_AZURE} conf/nd96isr_h200_v5.conf and nd128isr_ndr_gb200_v6.conf: check_ib_bw_gdr 360 at 400 Gb/s "
-    "(90 %, the least strict of Azure's published figures; reliability-facts.md 5.2)",
-)
-
-# NCCL over the network reaches this fraction of the HCA line rate: Azure's all_reduce over IB loopback
-# passes at >= 40 GB/s on one 400 Gb/s (= 50 GB/s) HCA (ND H100 v5, reliability-facts.md 5.2).
-NCCL_NETWORK_EFFICIENCY = 40 / 50
-NCCL_EFFICIENCY_SOURCE = (
-    f"{_AZURE_H100}: check_nccl_allreduce_ib_loopback 40.0 GB/s on one 400 Gb/s (50 GB/s) HCA = 80 % efficiency"
-)
-NCCL_BUSBW_SOURCE = (
-    "NVIDIA/nccl-tests doc/PERFORMANCE.md: busbw reflects the hardware bottleneck (reliability-facts.md 5.1)"
-)
-
-NCCL_ARGS = "-b 16G -e 16G -f 2 -c 1"  # the message size Azure's thresholds were measured at
-IB_WRITE_BW_ARGS = "-s 8388608 -F --report_gbits"  # Azure's ib_write_bw GPUDirect flags (reliability-facts 5.2)
 IB_WRITE_BW_PORT = 18515  # perftest's default TCP port; each rail adds its number so runs never collide
-
-# Order: smallest scope first, so a failure names one server or one link before a larger test involves
-# it; the long stress before the performance measurements, so the figures are of hardware that survived.
-STAGES: tuple[tuple[int, str, str, str], ...] = (
-    (1, "dcgm-diag", "server", "DCGM diagnostics (quick check of every GPU before hours of load)"),
-    (2, "gpu-burn", "server", "GPU stress: sustained load on every GPU, no errors, no thermal throttling"),
-    (3, "nccl-in-server", "server", "NVLink all-reduce across the GPUs inside each server"),
-    (4, "ib-write-bw", "link", "RDMA write bandwidth of every compute HCA and its link, pair by pair"),
-    (5, "nccl-rail", "rail", "NCCL all-reduce along each rail (one GPU per server, one HCA each)"),
-    (6, "nccl-su", "su", "NCCL all-reduce across each scalable unit (every GPU, every rail)"),
-    (7, "nccl-fabric", "fabric", "NCCL all-reduce across the whole compute fabric"),
-)
-
-
-@dataclass(frozen=True, slots=True)
-class BurnInTest:
-    """One acceptance test with its pass threshold, as the expected-results list holds it."""
-
-    id: str
-    stage: int
-    test: str
-    scope: str
-    subject: str
-    nodes: tuple[str, ...]
-    racks: tuple[str, ...]
-    metric: str
-    comparison: str  # ">=" or "=="
-    threshold: float | str
-    unit: str
-    source: str
-    command: str
-    rail: int | None = None  # link and rail tests: the rail
-    links: tuple[str, ...] = ()  # compute links the test measures: "server port -> leaf port (cable)"
-
-
-@dataclass(frozen=True, slots=True)
-class _RailPort:
-    rail: int
-    gpu: int  # CUDA device index: rail - 1 (catalog convention: rail = GPU index + 1)
-    hca: str | None  # RDMA device, when the catalog names it
-    link: str  # "server port -> leaf port (cable)"
-    leaf: str
-    speed_gbps: float
-
-
-def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
-    """server -> rail -> index into plan.links of its tier-0 compute link on that rail."""
-    by_server: dict[str, dict[int, int]] = {}
-    for index, link in enumerate(plan.links):
-        if link.network == "compute" and link.tier == 0 and link.rail is not None:
-            by_server.setdefault(link.a_device, {})[link.rail] = index
-    return by_server
-
-
-def burn_in_plan(plan: Plan) -> list[BurnInTest]:
-    """Every burn-in test of the plan, in the order to run them."""
-    servers = sorted(d.name for d in plan.devices_with("gpu-server"))
-    if not servers:
-        return []
-    ports = _rail_ports(plan, servers)
-    gpu = plan.part(servers[0]).gpu  # type: ignore[attr-defined]
-    rack_of = {name: plan.devices[name].rack for name in servers}
-
-    def test(stage: int, subject: str, nodes: Iterable[str], **fields: object) -> BurnInTest:
-        name, scope = STAGES[stage - 1][1:3]
-        nodes = tuple(nodes)
-        key = subject.replace(" ", "")
-        racks = tuple(sorted({rack_of[n] for n in nodes}))
-        return BurnInTest(
-            id=f"{name}:{key}", stage=stage, test=name, scope=scope, subject=subject, nodes=nodes, racks=racks, **fields
-        )  # type: ignore[arg-type]
-
-    tests = [
-        test(
-            1,
-            node,
-            [node],
-            metric="result",
-            comparison="==",
-            threshold="Pass",
-            unit="",
-            source=DCGM_DIAG_SOURCE,
-            command=f"dcgmi diag -r {DCGM_DIAG_LEVEL}",
-        )
-        for node in servers
-    ]
-    tests += [
-        test(
-            2,
-            node,
-            [node],
-            metric="faulty_gpus",
-            comparison="==",
-            threshold=0,
-            unit="GPUs",
-            source=GPU_BURN_SOURCE,
-            command=f"gpu_burn -tc {GPU_BURN_SECONDS}",
-        )
-        for node in servers
-    ]
-    reference_gpu = plan.catalog_parts[_NVLINK_REFERENCE_PART].gpu  # type: ignore[attr-defined]
-    nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
-    tests += [
-        test(
-            3,
-            node,
-            [node],
-            metric="busbw",
-            comparison=">=",
-            threshold=nvlink_gbytes,
-            unit="GB/s",
-            source=nvlink_source,
-            command=f"all_reduce_perf {NCCL_ARGS} -g {gpu.count}",
-        )
-        for node in servers
-    ]
-    fraction, ib_source = _IB_WRITE_BW_FRACTION.get(gpu.gres_type, _IB_WRITE_BW_DEFAULT)
-    for client, server in ib_write_bw_pairs(servers, ports):
-        for rail, mine in sorted(ports[client].items()):
-            theirs = ports[server].get(rail)
-            if theirs is None:
-                continue
-            gbits = round(mine.speed_gbps * fraction, 1)
-            tests.append(
-                test(
-                    4,
-                    f"{client}-{server}:rail{rail}",
-                    [client, server],
-                    metric="bw_average",
-                    comparison=">=",
-                    threshold=gbits,
-                    unit="Gb/s",
-                    rail=rail,
-                    links=(mine.link, theirs.link),
-                    source=f"{ib_source}; x {mine.speed_gbps:g} Gb/s link (plan) = {gbits:g} Gb/s",
-                    command=f"ib_write_bw -d {mine.hca or '<rail HCA>'} {IB_WRITE_BW_ARGS} --use_cuda={mine.gpu}",
-                )
-            )
-    if len(servers) > 1:
-        tests += _multi_node_tests(plan, servers, ports, gpu, nvlink_gbytes, test)
-    return tests
-
-
-def nvlink_all_reduce_threshold(gpu: object, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:
-    """In-server all_reduce busbw threshold (GB/s) for a GPU type, with its source or derivation; GPU
-    types without a published figure scale the H100's by NVLink bandwidth (the reference's, from the
-    catalog)."""
-    gres = gpu.gres_type  # type: ignore[attr-defined]
-    if gres in _NVLINK_ALL_REDUCE_GBYTES_PER_S:
-        return _NVLINK_ALL_REDUCE_GBYTES_PER_S[gres]
-    reference, source = _NVLINK_ALL_REDUCE_GBYTES_PER_S[_NVLINK_REFERENCE]
-    nvlink = gpu.nvlink_bandwidth_gbytes_per_s  # type: ignore[attr-defined]
-    value = round(reference * nvlink / reference_nvlink_gbytes_per_s, 1)
-    return value, (
-        f"derived: {reference:g} GB/s for H100 ({source}) x NVLink {nvlink:g} / {reference_nvlink_gbytes_per_s:g} GB/s "
-        f"per GPU (catalog) = {value:g} GB/s; busbw scales with the NVLink bottleneck ({NCCL_BUSBW_SOURCE})"
-    )
-
-
-def ib_write_bw_pairs(servers: list[str], ports: dict[str, dict[int, _RailPort]]) -> list[tuple[str, str]]:
-    """Pairs of servers whose HCAs test each other, neighbours under the same leaves where possible;
-    an odd server out pairs with the first server (whose links are then measured twice)."""
-    ordered = sorted(servers, key=lambda s: (tuple(p.leaf for _r, p in sorted(ports[s].items())), s))
-    pairs = [(ordered[i], ordered[i + 1]) for i in range(0, len(ordered) - 1, 2)]
-    if len(ordered) % 2 and len(ordered) > 1:
-        pairs.append((ordered[-1], ordered[0]))
-    return pairs
-
-
-def _multi_node_tests(
-    plan: Plan,
-    servers: list[str],
-    ports: dict[str, dict[int, _RailPort]],
-    gpu: object,
-    nvlink_gbytes: float,
-    test: Callable[..., BurnInTest],
-) -> list[BurnInTest]:
-    """NCCL all-reduce per rail, per SU and across the fabric, each with its threshold from the fabric."""
-    speed = min(p.speed_gbps for rails in ports.values() for p in rails.values())
-    rails = sorted({rail for node_ports in ports.values() for rail in node_ports})
-    oversubscription = max(
-        (t.oversubscription for t in plan.tiers if t.network == "compute" and t.up_gbps), default=1.0
-    )
-
-    def busbw(nodes: list[str], nics_per_server: int) -> tuple[float, str]:
-        """Each server's share of the network bottleneck, at the efficiency NCCL reaches over an HCA."""
-        line = nics_per_server * speed / 8
-        leaves = {ports[n][r].leaf for n in nodes for r in ports[n]}
-        factor = oversubscription if len(leaves) > len(rails) else 1.0  # > 1 leaf on a rail: crosses uplinks
-        value = round(NCCL_NETWORK_EFFICIENCY * line / factor, 1)
-        text = (
-            f"derived: {NCCL_NETWORK_EFFICIENCY:.0%} ({NCCL_EFFICIENCY_SOURCE}) x {nics_per_server} HCA x "
-            f"{speed:g} Gb/s / 8 = {line:g} GB/s per server, the network bottleneck ({NCCL_BUSBW_SOURCE})"
-        )
-        if factor > 1:
-            text += f" / {factor:g} compute-fabric oversubscription (plan)"
-        if value > nvlink_gbytes:
-            return (
-                nvlink_gbytes,
-                f"{text} = {value:g} GB/s, above the in-server NVLink threshold {nvlink_gbytes:g} GB/s",
-            )
-        return value, f"{text} = {value:g} GB/s"
-
-    def nccl(stage: int, subject: str, nodes: list[str], nics: int, command: str, **extra: object) -> BurnInTest:
-        value, source = busbw(nodes, nics)
-        return test(stage, subject, nodes, metric="busbw", comparison=">=", threshold=value, unit="GB/s",
-                    source=source, command=command, **extra)  # fmt: skip
-
-    tests = []
-    for rail in rails:
-        nodes = [n for n in servers if rail in ports[n]]
-        port = ports[nodes[0]][rail]
-        command = (
-            f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} "
-            f"srun --ntasks-per-node=1 all_reduce_perf {NCCL_ARGS} -g 1"
-        )
-        if len(nodes) > 1:
-            tests.append(nccl(5, f"rail{rail}", nodes, 1, command, rail=rail))
-    by_su: dict[int, list[str]] = {}
-    for node in servers:
-        by_su.setdefault(plan.devices[node].su or 1, []).append(node)
-    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"  # type: ignore[attr-defined]
-    tests += [nccl(6, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
-    if len(by_su) > 1:
-        tests.append(nccl(7, "all", servers, len(rails), command))
-    return tests
-
-
-def _rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, _RailPort]]:
-    """server -> rail -> its compute port, HCA, leaf and cable."""
-    cable_of = {index: cable.id for cable in plan.cables for index in cable.links}
-    links = rail_links(plan)
-    ports: dict[str, dict[int, _RailPort]] = {}
-    hcas: dict[str, dict[int, str | None]] = {}
-    for node in servers:
-        part_id = plan.devices[node].part
-        if part_id not in hcas:
-            hcas[part_id] = {d.rail: d.os_device for d in port_details(plan.part(node), "compute") if d.rail}
-        ports[node] = {
-            rail: _rail_port(rail, hcas[part_id].get(rail), plan.links[index], cable_of.get(index))
-            for rail, index in links.get(node, {}).items()
-        }
-    return ports
-
-
-def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> _RailPort:
-    text = f"{link.a_device} {link.a_port} -> {link.b_device} {link.b_port}" + (f" ({cable})" if cable else "")
-    return _RailPort(rail, rail - 1, hca, text, link.b_device, link.speed_gbps)
-
-
-def burn_in_facts(plan: Plan) -> dict:
-    """What the design rule "burn-in plan present" reads: plain JSON."""
-    tests = burn_in_plan(plan)
-    servers = {d.name for d in plan.devices_with("gpu-server")}
-    per_server = {"dcgm-diag", "gpu-burn", "nccl-in-server"}
-    covered = {
-        kind: {t.subject for t in tests if t.test == kind} & servers for kind in per_server
-    }  # every per-server test must reach every server
-    measured = {link for t in tests if t.test == "ib-write-bw" for link in t.links}
-    host_links = sum(len(rails) for rails in rail_links(plan).values())
-    return {
-        "tests": len(tests),
-        "stages": len({t.stage for t in tests}),
-        "servers": len(servers),
-        "servers_covered": len(set.intersection(*covered.values())) if servers else 0,
-        "compute_host_links": host_links,
-        "links_covered": len(measured),
-    }
-
-
-# --- the artifact ----------------------------------------------------------------------------------------
 
 SCRIPTS = (
     "run-burn-in.sh",
@@ -363,8 +46,8 @@ SCRIPTS = (
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "burn-in"
     (out / "checklists").mkdir(parents=True)
-    tests = burn_in_plan(plan)
-    ports = _rail_ports(plan, sorted(d.name for d in plan.devices_with("gpu-server")))
+    tests = burn_in_tests(plan)
+    ports = rail_ports(plan, sorted(d.name for d in plan.devices_with("gpu-server")))
     context = _script_context(plan, tests, ports)
     for name in SCRIPTS:
         path = out / name
@@ -415,7 +98,7 @@ def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
     }
 
 
-def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, _RailPort]]) -> dict:
+def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict:
     """What the script and README templates need: node lists, pairs, rails and each stage's threshold."""
     by_stage = {number: [t for t in tests if t.stage == number] for number, *_ in STAGES}
     rail_ports = next(iter(ports.values()), {})
@@ -471,7 +154,7 @@ def _threshold_table(tests: list[BurnInTest]) -> list[dict]:
     return list(rows.values())
 
 
-def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, _RailPort]]) -> dict[str, str]:
+def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict[str, str]:
     """rack -> printable HTML acceptance checklist of the GPU servers in it, top of the rack first."""
     by_node: dict[str, list[BurnInTest]] = {}
     link_test: dict[tuple[str, int], BurnInTest] = {}

@@ -29,6 +29,7 @@ import xlsxwriter
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
+from gpucluster.plan.power import cable_ends
 
 FOLDER = "cabling"
 JOIN = " + "  # between the connectors of a splitter's B end
@@ -77,13 +78,15 @@ def cable_connectors(plan: Plan, cable: Cable) -> tuple[Connector, tuple[Connect
     """The A connector and the B connector(s) of a cable.
 
     The A end is the side all of the cable's links share (a splitter's twin-port switch cage), so a
-    splitter's two host plugs are its B end; a single-link cable keeps its link's orientation.
+    splitter's two host plugs are its B end; a single-link cable keeps its link's orientation. Which
+    side that is, is the power budget's and the BOM's rule (gpucluster/plan/power.py cable_ends).
     """
     links = [plan.links[i] for i in cable.links]
     first = links[0]
     if len(links) == 1:
         return Connector(first.a_device, (first.a_port,)), (Connector(first.b_device, (first.b_port,)),)
-    shared_a = all((link.a_device, link.a_cage) == (first.a_device, first.a_cage) for link in links)
+    a_ends, _b_ends = cable_ends(plan, cable)
+    shared_a = (first.a_device, first.a_cage) in a_ends  # else the cable's A end is its links' b side
     ends = [
         ((link.a_device, link.a_port), (link.b_device, link.b_port, link.b_cage))
         if shared_a

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import yaml
 
-from gpucluster.artifacts.burn_in import rail_links
 from gpucluster.artifacts.grafana import dashboard_json
+from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
@@ -111,8 +111,10 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "monitoring"
     for sub in ("rules", "tests", "grafana", "slurm"):
         (out / sub).mkdir(parents=True)
-    alerts = alert_rules(plan)
-    _dump(out / "prometheus.yml", prometheus_config(plan))
+    leaves = server_leaves(plan)
+    servers, management = _targets(plan, "gpu-server", leaves), _targets(plan, "management-server", leaves)
+    alerts = alert_rules(plan, servers, management, leaves)
+    _dump(out / "prometheus.yml", prometheus_config(plan, servers, management))
     _dump(out / "rules" / "gpu-alerts.yml", {"groups": [{"name": "gpu-cluster-alerts", "rules": _rules(alerts)}]})
     _dump(out / "rules" / "gpu-recording.yml", {"groups": [recording_rules()]})
     _dump(out / "tests" / "gpu-alerts.test.yml", alert_tests(plan, alerts))
@@ -130,8 +132,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
             dcgm_port=DCGM_EXPORTER_PORT,
             node_port=NODE_EXPORTER_PORT,
             job_map_dir=JOB_MAP_DIR,
-            targets=len(_targets(plan, "gpu-server")),
-            management=len(_targets(plan, "management-server")),
+            targets=len(servers),
+            management=len(management),
         ),
         encoding="utf-8",
     )
@@ -169,8 +171,8 @@ def server_leaves(plan: Plan) -> dict[str, dict[int, str]]:
     }
 
 
-def _targets(plan: Plan, role: str) -> list[_Target]:
-    leaves = server_leaves(plan)
+def _targets(plan: Plan, role: str, leaves: dict[str, dict[int, str]]) -> list[_Target]:
+    """The scrape targets of one role, sorted by name; a GPU server's carry its leaves (see server_leaves)."""
     targets = []
     for device in sorted(plan.devices_with(role), key=lambda d: d.name):
         labels = {"node": device.name, "role": role, "rack": device.rack}
@@ -202,12 +204,10 @@ def _leaf_relabels(rails: list[int]) -> list[dict]:
     ] + [{"action": "labeldrop", "regex": "leaves"}]
 
 
-def prometheus_config(plan: Plan) -> dict:
+def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_Target]) -> dict:
     """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
     management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
     series with its rail and leaf."""
-    gpu_servers = _targets(plan, "gpu-server")
-    management = _targets(plan, "management-server")
     gpus = int(plan.settings.get("gpus_per_server") or 0)
     rails = list(range(1, gpus + 1))
     gpu_rails = [
@@ -273,18 +273,19 @@ _WHERE_HCA = (
 )
 
 
-def alert_rules(plan: Plan) -> list[Alert]:
-    """The alert rules with a firing and a healthy sample for each (see alert_tests)."""
-    servers = _targets(plan, "gpu-server")
-    management = _targets(plan, "management-server")
+def alert_rules(
+    plan: Plan, servers: list[_Target], management: list[_Target], leaves: dict[str, dict[int, str]]
+) -> list[Alert]:
+    """The alert rules with a firing and a healthy sample for each (see alert_tests); `leaves` is
+    server_leaves(plan)."""
     gpus = int(plan.settings.get("gpus_per_server") or 8)
     tdp_w = plan.part(servers[0].node).gpu.tdp_w if servers else 0  # type: ignore[attr-defined]
     hcas = _rail_hcas(plan)
     speed_gbps = _compute_link_gbps(plan)
     bad, good = servers[0], servers[1 % len(servers)]
-    bad_gpu, good_gpu = _gpu_series(plan, bad, 0), _gpu_series(plan, good, 1 if good is bad else 0)
+    bad_gpu, good_gpu = _gpu_series(leaves, bad, 0), _gpu_series(leaves, good, 1 if good is bad else 0)
     hca = min(hcas, key=hcas.get) if hcas else "mlx5_0"
-    bad_hca, good_hca = _hca_series(plan, bad, hca, hcas), _hca_series(plan, good, hca, hcas)
+    bad_hca, good_hca = _hca_series(leaves, bad, hca, hcas), _hca_series(leaves, good, hca, hcas)
     ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
 
     def sampled(bad_labels: dict[str, str], good_labels: dict[str, str]) -> Callable[..., Alert]:
@@ -404,8 +405,8 @@ def alert_rules(plan: Plan) -> list[Alert]:
             f"{gpus} GPUs",
             f"the plan: {gpus} GPUs per server (catalog); {_AZURE} check_gpu_count",
             for_="5m",
-            firing=[("DCGM_FI_DEV_GPU_TEMP", _gpu_series(plan, bad, i), "60x10") for i in range(gpus - 1)],
-            healthy=[("DCGM_FI_DEV_GPU_TEMP", _gpu_series(plan, good, i), "60x10") for i in range(gpus)]
+            firing=[("DCGM_FI_DEV_GPU_TEMP", _gpu_series(leaves, bad, i), "60x10") for i in range(gpus - 1)],
+            healthy=[("DCGM_FI_DEV_GPU_TEMP", _gpu_series(leaves, good, i), "60x10") for i in range(gpus)]
             if good is not bad
             else [],
             labels={k: bad.labels[k] for k in ("node", "su", "rack")},
@@ -525,10 +526,10 @@ def _down_alert(name: str, job: str, port: int, bad: _Target, good: _Target, sum
     )
 
 
-def _gpu_series(plan: Plan, target: _Target, gpu: int) -> dict[str, str]:
+def _gpu_series(leaves: dict[str, dict[int, str]], target: _Target, gpu: int) -> dict[str, str]:
     """A DCGM series' labels after relabelling: the target's labels with gpu, rail and leaf."""
     labels = {k: v for k, v in target.labels.items() if k != "leaves"}
-    leaf = server_leaves(plan).get(target.node, {}).get(gpu + 1, "")
+    leaf = leaves.get(target.node, {}).get(gpu + 1, "")
     return {
         "job": "dcgm",
         "instance": f"{target.node}:{DCGM_EXPORTER_PORT}",
@@ -539,12 +540,12 @@ def _gpu_series(plan: Plan, target: _Target, gpu: int) -> dict[str, str]:
     }
 
 
-def _hca_series(plan: Plan, target: _Target, hca: str, hcas: dict[str, int]) -> dict[str, str]:
+def _hca_series(leaves: dict[str, dict[int, str]], target: _Target, hca: str, hcas: dict[str, int]) -> dict[str, str]:
     labels = {k: v for k, v in target.labels.items() if k != "leaves"}
     series = {"job": "node", "instance": f"{target.node}:{NODE_EXPORTER_PORT}", **labels}
     series |= {"device": hca, "port": "1"}
     if hca in hcas:
-        series |= {"rail": str(hcas[hca]), "leaf": server_leaves(plan).get(target.node, {}).get(hcas[hca], "")}
+        series |= {"rail": str(hcas[hca]), "leaf": leaves.get(target.node, {}).get(hcas[hca], "")}
     return series
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpucluster.burn_in import burn_in_plan
 from gpucluster.catalog.schema import Rack
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
@@ -113,13 +114,14 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     plan.analysis = analyse(plan)
     plan.totals = totals(plan)
     plan.settings["checkpoint"] = checkpoint_facts(plan)
+    plan.burn_in = burn_in_plan(plan)
     refresh_findings(plan)
     return plan
 
 
 def refresh_findings(plan: Plan) -> None:
-    """Recompute the rule facts and the design-rule findings (after a later stage adds facts, e.g. a
-    burn-in plan or checkpoint figures, to plan.settings)."""
+    """Recompute the rule facts and the design-rule findings (after a later stage changes what they read,
+    e.g. checkpoint figures in plan.settings or the burn-in tests in plan.burn_in)."""
     plan.facts = rule_facts(plan)
     plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
         Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)

@@ -145,6 +145,8 @@ class Plan:
     catalog_parts: dict[str, object] = field(default_factory=dict, repr=False)  # part id -> catalog part
     # device name -> its draw with optics (plan/power.py DevicePower), computed once with the cables
     device_power: dict[str, object] = field(default_factory=dict, repr=False)
+    # the burn-in tests in the order to run them (gpucluster/burn_in.py BurnInTest), computed once with the plan
+    burn_in: list[object] = field(default_factory=list, repr=False)
 
     def part(self, device: str) -> object:
         """The catalog part of a device in the plan."""

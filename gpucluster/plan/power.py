@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
 from typing import cast
@@ -105,37 +106,72 @@ class DevicePower:
     optics_in_catalog_max: bool  # the catalog maximum already covers the optics
 
 
-def optics_power_w(plan: Plan) -> dict[str, tuple[float, float]]:
-    """(typical, maximum) watts of the optics in each device's cages, counted once per (device, cage)."""
+@dataclass(frozen=True, slots=True)
+class CageModule:
+    """What fills one occupied cage: a transceiver, or the end of an active cable (which draws power)."""
+
+    part: str  # catalog id of the transceiver, or of the active cable
+    network: str  # the network of the cable that put it there
+    transceiver: bool  # False: an active (ACC/AOC) cable's end, ordered with its cable
+    typical_w: float
+    max_w: float
+
+
+def module_power_w(part: Transceiver) -> tuple[float, float]:
+    """(typical, maximum) watts of a transceiver: its typical figure, or its maximum where the catalog has none."""
+    maximum = float(part.power_max_w)
+    return (maximum if part.power_typical_w is None else float(part.power_typical_w)), maximum
+
+
+def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
+    """(device, cage) -> the module in it, for every cage that holds a transceiver or an active cable's
+    end: what the power budget draws and the BOM counts. A twin-port cage serving two links (and two
+    cables) holds one module; were its cables to disagree, it holds the hungriest (the first on ties):
+    what the cage would draw. A cageless port (cage 0, e.g. RJ45) holds none."""
     parts = plan.catalog_parts
-    cages: dict[tuple[str, int], tuple[float, float]] = {}
+
+    @cache
+    def module_of(part_id: str, network: str, transceiver: bool) -> CageModule | None:
+        part = parts[part_id]
+        if transceiver:
+            return CageModule(part_id, network, True, *module_power_w(part))  # type: ignore[arg-type]
+        per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
+        return CageModule(part_id, network, False, per_end_w, per_end_w) if per_end_w else None
+
+    result: dict[tuple[str, int], CageModule] = {}
     for cable in plan.cables:
-        per_end_w = float(getattr(parts.get(cable.cable_part), "power_per_end_w", 0.0) or 0.0)
+        active = module_of(cable.cable_part, cable.network, False)
+        if active is None and cable.a_transceiver is None and cable.b_transceiver is None:
+            continue  # passive copper: nothing in its cages draws or is ordered apart
         for ends, transceiver in zip(cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
-            if transceiver:
-                part = parts[transceiver]
-                typical = part.power_typical_w if part.power_typical_w is not None else part.power_max_w
-                watts = (float(typical), float(part.power_max_w))
-            elif per_end_w:
-                watts = (per_end_w, per_end_w)
-            else:
+            fitted = module_of(transceiver, cable.network, True) if transceiver else active
+            if fitted is None:
                 continue
             for end in ends:
-                if end[1] and watts[1] > cages.get(end, (0.0, 0.0))[1]:
-                    cages[end] = watts
+                held = result.get(end)
+                if end[1] and (held is None or fitted.max_w > held.max_w):
+                    result[end] = fitted
+    return result
+
+
+def optics_power_w(plan: Plan) -> dict[str, tuple[float, float]]:
+    """(typical, maximum) watts of the optics in each device's cages, counted once per (device, cage)."""
     per_device: dict[str, tuple[float, float]] = {}
-    for (device, _cage), (typical, maximum) in cages.items():
+    for (device, _cage), module in cage_modules(plan).items():
         t, m = per_device.get(device, (0.0, 0.0))
-        per_device[device] = (t + typical, m + maximum)
+        per_device[device] = (t + module.typical_w, m + module.max_w)
     return per_device
 
 
-def cable_ends(plan: Plan, cable: Cable) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
-    """The (device, cage) ends at the cable's a side and b side.
+def cable_ends(plan: Plan, cable: Cable) -> tuple[Collection[tuple[str, int]], Collection[tuple[str, int]]]:
+    """The distinct (device, cage) ends at the cable's a side and b side.
 
     The a side is the links' a side, except for a 1:2 splitter whose shared (twin-port) cage is on
     the links' b side: a cable's a end is always the end its links share.
     """
+    if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends
+        link = plan.links[cable.links[0]]
+        return ((link.a_device, link.a_cage),), ((link.b_device, link.b_cage),)
     links = [plan.links[i] for i in cable.links]
     a = {(link.a_device, link.a_cage) for link in links}
     b = {(link.b_device, link.b_cage) for link in links}
