@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
+from gpucluster.drawings import PURPOSE_COLOURS  # the floor plan's colours, so chart and report agree
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
@@ -20,7 +21,6 @@ from gpucluster.rules import COOLING_CAPACITY_KW
 from gpucluster.templating import render
 
 CHART = "power-racks"
-PURPOSE_COLOURS = {"compute": "#4C72B0", "network": "#55A868", "storage": "#C44E52", "management": "#8172B2"}
 # Deterministic output: fixed SVG ids, no dates or tool versions in the files.
 _RC = {"svg.hashsalt": "gpucluster", "svg.fonttype": "path", "font.family": "DejaVu Sans", "font.size": 9}
 _METADATA = {
