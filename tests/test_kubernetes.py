@@ -385,7 +385,7 @@ def test_topology_labels_agree_with_the_plan(design):
         assert labels[name][f"{prefix}/su"] == f"su{plan.devices[name].su:02d}"
         assert labels[name][f"{prefix}/rack"] == plan.devices[name].rack
     assert all(len(sets) == 1 for sets in by_label.values()), "one leaf label = one set of rail leaves"
-    assert len(by_label) == plan.totals["scalable_units"]
+    assert len(by_label) == len(set(leaves_of.values())), "one leaf label per rail group"
     for level in topology_levels(plan, servers)[:-1]:  # the Kueue Topology's levels are labels every node has
         assert all(level in labels[n] for n in servers)
 
@@ -550,5 +550,8 @@ def test_pytorchjob_spans_one_leaf_group_of_production_servers():
     job = yaml.safe_load_all(nccl_files(plan)["launch/pytorchjob.yaml"])
     job = next(d for d in job if d["kind"] == "PyTorchJob")
     replicas = sum(spec["replicas"] for spec in job["spec"]["pytorchReplicaSpecs"].values())
-    su_production = [d for d in plan.devices_with("gpu-server") if d.su == 1 and not d.spare]
-    assert replicas == len(su_production) and math.isclose(int(job["spec"]["nprocPerNode"]), 8)
+    # Spectrum-X rail leaves serve 64 nodes: SUs 1 and 2 share them, so the group is both SUs' production servers
+    first_leaf = next(link.b_device for link in plan.links if link.a_device == "gpu001" and link.network == "compute")
+    group = {link.a_device for link in plan.links if link.b_device == first_leaf and link.tier == 0}
+    production = [name for name in group if not plan.devices[name].spare]
+    assert replicas == len(production) == 62 and math.isclose(int(job["spec"]["nprocPerNode"]), 8)

@@ -67,6 +67,13 @@ class PortGroup(_Strict):
         default=None, description="host RDMA device per logical port, in rail order (NCCL_IB_HCA)"
     )
     netdevs: list[str] | None = Field(default=None, description="host network interface per logical port")
+    ethernet_planes: int | None = Field(
+        default=None,
+        ge=2,
+        le=4,
+        description="compute ports on a Spectrum-X Ethernet fabric: planes each port splits into, an equal share "
+        "of its speed per plane (ConnectX-8: '800Gb/s or XDR IB or 2 x 400GbE', so 2)",
+    )
 
     @property
     def port_count(self) -> int:
@@ -82,6 +89,12 @@ class PortGroup(_Strict):
                 number = cage - 1 + self.number_from
                 names.append((self.name_format.format(cage=number, sub=sub, sub0=sub - 1, index=index), cage))
         return names
+
+    def plane_port_names(self) -> list[tuple[str, int, int]]:
+        """(name, 1-based cage, plane) of every port a multi-plane Ethernet fabric uses: each logical port
+        split into one port per plane, named <port>/<plane>."""
+        planes = self.ethernet_planes or 1
+        return [(f"{name}/{plane}", cage, plane) for name, cage in self.port_names() for plane in range(1, planes + 1)]
 
     @model_validator(mode="after")
     def _device_lists_match_ports(self) -> PortGroup:

@@ -114,6 +114,13 @@ class ComputeFabric(_Section):
     oversubscription: float = Field(1.0, ge=1.0, le=16.0, description="leaf down:up bandwidth, e.g. 1 or '2:1'")
     fabric_manager: str | None = Field("auto", description="UFM appliance model; 'auto' for InfiniBand, null for none")
     fabric_managers: int = Field(2, ge=0, le=8, description="fabric-manager appliances (an HA pair by default)")
+    planes: int | None = Field(
+        None,
+        ge=1,
+        le=4,
+        description="independent fabric planes, each GPU port split across them (RoCE only); default from the "
+        "server: 2 for ConnectX-8 on Spectrum-X (each GPU 2 x 400GbE), else 1",
+    )
 
     _parse_ratio = field_validator("oversubscription", mode="before")(_ratio)
 

@@ -10,6 +10,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import analyse, build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
+from gpucluster.plan.fabric import merge_planes
 from gpucluster.plan.model import Finding, Plan
 from gpucluster.plan.networks import (
     Resolved,
@@ -60,7 +61,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     add_appliances(plan, r)
     plan.findings += _scalable_unit_warnings(plan, r)
     say("compute fabric")
-    plan.tiers += build_compute_fabric(plan, r, catalog).tiers
+    plan.tiers += merge_planes(build_compute_fabric(plan, r, catalog))
     say("storage network")
     plan.tiers += build_storage_network(plan, r, catalog).tiers
     say("in-band management network")
@@ -156,6 +157,7 @@ def _settings(r: Resolved) -> dict[str, object]:
         "spare_servers": r.spare_servers,
         "scalable_unit_servers": r.su_servers,
         "rails": r.rails,
+        "compute_planes": r.planes,
         "compute_technology": switch_technology(r.compute_technology),
         "compute_fabric": r.compute_technology,
         "compute_switch": r.compute_switch.id,

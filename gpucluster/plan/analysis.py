@@ -37,6 +37,7 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
             # a switch of another network appears here only by its management port: a managed host
             data["role"] = "managed-switch" if device.role == "switch" and device.network != network else device.role
             data["tier"] = device.tier
+            data["plane"] = device.plane if device.network == network else None
         graphs[network] = graph
     return graphs
 
@@ -46,7 +47,9 @@ def _switch_graph(plan: Plan, graph: nx.Graph) -> nx.Graph:
 
 
 def analyse(plan: Plan) -> dict[str, dict]:
-    """Per network: reachability, tiers, bisection, hops, and the effect of one switch failure per tier."""
+    """Per network: reachability, tiers, bisection, hops, and the effect of one switch failure per tier.
+    A multi-plane fabric is analysed plane by plane (each plane must connect every host port on it) and
+    gains what losing a whole plane costs."""
     results: dict[str, dict] = {}
     for network in NETWORKS:
         graph = plan.graphs[network]
@@ -55,15 +58,57 @@ def analyse(plan: Plan) -> dict[str, dict]:
             continue
         switches = _switch_graph(plan, graph)
         host_leaves = _host_leaves(plan, graph)
-        reach = _reachability(switches, host_leaves)
+        planes = sorted({p for _, p in switches.nodes(data="plane") if p is not None})
+        if not planes:
+            reach = _reachability(switches, host_leaves)
+            results[network] = {
+                **reach,
+                "tiers": [_tier_summary(t) for t in tiers],
+                "bisection_bandwidth_gbps": bisection_bandwidth_gbps(tiers),
+                "hops": _hops(switches, host_leaves) if reach["all_hosts_reach_each_other"] else {},
+                "single_switch_failure": _failures(plan, graph, switches, host_leaves, tiers),
+            }
+            continue
+        per_plane = {}
+        for plane in planes:
+            members = [n for n, p in switches.nodes(data="plane") if p == plane]
+            plane_switches = switches.subgraph(members)
+            plane_leaves = {leaf: n for leaf, n in host_leaves.items() if leaf in plane_switches}
+            reach = _reachability(plane_switches, plane_leaves)
+            per_plane[str(plane)] = {
+                **reach,
+                "host_ports": sum(plane_leaves.values()),
+                "hops": _hops(plane_switches, plane_leaves) if reach["all_hosts_reach_each_other"] else {},
+            }
+        first = per_plane[str(planes[0])]
         results[network] = {
-            **reach,
+            "all_hosts_reach_each_other": all(p["all_hosts_reach_each_other"] for p in per_plane.values()),
+            "switch_components": sum(p["switch_components"] for p in per_plane.values()),
             "tiers": [_tier_summary(t) for t in tiers],
             "bisection_bandwidth_gbps": bisection_bandwidth_gbps(tiers),
-            "hops": _hops(switches, host_leaves) if reach["all_hosts_reach_each_other"] else {},
+            "hops": first["hops"],
             "single_switch_failure": _failures(plan, graph, switches, host_leaves, tiers),
+            "planes": per_plane,
+            "plane_failure": _plane_failure(plan, graph, planes),
         }
     return results
+
+
+def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
+    """What losing one whole plane (its switches, optics or cables) costs: every GPU keeps its ports on
+    the other planes, so no host is cut off and jobs run on the remaining share of the bandwidth (the
+    B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
+    lost = planes[0]
+    hosts = {n for n, role in graph.nodes(data="role") if role == "gpu-server"}
+    ports = [link for link in plan.links if link.network == graph.graph["network"] and link.tier == 0]
+    on_lost = [link for link in ports if link.plane == lost]
+    keeping = {link.a_device for link in ports if link.plane != lost}
+    return {
+        "plane": lost,
+        "host_ports_lost": len(on_lost),
+        "hosts_cut_off": len(hosts - keeping),
+        "bandwidth_kept_fraction": round(1 - len(on_lost) / len(ports), 6) if ports else 0.0,
+    }
 
 
 def _host_leaves(plan: Plan, graph: nx.Graph) -> dict[str, int]:
@@ -140,8 +185,9 @@ def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict
         if not members:
             continue
         failed = members[0]
-        rest = switches.subgraph([n for n in switches if n != failed])
-        remaining_leaves = {leaf: n for leaf, n in host_leaves.items() if leaf != failed}
+        plane = switches.nodes[failed].get("plane")  # on a multi-plane fabric the failure stays in its plane
+        rest = switches.subgraph([n for n, p in switches.nodes(data="plane") if n != failed and p == plane])
+        remaining_leaves = {leaf: n for leaf, n in host_leaves.items() if leaf != failed and leaf in rest}
         hosts = sorted(n for n in graph.neighbors(failed) if graph.nodes[n]["role"] != "switch")
         up_share = (1 / tier.switches) if tier.switches else 0.0
         results[tier.name] = {

@@ -297,6 +297,10 @@ class _EndLookup:
             end = self._shared(group.cage_type, group.ports_per_cage, device.role == "switch")
             for name, _cage in group.port_names():
                 table[name] = end
+            if group.ethernet_planes:  # the same cage split into one port per plane, one module serving them all
+                split = self._shared(group.cage_type, group.ethernet_planes, device.role == "switch")
+                for name, _cage, _plane in group.plane_port_names():
+                    table[name] = split
         return table
 
 

@@ -57,6 +57,20 @@ def _pool(part: Switch, *roles: str) -> PortPool:
     raise ValueError(f"{part.id} has no {' or '.join(roles)} ports")
 
 
+def leaf_host_ports(leaf_part: Switch, oversubscription: float = 1.0) -> int:
+    """Host ports a leaf takes while keeping its oversubscription (one per port of its host-facing pool,
+    as the planner attaches hosts): what sizes a rail group.
+
+    An SN5600 or SN5610 (64 x 800G cages run as 128 x 400G) serves 64 hosts at 400G with 64 x 400G up, so
+    one rail leaf serves 64 nodes, as the Spectrum-X B300 RA groups them; a QM9700 (64 x 400G) serves 32.
+    """
+    if leaf_part.port_groups("access"):
+        return len(_pool(leaf_part, "access"))
+    pool = _pool(leaf_part, "fabric")
+    ports = len(pool)
+    return max(1, math.floor(ports * oversubscription / (1 + oversubscription)))
+
+
 @dataclass
 class _Child:
     """A leaf or a block of the tier below, seen from above: its ordered uplink ports."""
@@ -81,17 +95,20 @@ def build_clos(
     upper_part: Switch | None = None,
     leaf_uplinks: int | None = None,
     min_top_switches: int = 1,
+    plane: int | None = None,
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
     ``leaf_part`` serves the hosts; ``upper_part`` (default: the same model) forms the tiers
     above. A leaf model with separate access and uplink ports (SN2201) takes hosts on its
-    access ports and ``leaf_uplinks`` of its uplink ports (default all of them).
+    access ports and ``leaf_uplinks`` of its uplink ports (default all of them). ``plane`` builds one
+    plane of a multi-plane fabric: its switches are named ``<network>-p<plane>-...`` and carry the plane.
     """
     upper_part = upper_part or leaf_part
+    prefix = f"{network}-p{plane}" if plane else network
 
     def name_of(tier_name: str, suffix: str) -> str:
-        return f"{network}-{tier_name}-{suffix}"
+        return f"{prefix}-{tier_name}-{suffix}"
 
     separate_uplinks = bool(leaf_part.port_groups("access"))
     down_pool = _pool(leaf_part, "access", "fabric")
@@ -104,13 +121,13 @@ def build_clos(
 
     # One switch is enough: every host port on a single leaf, no uplinks needed.
     if total_ports <= len(down_pool):
-        leaf = _add_switch(plan, name_of("leaf", "01"), leaf_part, network, 1, groups[0])
+        leaf = _add_switch(plan, name_of("leaf", "01"), leaf_part, network, 1, groups[0], plane)
         leaf.su = groups[0].su if len(groups) == 1 else None
         leaf.rail = groups[0].rail if len(groups) == 1 else None
         result.leaves = {g.label: [leaf.name] for g in groups}
-        _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports])
+        _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], plane)
         down_gbps = sum(min(p.speed_gbps, down_pool.speed_gbps) for g in groups for p in g.ports)
-        result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0))
+        result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0, plane))
         return result
 
     # Leaves: split each group so every leaf keeps its oversubscription, with one uplink count
@@ -147,10 +164,10 @@ def build_clos(
         per_leaf = used[id(g)]
         for i in range(count):
             suffix = g.label if count == 1 else f"{g.label}-{i + 1}"
-            leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g)
+            leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g, plane)
             names.append(leaf.name)
             hosts = g.ports[i * per_leaf : (i + 1) * per_leaf]
-            _attach_hosts(plan, network, leaf.name, down_pool, hosts)
+            _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
             down_links += len(hosts)
             down_gbps += sum(min(p.speed_gbps, down_pool.speed_gbps) for p in hosts)
             first_up = 0 if separate_uplinks else len(up_pool) - uplinks
@@ -169,9 +186,10 @@ def build_clos(
             leaf_total * uplinks,
             down_gbps,
             leaf_total * uplinks * up_speed,
+            plane,
         )
     )
-    _build_upper_tiers(plan, network, children, upper_part, name_of, result, min_top_switches)
+    _build_upper_tiers(plan, network, children, upper_part, name_of, result, min_top_switches, plane)
     return result
 
 
@@ -183,6 +201,7 @@ def _build_upper_tiers(
     name_of: Callable[[str, str], str],
     result: ClosResult,
     min_top_switches: int,
+    plane: int | None,
 ) -> None:
     pool = _pool(part, "fabric")
     radix = len(pool)
@@ -190,7 +209,7 @@ def _build_upper_tiers(
     while True:
         tier_name = TIER_NAMES[tier - 1]
         if len(children) <= radix:
-            _build_top(plan, network, children, part, pool, tier, tier_name, name_of, result, min_top_switches)
+            _build_top(plan, network, children, part, pool, tier, tier_name, name_of, result, min_top_switches, plane)
             return
         blocks = _blocks(children, radix // 2)
         block_size = max(len(b) for b in blocks)
@@ -213,12 +232,13 @@ def _build_upper_tiers(
                     network,
                     tier,
                     None,
+                    plane,
                 )
                 switch.pod = b_index
                 switch.su = su
                 switches += 1
                 for c_index, child in enumerate(block):
-                    _uplink(plan, network, tier, child.uplinks[j], switch.name, pool, c_index, speed)
+                    _uplink(plan, network, tier, child.uplinks[j], switch.name, pool, c_index, speed, plane)
                     links += 1
                 for k in range(block_size):
                     port_index = radix - block_size + k
@@ -235,6 +255,7 @@ def _build_upper_tiers(
                 switches * block_size,
                 links * speed,
                 switches * block_size * pool.speed_gbps,
+                plane,
             )
         )
         children = next_children
@@ -252,6 +273,7 @@ def _build_top(
     name_of: Callable[[str, str], str],
     result: ClosResult,
     min_top_switches: int,
+    plane: int | None,
 ) -> None:
     radix = len(pool)
     common = math.gcd(*(len(c.uplinks) for c in children))
@@ -262,7 +284,8 @@ def _build_top(
         raise ValueError("cannot build a top tier")
     width = max(2, len(str(top)))
     switches = [
-        _add_switch(plan, name_of(tier_name, f"{t + 1:0{width}d}"), part, network, tier, None) for t in range(top)
+        _add_switch(plan, name_of(tier_name, f"{t + 1:0{width}d}"), part, network, tier, None, plane)
+        for t in range(top)
     ]
     next_port = [0] * top
     speed = min(children[0].speed_gbps, pool.speed_gbps)
@@ -271,10 +294,34 @@ def _build_top(
         per_switch = len(child.uplinks) // top
         for j, (device, port, cage) in enumerate(child.uplinks):
             t = j // per_switch
-            _uplink(plan, network, tier, (device, port, cage), switches[t].name, pool, next_port[t], speed)
+            _uplink(plan, network, tier, (device, port, cage), switches[t].name, pool, next_port[t], speed, plane)
             next_port[t] += 1
             links += 1
-    result.tiers.append(Tier(network, tier, tier_name, part.id, top, links, 0, links * speed, 0.0))
+    result.tiers.append(Tier(network, tier, tier_name, part.id, top, links, 0, links * speed, 0.0, plane))
+
+
+def merge_planes(results: Sequence[ClosResult]) -> list[Tier]:
+    """The network-wide tiers of a fabric built plane by plane: each tier's switches, links and bandwidth
+    summed over the planes (identical planes keep each tier's oversubscription)."""
+    if len(results) == 1:
+        return list(results[0].tiers)
+    merged: list[Tier] = []
+    for tiers in zip(*(r.tiers for r in results), strict=True):
+        first = tiers[0]
+        merged.append(
+            Tier(
+                first.network,
+                first.tier,
+                first.name,
+                first.switch_part,
+                sum(t.switches for t in tiers),
+                sum(t.down_links for t in tiers),
+                sum(t.up_links for t in tiers),
+                sum(t.down_gbps for t in tiers),
+                sum(t.up_gbps for t in tiers),
+            )
+        )
+    return merged
 
 
 def _uplink(
@@ -286,6 +333,7 @@ def _uplink(
     pool: PortPool,
     port_index: int,
     speed_gbps: float,
+    plane: int | None = None,
 ) -> None:
     """One link from a lower switch's uplink (device, port, cage) to a port of a switch of `tier`."""
     device, port, cage = lower
@@ -301,6 +349,7 @@ def _uplink(
             a_cage=cage,
             b_cage=pool.cages[port_index],
             purpose="fabric",
+            plane=plane,
         )
     )
 
@@ -330,7 +379,13 @@ def _divisors(n: int) -> list[int]:
 
 
 def _add_switch(
-    plan: Plan, name: str, part: Switch, network: NetworkName, tier: int, group: LeafGroup | None
+    plan: Plan,
+    name: str,
+    part: Switch,
+    network: NetworkName,
+    tier: int,
+    group: LeafGroup | None,
+    plane: int | None = None,
 ) -> Device:
     return plan.add(
         Device(
@@ -342,11 +397,14 @@ def _add_switch(
             tier=tier,
             su=group.su if group else None,
             rail=group.rail if group else None,
+            plane=plane,
         )
     )
 
 
-def _attach_hosts(plan: Plan, network: NetworkName, leaf: str, pool: PortPool, hosts: Sequence[HostPort]) -> None:
+def _attach_hosts(
+    plan: Plan, network: NetworkName, leaf: str, pool: PortPool, hosts: Sequence[HostPort], plane: int | None = None
+) -> None:
     """Host ports on a leaf's first ports, in order."""
     for index, host in enumerate(hosts):
         plan.links.append(
@@ -362,5 +420,6 @@ def _attach_hosts(plan: Plan, network: NetworkName, leaf: str, pool: PortPool, h
                 b_cage=pool.cages[index],
                 rail=host.rail,
                 purpose=host.purpose,
+                plane=plane,
             )
         )

@@ -42,6 +42,7 @@ class Device:
     rail: int | None = None  # for compute leaves: the rail (1-based) they serve
     spare: bool = False  # hot-spare GPU server
     pod: int | None = None  # for switches above the leaf: the block of the tier below they serve
+    plane: int | None = None  # for switches of a multi-plane compute fabric: the plane (1-based)
 
 
 @dataclass(slots=True)
@@ -59,6 +60,7 @@ class Link:
     b_cage: int = 0
     rail: int | None = None  # compute host links: the GPU's rail
     purpose: str = "gpu"  # gpu | storage | fabric-manager | management | bmc | uplink
+    plane: int | None = None  # multi-plane compute fabrics: the plane the link belongs to
 
 
 @dataclass(slots=True)
@@ -109,6 +111,7 @@ class Tier:
     up_links: int
     down_gbps: float
     up_gbps: float
+    plane: int | None = None  # multi-plane compute fabrics: each plane has its own tiers
 
     @property
     def oversubscription(self) -> float:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, StorageBlock, Switch
-from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
+from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports
 from gpucluster.plan.model import Device, Plan
 
 
@@ -25,6 +25,7 @@ class Resolved:
     spare_servers: int
     su_servers: int
     rails: int
+    planes: int  # compute fabric planes: 2 for ConnectX-8 on Spectrum-X (each GPU 2 x 400GbE, one per plane)
     compute_technology: str
     compute_switch: Switch
     compute_oversubscription: float
@@ -127,23 +128,67 @@ def add_appliances(plan: Plan, r: Resolved) -> None:
             )
 
 
-def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
-    """One leaf group per (scalable unit, rail): a rail-optimized fat tree. Fabric managers join rails of SU 1."""
-    groups: dict[tuple[int, int], LeafGroup] = {}
+def rail_group_units(r: Resolved) -> int:
+    """Whole scalable units whose servers share one leaf per rail: as many as a leaf's host ports serve.
+
+    A QM9700 leaf takes 32 hosts (one 32-server SU per rail, the InfiniBand RAs); an SN5600 or SN5610 takes
+    64 at 400G, so on Spectrum-X one rail leaf serves 64 nodes (B300 RA Table 3) and two 32-server SUs of
+    DGX B200 share it instead of each wasting half a leaf.
+    """
+    return max(1, leaf_host_ports(r.compute_switch, r.compute_oversubscription) // r.su_servers)
+
+
+def compute_host_ports(device: str, part: GpuServer, planes: int) -> list[tuple[HostPort, int | None]]:
+    """A server's compute ports in rail order with their plane; on a multi-plane fabric each port splits into
+    one port per plane at an equal share of its speed (ConnectX-8 800G runs as 2 x 400GbE), named <port>/<plane>."""
+    ports = host_ports(device, part, "compute", "gpu")
+    if planes == 1:
+        return [(p, None) for p in ports]
+    return [
+        (HostPort(p.device, f"{p.port}/{plane}", p.cage, p.speed_gbps / planes, p.rail, p.purpose), plane)
+        for p in ports
+        for plane in range(1, planes + 1)
+    ]
+
+
+def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[ClosResult]:
+    """Per plane, one leaf group per (rail group, rail): a rail-optimized fat tree whose rail groups are as
+    many whole SUs as a leaf serves. Fabric managers join rails of the first rail group."""
+    units = rail_group_units(r)
     sus = sorted({d.su for d in plan.devices_with("gpu-server") if d.su})
-    for su in sus:
-        for rail in range(1, r.rails + 1):
-            groups[(su, rail)] = LeafGroup(f"su{su:02d}-r{rail}", [], r.compute_oversubscription, su, rail)
-    for server in plan.devices_with("gpu-server"):
-        for port in host_ports(server.name, r.server, "compute", "gpu"):
-            groups[(server.su or 1, port.rail or 1)].ports.append(port)
-    rail = 0
-    for manager in plan.devices_with("fabric-manager"):
-        part = catalog.get(manager.part, Appliance)
-        for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
-            groups[(sus[0], rail % r.rails + 1)].ports.append(port)
-            rail += 1
-    return build_clos(plan, network="compute", groups=list(groups.values()), leaf_part=r.compute_switch)
+    first_su = {su: sus[(i // units) * units] for i, su in enumerate(sus)}
+    last_su = {first: max(s for s in sus if first_su[s] == first) for first in set(first_su.values())}
+
+    def label(first: int, rail: int) -> str:
+        last = last_su[first]
+        return f"su{first:02d}-r{rail}" if last == first else f"su{first:02d}-{last:02d}-r{rail}"
+
+    results = []
+    for plane in range(1, r.planes + 1):
+        groups: dict[tuple[int, int], LeafGroup] = {}
+        for first in sorted(last_su):
+            for rail in range(1, r.rails + 1):
+                groups[(first, rail)] = LeafGroup(label(first, rail), [], r.compute_oversubscription, first, rail)
+        for server in plan.devices_with("gpu-server"):
+            for port, port_plane in compute_host_ports(server.name, r.server, r.planes):
+                if port_plane in (None, plane):
+                    groups[(first_su[server.su or 1], port.rail or 1)].ports.append(port)
+        rail = 0
+        for manager in plan.devices_with("fabric-manager"):
+            part = catalog.get(manager.part, Appliance)
+            for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
+                groups[(sus[0], rail % r.rails + 1)].ports.append(port)
+                rail += 1
+        results.append(
+            build_clos(
+                plan,
+                network="compute",
+                groups=list(groups.values()),
+                leaf_part=r.compute_switch,
+                plane=plane if r.planes > 1 else None,
+            )
+        )
+    return results
 
 
 def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:

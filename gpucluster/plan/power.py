@@ -217,7 +217,7 @@ def _cage_allowance_w(part: object, switch: bool, modules: list[tuple[str, int, 
             watts
             for cage_type, ports, end, watts in modules
             if cage_type in accepts
-            and ports in (0, group.ports_per_cage)
+            and ports in (0, group.ports_per_cage, group.ethernet_planes)
             and end in ("any", "switch" if switch else "host")
         ]
         for cage in range(offset + 1, offset + group.cages + 1):

@@ -71,6 +71,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             _fail(loaded, ("compute_fabric", "fabric_manager"), "UFM manages InfiniBand fabrics; use null for RoCE")
         manager = catalog.get(manager_id, Appliance)
 
+    planes = _planes(loaded, server, technology)
+
     spares = design.compute.spare_servers
     if spares is None:
         spares = default_spares(production, su, rails, manager, managers if manager else 0)
@@ -119,6 +121,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         spare_servers=spares,
         su_servers=su,
         rails=rails,
+        planes=planes,
         compute_technology=technology,
         compute_switch=compute_switch,
         compute_oversubscription=fabric.oversubscription,
@@ -141,6 +144,27 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         management_server=catalog.get(mgmt.management_server, Appliance),
         management_servers=mgmt.management_servers,
     )
+
+
+def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
+    """Compute-fabric planes: the design's, or the server's Spectrum-X default on RoCE (2 on ConnectX-8, whose
+    800G port runs as 2 x 400GbE, one per plane: DGX B300 RA, network fabrics), else one."""
+    asked = loaded.design.compute_fabric.planes
+    native = next((g.ethernet_planes for g in server.port_groups("compute") if g.ethernet_planes), None)
+    if technology != "roce":
+        if asked and asked > 1:
+            _fail(loaded, ("compute_fabric", "planes"), f"planes split Ethernet ports; this fabric is {technology}")
+        return 1
+    if asked is None:
+        return native or 1
+    if asked != (native or 1):
+        can = f"splits into {native} planes" if native else "does not split into planes"
+        _fail(
+            loaded,
+            ("compute_fabric", "planes"),
+            f"{server.id}'s compute port {can}; use {native or 1}",
+        )
+    return asked
 
 
 def default_spares(production: int, su: int, rails: int, manager: Appliance | None, managers: int) -> int:

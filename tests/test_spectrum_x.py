@@ -1,0 +1,206 @@
+"""Spectrum-X Ethernet fabrics as NVIDIA builds them: rail leaves sized by the switch (64 nodes per rail leaf at
+400G on SN5600/SN5610), two planes for ConnectX-8 (B300/GB300), and what a plane failure costs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import write_design
+
+from gpucluster import load_design, plan_design
+from gpucluster.catalog.load import load_catalog
+from gpucluster.catalog.schema import Switch
+from gpucluster.errors import DesignError
+from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos, leaf_host_ports
+from gpucluster.plan.model import Plan
+
+# DGX SuperPOD B300 (Spectrum-X) RA Table 3, 64 nodes per SU, two planes (hardware-facts.md §1.2):
+# SU -> (nodes, leaf, spine, node-leaf, leaf-spine). Leaf and spine count both planes.
+B300_SPECTRUM_X_TABLE_3 = {
+    1: (64, 16, 8, 512, 512),
+    2: (128, 32, 16, 1024, 1024),
+    4: (256, 64, 32, 2048, 2048),
+    8: (512, 128, 64, 4096, 4096),
+    16: (1024, 256, 128, 8192, 8192),
+}
+
+
+def _two_plane_fabric(scalable_units: int, nodes_per_su: int = 64, rails: int = 8) -> Plan:
+    """The compute fabric alone: each GPU's ConnectX-8 runs as 2 x 400GbE, one port on each plane's rail leaf."""
+    switch = load_catalog().get("sn5610", Switch)
+    plan = Plan(name="b300-spectrum-x", design=None)
+    for plane in (1, 2):
+        groups = [
+            LeafGroup(
+                f"su{su:02d}-r{rail}",
+                [HostPort(f"su{su}-n{n}", f"p{rail}/{plane}", rail, 400, rail) for n in range(nodes_per_su)],
+                su=su,
+                rail=rail,
+            )
+            for su in range(1, scalable_units + 1)
+            for rail in range(1, rails + 1)
+        ]
+        build_clos(plan, network="compute", groups=groups, leaf_part=switch, plane=plane)
+    return plan
+
+
+@pytest.mark.parametrize("scalable_units", sorted(B300_SPECTRUM_X_TABLE_3))
+def test_two_plane_sn5610_fabric_matches_the_b300_spectrum_x_ra_table_3(scalable_units):
+    """Leaf and spine counts are the table's; node-leaf and leaf-spine count 400G links per plane, which is
+    the table's figure whether it is read per plane or in 800G cables of both planes."""
+    nodes, leaf, spine, node_leaf, leaf_spine = B300_SPECTRUM_X_TABLE_3[scalable_units]
+    plan = _two_plane_fabric(scalable_units)
+    switches = plan.switches("compute")
+    assert sum(1 for s in switches if s.tier == 1) == leaf
+    assert sum(1 for s in switches if s.tier == 2) == spine
+    assert not [s for s in switches if s.tier not in (1, 2)]
+    for plane in (1, 2):
+        links = [link for link in plan.links if link.plane == plane]
+        assert sum(1 for link in links if link.tier == 0) == node_leaf
+        assert sum(1 for link in links if link.tier == 1) == leaf_spine
+        assert {link.speed_gbps for link in links} == {400}
+    # read in 800G ports over both planes: every leaf uplink cage (2 x 400G) is used, one per GPU
+    uplink_cages = {(link.a_device, link.a_cage) for link in plan.links if link.tier == 1}
+    assert len(uplink_cages) == leaf_spine
+    # every host's two ports land on different planes' leaves
+    assert nodes * 8 * 2 == sum(1 for link in plan.links if link.tier == 0)
+
+
+def test_an_800g_ethernet_rail_leaf_serves_64_nodes_at_400g_and_a_quantum_2_leaf_32():
+    catalog = load_catalog()
+    assert leaf_host_ports(catalog.get("sn5600", Switch)) == 64
+    assert leaf_host_ports(catalog.get("sn5610", Switch)) == 64
+    assert leaf_host_ports(catalog.get("qm9700", Switch)) == 32
+    assert leaf_host_ports(catalog.get("q3400-ra", Switch)) == 72
+    assert leaf_host_ports(catalog.get("sn5600", Switch), oversubscription=3) == 96
+
+
+def _b200_roce(tmp_path: Path, servers: int, extra: str = "") -> Plan:
+    path = write_design(
+        tmp_path,
+        f"name: b200-sx\ncompute: {{server: dgx-b200, servers: {servers}, spare_servers: 0}}\n"
+        "compute_fabric: {technology: roce, switch: sn5600}\nstorage_network: {technology: ethernet, switch: sn5600}\n"
+        f"parallel_filesystem: {{kind: weka}}\n{extra}",
+    )
+    return plan_design(load_design(path))
+
+
+def test_64_dgx_b200_on_spectrum_x_take_8_leaves_and_4_spines(tmp_path):
+    """Two 32-server SUs share each rail leaf: 8 SN5600 leaves of 64 x 400G down and 64 x 400G up, 4 spines."""
+    plan = _b200_roce(tmp_path, 64)
+    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
+    assert plan.totals["links"]["compute"] == {"host-leaf": 512, "leaf-spine": 512}
+    for leaf in plan.switches("compute", 1):
+        down = [link for link in plan.links if link.b_device == leaf.name and link.tier == 0]
+        up = [link for link in plan.links if link.a_device == leaf.name and link.tier == 1]
+        assert len(down) == len(up) == 64
+        assert {link.rail for link in down} == {leaf.rail}
+        assert {plan.devices[link.a_device].su for link in down} == {1, 2}
+    assert next(s.name for s in plan.switches("compute", 1)) == "compute-leaf-su01-02-r1"
+    analysis = plan.analysis["compute"]
+    assert analysis["all_hosts_reach_each_other"]
+    assert analysis["hops"]["max_switch_hops"] == 3
+
+
+def test_a_rail_group_past_a_leaf_grows_by_whole_leaves(tmp_path):
+    """96 servers = 3 SUs: SUs 1-2 share leaves, SU 3 has its own half-full leaf per rail."""
+    plan = _b200_roce(tmp_path, 96)
+    names = sorted(s.name for s in plan.switches("compute", 1))
+    assert "compute-leaf-su01-02-r8" in names and "compute-leaf-su03-r8" in names
+    assert plan.totals["switches"]["compute"]["leaf"] == 16
+    assert plan.analysis["compute"]["all_hosts_reach_each_other"]
+
+
+PLANES_CATALOG = """
+sources:
+  TEST: "test-only part: an 8-GPU server whose ConnectX-8 ports run as 2 x 400GbE, one per plane"
+parts:
+  - id: cx8-test-server
+    kind: gpu_server
+    vendor: Test
+    model: CX-8 test server
+    u_height: 10
+    power_max_w: 14500
+    power_typical_w: 11600
+    psus: {count: 6, rating_w: 3300, redundancy: "5+1", inlet: C20}
+    gpu: {model: Test GPU, count: 8, memory_gb: 270, tdp_w: 1100, bf16_dense_tflops: 2250, gres_type: tgpu,
+          nvlink_domain_gpus: 8, nvlink_bandwidth_gbytes_per_s: 1800}
+    cpu: {model: Test CPU, sockets: 2, cores_per_socket: 56, threads_per_core: 2}
+    memory_gb: 2048
+    os_reserved_memory_gb: 102.4
+    ports:
+      - {role: compute, cage_type: osfp, cages: 8, speed_gbps: 800, technology: infiniband-xdr,
+         name_format: "OSFP{cage}", ethernet_planes: 2}
+      - {role: storage, cage_type: qsfp112, cages: 2, speed_gbps: 400, technology: ethernet, name_format: "S{cage}"}
+      - {role: inband, cage_type: qsfp112, cages: 2, speed_gbps: 200, technology: ethernet, name_format: "I{cage}"}
+      - {role: bmc, cage_type: rj45, cages: 1, speed_gbps: 1, technology: ethernet, name_format: "BMC"}
+    sources: {u_height: TEST, power_max_w: TEST, power_typical_w: TEST, psus: TEST, gpu: TEST, cpu: TEST,
+              memory_gb: TEST, os_reserved_memory_gb: TEST, ports: TEST}
+"""
+
+
+def _planes_plan(tmp_path: Path, fabric: str = "{technology: roce, switch: sn5610, scalable_unit_servers: 64}") -> Plan:
+    write_design(tmp_path, PLANES_CATALOG, "cx8.yaml")
+    path = write_design(
+        tmp_path,
+        "name: cx8\ncatalog: [cx8.yaml]\ncompute: {server: cx8-test-server, servers: 64, spare_servers: 0}\n"
+        f"compute_fabric: {fabric}\nstorage_network: {{technology: ethernet, switch: sn5600}}\n"
+        "parallel_filesystem: {kind: weka}\nmanagement: {management_servers: 1}\n",
+    )
+    return plan_design(load_design(path))
+
+
+def test_connectx_8_on_spectrum_x_builds_two_planes_each_gpu_one_400g_port_on_each(tmp_path):
+    plan = _planes_plan(tmp_path)
+    assert plan.settings["compute_planes"] == 2
+    assert plan.totals["switches"]["compute"] == {"leaf": 16, "spine": 8}  # RA Table 3, 1 SU
+    host_links = [link for link in plan.links if link.network == "compute" and link.tier == 0]
+    assert len(host_links) == 1024 and {link.speed_gbps for link in host_links} == {400}
+    server = sorted(d.name for d in plan.devices_with("gpu-server"))[0]
+    mine = sorted(
+        (link.a_port, link.plane, plan.devices[link.b_device].plane) for link in host_links if link.a_device == server
+    )
+    assert mine[:2] == [("OSFP1/1", 1, 1), ("OSFP1/2", 2, 2)]
+    for switch in plan.switches("compute"):
+        assert switch.plane in (1, 2) and switch.name.startswith(f"compute-p{switch.plane}-")
+    for link in plan.links_on("compute"):
+        if link.tier:
+            assert plan.devices[link.a_device].plane == plan.devices[link.b_device].plane == link.plane
+
+
+def test_a_plane_failure_halves_bandwidth_and_cuts_no_gpu_off(tmp_path):
+    """B300 RA: "A single switch failure, transceiver failure or cable failure will not lead to a catastrophic
+    job abortion ... continue to operate on 1/2 of the original bandwidth"."""
+    analysis = _planes_plan(tmp_path).analysis["compute"]
+    assert analysis["all_hosts_reach_each_other"]
+    assert set(analysis["planes"]) == {"1", "2"}
+    for plane in analysis["planes"].values():
+        assert plane["all_hosts_reach_each_other"] and plane["host_ports"] == 512
+        assert plane["hops"]["max_switch_hops"] == 3
+    assert analysis["plane_failure"] == {
+        "plane": 1,
+        "host_ports_lost": 512,
+        "hosts_cut_off": 0,
+        "bandwidth_kept_fraction": 0.5,
+    }
+    leaf = analysis["single_switch_failure"]["leaf"]
+    assert leaf["still_connected"] and leaf["host_ports_cut_off"] == 64
+
+
+def test_planes_are_refused_where_the_ports_do_not_split(tmp_path):
+    path = write_design(
+        tmp_path,
+        "name: x\ncompute: {server: dgx-b200, servers: 8}\ncompute_fabric: {technology: roce, planes: 2}\n",
+    )
+    with pytest.raises(DesignError, match=r"planes: dgx-b200's compute port does not split into planes"):
+        load_design_and_plan(path)
+    with pytest.raises(DesignError, match=r"compute_fabric\.planes: .*splits into 2 planes; use 2"):
+        _planes_plan(tmp_path, "{technology: roce, switch: sn5610, planes: 1}")
+    path = write_design(tmp_path, "name: x\ncompute: {server: dgx-h100, servers: 8}\ncompute_fabric: {planes: 2}\n")
+    with pytest.raises(DesignError, match="planes split Ethernet ports; this fabric is infiniband-ndr"):
+        load_design_and_plan(path)
+
+
+def load_design_and_plan(path: Path) -> Plan:
+    return plan_design(load_design(path))
