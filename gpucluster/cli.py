@@ -283,6 +283,64 @@ def simulate(
         click.echo(line)
 
 
+@main.command("verify")
+@click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--ibnetdiscover",
+    "ibnetdiscover_files",
+    type=click.Path(dir_okay=False, path_type=Path),
+    multiple=True,
+    help="ibnetdiscover output of one InfiniBand fabric (repeatable: one per fabric).",
+)
+@click.option(
+    "--lldp",
+    "lldp_paths",
+    type=click.Path(path_type=Path),
+    multiple=True,
+    help="'lldpcli show neighbors -f json' output of one switch, named <switch>.json, or a folder of them "
+    "(repeatable).",
+)
+@_out_option("Folder for the findings; they go to OUT/<design name>-verify/ (findings.csv, findings.html).")
+@progress_option
+def verify_command(
+    design: Path,
+    ibnetdiscover_files: tuple[Path, ...],
+    lldp_paths: tuple[Path, ...],
+    out_dir: Path,
+    progress: bool | None,
+) -> None:
+    """Compare the fabric as built (ibnetdiscover, LLDP) with DESIGN's plan and name every miswired, swapped,
+    missing, unexpected or degraded link by cable label, rack, U and port. Exit 0 when the fabric matches
+    the plan, 1 when it does not, 2 on bad input."""
+    from gpucluster.verify import verify
+    from gpucluster.verify.report import summary_lines as verify_summary
+    from gpucluster.verify.report import table_lines, write_reports
+
+    if not ibnetdiscover_files and not lldp_paths:
+        click.echo("error: give discovery output: --ibnetdiscover FILE and/or --lldp FILE_OR_DIR", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    say = _progress(sys.stderr.isatty() if progress is None else progress)
+    plan = _plan(design, say)
+    say("verify")
+    try:
+        results = verify(plan, list(ibnetdiscover_files), list(lldp_paths))
+    except DesignError as error:
+        _fail(error)
+    folder = out_dir / f"{plan.name}-verify"
+    try:
+        written = write_reports(results, plan.name, folder)
+    except OSError as error:
+        click.echo(f"error: {folder}: cannot write: {error.strerror}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    for line in table_lines(results):
+        click.echo(line)
+    for line in verify_summary(results):
+        click.echo(line)
+    for path in written:
+        click.echo(f"wrote {path}")
+    sys.exit(1 if any(result.findings for result in results) else 0)
+
+
 @main.command()
 @_out_file_option("Write the JSON Schema here (default: print it).")
 def schema(out_file: Path | None) -> None:

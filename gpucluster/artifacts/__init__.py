@@ -33,6 +33,7 @@ ARTIFACTS: dict[str, str | Writer] = {
     "bom": "gpucluster.artifacts.bom",
     "cabling": "gpucluster.artifacts.cabling",
     "netbox": "gpucluster.artifacts.netbox",
+    "verify": "gpucluster.artifacts.verify_expected",
     "printouts": "gpucluster.artifacts.printouts",
     "report": "gpucluster.artifacts.report",
 }

@@ -1,0 +1,161 @@
+"""What the bring-up check compares the fabric with, written by every build into ``verify/``:
+
+* ``expected-<network>.net`` for each InfiniBand network: the planned fabric in ibsim's topology format,
+  which is ibnetdiscover's output format (one record per switch and HCA, one line per connected port, the
+  node description in the comment, the planned width and rate as ``lid 0 4xNDR``). ``ibsim -s`` simulates
+  it (ibsim's limits, 256 switches and 2,048 nodes, admit up to about 4 SUs); ``gpucluster verify`` reads it
+  as a discovery file and finds nothing, which is how a site checks its own tooling before bring-up.
+* ``node-descriptions.csv``: the node description each HCA and switch must carry for ``gpucluster verify``
+  to recognise it, where it stands, and how to set it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from gpucluster.artifacts._xlsx import csv_safe
+from gpucluster.artifacts.cabling import Locator
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Plan
+from gpucluster.templating import render
+from gpucluster.verify.expected import PlannedEnd, PlannedLink, infiniband_networks, planned_links, port_info
+
+FOLDER = "verify"
+NODE_ID_CHARACTERS = 60  # ibsim keeps node ids of up to 64 characters (NODEIDLEN 65)
+
+NODE_DESCRIPTION_COLUMNS = (
+    "network",
+    "device",
+    "role",
+    "rack",
+    "u",
+    "port",
+    "rdma_device",
+    "ib_port",
+    "node_description",
+    "how_to_set",
+)
+
+
+def _node_id(end: PlannedEnd, ids: dict[str, str]) -> str:
+    """The record id in the .net file: S-<switch> or H-<host>-<hca>, readable and unique."""
+    found = ids.get(end.node)
+    if found is None:
+        stem = end.node.replace(" ", "-")
+        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+        prefix = "S-" if end.switch else "H-"
+        found = prefix + stem if len(stem) <= NODE_ID_CHARACTERS else f"{prefix}{len(ids) + 1:08d}"
+        ids[end.node] = found
+    return found
+
+
+def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
+    """One record per node (switches by name, then HCAs by name), each with its ports in port order."""
+    ids: dict[str, str] = {}
+    nodes: dict[str, dict] = {}
+    for planned in links:
+        for near, far in ((planned.a, planned.b), (planned.b, planned.a)):
+            record = nodes.get(near.node)
+            if record is None:
+                ports = sum(1 for info in _ib_ports(plan, near.device)) if near.switch else 1
+                record = nodes[near.node] = {
+                    "kind": "Switch" if near.switch else "Ca",
+                    "ports": ports,
+                    "id": _node_id(near, ids),
+                    "description": near.node,
+                    "lines": [],
+                }
+            record["lines"].append(
+                (
+                    int(near.node_port),
+                    _node_id(far, ids),
+                    far.node_port,
+                    far.node,
+                    planned.rate,
+                    planned.cable,
+                    f"{near.device} {near.port} -> {far.device} {far.port}",
+                )
+            )
+    for record in nodes.values():
+        record["lines"].sort()
+    return sorted(nodes.values(), key=lambda r: (r["kind"] != "Switch", r["description"]))
+
+
+def _ib_ports(plan: Plan, device: str) -> list[int]:
+    part = plan.part(device)
+    numbers = []
+    for group in part.ports:  # type: ignore[attr-defined]
+        for name, _cage in group.port_names():
+            info = port_info(plan, device, name)
+            if info.ib_port:
+                numbers.append(info.ib_port)
+    return numbers
+
+
+def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ...]]:
+    locate = Locator(plan)
+    rows: dict[tuple[str, str], tuple[str, ...]] = {}
+    for network in networks:
+        for planned in planned_links(plan, network):
+            for end in (planned.a, planned.b):
+                if (network, end.node) in rows:
+                    continue
+                device = plan.devices[end.device]
+                if end.switch:
+                    port, rdma, ib_port = "", "", ""
+                    how = (
+                        f"set the switch's hostname to {end.device} (NVIDIA's switch OS then reports "
+                        f"MF0;{end.device}:<model>/U1); an externally managed switch: give ibnetdiscover a node "
+                        "name map (--node-name-map) with its GUID and this name"
+                    )
+                else:
+                    info = port_info(plan, end.device, end.port)
+                    port, rdma, ib_port = end.port, info.os_device or "", "1"
+                    device_name = info.os_device or f"<RDMA device of port {end.port}>"
+                    how = f"on {end.device}: echo -n '{end.node}' > /sys/class/infiniband/{device_name}/node_desc" + (
+                        " (rdma-ndd's default %h %d gives it when the hostname is " + end.device + ")"
+                        if info.os_device
+                        else ""
+                    )
+                rows[(network, end.node)] = (
+                    network,
+                    end.device,
+                    device.role,
+                    device.rack,
+                    locate.unit(device),
+                    port,
+                    rdma,
+                    ib_port,
+                    end.node,
+                    how,
+                )
+    return sorted(rows.values(), key=lambda r: (r[0], r[2] != "switch", r[1], r[5]))
+
+
+def node_descriptions_csv(plan: Plan, networks: list[str]) -> str:
+    handle = io.StringIO()
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(NODE_DESCRIPTION_COLUMNS)
+    for row in node_description_rows(plan, networks):
+        writer.writerow([csv_safe(cell) for cell in row])
+    return handle.getvalue()
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv."""
+    networks = infiniband_networks(plan)
+    out = folder / FOLDER
+    out.mkdir(parents=True, exist_ok=True)
+    for network in networks:
+        links = list(planned_links(plan, network))
+        text = render(
+            "verify/expected.net.j2",
+            design=plan.name,
+            network=network,
+            records=net_records(plan, links),
+            links=len(links),
+        )
+        (out / f"expected-{network}.net").write_text(text, encoding="utf-8")
+    (out / "node-descriptions.csv").write_text(node_descriptions_csv(plan, networks), encoding="utf-8")

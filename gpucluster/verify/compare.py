@@ -1,0 +1,311 @@
+"""Compare what discovery found with the plan's links, and name each difference by cable label, rack,
+rack unit and port: miswired links (expected and found peer of both ends), two cables crossed (one
+finding), missing links, unexpected links, and links up at the wrong width or speed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gpucluster.artifacts.cabling import Locator
+from gpucluster.plan.model import Plan
+from gpucluster.verify.discovery import Discovery, FoundLink, PortKey
+from gpucluster.verify.expected import PlannedEnd, PlannedLink, is_infiniband, port_info
+
+KINDS: tuple[str, ...] = ("swapped", "miswired", "missing", "unexpected", "wrong-width", "wrong-speed")
+JOIN = " + "  # between the values of the two cables of a swapped pair (as the cable schedule joins them)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One difference between the fabric and the plan, located for the installer."""
+
+    kind: str
+    network: str
+    cable: str  # cable label(s)
+    a_rack: str
+    a_u: str
+    a_device: str
+    a_port: str
+    a_label: str  # TIA-606 identifier of the port, as printed on the cable
+    b_rack: str
+    b_u: str
+    b_device: str
+    b_port: str
+    b_label: str
+    expected: str
+    found: str
+    action: str
+
+
+COLUMNS: tuple[str, ...] = tuple(Finding.__dataclass_fields__)
+
+
+@dataclass
+class NetworkResult:
+    """The outcome for one network: how many planned links were checked and what differs."""
+
+    network: str
+    source: str
+    planned_links: int
+    checked_links: int
+    findings: list[Finding] = field(default_factory=list)
+    unknown_nodes: list[str] = field(default_factory=list)  # discovered names that name nothing in the plan
+    duplicate_nodes: list[str] = field(default_factory=list)  # descriptions two or more nodes carry
+
+
+class Names:
+    """Every port of every planned link of some networks, by the name discovery gives it (node, port), so
+    a found port is recognised even when it belongs to another network's plan (a cable on the wrong fabric)."""
+
+    def __init__(self, plan: Plan, links_by_network: dict[str, list[PlannedLink]]):
+        self.plan = plan
+        self.locate = Locator(plan)
+        self.ends: dict[PortKey, tuple[PlannedLink, PlannedEnd]] = {}
+        self.node_device: dict[str, str] = {}
+        self.host_ends: dict[tuple[str, str], list[PlannedEnd]] = {}  # (network, node) -> its planned ports
+        for network, links in links_by_network.items():
+            for planned in links:
+                for end in (planned.a, planned.b):
+                    self.ends[(end.node, end.node_port)] = (planned, end)
+                    self.node_device[end.node] = end.device
+                    if not end.switch:
+                        self.host_ends.setdefault((network, end.node), []).append(end)
+        self._ib_port_names: dict[str, dict[str, str]] = {}
+
+    def node(self, name: str) -> str:
+        """A discovered node name as the plan names it: exact, or with a DNS domain dropped from the host
+        name (``gpu001.example.com mlx5_0`` -> ``gpu001 mlx5_0``)."""
+        if name in self.node_device:
+            return name
+        host, space, rest = name.partition(" ")
+        if "." in host:
+            short = host.split(".", 1)[0] + space + rest
+            if short in self.node_device:
+                return short
+        return name
+
+    def port(self, key: PortKey, network: str, lldp: bool) -> PortKey:
+        """A found port as the plan names it. LLDP from a host may give the port's hardware name instead of
+        its interface name, or an id the plan cannot know (a BMC's): the host's only port on the network."""
+        node = self.node(key[0])
+        canonical = (node, key[1])
+        if canonical in self.ends or not lldp:
+            return canonical
+        candidates = self.host_ends.get((network, node), [])
+        for end in candidates:
+            if key[1] == end.port:
+                return (node, end.node_port)
+        if len(candidates) == 1:
+            return (node, candidates[0].node_port)
+        return canonical
+
+    def describe(self, key: PortKey | None) -> str:
+        """A found port in the plan's words: 'gpu001 OSFP4P2 (A04 U09)', or what discovery called it."""
+        if key is None:
+            return "nothing (port dark)"
+        planned = self.ends.get(key)
+        if planned is not None:
+            _link, end = planned
+            return f"{end.device} {end.port} ({self._where(end.device)})"
+        device = self.node_device.get(key[0])
+        if device is not None:
+            name = self.port_name(device, key[1])
+            return f"{device} {name} ({self._where(device)}; not a planned port)"
+        return f'"{key[0]}" port {key[1]} (not in the plan)'
+
+    def _where(self, device: str) -> str:
+        d = self.plan.devices[device]
+        return f"{d.rack} U{self.locate.unit(d)}"
+
+    def port_name(self, device: str, number: str) -> str:
+        """An InfiniBand port number of a planned device by its hardware name; an LLDP port id as it is."""
+        names = self._ib_port_names.get(device)
+        if names is None:
+            names = self._ib_port_names[device] = {}
+            part = self.plan.part(device)
+            for group in part.ports:  # type: ignore[attr-defined]
+                for name, _cage in group.port_names():
+                    info = port_info(self.plan, device, name)
+                    if info.ib_port:
+                        names[str(info.ib_port)] = f"{name} (port {info.ib_port})"
+        return names.get(number, f"port {number}")
+
+    def end_columns(self, end: PlannedEnd) -> tuple[str, str, str, str, str]:
+        d = self.plan.devices[end.device]
+        return d.rack, self.locate.unit(d), end.device, end.port, self.locate.prefix(end.device) + end.port
+
+    def planned_text(self, end: PlannedEnd) -> str:
+        return f"{end.device} {end.port} ({self._where(end.device)})"
+
+
+def _finding(
+    names: Names, kind: str, planned: Iterable[PlannedLink], expected: str, found: str, action: str
+) -> Finding:
+    links = list(planned)
+    a = [names.end_columns(p.a) for p in links]
+    b = [names.end_columns(p.b) for p in links]
+
+    def joined(columns: list[tuple[str, ...]], i: int) -> str:
+        return JOIN.join(c[i] for c in columns)
+
+    return Finding(
+        kind,
+        links[0].network,
+        JOIN.join(p.cable for p in links),
+        *(joined(a, i) for i in range(5)),
+        *(joined(b, i) for i in range(5)),
+        expected,
+        found,
+        action,
+    )
+
+
+def compare(plan: Plan, network: str, planned: list[PlannedLink], names: Names, found: Discovery) -> NetworkResult:
+    """The findings of one network: every planned link checked against the discovered links."""
+    lldp = found.kind == "lldp"
+    peer: dict[PortKey, tuple[PortKey, FoundLink]] = {}
+    for link in found.links:
+        a, b = names.port(link.a, network, lldp), names.port(link.b, network, lldp)
+        peer[a] = (b, link)
+        peer[b] = (a, link)
+
+    def observable(p: PlannedLink) -> bool:
+        return not lldp or p.a.node in found.reporters or p.b.node in found.reporters
+
+    checked = [p for p in planned if observable(p)]
+    result = NetworkResult(network, found.source, len(planned), len(checked))
+    key_of = {id(p): ((p.a.node, p.a.node_port), (p.b.node, p.b.node_port)) for p in checked}
+    wrong: list[PlannedLink] = []
+    for p in checked:
+        a, b = key_of[id(p)]
+        at_a, at_b = peer.get(a), peer.get(b)
+        if at_a is not None and at_a[0] == b:
+            rate = _rate_finding(names, p, at_a[1])
+            if rate is not None:
+                result.findings.append(rate)
+        elif at_a is None and at_b is None:
+            result.findings.append(
+                _finding(
+                    names,
+                    "missing",
+                    [p],
+                    f"{names.planned_text(p.a)} <-> {names.planned_text(p.b)}",
+                    "no link at either end",
+                    f"plug in cable {p.cable} at both ends; if it is in, check its optics and the cable",
+                )
+            )
+        else:
+            wrong.append(p)
+    result.findings += _miswired(names, wrong, peer)
+    result.findings += _unexpected(names, network, found, lldp)
+    known = set(names.node_device)
+    result.unknown_nodes = sorted(n for n in found.nodes if names.node(n) not in known)
+    result.duplicate_nodes = sorted(found.duplicates)
+    result.findings.sort(key=lambda f: (KINDS.index(f.kind), f.cable, f.a_device, f.a_port))
+    return result
+
+
+def _rate_finding(names: Names, p: PlannedLink, link: FoundLink) -> Finding | None:
+    """A link up between the right ports, but at another width or speed than planned."""
+    where = f"{names.planned_text(p.a)} <-> {names.planned_text(p.b)}"
+    action = f"reseat cable {p.cable}; if it stays degraded, replace the cable and its optics"
+    if p.width and link.width:
+        if link.width != p.width:
+            return _finding(names, "wrong-width", [p], f"{p.rate} {where}", f"{link.width}x{link.lane}", action)
+        if link.lane and link.lane != p.lane:
+            return _finding(names, "wrong-speed", [p], f"{p.rate} {where}", f"{link.width}x{link.lane}", action)
+    elif not p.width and link.speed_gbps and abs(link.speed_gbps - p.speed_gbps) > 1e-9:
+        return _finding(
+            names, "wrong-speed", [p], f"{p.speed_gbps:g} Gb/s {where}", f"{link.speed_gbps:g} Gb/s", action
+        )
+    return None
+
+
+def _miswired(names: Names, wrong: list[PlannedLink], peer: dict[PortKey, tuple[PortKey, FoundLink]]) -> list[Finding]:
+    """Planned links whose ends are plugged elsewhere; two cables crossed with each other are one finding."""
+    ends = {}
+    for p in wrong:
+        ends[(p.a.node, p.a.node_port)] = (p, "a")
+        ends[(p.b.node, p.b.node_port)] = (p, "b")
+
+    def found_peer(end: PlannedEnd) -> PortKey | None:
+        entry = peer.get((end.node, end.node_port))
+        return entry[0] if entry else None
+
+    findings: list[Finding] = []
+    done: set[int] = set()
+    for p in wrong:
+        if p.link in done:
+            continue
+        pa, pb = found_peer(p.a), found_peer(p.b)
+        partner = ends.get(pa) if pa is not None else None
+        if partner is not None and partner[0].link != p.link and partner[1] == "b":
+            q = partner[0]
+            if found_peer(q.a) == (p.b.node, p.b.node_port):  # a1-b2 and a2-b1: crossed
+                done.update((p.link, q.link))
+                first, second = sorted((p, q), key=lambda x: x.cable)
+                findings.append(
+                    _finding(
+                        names,
+                        "swapped",
+                        [first, second],
+                        f"{first.cable}: {names.planned_text(first.a)} <-> {names.planned_text(first.b)}; "
+                        f"{second.cable}: {names.planned_text(second.a)} <-> {names.planned_text(second.b)}",
+                        f"{names.planned_text(first.a)} <-> {names.planned_text(second.b)}; "
+                        f"{names.planned_text(second.a)} <-> {names.planned_text(first.b)}",
+                        f"swap the plugs of {first.cable} and {second.cable} at one end: at {first.b.device} "
+                        f"{first.b.port} and {second.b.device} {second.b.port}",
+                    )
+                )
+                continue
+        done.add(p.link)
+        findings.append(
+            _finding(
+                names,
+                "miswired",
+                [p],
+                f"A {names.planned_text(p.a)} -> {names.planned_text(p.b)}; "
+                f"B {names.planned_text(p.b)} -> {names.planned_text(p.a)}",
+                f"A -> {names.describe(pa)}; B -> {names.describe(pb)}",
+                f"trace cable {p.cable} and plug its ends into {p.a.device} {p.a.port} and {p.b.device} {p.b.port}",
+            )
+        )
+    return findings
+
+
+def _unexpected(names: Names, network: str, found: Discovery, lldp: bool) -> list[Finding]:
+    """Found links with neither end a planned port: a cable the plan does not have."""
+    findings = []
+    seen: set[tuple[PortKey, PortKey]] = set()
+    for link in found.links:
+        a, b = names.port(link.a, network, lldp), names.port(link.b, network, lldp)
+        if a in names.ends or b in names.ends or (a, b) in seen or (b, a) in seen:
+            continue
+        seen.add((a, b))
+        columns = []
+        for key in (a, b):
+            device = names.node_device.get(key[0])
+            if device is not None:
+                d = names.plan.devices[device]
+                unit = names.locate.unit(d)
+                columns.append((d.rack, unit, device, names.port_name(device, key[1]), ""))
+            else:
+                columns.append(("", "", key[0], key[1], ""))
+        findings.append(
+            Finding(
+                "unexpected",
+                network,
+                "",
+                *columns[0],
+                *columns[1],
+                "no link",
+                f"{names.describe(a)} <-> {names.describe(b)}",
+                "remove this cable, or add the link to the design",
+            )
+        )
+    return findings
+
+
+def plan_is_infiniband(plan: Plan, network: str) -> bool:
+    return any(is_infiniband(plan, link) for link in plan.links if link.network == network)

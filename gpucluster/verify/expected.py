@@ -1,0 +1,188 @@
+"""What discovery should find: every planned link as the fabric's own tools name its two ends.
+
+An InfiniBand fabric names a port by its node's description and its port number (``ibnetdiscover``);
+LLDP names it by the neighbour's system name and port id (``lldpcli show neighbors``). The plan names
+devices and hardware ports; this module turns one into the other, once per plan, so the comparison and
+the expected-topology files the build writes read the same names.
+
+* A switch's node description is its plan name (NVIDIA's switch OS reports ``MF0;<hostname>:<model>/U1``,
+  which discovery reduces to the hostname). Its InfiniBand port number is the port's position among the
+  model's InfiniBand ports in catalog order: cage c, sub-port s of a twin-port OSFP switch is port
+  2(c - 1) + s, as NVIDIA numbers ``IB1/c/s``.
+* A host's InfiniBand port is one HCA with one port (a ConnectX adapter shows each port as its own RDMA
+  device), described as ``<hostname> <RDMA device>`` (rdma-ndd's default ``%h %d``); where the catalog does
+  not name the RDMA device, the port's hardware name stands in for it and the site sets that description.
+* On Ethernet a host's port id is its network interface where the catalog names it, else its port name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gpucluster.plan.model import Link, Plan
+
+IB_NODE_DESCRIPTION_BYTES = 64  # NodeDescription is 64 bytes (IBA NodeDescription attribute)
+
+# Lane rate of each InfiniBand generation (Gb/s per lane), as ibnetdiscover prints it after the width.
+IB_LANE_GBPS: dict[str, float] = {
+    "SDR": 2.5,
+    "DDR": 5.0,
+    "QDR": 10.0,
+    "FDR10": 10.0,
+    "FDR": 14.0,
+    "EDR": 25.0,
+    "HDR": 50.0,
+    "NDR": 100.0,
+    "XDR": 200.0,
+}
+# The catalog's InfiniBand technologies and the lane generation each runs.
+IB_TECHNOLOGY_LANE: dict[str, str] = {"infiniband-ndr": "NDR", "infiniband-xdr": "XDR"}
+
+
+@dataclass(frozen=True, slots=True)
+class PortInfo:
+    """One hardware port of a catalog part, with the names discovery uses for it."""
+
+    technology: str | None
+    speed_gbps: float
+    ib_port: int  # InfiniBand port number on a switch (0 when the port is not InfiniBand)
+    os_device: str | None  # RDMA device (mlx5_0), where the catalog names it
+    netdev: str | None  # network interface, where the catalog names it
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedEnd:
+    """One end of a planned link: the plan's device and port, and what discovery calls them."""
+
+    device: str
+    port: str
+    node: str  # InfiniBand node description / LLDP system name
+    node_port: str  # InfiniBand port number / LLDP port id
+    switch: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedLink:
+    """A planned link with its cable and the width and lane rate it must train at (InfiniBand)."""
+
+    link: int  # index into plan.links
+    network: str
+    cable: str
+    a: PlannedEnd
+    b: PlannedEnd
+    speed_gbps: float
+    width: int  # InfiniBand lanes (4 for 4x); 0 on Ethernet
+    lane: str  # InfiniBand lane generation (NDR); "" on Ethernet
+
+    @property
+    def rate(self) -> str:
+        """As ibnetdiscover prints it: 4xNDR."""
+        return f"{self.width}x{self.lane}" if self.width else f"{self.speed_gbps:g}G"
+
+
+_PART_PORTS: dict[int, tuple[object, dict[str, PortInfo]]] = {}
+
+
+def _part_ports(part: object) -> dict[str, PortInfo]:
+    """Port name -> PortInfo for one catalog part, computed once per part (parts hold lists, so they are
+    keyed by identity, as gpucluster.catalog.ports does)."""
+    entry = _PART_PORTS.get(id(part))
+    if entry is None or entry[0] is not part:
+        entry = _PART_PORTS[id(part)] = (part, _port_table(part))
+    return entry[1]
+
+
+def _port_table(part: object) -> dict[str, PortInfo]:
+    table: dict[str, PortInfo] = {}
+    ib_number = 0
+    for group in getattr(part, "ports", ()):  # PDUs have no port list
+        infiniband = (group.technology or "").startswith("infiniband")
+        for i, (name, _cage) in enumerate(group.port_names()):
+            if infiniband:
+                ib_number += 1
+            table[name] = PortInfo(
+                group.technology,
+                group.speed_gbps,
+                ib_number if infiniband else 0,
+                group.os_devices[i] if group.os_devices else None,
+                group.netdevs[i] if group.netdevs else None,
+            )
+    return table
+
+
+_NO_PORT_INFO = PortInfo(None, 0.0, 0, None, None)
+
+
+def port_info(plan: Plan, device: str, port: str) -> PortInfo:
+    """What the catalog says of a device's port (nothing for parts without a port list, such as PDUs)."""
+    return _part_ports(plan.part(device)).get(port, _NO_PORT_INFO)
+
+
+def is_infiniband(plan: Plan, link: Link) -> bool:
+    """Both ends are InfiniBand ports (so ibnetdiscover, not LLDP, sees the link)."""
+    a = port_info(plan, link.a_device, link.a_port).technology or ""
+    b = port_info(plan, link.b_device, link.b_port).technology or ""
+    return a.startswith("infiniband") and b.startswith("infiniband")
+
+
+def hca_name(info: PortInfo, port: str) -> str:
+    """The HCA's name in its node description: the RDMA device, else the port's hardware name."""
+    return info.os_device or port
+
+
+def ib_node(plan: Plan, device: str, port: str) -> tuple[str, str, bool]:
+    """(node description, port number, is a switch) of an InfiniBand port."""
+    info = port_info(plan, device, port)
+    if plan.devices[device].role == "switch":
+        return device, str(info.ib_port), True
+    return f"{device} {hca_name(info, port)}"[:IB_NODE_DESCRIPTION_BYTES], "1", False
+
+
+def lldp_port(plan: Plan, device: str, port: str) -> tuple[str, str, bool]:
+    """(system name, port id, is a switch) of an Ethernet port as LLDP reports it."""
+    if plan.devices[device].role == "switch":
+        return device, port, True
+    info = port_info(plan, device, port)
+    return device, info.netdev or port, False
+
+
+def cable_of_links(plan: Plan) -> dict[int, str]:
+    """Link index -> the id of the cable that carries it (the label printed on the cable)."""
+    return {index: cable.id for cable in plan.cables for index in cable.links}
+
+
+def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
+    """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports)."""
+    cables = cable_of_links(plan)
+    for index, link in enumerate(plan.links):
+        if link.network != network:
+            continue
+        if is_infiniband(plan, link):
+            a = PlannedEnd(link.a_device, link.a_port, *ib_node(plan, link.a_device, link.a_port))
+            b = PlannedEnd(link.b_device, link.b_port, *ib_node(plan, link.b_device, link.b_port))
+            technology = port_info(plan, link.a_device, link.a_port).technology or ""
+            lane = IB_TECHNOLOGY_LANE.get(technology, "")
+            width = round(link.speed_gbps / IB_LANE_GBPS[lane]) if lane else 0
+        else:
+            a = PlannedEnd(link.a_device, link.a_port, *lldp_port(plan, link.a_device, link.a_port))
+            b = PlannedEnd(link.b_device, link.b_port, *lldp_port(plan, link.b_device, link.b_port))
+            lane, width = "", 0
+        yield PlannedLink(index, network, cables.get(index, ""), a, b, link.speed_gbps, width, lane)
+
+
+def infiniband_networks(plan: Plan) -> list[str]:
+    """The plan's networks whose links are InfiniBand, in plan order."""
+    seen: dict[str, bool] = {}
+    for link in plan.links:
+        if link.network not in seen:
+            seen[link.network] = is_infiniband(plan, link)
+    return [network for network, infiniband in seen.items() if infiniband]
+
+
+def ethernet_networks(plan: Plan) -> list[str]:
+    seen: dict[str, bool] = {}
+    for link in plan.links:
+        if link.network not in seen:
+            seen[link.network] = not is_infiniband(plan, link)
+    return [network for network, ethernet in seen.items() if ethernet]

@@ -1,0 +1,135 @@
+"""Read lldpd's ``lldpcli show neighbors -f json`` (and ``-f json0``) output, one file per switch named
+after the switch (``lldp/<switch>.json``): the local port, the neighbour's system name and port id, and
+the speed the neighbour reports (its 802.3 MAU type), for every neighbour.
+
+The shape is lldpd's JSON writer (src/client/json_writer.c): with ``json`` an array of one element is
+replaced by that element and an object with a ``name`` is keyed by it, so one neighbour gives
+``{"lldp": {"interface": {"swp1": {...}}}}`` and several give ``{"lldp": {"interface": [{"swp1": {...}},
+{"swp2": {...}}]}}``; a chassis with a system name is ``{"chassis": {"gpu001": {"id": ...}}}``. ``json0``
+keeps every array and every ``name`` (``lldpcli(8)``: "the structure of the JSON object is not affected by
+the number of interfaces or the number of neighbors").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from gpucluster.errors import DesignError, Problem
+from gpucluster.verify.discovery import FoundLink, read_text
+
+_MAU_SPEED = re.compile(r"^(\d+)(G?)base", re.IGNORECASE)  # "100GbaseCR4 ...", "1000BaseTFD ..."
+MAX_LLDP_FILES = 100_000
+
+
+def lldp_files(paths: list[Path]) -> list[Path]:
+    """The JSON files named on the command line, a folder standing for every *.json file in it."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+        elif path.exists():
+            files.append(path)
+        else:
+            raise DesignError([Problem(str(path), 0, 0, "", "no such file or folder")])
+    if len(files) > MAX_LLDP_FILES:
+        raise DesignError([Problem(str(paths[0]), 0, 0, "", f"{len(files):,} files: more than {MAX_LLDP_FILES:,}")])
+    return files
+
+
+def _one(value: object) -> object:
+    while isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    return value
+
+
+def _text(value: object) -> str:
+    """A leaf value in either variant: "x", ["x"], {"value": "x"} or [{"value": "x"}]."""
+    value = _one(value)
+    if isinstance(value, dict) and "value" in value:
+        value = _one(value["value"])
+    return value if isinstance(value, str) else ""
+
+
+def _interfaces(document: object, fail) -> Iterator[tuple[str, dict]]:
+    """(local interface, neighbour record) of every neighbour, whichever variant and count."""
+    if not isinstance(document, dict) or "lldp" not in document:
+        raise fail('expected an object with an "lldp" key (lldpcli show neighbors -f json)')
+    lldp = _one(document["lldp"])
+    if not lldp:
+        return
+    if not isinstance(lldp, dict):
+        raise fail('"lldp" is neither an object nor a one-element array')
+    interfaces = lldp.get("interface", [])
+    if isinstance(interfaces, dict):
+        interfaces = [interfaces]
+    if not isinstance(interfaces, list):
+        raise fail('"lldp.interface" is neither an object nor an array')
+    for item in interfaces:
+        if not isinstance(item, dict):
+            raise fail('an "lldp.interface" entry is not an object')
+        if isinstance(item.get("name"), str):  # json0: {"name": "swp1", "chassis": [...], "port": [...]}
+            yield item["name"], item
+            continue
+        for local, record in item.items():  # json: {"swp1": {...}}
+            if not isinstance(record, dict):
+                raise fail(f'interface "{local}" is not an object')
+            yield local, record
+
+
+def _system_name(chassis: object) -> str:
+    chassis = _one(chassis)
+    if not isinstance(chassis, dict):
+        return ""
+    if "id" in chassis or "name" in chassis:  # json0, or json with a chassis that sends no name
+        name = _text(chassis.get("name"))
+        if name:
+            return name
+        identifier = _one(chassis.get("id"))
+        return _text(identifier.get("value")) if isinstance(identifier, dict) else ""
+    if len(chassis) == 1:  # json: {"<system name>": {...}}
+        return next(iter(chassis))
+    return ""
+
+
+def _port_id(port: object) -> tuple[str, float]:
+    """(port id as the plan names ports, speed in Gb/s or 0): an interface name is taken as it is; a MAC
+    address port id falls back to the port description, which Linux hosts fill with the interface name."""
+    port = _one(port)
+    if not isinstance(port, dict):
+        return "", 0.0
+    identifier = _one(port.get("id"))
+    kind = _text(identifier.get("type")) if isinstance(identifier, dict) else ""
+    value = _text(identifier.get("value")) if isinstance(identifier, dict) else _text(identifier)
+    description = _text(port.get("descr"))
+    name = value if kind in ("ifname", "local", "ifalias") or not description else description
+    speed = 0.0
+    negotiation = _one(port.get("auto-negotiation"))
+    if isinstance(negotiation, dict):
+        mau = _MAU_SPEED.match(_text(negotiation.get("current")))
+        if mau:
+            speed = float(mau.group(1)) if mau.group(2) else float(mau.group(1)) / 1000
+    return name, speed
+
+
+def parse_lldp(path: Path, switch: str) -> list[FoundLink]:
+    """The neighbours one switch reports, from its ``lldpcli show neighbors -f json`` output."""
+    text = read_text(path)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DesignError([Problem(str(path), error.lineno, error.colno, "", f"not JSON: {error.msg}")]) from None
+
+    def fail(message: str) -> DesignError:
+        return DesignError([Problem(str(path), 0, 0, "", message)])
+
+    links = []
+    for local, record in _interfaces(document, fail):
+        system = _system_name(record.get("chassis"))
+        port, speed = _port_id(record.get("port"))
+        if not system or not port:
+            raise fail(f'interface "{local}": neighbour without a chassis name/id or port id')
+        links.append(FoundLink((switch, local), (system, port), 0, "", speed, f"{path}:{local}"))
+    return links

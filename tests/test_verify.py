@@ -1,0 +1,391 @@
+"""gpucluster verify: the planned fabric simulated by the real ibsim with injected faults and discovered by the
+real ibnetdiscover; lldpd JSON of the Ethernet switches in both of its shapes; findings by cable label, rack,
+U and port; bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import DESIGNS, planned
+from ibsim_tools import DOWN, UP, discover, needs_ibsim, one_generation, set_port_rate
+
+from gpucluster.artifacts.verify_expected import net_records, node_description_rows
+from gpucluster.cli import main
+from gpucluster.plan.model import Plan
+from gpucluster.templating import render
+from gpucluster.verify import verify
+from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
+from gpucluster.verify.report import findings_csv, findings_html
+
+H100_1SU = DESIGNS / "superpod-h100-1su.yaml"
+
+
+def expected_net(plan: Plan, network: str) -> str:
+    links = list(planned_links(plan, network))
+    return render(
+        "verify/expected.net.j2", design=plan.name, network=network, records=net_records(plan, links), links=len(links)
+    )
+
+
+def _host_link(plan: Plan, server: str, rail: int) -> PlannedLink:
+    return next(p for p in planned_links(plan, "compute") if p.a.device == server and plan.links[p.link].rail == rail)
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _findings(results) -> list:
+    return [f for r in results for f in r.findings]
+
+
+# --- InfiniBand: the real ibsim and ibnetdiscover -----------------------------------------------------------
+
+
+@needs_ibsim
+def test_clean_simulated_fabric_matches_the_plan(tmp_path):
+    _loaded, plan = planned("superpod-h100-1su")
+    found = discover(one_generation(expected_net(plan, "compute"), DOWN), tmp_path / "sim")
+    path = _write(tmp_path, "ibnetdiscover.txt", one_generation(found, UP))
+    (result,) = verify(plan, [path], [])
+    assert result.network == "compute"
+    assert result.checked_links == result.planned_links == len(plan.links_on("compute"))
+    assert result.findings == []
+    assert result.unknown_nodes == []
+
+
+@needs_ibsim
+def test_injected_faults_are_reported_exactly_by_cable_label(tmp_path):
+    """Two cables swapped at a leaf, one unplugged, one at 1x: verify names exactly these, by cable label."""
+    _loaded, plan = planned("superpod-h100-1su")
+    first, second = _host_link(plan, "gpu001", 1), _host_link(plan, "gpu002", 1)  # both on leaf r1
+    unplugged = _host_link(plan, "gpu010", 3)
+    narrow = _host_link(plan, "gpu005", 6)
+    assert first.b.device == second.b.device
+    records = {r["description"]: r["id"] for r in net_records(plan, list(planned_links(plan, "compute")))}
+    net = one_generation(expected_net(plan, "compute"), DOWN)
+    net = set_port_rate(net, records[narrow.b.node], int(narrow.b.node_port), "1xHDR")
+    leaf = records[first.b.node]
+    commands = [
+        f'Unlink "{records[first.a.node]}"[1]',
+        f'Unlink "{records[second.a.node]}"[1]',
+        f'Link "{records[first.a.node]}"[1] "{leaf}"[{second.b.node_port}]',
+        f'Link "{records[second.a.node]}"[1] "{leaf}"[{first.b.node_port}]',
+        f'Unlink "{records[unplugged.a.node]}"[1]',
+    ]
+    found = discover(net, tmp_path / "sim", commands)
+    path = _write(tmp_path, "ibnetdiscover.txt", one_generation(found, UP))
+    (result,) = verify(plan, [path], [])
+    by_kind = {f.kind: f for f in result.findings}
+    assert sorted(f.kind for f in result.findings) == ["missing", "swapped", "wrong-width"]
+    swapped = by_kind["swapped"]
+    assert swapped.cable == f"{first.cable} + {second.cable}"
+    assert swapped.a_device == "gpu001 + gpu002"
+    assert swapped.b_port == f"{first.b.port} + {second.b.port}"
+    rack = plan.devices["gpu001"].rack
+    assert swapped.a_rack.startswith(rack) and swapped.a_label.startswith(f"DC1.{rack}-")
+    assert by_kind["missing"].cable == unplugged.cable and by_kind["missing"].a_port == unplugged.a.port
+    wrong = by_kind["wrong-width"]
+    assert (wrong.cable, wrong.found) == (narrow.cable, "1xNDR") and wrong.expected.startswith("4xNDR")
+    assert wrong.b_u == f"{plan.devices[narrow.b.device].u_position:02d}"
+
+
+@needs_ibsim
+def test_cli_exit_status_and_outputs_on_a_simulated_fabric(tmp_path):
+    _loaded, plan = planned("superpod-h100-1su")
+    unplugged = _host_link(plan, "gpu003", 2)
+    records = {r["description"]: r["id"] for r in net_records(plan, list(planned_links(plan, "compute")))}
+    net = one_generation(expected_net(plan, "compute"), DOWN)
+    found = discover(net, tmp_path / "sim", [f'Unlink "{records[unplugged.a.node]}"[1]'])
+    path = _write(tmp_path, "found.txt", one_generation(found, UP))
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert unplugged.cable in result.output and "missing" in result.output
+    folder = tmp_path / f"{plan.name}-verify"
+    rows = list(csv.DictReader(io.StringIO((folder / "findings.csv").read_text())))
+    assert [(r["kind"], r["cable"], r["a_device"], r["a_port"]) for r in rows] == [
+        ("missing", unplugged.cable, "gpu003", unplugged.a.port)
+    ]
+    assert unplugged.cable in (folder / "findings.html").read_text()
+
+
+@needs_ibsim
+def test_four_su_fabric_fits_ibsim_and_matches(tmp_path):
+    _loaded, plan = planned("superpod-h200-4su")
+    found = discover(one_generation(expected_net(plan, "compute"), DOWN), tmp_path / "sim")
+    (result,) = verify(plan, [_write(tmp_path, "found.txt", one_generation(found, UP))], [])
+    assert result.findings == [] and result.checked_links == len(plan.links_on("compute"))
+
+
+# --- InfiniBand: discovery files edited by hand ------------------------------------------------------------
+
+
+def test_every_expected_net_reads_back_as_a_matching_fabric(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    paths = [_write(tmp_path, f"{n}.net", expected_net(plan, n)) for n in infiniband_networks(plan)]
+    results = verify(plan, paths, [])
+    assert [r.network for r in results] == ["compute", "storage"]
+    assert _findings(results) == []
+
+
+def test_switch_os_descriptions_and_host_domains_are_recognised(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    net = expected_net(plan, "compute")
+    net = net.replace('# "compute-leaf-su01-r1" enhanced', '# "MF0;compute-leaf-su01-r1:MQM9700/U1" enhanced')
+    net = net.replace('# "gpu001 mlx5_0"\n', '# "gpu001.cluster.example mlx5_0"\n')
+    (result,) = verify(plan, [_write(tmp_path, "found.txt", net)], [])
+    assert result.findings == [] and result.unknown_nodes == []
+
+
+def test_cable_moved_to_an_unused_port_is_miswired_with_both_peers(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    link = _host_link(plan, "gpu004", 4)
+    leaf_id = "S-" + link.b.node
+    net = expected_net(plan, "compute")
+    # the host's cable lands on the leaf's port 60 instead (a port the plan leaves free on this leaf? choose one)
+    used = {int(p.b.node_port) for p in planned_links(plan, "compute") if p.b.node == link.b.node}
+    used |= {int(p.a.node_port) for p in planned_links(plan, "compute") if p.a.node == link.b.node}
+    free = next(n for n in range(1, 65) if n not in used)
+    host_id = f"H-{link.a.node.replace(' ', '-')}"
+    net = net.replace(f'[{link.b.node_port}]\t"{host_id}"[1]', f'[{free}]\t"{host_id}"[1]')
+    net = net.replace(f'"{leaf_id}"[{link.b.node_port}]', f'"{leaf_id}"[{free}]')
+    (result,) = verify(plan, [_write(tmp_path, "found.txt", net)], [])
+    (finding,) = result.findings
+    assert finding.kind == "miswired" and finding.cable == link.cable
+    assert f"{link.b.device} {link.b.port}" in finding.expected
+    assert f"port {free})" in finding.found and "not a planned port" in finding.found
+    assert "B -> nothing (port dark)" in finding.found
+
+
+def test_unknown_node_on_a_free_port_is_an_unexpected_link_escaped_in_html(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    net = expected_net(plan, "compute")
+    leaf = "compute-leaf-su01-r5"
+    used = {int(p.b.node_port) for p in planned_links(plan, "compute") if p.b.node == leaf}
+    used |= {int(p.a.node_port) for p in planned_links(plan, "compute") if p.a.node == leaf}
+    free = next(n for n in range(1, 65) if n not in used)
+    hostile = "=HYPERLINK(1) <script>alert(1)</script>"
+    net = net.replace(
+        f'# "{leaf}" enhanced port 0 lid 0 lmc 0\n',
+        f'# "{leaf}" enhanced port 0 lid 0 lmc 0\n[{free}]\t"H-intruder"[1]\t\t# "{hostile}" lid 0 4xNDR\n',
+    )
+    net += f'\nCa\t1 "H-intruder"\t\t# "{hostile}"\n[1]\t"S-{leaf}"[{free}]\t\t# lid 0 lmc 0 "x" lid 0 4xNDR\n'
+    results = verify(plan, [_write(tmp_path, "found.txt", net)], [])
+    (finding,) = _findings(results)
+    assert finding.kind == "unexpected" and finding.a_device == leaf
+    assert results[0].unknown_nodes == [hostile]
+    html = findings_html(results, plan.name)
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    rows = list(csv.reader(io.StringIO(findings_csv(results))))
+    assert all(not cell.startswith(("=", "+", "-", "@")) for row in rows[1:] for cell in row)
+
+
+def test_malformed_discovery_file_is_bad_input_with_its_line(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    lines = expected_net(plan, "compute").splitlines()
+    lines[20] = "[1 garbage"
+    path = _write(tmp_path, "found.txt", "\n".join(lines))
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2
+    assert f"{path}:21:" in result.output and "cannot read port line" in result.output
+    assert "Traceback" not in result.output
+    assert not (tmp_path / f"{plan.name}-verify").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no Switch or Ca node records"),
+        ("hello world\n", "not ibnetdiscover output"),
+        ('Ca\t1 "H-x"\t# "nobody mlx5_0"\n[1]\t"S-y"[1]\t# lid 0 lmc 0 "y" lid 0 4xNDR\n', "none of its"),
+        ('Ca\t1 "H-x"\t# "a"\n[2]\t"S-y"[1]\n', "port 2 outside 1..1"),
+    ],
+)
+def test_discovery_files_that_are_not_the_fabric_exit_2(tmp_path, text, message):
+    path = _write(tmp_path, "found.txt", text)
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+def test_verify_without_discovery_output_exits_2(tmp_path):
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--ibnetdiscover" in result.output
+
+
+def test_node_descriptions_name_every_hca_and_switch(h100_1su):
+    _loaded, plan = h100_1su
+    rows = node_description_rows(plan, infiniband_networks(plan))
+    compute = [r for r in rows if r[0] == "compute"]
+    switches = [r for r in compute if r[2] == "switch"]
+    assert len(switches) == len(plan.switches("compute"))
+    hcas = {r[8] for r in compute if r[2] == "gpu-server"}
+    assert len(hcas) == 8 * len(plan.devices_with("gpu-server"))
+    assert "gpu001 mlx5_0" in hcas
+    row = next(r for r in compute if r[8] == "gpu001 mlx5_0")
+    assert row[6] == "mlx5_0" and "/sys/class/infiniband/mlx5_0/node_desc" in row[9]
+
+
+# --- Ethernet: lldpd's JSON ------------------------------------------------------------------------------
+
+
+def _lldp_neighbour(remote: PlannedLink, local_end, remote_end, speed_gbps: float, json0: bool) -> tuple[str, dict]:
+    """One neighbour record as lldpd's json (or json0) writer prints it."""
+    port_id = remote_end.node_port if remote_end.switch else "aa:bb:cc:00:00:01"
+    kind = "ifname" if remote_end.switch else "mac"
+    mau = f"{speed_gbps:g}GbaseCR4 - 100GBASE-R PCS/PMA over 4 lane shielded copper" if speed_gbps >= 1 else ""
+    if json0:
+        port = {"id": [{"type": kind, "value": port_id}], "descr": [{"value": remote_end.node_port}]}
+        if mau:
+            port["auto-negotiation"] = [{"supported": False, "enabled": False, "current": [{"value": mau}]}]
+        return local_end.node_port, {
+            "name": local_end.node_port,
+            "via": "LLDP",
+            "rid": "1",
+            "chassis": [{"id": [{"type": "mac", "value": "aa:bb:cc:00:00:02"}], "name": [{"value": remote_end.node}]}],
+            "port": port,
+        }
+    port = {"id": {"type": kind, "value": port_id}, "descr": remote_end.node_port, "ttl": "120"}
+    if mau:
+        port["auto-negotiation"] = {"supported": False, "enabled": False, "current": mau}
+    return local_end.node_port, {
+        "via": "LLDP",
+        "rid": "1",
+        "age": "0 day, 00:01:00",
+        "chassis": {remote_end.node: {"id": {"type": "mac", "value": "aa:bb:cc:00:00:02"}, "descr": "Linux"}},
+        "port": port,
+    }
+
+
+def lldp_folder(plan: Plan, network: str, folder: Path, json0: bool = False, edit=None) -> Path:
+    """`lldpcli show neighbors -f json` of every switch of a network, from the plan; `edit` may change the
+    neighbour list of each switch (switch name, [(local port, remote end, link)]) before it is written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    neighbours: dict[str, list] = {}
+    for p in planned_links(plan, network):
+        for near, far in ((p.a, p.b), (p.b, p.a)):
+            if near.switch:
+                neighbours.setdefault(near.device, []).append([near, far, p])
+    for switch in plan.switches(network):
+        entries = neighbours.get(switch.name, [])
+        if edit is not None:
+            entries = edit(switch.name, entries)
+        records = [_lldp_neighbour(p, near, far, p.speed_gbps, json0) for near, far, p in entries]
+        if json0:
+            document = {"lldp": [{"interface": [record for _local, record in records]}]}
+        elif len(records) == 1:  # lldpd's quirk: one neighbour is an object, not a list
+            document = {"lldp": {"interface": {records[0][0]: records[0][1]}}}
+        else:
+            document = {"lldp": {"interface": [{local: record} for local, record in records]}}
+        (folder / f"{switch.name}.json").write_text(json.dumps(document, indent=2), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize("json0", [False, True], ids=["json", "json0"])
+def test_clean_lldp_matches_the_plan(tmp_path, h100_1su, json0):
+    _loaded, plan = h100_1su
+    assert ethernet_networks(plan) == ["inband", "oob"]
+    folder = lldp_folder(plan, "inband", tmp_path / "lldp", json0)
+    lldp_folder(plan, "oob", folder, json0)
+    results = verify(plan, [], [folder])
+    assert [r.network for r in results] == ["inband", "oob"]
+    assert _findings(results) == []
+    assert results[0].checked_links == len(plan.links_on("inband"))
+
+
+def test_single_neighbour_object_quirk_is_read(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    switch = plan.switches("oob")[0].name
+
+    def only_first(name, entries):
+        return entries[:1] if name == switch else entries
+
+    folder = lldp_folder(plan, "oob", tmp_path / "lldp", edit=only_first)
+    document = json.loads((folder / f"{switch}.json").read_text())
+    assert isinstance(document["lldp"]["interface"], dict)
+    results = verify(plan, [], [folder])
+    kept = json.loads((folder / f"{switch}.json").read_text())["lldp"]["interface"]
+    (kept_port,) = kept
+    # every link of the switch is missing but the one it still reports, and its uplinks (the spines report them)
+    reporters = {s.name for s in plan.switches("oob")}
+    expected = {
+        p.cable
+        for p in planned_links(plan, "oob")
+        if switch in (p.a.device, p.b.device)
+        and not {p.a.device, p.b.device} <= reporters
+        and kept_port not in (p.a.node_port if p.a.device == switch else p.b.node_port,)
+    }
+    assert {f.kind for f in _findings(results)} == {"missing"}
+    assert {f.cable for f in _findings(results)} == expected
+
+
+def test_lldp_faults_swapped_unplugged_and_slow_are_reported_by_cable(tmp_path, h100_1su):
+    _loaded, plan = h100_1su
+    leaf = "inband-leaf-su01-a"
+    host_links = [p for p in planned_links(plan, "inband") if p.b.device == leaf and not p.a.switch]
+    first, second, unplugged, slow = host_links[0], host_links[1], host_links[5], host_links[7]
+
+    def faults(name, entries):
+        if name != leaf:
+            return entries
+        out = []
+        for near, far, p in entries:
+            if p is first or p.link == first.link:
+                far = second.a
+            elif p.link == second.link:
+                far = first.a
+            elif p.link == unplugged.link:
+                continue
+            out.append([near, far, p])
+        return out
+
+    folder = lldp_folder(plan, "inband", tmp_path / "lldp", edit=faults)
+    text = (folder / f"{leaf}.json").read_text()
+    slow_port = slow.b.node_port
+    document = json.loads(text)
+    for item in document["lldp"]["interface"]:
+        if slow_port in item:
+            item[slow_port]["port"]["auto-negotiation"]["current"] = "40GbaseCR4 - 40GBASE-R PCS/PMA"
+    (folder / f"{leaf}.json").write_text(json.dumps(document), encoding="utf-8")
+    (result,) = verify(plan, [], [folder])
+    kinds = sorted((f.kind, f.cable) for f in result.findings)
+    assert kinds == sorted(
+        [("swapped", f"{first.cable} + {second.cable}"), ("missing", unplugged.cable), ("wrong-speed", slow.cable)]
+    )
+    wrong = next(f for f in result.findings if f.kind == "wrong-speed")
+    assert wrong.found == "40 Gb/s" and wrong.expected.startswith("100 Gb/s")
+
+
+def test_lldp_file_named_after_no_switch_is_bad_input(tmp_path):
+    path = _write(tmp_path, "not-a-switch.json", '{"lldp": {}}')
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "not-a-switch" in result.output
+
+
+def test_lldp_file_that_is_not_json_names_line_and_column(tmp_path):
+    path = _write(tmp_path, "inband-leaf-su01-a.json", '{"lldp": {\n  "interface": [,]\n}}')
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and f"{path}:2:" in result.output and "not JSON" in result.output
+
+
+# --- the build ------------------------------------------------------------------------------------------
+
+
+def test_build_writes_the_verify_files(tmp_path):
+    result = CliRunner().invoke(main, ["build", str(H100_1SU), "-o", str(tmp_path), "--only", "verify"])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "superpod-h100-1su" / "verify"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "expected-compute.net",
+        "expected-storage.net",
+        "node-descriptions.csv",
+    ]
+    args = ["verify", str(H100_1SU), "--ibnetdiscover", str(folder / "expected-compute.net"), "-o", str(tmp_path)]
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
