@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Link, Plan
+from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
 
 # --- Thresholds and their sources (reliability-facts.md section 5) -----------------------------------------
 _AZURE = "Azure/azurehpc-health-checks"
@@ -68,9 +69,11 @@ NCCL_BUSBW_SOURCE = (
 NCCL_ARGS = "-b 16G -e 16G -f 2 -c 1"  # the message size Azure's thresholds were measured at
 IB_WRITE_BW_ARGS = "-s 8388608 -F --report_gbits"  # Azure's ib_write_bw GPUDirect flags (reliability-facts 5.2)
 
-# Order: smallest scope first, so a failure names one server or one link before a larger test involves
+# Order: the cabling first (a miswired or degraded cable would fail every bandwidth test it carries), then the
+# smallest scope first, so a failure names one server or one link before a larger test involves
 # it; the long stress before the performance measurements, so the figures are of hardware that survived.
 STAGES: tuple[tuple[int, str, str, str], ...] = (
+    (0, "cabling", "network", "Cabling check: discover each network (ibnetdiscover, LLDP), compare it with the plan"),
     (1, "dcgm-diag", "server", "DCGM diagnostics (quick check of every GPU before hours of load)"),
     (2, "gpu-burn", "server", "GPU stress: sustained load on every GPU, no errors, no thermal throttling"),
     (3, "nccl-in-server", "server", "NVLink all-reduce across the GPUs inside each server"),
@@ -78,6 +81,13 @@ STAGES: tuple[tuple[int, str, str, str], ...] = (
     (5, "nccl-rail", "rail", "NCCL all-reduce along each rail (one GPU per server, one HCA each)"),
     (6, "nccl-su", "su", "NCCL all-reduce across each scalable unit (every GPU, every rail)"),
     (7, "nccl-fabric", "fabric", "NCCL all-reduce across the whole compute fabric"),
+)
+
+
+_STAGE = {stage[0]: stage for stage in STAGES}
+CABLING_SOURCE = (
+    "the plan's links, cable labels and node descriptions (gpucluster verify; verify/expected-<network>.net, "
+    "verify/node-descriptions.csv): no miswired, swapped, missing, unexpected or degraded link"
 )
 
 
@@ -131,7 +141,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     rack_of = {name: plan.devices[name].rack for name in servers}
 
     def test(stage: int, subject: str, nodes: Iterable[str], **fields: object) -> BurnInTest:
-        name, scope = STAGES[stage - 1][1:3]
+        name, scope = _STAGE[stage][1:3]
         nodes = tuple(nodes)
         key = subject.replace(" ", "")
         racks = tuple(sorted({rack_of[n] for n in nodes}))
@@ -140,6 +150,20 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )  # type: ignore[arg-type]
 
     tests = [
+        test(
+            0,
+            network,
+            [],
+            metric="findings",
+            comparison="==",
+            threshold=0,
+            unit="findings",
+            source=CABLING_SOURCE,
+            command=_cabling_command(plan, network),
+        )
+        for network in cabling_networks(plan)
+    ]
+    tests += [
         test(
             1,
             node,
@@ -208,6 +232,28 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     if len(servers) > 1:
         tests += _multi_node_tests(plan, servers, ports, gpu, nvlink_gbytes, test)
     return tests
+
+
+def cabling_networks(plan: Plan) -> list[str]:
+    """The networks the cabling check discovers: every network with links, InfiniBand ones first."""
+    infiniband = infiniband_networks(plan)
+    return infiniband + [n for n in ethernet_networks(plan) if n not in infiniband]
+
+
+def discovery_port(plan: Plan, network: str) -> tuple[str, str | None]:
+    """(GPU server, RDMA device) ibnetdiscover runs from on an InfiniBand network: the first server's port on it."""
+    for link in plan.links:
+        if link.network == network and plan.devices[link.a_device].role == "gpu-server":
+            return link.a_device, port_info(plan, link.a_device, link.a_port).os_device
+    return "", None
+
+
+def _cabling_command(plan: Plan, network: str) -> str:
+    if network in infiniband_networks(plan):
+        node, ca = discovery_port(plan, network)
+        option = f" -C {ca} -P 1" if ca else ""
+        return f"ibnetdiscover{option} (on {node}) > discovery/ibnetdiscover-{network}.txt; gpucluster verify"
+    return "lldpcli show neighbors -f json (on every switch) > discovery/lldp/<switch>.json; gpucluster verify"
 
 
 def nvlink_all_reduce_threshold(gpu: object, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:

@@ -312,7 +312,7 @@ def verify_command(
     """Compare the fabric as built (ibnetdiscover, LLDP) with DESIGN's plan and name every miswired, swapped,
     missing, unexpected or degraded link by cable label, rack, U and port. Exit 0 when the fabric matches
     the plan, 1 when it does not, 2 on bad input."""
-    from gpucluster.verify import verify
+    from gpucluster.verify.check import verify
     from gpucluster.verify.report import summary_lines as verify_summary
     from gpucluster.verify.report import table_lines, write_reports
 

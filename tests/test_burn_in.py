@@ -50,7 +50,9 @@ def test_stages_run_from_the_smallest_scope_to_the_whole_fabric() -> None:
     stages = [t.stage for t in tests]
     assert stages == sorted(stages)
     order = list(dict.fromkeys(t.test for t in tests))
-    assert order == ["dcgm-diag", "gpu-burn", "nccl-in-server", "ib-write-bw", "nccl-rail", "nccl-su", "nccl-fabric"]
+    assert order == [
+        "cabling", "dcgm-diag", "gpu-burn", "nccl-in-server", "ib-write-bw", "nccl-rail", "nccl-su", "nccl-fabric"
+    ]
     assert len([t for t in tests if t.test == "nccl-su"]) == 4
     fabric = next(t for t in tests if t.test == "nccl-fabric")
     assert len(fabric.nodes) == len(plan.devices_with("gpu-server"))
@@ -96,7 +98,7 @@ def test_expected_results_json_and_csv_list_the_same_tests(h100: Path) -> None:
         rows = list(csv.DictReader(handle))
     assert [t["id"] for t in document["tests"]] == [r["id"] for r in rows]
     assert len(set(r["id"] for r in rows)) == len(rows)
-    assert document["partition"] == "burnin" and [s["stage"] for s in document["stages"]] == [1, 2, 3, 4, 5, 6]
+    assert document["partition"] == "burnin" and [s["stage"] for s in document["stages"]] == [0, 1, 2, 3, 4, 5, 6]
     link = next(r for r in rows if r["test"] == "ib-write-bw")
     assert link["links"].count("->") == 2 and "(C" in link["links"]
 

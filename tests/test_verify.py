@@ -18,7 +18,7 @@ from gpucluster.artifacts.verify_expected import net_records, node_description_r
 from gpucluster.cli import main
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
-from gpucluster.verify import verify
+from gpucluster.verify.check import verify
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
 from gpucluster.verify.report import findings_csv, findings_html
 
@@ -389,3 +389,57 @@ def test_build_writes_the_verify_files(tmp_path):
     args = ["verify", str(H100_1SU), "--ibnetdiscover", str(folder / "expected-compute.net"), "-o", str(tmp_path)]
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0, again.output
+
+
+# --- the burn-in plan's first stage ------------------------------------------------------------------------
+
+
+def test_burn_in_stage_0_discovers_verifies_and_checks(tmp_path):
+    """run-burn-in.sh 0 with srun and ssh stubbed to return the planned fabric: the real gpucluster verify
+    passes it, and check-results.sh 0 reads a PASS for every network; one unplugged cable fails its network."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    _loaded, plan = planned("superpod-h100-1su")
+    build = CliRunner().invoke(main, ["build", str(H100_1SU), "-o", str(tmp_path), "--only", "burn-in"])
+    assert build.exit_code == 0, build.output
+    burn_in = tmp_path / plan.name / "burn-in"
+    fabric = tmp_path / "fabric"
+    fabric.mkdir()
+    for network in infiniband_networks(plan):
+        _write(fabric, f"{network}.net", expected_net(plan, network))
+    lldp = tmp_path / "lldp-source"
+    for network in ethernet_networks(plan):
+        lldp_folder(plan, network, lldp)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "srun").write_text(
+        "#!/usr/bin/env bash\n"
+        f'case "$*" in *"-C mlx5_0 "*) cat {fabric}/compute.net ;; *) cat {fabric}/storage.net ;; esac\n'
+    )
+    (bin_dir / "ssh").write_text(f'#!/usr/bin/env bash\ncat "{lldp}/$1.json"\n')
+    for stub in ("srun", "ssh"):
+        (bin_dir / stub).chmod(0o755)
+    gpucluster = shutil.which("gpucluster", path=str(Path(sys.executable).parent))
+    assert gpucluster
+    env = dict(
+        os.environ, PATH=f"{bin_dir}:{Path(gpucluster).parent}:{os.environ['PATH']}", GPUCLUSTER_DESIGN=str(H100_1SU)
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(args, cwd=burn_in, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    stage = run("./run-burn-in.sh", "0")
+    assert stage.returncode == 0, stage.stdout + stage.stderr
+    check = run("./check-results.sh", "0")
+    assert check.returncode == 0 and "stage 0: 4 passed, 0 failed" in check.stdout, check.stdout
+
+    gone = _host_link(plan, "gpu007", 5)
+    text = (fabric / "compute.net").read_text()
+    _write(fabric, "compute.net", text.replace(f'\t"S-{gone.b.node}"[{gone.b.node_port}]\t', '\t"S-nowhere"[1]\t'))
+    stage = run("./run-burn-in.sh", "0")
+    assert stage.returncode == 0 and gone.cable in stage.stdout, stage.stdout + stage.stderr
+    check = run("./check-results.sh", "0")
+    assert check.returncode == 1 and "stage 0: 3 passed, 1 failed" in check.stdout, check.stdout

@@ -24,11 +24,13 @@ from gpucluster.burn_in import (
     BurnInTest,
     RailPort,
     burn_in_tests,
+    discovery_port,
     rail_ports,
 )
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
+from gpucluster.verify.expected import infiniband_networks
 
 PARTITION = "burnin"  # Slurm partition holding every GPU server (the scheduler issue's partition names)
 IB_WRITE_BW_PORT = 18515  # perftest's default TCP port; each rail adds its number so runs never collide
@@ -138,7 +140,22 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
         ],
         "thresholds": _threshold_table(tests),
         "tests": len(tests),
+        "cabling": _cabling_context(plan, by_stage[0]),
     }
+
+
+def _cabling_context(plan: Plan, tests: list[BurnInTest]) -> dict:
+    """Stage 0: where ibnetdiscover runs on each InfiniBand network, and the switches whose LLDP neighbours
+    are collected on the others."""
+    networks = [t.subject for t in tests]
+    infiniband = [n for n in infiniband_networks(plan) if n in networks]
+    ethernet = [n for n in networks if n not in infiniband]
+    discover = []
+    for network in infiniband:
+        node, ca = discovery_port(plan, network)
+        discover.append({"network": network, "node": node, "ca": ca or ""})
+    switches = sorted(d.name for network in ethernet for d in plan.switches(network))
+    return {"networks": networks, "infiniband": discover, "switches": switches}
 
 
 def _threshold_table(tests: list[BurnInTest]) -> list[dict]:
