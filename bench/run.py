@@ -126,7 +126,37 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster build, 16,384 GPUs (rack cabling printouts: PDF, HTML, SVG per rack, cluster PDF)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--only", "printouts"],
     ),
+    "verify-1024": (
+        "gpucluster verify, the 4-SU default design (1,016 GPUs): its compute fabric's ibnetdiscover output",
+        [
+            *GPUCLUSTER,
+            "verify",
+            str(ROOT / "designs" / "superpod-h200-4su.yaml"),
+            "--ibnetdiscover",
+            "{data}/discovery-1024.txt",
+            "-o",
+            "{out}",
+        ],
+    ),
+    "verify-16384": (
+        "gpucluster verify, 16,384 GPUs: a synthetic ibnetdiscover output of the compute fabric (planning included)",
+        [
+            *GPUCLUSTER,
+            "verify",
+            str(BENCH / "h100-16384.yaml"),
+            "--ibnetdiscover",
+            "{data}/discovery-16384.txt",
+            "-o",
+            "{out}",
+        ],
+    ),
 }
+# Inputs a case reads, made once before its runs in a scratch folder ({data}).
+SYNTHETIC = [sys.executable, str(ROOT / "bench" / "synthetic_discovery.py")]
+PREPARE: dict[str, list[str]] = {
+    "verify-1024": [*SYNTHETIC, str(ROOT / "designs" / "superpod-h200-4su.yaml"), "{data}/discovery-1024.txt"],
+    "verify-16384": [*SYNTHETIC, str(BENCH / "h100-16384.yaml"), "{data}/discovery-16384.txt"],
+}  # fmt: skip
 
 
 def run_once(command: list[str]) -> tuple[float, float, int, float]:
@@ -152,10 +182,14 @@ def main() -> None:
     for name in args.cases:
         _what, template = CASES[name]
         walls, peaks, cpus = [], [], []
+        data = tempfile.mkdtemp(prefix="gpucluster-bench-data-")
+        if name in PREPARE:
+            subprocess.run([part.replace("{data}", data) for part in PREPARE[name]], cwd=ROOT, check=True)
         for i in range(args.warmup + args.runs):
             out = tempfile.mkdtemp(prefix="gpucluster-bench-")
             try:
-                wall, peak, status, cpu = run_once([part.replace("{out}", out) for part in template])
+                command = [part.replace("{out}", out).replace("{data}", data) for part in template]
+                wall, peak, status, cpu = run_once(command)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
             if status != 0:
@@ -164,6 +198,7 @@ def main() -> None:
                 walls.append(wall)
                 peaks.append(peak)
                 cpus.append(cpu)
+        shutil.rmtree(data, ignore_errors=True)
         print(
             f"{name:20} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
             f" {statistics.median(peaks):18.0f} {statistics.median(cpus):15.2f}"
