@@ -443,3 +443,9 @@ def test_burn_in_stage_0_discovers_verifies_and_checks(tmp_path):
     assert stage.returncode == 0 and gone.cable in stage.stdout, stage.stdout + stage.stderr
     check = run("./check-results.sh", "0")
     assert check.returncode == 1 and "stage 0: 3 passed, 1 failed" in check.stdout, check.stdout
+
+
+def test_empty_lldp_folder_is_bad_input(tmp_path):
+    (tmp_path / "lldp").mkdir()
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(tmp_path / "lldp"), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "no <switch>.json files" in result.output

@@ -29,7 +29,10 @@ def lldp_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files += sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+            found = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+            if not found:
+                raise DesignError([Problem(str(path), 0, 0, "", "no <switch>.json files in this folder")])
+            files += found
         elif path.exists():
             files.append(path)
         else:
