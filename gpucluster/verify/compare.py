@@ -4,7 +4,7 @@ finding), missing links, unexpected links, and links up at the wrong width or sp
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gpucluster.artifacts.cabling import Locator
@@ -131,7 +131,7 @@ class Names:
                         names[str(info.ib_port)] = f"{name} (port {info.ib_port})"
         return names.get(number, f"port {number}")
 
-    def end_columns(self, end: PlannedEnd) -> tuple[str, str, str, str, str]:
+    def end_columns(self, end: PlannedEnd) -> EndColumns:
         d = self.plan.devices[end.device]
         return d.rack, self.locate.unit(d), end.device, end.port, self.locate.prefix(end.device) + end.port
 
@@ -145,19 +145,44 @@ def _finding(
     links = list(planned)
     a = [names.end_columns(p.a) for p in links]
     b = [names.end_columns(p.b) for p in links]
+    return _located(kind, links[0].network, JOIN.join(p.cable for p in links), a, b, expected, found, action)
 
-    def joined(columns: list[tuple[str, ...]], i: int) -> str:
+
+EndColumns = tuple[str, str, str, str, str]  # rack, U, device, port, TIA-606 label
+
+
+def _located(
+    kind: str,
+    network: str,
+    cable: str,
+    a: Sequence[EndColumns],
+    b: Sequence[EndColumns],
+    expected: str,
+    found: str,
+    action: str,
+) -> Finding:
+    """A finding whose ends are one or two cables' ends, each column's values joined in cable order."""
+
+    def joined(columns: Sequence[EndColumns], i: int) -> str:
         return JOIN.join(c[i] for c in columns)
 
     return Finding(
-        kind,
-        links[0].network,
-        JOIN.join(p.cable for p in links),
-        *(joined(a, i) for i in range(5)),
-        *(joined(b, i) for i in range(5)),
-        expected,
-        found,
-        action,
+        kind=kind,
+        network=network,
+        cable=cable,
+        a_rack=joined(a, 0),
+        a_u=joined(a, 1),
+        a_device=joined(a, 2),
+        a_port=joined(a, 3),
+        a_label=joined(a, 4),
+        b_rack=joined(b, 0),
+        b_u=joined(b, 1),
+        b_device=joined(b, 2),
+        b_port=joined(b, 3),
+        b_label=joined(b, 4),
+        expected=expected,
+        found=found,
+        action=action,
     )
 
 
@@ -283,7 +308,7 @@ def _unexpected(names: Names, network: str, found: Discovery, lldp: bool) -> lis
         if a in names.ends or b in names.ends or (a, b) in seen or (b, a) in seen:
             continue
         seen.add((a, b))
-        columns = []
+        columns: list[EndColumns] = []
         for key in (a, b):
             device = names.node_device.get(key[0])
             if device is not None:
@@ -293,12 +318,12 @@ def _unexpected(names: Names, network: str, found: Discovery, lldp: bool) -> lis
             else:
                 columns.append(("", "", key[0], key[1], ""))
         findings.append(
-            Finding(
+            _located(
                 "unexpected",
                 network,
                 "",
-                *columns[0],
-                *columns[1],
+                columns[:1],
+                columns[1:],
                 "no link",
                 f"{names.describe(a)} <-> {names.describe(b)}",
                 "remove this cable, or add the link to the design",

@@ -40,22 +40,13 @@ class Discovery:
     duplicates: dict[str, int] = field(default_factory=dict)
 
 
-def read_text(path: Path) -> str:
+def read_text(path: Path, limit_bytes: int = MAX_DISCOVERY_BYTES) -> str:
     """A discovery file's text; unreadable, oversized or binary input is a located error."""
     try:
         size = path.stat().st_size
-        if size > MAX_DISCOVERY_BYTES:
-            raise DesignError(
-                [
-                    Problem(
-                        str(path),
-                        0,
-                        0,
-                        "",
-                        f"{size:,} bytes: larger than {MAX_DISCOVERY_BYTES:,}, not a discovery file",
-                    )
-                ]
-            )
+        if size > limit_bytes:
+            message = f"{size:,} bytes: larger than {limit_bytes:,}, not a discovery file"
+            raise DesignError([Problem(str(path), 0, 0, "", message)])
         data = path.read_bytes()
     except OSError as error:
         raise DesignError([Problem(str(path), 0, 0, "", f"cannot read: {error.strerror}")]) from None

@@ -22,6 +22,7 @@ from gpucluster.verify.discovery import FoundLink, read_text
 
 _MAU_SPEED = re.compile(r"^(\d+)(G?)base", re.IGNORECASE)  # "100GbaseCR4 ...", "1000BaseTFD ..."
 MAX_LLDP_FILES = 100_000
+MAX_LLDP_BYTES = 64 * 1024 * 1024  # one switch's neighbours: a 128-port switch's details are well under 1 MB
 
 
 def lldp_files(paths: list[Path]) -> list[Path]:
@@ -119,7 +120,7 @@ def _port_id(port: object) -> tuple[str, float]:
 
 def parse_lldp(path: Path, switch: str) -> list[FoundLink]:
     """The neighbours one switch reports, from its ``lldpcli show neighbors -f json`` output."""
-    text = read_text(path)
+    text = read_text(path, MAX_LLDP_BYTES)
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
