@@ -449,3 +449,19 @@ def test_empty_lldp_folder_is_bad_input(tmp_path):
     (tmp_path / "lldp").mkdir()
     result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(tmp_path / "lldp"), "-o", str(tmp_path)])
     assert result.exit_code == 2 and "no <switch>.json files" in result.output
+
+
+@needs_ibsim
+def test_link_trained_at_a_lower_rate_is_wrong_speed(tmp_path):
+    """One port enabled only up to one generation below the plan (an HDR optic on an NDR link): verify reports
+    the link at the wrong speed by its cable, and nothing else."""
+    _loaded, plan = planned("superpod-h100-1su")
+    slow = _host_link(plan, "gpu020", 8)
+    records = {r["description"]: r["id"] for r in net_records(plan, list(planned_links(plan, "compute")))}
+    net = one_generation(expected_net(plan, "compute"), DOWN)
+    net = set_port_rate(net, records[slow.a.node], 1, "4x" + DOWN[DOWN["NDR"]])
+    found = discover(net, tmp_path / "sim")
+    (result,) = verify(plan, [_write(tmp_path, "found.txt", one_generation(found, UP))], [])
+    (finding,) = result.findings
+    assert (finding.kind, finding.cable, finding.found) == ("wrong-speed", slow.cable, "4xHDR")
+    assert finding.a_device == "gpu020" and finding.a_port == slow.a.port

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from gpucluster.artifacts.cabling import Locator
 from gpucluster.plan.model import Plan
 from gpucluster.verify.discovery import Discovery, FoundLink, PortKey
-from gpucluster.verify.expected import PlannedEnd, PlannedLink, is_infiniband, port_info
+from gpucluster.verify.expected import PlannedEnd, PlannedLink, port_info
 
 KINDS: tuple[str, ...] = ("swapped", "miswired", "missing", "unexpected", "wrong-width", "wrong-speed")
 JOIN = " + "  # between the values of the two cables of a swapped pair (as the cable schedule joins them)
@@ -330,7 +330,3 @@ def _unexpected(names: Names, network: str, found: Discovery, lldp: bool) -> lis
             )
         )
     return findings
-
-
-def plan_is_infiniband(plan: Plan, network: str) -> bool:
-    return any(is_infiniband(plan, link) for link in plan.links if link.network == network)
