@@ -90,8 +90,17 @@ def findings_csv(results: list[NetworkResult]) -> str:
 
 
 def findings_html(results: list[NetworkResult], design: str) -> str:
+    def row(f: Finding) -> dict:
+        return {
+            "f": f,
+            "a": _end(f.a_rack, f.a_u, f.a_device, f.a_port),
+            "b": _end(f.b_rack, f.b_u, f.b_device, f.b_port),
+            "a_labels": [label for label in f.a_label.split(" + ") if label],
+            "b_labels": [label for label in f.b_label.split(" + ") if label],
+        }
+
     sections = [
-        (result, [(kind, TITLES[kind], [f for f in result.findings if f.kind == kind]) for kind in KINDS])
+        (result, [(kind, TITLES[kind], [row(f) for f in result.findings if f.kind == kind]) for kind in KINDS])
         for result in results
     ]
     return render(
