@@ -142,60 +142,101 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
 
 
 @main.command("size")
-@click.option("--parameters-b", type=float, required=True, help="Model size in billions of parameters.")
-@click.option("--tokens-b", type=float, required=True, help="Training tokens in billions.")
-@click.option("--days", type=float, required=True, help="Target wall-clock days.")
-@click.option("--server", default="dgx-h100", show_default=True, help="GPU server model from the catalog.")
-@click.option("--mfu", type=float, default=0.4, show_default=True, help="Expected model FLOPs utilisation.")
-@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True)
+@click.option(
+    "--from",
+    "from_design",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A design to take the site, the GPU server, extra catalog files and the workload from (options override).",
+)
+@click.option("--parameters-b", type=float, default=None, help="Model size in billions of parameters.")
+@click.option("--tokens-b", type=float, default=None, help="Training tokens in billions.")
+@click.option("--days", type=float, default=None, help="Target wall-clock days.")
+@click.option("--server", default=None, help="GPU server model from the catalog [default: the design's; dgx-h100].")
+@click.option("--mfu", type=float, default=None, help="Expected model FLOPs utilisation [default: 0.4].")
+@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), default=None, help="[default: bf16]")
 @click.option("--name", default=None, help="Design name (default from the model and server).")
 @_out_file_option("Starter design file to write (default NAME.yaml).")
 def size_command(
-    parameters_b: float,
-    tokens_b: float,
-    days: float,
-    server: str,
-    mfu: float,
-    precision: str,
+    from_design: Path | None,
+    parameters_b: float | None,
+    tokens_b: float | None,
+    days: float | None,
+    server: str | None,
+    mfu: float | None,
+    precision: str | None,
     name: str | None,
     out_file: Path | None,
 ) -> None:
-    """Size GPUs and servers for a workload (6·N·D) and write a starter design file."""
+    """Size GPUs and servers for a workload (6·N·D), plan the starter design and grow it until its own plan
+    trains in the target days with the spares its failure model asks for; write it."""
     from pydantic import ValidationError
 
     from gpucluster.catalog.load import load_catalog
     from gpucluster.catalog.schema import GpuServer
     from gpucluster.design.schema import Workload
-    from gpucluster.training import size, sizing_lines
-    from gpucluster.training import starter_design as _starter_design
+    from gpucluster.training.starter import plan_starter
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
+    fields: dict[str, object] = {}
+    site: dict | None = None
+    catalog_files: list[str] | None = None
+    if from_design is not None:
+        try:
+            base = load_design(from_design)
+        except DesignError as error:
+            _fail(error)
+            raise
+        catalog = base.catalog
+        server = server or base.design.compute.server
+        site = base.design.site.model_dump(mode="json", exclude_defaults=True) or None
+        if base.design.workload is not None:
+            fields = base.design.workload.model_dump(mode="json", exclude_unset=True)
+        out_folder = (out_file.parent if out_file else Path(".")).resolve()
+        catalog_files = [
+            os.path.relpath((from_design.parent / extra).resolve(), out_folder) for extra in base.design.catalog
+        ] or None
+    else:
+        catalog = load_catalog()
+    given = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
+    given |= {"mfu": mfu, "precision": precision}
+    fields |= {k: v for k, v in given.items() if v is not None}
+    missing = [flags[k] for k in flags if fields.get(k) is None]
+    if missing:
+        where = f" (or a workload section in {from_design} that gives them)" if from_design else ""
+        click.echo(f"error: give {', '.join(missing)}{where}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     try:
-        workload = Workload(
-            model_parameters_b=parameters_b, training_tokens_b=tokens_b, target_days=days, mfu=mfu, precision=precision
-        )
+        workload = Workload.model_validate(fields)
     except ValidationError as exc:
         for problem in exc.errors():
-            field = str(problem["loc"][0])
+            field = str(problem["loc"][0]) if problem["loc"] else "workload"
             click.echo(f"error: {flags.get(field, '--' + field)}: {problem['msg']}", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    catalog = load_catalog()
+    server = server or "dgx-h100"
     if not isinstance(catalog.parts.get(server), GpuServer):
         click.echo(
             f"error: --server: unknown GPU server {server!r}; the catalog has: {', '.join(catalog.ids(GpuServer))}",
             err=True,
         )
         sys.exit(EXIT_BAD_INPUT)
-    sizing = size(catalog, server, workload)
-    name = name or f"{server}-{parameters_b:g}b".replace(".", "-")
+    name = name or f"{server}-{workload.model_parameters_b:g}b".replace(".", "-")
     out_file = out_file or Path(f"{name}.yaml")
-    _write_file(out_file, _starter_design(sizing, name))
+    if not out_file.parent.is_dir():
+        click.echo(f"error: {out_file}: no such folder {out_file.parent}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     try:
-        load_design(out_file)
+        starter = plan_starter(catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files)
     except DesignError as error:
         _fail(error)
-    for line in sizing_lines(sizing):
+        raise
+    _write_file(out_file, starter.text)
+    from gpucluster.training import sizing_lines
+
+    for line in [*sizing_lines(starter.sizing), *starter.lines]:
         click.echo(line)
+    for finding in starter.findings:
+        click.echo(f"{finding.severity}: {finding.message}")
     click.echo(f"wrote {out_file}")
 
 

@@ -361,6 +361,103 @@ def _spares_cover_repairs(facts: dict) -> list[Finding]:
     ]
 
 
+# A plan whose time to train is above this share of the target days is a warning (training/model.py).
+TARGET_MARGIN = 0.9
+# Checkpoints the filesystem holds beside the dataset: the last durable one and the one being written
+# (a failure during a write falls back to the previous one; gpucluster/training/simulate.py).
+CHECKPOINTS_KEPT = 2
+
+
+def _workload_fits_plan(facts: dict) -> list[Finding]:
+    """The workload against the plan, every figure from the one training model (gpucluster/training/model.py):
+    time to train on the plan's GPUs against ``target_days``, whether loading and gradient sync leave the step
+    room for the MFU, and whether the dataset (with the checkpoints kept) fits the parallel filesystem."""
+    name = "workload-fits-plan"
+    c = facts.get("checkpoint")
+    t = (c or {}).get("training")
+    if not c or not t:
+        return [Finding(name, "ok", "no workload figures")]
+    assumed = c["workload"] == "assumed"
+
+    def finding(severity: str, message: str, subject: str = "") -> Finding:
+        # an assumed workload informs; it cannot fail a design
+        sev = "advisory" if assumed and severity != "ok" else severity
+        return Finding(name, sev, ("assumed workload: " if assumed else "") + message, subject)  # type: ignore[arg-type]
+
+    findings = []
+    model = f"{c['model_parameters_b']:g}B x {t['tokens_b']:,.0f}B tokens" if t["tokens_b"] else ""
+    ttt, target = t["time_to_train_days"], t["target_days"]
+    how = (
+        f"{t['compute_days']:,.1f} days of compute at {t['mfu']:.0%} MFU / {t['goodput']:.1%} goodput "
+        f"on {t['gpus']:,} GPUs"
+        if ttt is not None
+        else ""
+    )
+    if ttt is not None and target:
+        needs = f"; it needs {t['gpus_needed']:,} GPUs (compute.gpus) or a longer workload.target_days"
+        if ttt > target + 1e-9:
+            findings.append(
+                finding(
+                    "error",
+                    f"{model} takes {ttt:,.1f} days on this plan ({how}), beyond the {target:g}-day target{needs}",
+                    "workload.target_days",
+                )
+            )
+        elif ttt > TARGET_MARGIN * target:
+            findings.append(
+                finding(
+                    "warning",
+                    f"{model} takes {ttt:,.1f} days on this plan ({how}), within {1 - TARGET_MARGIN:.0%} of the "
+                    f"{target:g}-day target: a slower MFU or a bad run of failures misses it{needs}",
+                    "workload.target_days",
+                )
+            )
+    exposed = t["load_seconds"] + t["sync_seconds"]
+    if exposed > t["step_seconds"] + 1e-9:
+        findings.append(
+            finding(
+                "advisory",
+                f"at {t['mfu']:.0%} MFU a step takes {t['step_seconds']:.1f} s, but loading the batch "
+                f"({t['load_seconds']:.1f} s) and the gradient all-reduce ({t['sync_seconds']:.1f} s, estimated "
+                "with tensor parallelism inside the NVLink domain) alone take longer unless overlapped: the MFU "
+                "is out of reach on this plan; lower workload.mfu or raise workload.global_batch_tokens_m",
+                "workload.mfu",
+            )
+        )
+    dataset, capacity = t["dataset_tb"], t["filesystem_capacity_tb"]
+    if dataset is not None:
+        kept = dataset + CHECKPOINTS_KEPT * c["checkpoint_tb"]
+        where = f"the parallel filesystem ({t['filesystem']}, {capacity:,.0f} TB usable)"
+        if dataset > capacity + 1e-9:
+            findings.append(
+                finding(
+                    "error",
+                    f"the {dataset:,.0f} TB dataset does not fit {where}; raise parallel_filesystem.capacity_tb or "
+                    "stage the dataset in parts (workload.dataset_tb)",
+                    "parallel_filesystem.capacity_tb",
+                )
+            )
+        elif kept > capacity + 1e-9:
+            findings.append(
+                finding(
+                    "warning",
+                    f"the {dataset:,.0f} TB dataset and {CHECKPOINTS_KEPT} checkpoints of {c['checkpoint_tb']:.2f} TB "
+                    f"({kept:,.0f} TB) do not fit {where}; raise parallel_filesystem.capacity_tb",
+                    "parallel_filesystem.capacity_tb",
+                )
+            )
+    if findings:
+        return findings
+    parts = []
+    if ttt is not None:
+        parts.append(
+            f"{model} takes {ttt:,.1f} days ({how})" + (f", within the {target:g}-day target" if target else "")
+        )
+    if dataset is not None:
+        parts.append(f"the {dataset:,.0f} TB dataset and {CHECKPOINTS_KEPT} checkpoints fit {capacity:,.0f} TB")
+    return [Finding(name, "ok", "; ".join(parts) or "the workload fits the plan")]
+
+
 def _burn_in_plan(facts: dict) -> list[Finding]:
     plan = facts.get("burn_in_plan")
     if not plan or not plan["tests"]:
@@ -394,6 +491,12 @@ RULES: list[Rule] = [
         _rack_power_distribution,
     ),
     Rule("spare-servers", "Spare servers are present.", _spares),
+    Rule(
+        "workload-fits-plan",
+        "The workload trains within its target days on the plan, its step leaves room for the MFU, and its "
+        "dataset fits the parallel filesystem.",
+        _workload_fits_plan,
+    ),
     Rule("checkpoint-write-time", "Checkpoint write time against the checkpoint interval.", _checkpoint_write_time),
     Rule(
         "spares-cover-repairs",

@@ -26,7 +26,7 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from gpucluster import design_from_model, plan_design, rules
+from gpucluster import design_from_model, load_design, plan_design, rules
 from gpucluster.components import CLUSTER_TYPE, Cluster
 from gpucluster.components.offline import Registration, run_offline
 from gpucluster.components.policy import (
@@ -146,6 +146,25 @@ def _checkpoint_stalls_the_gpus() -> Plan:
     return _with("superpod-h100-1su", workload=Workload(model_parameters_b=405, checkpoint_interval_minutes=20))
 
 
+def _405b_on_512_gpus_in_90_days() -> Plan:
+    """The brief of issue 21: 405B on 512 H200 needs over 2,000 days, not 90."""
+    return plan_design(load_design(ROOT / "tests" / "designs" / "brief-h200-512.yaml"))
+
+
+def _70b_just_inside_its_target() -> Plan:
+    """25.4 days on the 4-SU SuperPOD against a 27-day target: no room for a slip."""
+    return _with(
+        "superpod-h200-4su",
+        workload=Workload(
+            model_parameters_b=70, training_tokens_b=2000, target_days=27, checkpoint_interval_minutes=60
+        ),
+    )
+
+
+def _dataset_larger_than_the_filesystem() -> Plan:
+    return _with("superpod-h100-1su", workload=Workload(model_parameters_b=8, training_tokens_b=300, dataset_tb=5000))
+
+
 def _one_spare_for_127_servers() -> Plan:
     loaded, _plan = planned("superpod-h200-4su")
     return _with("superpod-h200-4su", compute=loaded.design.compute.model_copy(update={"spare_servers": 1}))
@@ -178,6 +197,9 @@ VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
     ("rack-power-and-cooling", "warning", _air_cooled_dgx_racks),
     ("rack-power-distribution", "error", _rack_short_of_circuits),
     ("rack-power-distribution", "advisory", _dgx_on_2n_feeds),
+    ("workload-fits-plan", "error", _405b_on_512_gpus_in_90_days),
+    ("workload-fits-plan", "warning", _70b_just_inside_its_target),
+    ("workload-fits-plan", "error", _dataset_larger_than_the_filesystem),
     ("checkpoint-write-time", "error", _checkpoint_longer_than_its_interval),
     ("checkpoint-write-time", "warning", _checkpoint_stalls_the_gpus),
     ("spares-cover-repairs", "advisory", _one_spare_for_127_servers),

@@ -12,7 +12,7 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.cli import main
 from gpucluster.design.schema import Workload
 from gpucluster.training import size
-from gpucluster.training.sizing import gpu_days, training_flops
+from gpucluster.training.model import gpu_days, training_flops
 
 
 def test_llama3_405b_needs_its_published_compute() -> None:

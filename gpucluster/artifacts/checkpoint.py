@@ -21,12 +21,13 @@ from gpucluster.training.report import duration
 
 BUILD_RUNS = 200  # simulated runs per interval in every build (gpucluster simulate runs more)
 CHART = "checkpoint-goodput"
+CHECKPOINT_RULES = ("rule:workload-fits-plan", "rule:checkpoint-write-time", "rule:spares-cover-repairs")
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     a = analyse_checkpoints(plan)
     results = compare_intervals(a, runs=BUILD_RUNS, seed=DEFAULT_SEED)
-    findings = [f for f in plan.findings if f.rule in ("rule:checkpoint-write-time", "rule:spares-cover-repairs")]
+    findings = [f for f in plan.findings if f.rule in CHECKPOINT_RULES]
     text = render(
         "checkpoint.md.j2",
         name=plan.name,

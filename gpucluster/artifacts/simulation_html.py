@@ -18,9 +18,11 @@ from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import CheckpointAnalysis
 from gpucluster.training.intervals import DEFAULT_SEED
+from gpucluster.training.report import duration
 
 MAX_SERVER_NAMES = 4096  # beyond this the page names failed servers by number
-REPLAY_MTBFS = 10  # replay about this many mean times between failures, within the run length
+# The page draws each compute and checkpoint piece of the run: its shortest interval keeps them below this.
+MAX_TIMELINE_SEGMENTS = 5000
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -31,6 +33,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         assumed=a.assumed,
         model_b=f"{a.workload.model_parameters_b:g}",
         params=page_parameters(plan, a),
+        horizon=duration(a.run_days * 86400),
+        horizon_from=a.run_days_from,
     )
     (folder / "simulation.html").write_text(text, encoding="utf-8")
 
@@ -41,9 +45,8 @@ def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
     leaves = sorted(d.name for d in plan.switches("compute", 1))
     spines = sorted(d.name for d in plan.switches("compute", 2))
     storage = sorted(d.name for d in plan.devices_with("storage"))
-    run_s = a.run_days * 86400
-    horizon = min(run_s, max(86400.0, REPLAY_MTBFS * a.mtbf_s)) if math.isfinite(a.mtbf_s) else run_s
-    low = max(a.step.seconds, min(a.interval_s, a.daly_s) / 16)
+    horizon = a.run_days * 86400  # the run checkpoint.md simulates
+    low = max(a.step.seconds, min(a.interval_s, a.daly_s) / 16, horizon / MAX_TIMELINE_SEGMENTS)
     high = min(max(a.interval_s, a.daly_s) * 16, horizon / 2)
     return {
         "seed": DEFAULT_SEED,
@@ -79,4 +82,5 @@ def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
         "interval_min_s": low,
         "interval_max_s": max(high, low * 2),
         "horizon_s": horizon,
+        "horizon_from": a.run_days_from,
     }

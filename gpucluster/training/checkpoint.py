@@ -16,7 +16,16 @@ from dataclasses import dataclass, field
 from gpucluster.design.schema import Workload
 from gpucluster.plan.model import Plan
 from gpucluster.training import reliability as rel
-from gpucluster.training.sizing import SIZING_GOODPUT, gpu_days, peak_tflops, training_flops
+from gpucluster.training.model import (
+    compute_days as model_compute_days,
+)
+from gpucluster.training.model import (
+    gpus_for_target,
+    peak_tflops,
+    step_seconds,
+    time_to_train_days,
+    training_flops,
+)
 
 # Seed: "A checkpoint of a 70-billion-parameter model with optimizer state is around 1 TB."
 ASSUMED_WORKLOAD = Workload(model_parameters_b=70)
@@ -72,13 +81,20 @@ class Path:
 
 @dataclass(frozen=True)
 class Step:
-    """One training step: load a batch (storage), compute (GPUs), synchronise gradients (fabric)."""
+    """One training step at the workload's MFU (the training model's step time): within it the batch is
+    loaded (storage), the GPUs compute and the gradients are synchronised (fabric). Loading and sync are
+    estimates of their unhidden time; ``compute_s`` is the rest of the step."""
 
     seconds: float
     load_s: float
     compute_s: float
     sync_s: float
     tokens: float
+
+    @property
+    def reachable(self) -> bool:
+        """Loading and sync leave room for compute: the MFU can be reached on this plan."""
+        return self.load_s + self.sync_s <= self.seconds
 
 
 @dataclass(frozen=True)
@@ -112,8 +128,9 @@ class CheckpointAnalysis:
     step: Step
     training_flops: float | None
     compute_days: float | None  # pure compute on this plan's GPUs at the workload's MFU
-    gpus_needed: int | None  # for the target days
+    gpus_needed: int | None  # for the target days at this plan's goodput
     run_days: float
+    run_days_from: str  # where the simulated run length comes from
     staging_in: Path | None
     staging_out: Path | None
     dataset_bytes: float | None
@@ -126,6 +143,11 @@ class CheckpointAnalysis:
     @property
     def goodput(self) -> float:
         return rel.daly_efficiency(self.interval_s, self.stall_s, self.restart_s, self.mtbf_s)
+
+    @property
+    def time_to_train_days(self) -> float | None:
+        """Wall days to train on this plan: compute time over the goodput at the interval."""
+        return time_to_train_days(self.workload, self.gpus, self.peak_tflops, self.goodput)
 
     @property
     def goodput_at_daly(self) -> float:
@@ -180,10 +202,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
 
     step = _step(workload, gpus, peak, read, server_part)
     flops = training_flops(workload)
-    compute_days = gpu_days(flops, peak, workload.mfu) / gpus if flops else None
-    gpus_needed = None
-    if flops and workload.target_days:
-        gpus_needed = math.ceil(gpu_days(flops, peak, workload.mfu, SIZING_GOODPUT) / workload.target_days)
+    compute_days = model_compute_days(workload, gpus, peak)
     if workload.checkpoint_interval_minutes is not None:
         wanted, interval_from = workload.checkpoint_interval_minutes * 60, "design"
     elif math.isfinite(daly_s):
@@ -193,9 +212,8 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         wanted, interval_from = days * 86400, "the run's length (no failures)"
     interval_s = max(1, round(wanted / step.seconds)) * step.seconds
     goodput = rel.daly_efficiency(interval_s, stall_s, restart_s, mtbf_s)
-    run_days = (
-        workload.run_days or workload.target_days or ((compute_days / goodput) if compute_days else DEFAULT_RUN_DAYS)
-    )
+    gpus_needed = gpus_for_target(workload, peak, goodput)
+    run_days, run_days_from = _run_days(workload, compute_days, goodput)
 
     dataset_bytes = None
     if workload.dataset_tb:
@@ -242,6 +260,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         compute_days=compute_days,
         gpus_needed=gpus_needed,
         run_days=run_days,
+        run_days_from=run_days_from,
         staging_in=staging_in,
         staging_out=staging_out,
         dataset_bytes=dataset_bytes,
@@ -251,6 +270,17 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         server_failures_per_year=server_failures,
         notes=notes,
     )
+
+
+def _run_days(workload: Workload, compute_days: float | None, goodput: float) -> tuple[float, str]:
+    """The run length every simulation of the job replays (checkpoint.md, `simulate`, simulation.html)."""
+    if workload.run_days:
+        return workload.run_days, "workload.run_days"
+    if workload.target_days:
+        return workload.target_days, "workload.target_days"
+    if compute_days:
+        return compute_days / goodput, "the time to train on this plan"
+    return DEFAULT_RUN_DAYS, "a default (the workload gives no days and no tokens)"
 
 
 def checkpoint_facts(plan: Plan) -> dict:
@@ -271,12 +301,36 @@ def checkpoint_facts(plan: Plan) -> dict:
         "daly_interval_seconds": round(a.daly_s, 3) if math.isfinite(a.daly_s) else None,
         "goodput": round(a.goodput, 6),
         "goodput_at_daly": round(a.goodput_at_daly, 6),
+        "training": training_facts(plan, a),
         "spares": {
             "needed": a.spares_needed,
             "have": a.spares_have,
             "confidence": a.workload.spare_confidence,
             "repair_hours": a.workload.repair_hours,
         },
+    }
+
+
+def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
+    """The workload against the plan, from the one training model (rule ``workload-fits-plan``)."""
+    ttt = a.time_to_train_days
+    dataset_tb = a.dataset_bytes / 1e12 if a.dataset_bytes else None
+    return {
+        "tokens_b": a.workload.training_tokens_b,
+        "target_days": a.workload.target_days,
+        "mfu": a.workload.mfu,
+        "gpus": a.gpus,
+        "gpu_model": a.gpu_model,
+        "compute_days": round(a.compute_days, 3) if a.compute_days is not None else None,
+        "goodput": round(a.goodput, 6),
+        "time_to_train_days": round(ttt, 3) if ttt is not None else None,
+        "gpus_needed": a.gpus_needed,
+        "step_seconds": round(a.step.seconds, 3),
+        "load_seconds": round(a.step.load_s, 3),
+        "sync_seconds": round(a.step.sync_s, 3),
+        "dataset_tb": round(dataset_tb, 3) if dataset_tb is not None else None,
+        "filesystem_capacity_tb": round(float(plan.settings["parallel_filesystem_capacity_tb"]), 3),
+        "filesystem": f"{plan.settings['parallel_filesystem_blocks']} x {plan.settings['parallel_filesystem_block']}",
     }
 
 
@@ -389,7 +443,7 @@ def _step(workload: Workload, gpus: int, peak_tflops: float, read: Path, server_
     PERFORMANCE.md)."""
     tokens = workload.global_batch_tokens_m * 1e6
     params = workload.model_parameters_b * 1e9
-    seconds = 6.0 * params * tokens / (gpus * peak_tflops * 1e12 * workload.mfu)
+    seconds = step_seconds(workload, gpus, peak_tflops)
     load_s = read.seconds(tokens * workload.dataset_bytes_per_token)
     gpu = server_part.gpu  # type: ignore[attr-defined]
     model_parallel = min(gpu.nvlink_domain_gpus, gpus)
@@ -398,4 +452,4 @@ def _step(workload: Workload, gpus: int, peak_tflops: float, read: Path, server_
     gradient_bytes = 2.0 * params / model_parallel  # bf16 gradients of one GPU's shard
     sync_s = 2.0 * (replicas - 1) / replicas * gradient_bytes / (port_gbytes * 1e9) if replicas > 1 else 0.0
     compute_s = max(seconds - load_s - sync_s, 0.0)
-    return Step(max(seconds, load_s + sync_s), load_s, compute_s, sync_s, tokens)
+    return Step(seconds, load_s, compute_s, sync_s, tokens)

@@ -15,14 +15,13 @@ import yaml
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.schema import Workload
-
-# Dense peak by precision relative to the catalog's dense BF16: FP16 runs at the BF16 rate; FP8 doubles it
-# on Hopper and Blackwell (H100 SXM 1,978.9 vs 989.4 TFLOPS dense; B200 4,500 vs 2,250; reliability-facts 4).
-PEAK_FACTOR = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0}
-
-# Goodput assumed when sizing GPUs for a target: about 0.9 for the best-run large jobs (Llama 3 ">90%
-# effective training time", MegaScale ">90%", Meta RSC ETTR ~0.9; reliability-facts.md 4).
-SIZING_GOODPUT = 0.9
+from gpucluster.training.model import (
+    SIZING_GOODPUT,
+    gpus_for_target,
+    peak_tflops,
+    time_to_train_days,
+    training_flops,
+)
 
 
 @dataclass(frozen=True)
@@ -44,28 +43,9 @@ class Sizing:
 
     @property
     def days_on_servers(self) -> float:
-        """Wall days on the rounded-up servers, at the MFU and goodput assumed."""
-        return gpu_days(self.flops, self.peak_tflops, self.workload.mfu, self.goodput) / self.gpus
-
-
-def peak_tflops(server: GpuServer, precision: str) -> tuple[float, str]:
-    """Dense peak per GPU at a precision, and where the figure comes from."""
-    source = f"catalog {server.id} gpu.bf16_dense_tflops ({server.sources.get('gpu.bf16_dense_tflops', 'uncited')})"
-    if precision == "fp8":
-        source += "; FP8 dense = 2 x BF16 dense on Hopper/Blackwell"
-    return server.gpu.bf16_dense_tflops * PEAK_FACTOR[precision], source
-
-
-def training_flops(workload: Workload) -> float | None:
-    """6 N D, or None when the workload names no token count."""
-    if not workload.training_tokens_b:
-        return None
-    return 6.0 * workload.model_parameters_b * 1e9 * workload.training_tokens_b * 1e9
-
-
-def gpu_days(flops: float, peak: float, mfu: float, goodput: float = 1.0) -> float:
-    """GPU-days to do ``flops`` at ``peak`` TFLOPS x MFU x goodput."""
-    return flops / (peak * 1e12 * mfu * goodput) / 86400
+        """Wall days on the rounded-up servers, at the MFU and goodput assumed (the training model's
+        time to train)."""
+        return time_to_train_days(self.workload, self.gpus, self.peak_tflops, self.goodput) or 0.0
 
 
 def size(catalog: Catalog, server_id: str, workload: Workload, goodput: float = SIZING_GOODPUT) -> Sizing:
@@ -75,7 +55,7 @@ def size(catalog: Catalog, server_id: str, workload: Workload, goodput: float = 
     server = catalog.get(server_id, GpuServer)
     peak, source = peak_tflops(server, workload.precision)
     flops = training_flops(workload) or 0.0
-    gpus = math.ceil(gpu_days(flops, peak, workload.mfu, goodput) / workload.target_days)
+    gpus = gpus_for_target(workload, peak, goodput) or 0
     servers = math.ceil(gpus / server.gpu.count)
     return Sizing(server, workload, flops, peak, source, goodput, gpus, servers)
 
@@ -86,21 +66,37 @@ def sizing_lines(s: Sizing) -> list[str]:
         f"workload: {w.model_parameters_b:g}B parameters x {w.training_tokens_b:g}B tokens = "
         f"{s.flops:.3g} FLOPs (6·N·D)",
         f"GPU: {s.server.gpu.model}, {s.peak_tflops:,.1f} TFLOPS dense {w.precision} ({s.peak_source})",
-        f"at {w.mfu:.0%} MFU and {s.goodput:.0%} goodput in {w.target_days:g} days: {s.gpus_needed:,} GPUs "
-        f"-> {s.servers:,} x {s.server.id} ({s.gpus:,} GPUs, {s.days_on_servers:.1f} days)",
+        f"at {w.mfu:.0%} MFU and {s.goodput:.0%} goodput (assumed before planning) in {w.target_days:g} days: "
+        f"{s.gpus_needed:,} GPUs -> {s.servers:,} x {s.server.id} ({s.gpus:,} GPUs, {s.days_on_servers:.1f} days)",
     ]
 
 
-def starter_design(s: Sizing, name: str) -> str:
-    """A design file for the sizing: the servers and the workload; everything else keeps its defaults."""
+def starter_design(
+    s: Sizing,
+    name: str,
+    *,
+    site: dict | None = None,
+    catalog: list[str] | None = None,
+    spare_servers: int | None = None,
+    notes: list[str] | None = None,
+) -> str:
+    """A design file for the sizing: the servers and the workload (and a base design's site and extra
+    catalog files, with the spares the plan's failure model asks for); everything else keeps its defaults."""
     w = s.workload
-    workload = {"model_parameters_b": w.model_parameters_b, "training_tokens_b": w.training_tokens_b}
+    workload = w.model_dump(exclude_defaults=True)
     workload |= {"target_days": w.target_days, "precision": w.precision, "mfu": w.mfu}
-    document = {
+    compute: dict[str, object] = {"server": s.server.id, "servers": s.servers}
+    if spare_servers is not None:
+        compute["spare_servers"] = spare_servers
+    document: dict[str, object] = {
         "name": name,
         "description": f"{w.model_parameters_b:g}B model, {w.training_tokens_b:g}B tokens in {w.target_days:g} days",
-        "compute": {"server": s.server.id, "servers": s.servers},
-        "workload": workload,
     }
-    header = "".join(f"# {line}\n" for line in ["Starter design written by `gpucluster size`:", *sizing_lines(s)])
+    if catalog:
+        document["catalog"] = catalog
+    if site:
+        document["site"] = site
+    document |= {"compute": compute, "workload": workload}
+    lines = ["Starter design written by `gpucluster size`:", *sizing_lines(s), *(notes or [])]
+    header = "".join(f"# {line}\n" for line in lines)
     return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)

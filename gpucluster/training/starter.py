@@ -1,0 +1,94 @@
+"""`gpucluster size`: a starter design checked against its own plan.
+
+The 6·N·D sizing assumes a goodput before any plan exists; the starter design is then planned, and the plan's
+own training figures (the training model at the plan's goodput, its failure model's spares) decide: servers
+are added until the plan trains in the target days, and the spares the failure model asks for are set, so the
+design `size` writes draws no finding against itself from the workload rules.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.design.load import load_design
+from gpucluster.design.schema import Workload
+from gpucluster.plan import plan_design
+from gpucluster.plan.model import Finding, Plan
+from gpucluster.rules import TARGET_MARGIN
+from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints
+from gpucluster.training.sizing import Sizing, size, starter_design
+
+MAX_ROUNDS = 6  # plans of the starter design before `size` settles (each round adds what the last one lacked)
+# The rules whose findings are about what `size` chose (servers, spares, interval); the others (power feed,
+# partial SUs ...) are about the site or the server model and are printed as they are.
+SIZING_RULES = ("rule:workload-fits-plan", "rule:checkpoint-write-time", "rule:spares-cover-repairs")
+
+
+@dataclass(frozen=True)
+class Starter:
+    """The design `size` writes, with the plan it was checked on."""
+
+    text: str
+    sizing: Sizing
+    analysis: CheckpointAnalysis
+    findings: list[Finding]
+    lines: list[str]
+
+
+def plan_starter(
+    catalog: Catalog,
+    server_id: str,
+    workload: Workload,
+    name: str,
+    folder: Path,
+    *,
+    site: dict | None = None,
+    catalog_files: list[str] | None = None,
+) -> Starter:
+    """Size the workload, then plan the starter design and grow it until its own plan meets the target."""
+    # the interval is the plan's choice (Daly's optimum for the planned GPUs), not a figure for another size
+    workload = workload.model_copy(update={"checkpoint_interval_minutes": None})
+    sizing = size(catalog, server_id, workload)
+    servers, spares = sizing.servers, None
+    aim = (workload.target_days or 0.0) * TARGET_MARGIN  # below the rule's warning line
+    for _round in range(MAX_ROUNDS):
+        current = replace(sizing, servers=servers)
+        plan = _plan_text(starter_design(current, name, site=site, catalog=catalog_files, spare_servers=spares), folder)
+        a = analyse_checkpoints(plan)
+        days = a.time_to_train_days or 0.0
+        # goodput falls as the job grows, so overshoot the ratio a little to settle in fewer rounds
+        wanted_servers = max(servers + 1, math.ceil(servers * (days / aim) ** 1.2)) if days > aim else servers
+        wanted_spares = a.spares_needed if a.spares_needed > a.spares_have else spares
+        if (wanted_servers, wanted_spares) == (servers, spares):
+            break
+        servers, spares = wanted_servers, wanted_spares
+    else:  # the last round's changes were not planned: write what was
+        servers, spares = current.servers, _planned_spares(plan)
+    lines = [
+        f"planned: {a.gpus:,} GPUs train in {days:,.1f} days ({a.compute_days or 0:,.1f} days of compute / "
+        f"{a.goodput:.1%} goodput at the {a.interval_s / 60:,.0f}-min checkpoint interval), as checkpoint.md says; "
+        f"sized to finish within {TARGET_MARGIN:.0%} of the target",
+        f"spares: {a.spares_have} (the failure model asks for {a.spares_needed})",
+    ]
+    text = starter_design(current, name, site=site, catalog=catalog_files, spare_servers=spares, notes=lines)
+    return Starter(text, current, a, [f for f in plan.findings if f.severity != "ok"], lines)
+
+
+def _planned_spares(plan: Plan) -> int:
+    return sum(1 for d in plan.devices_with("gpu-server") if d.spare)
+
+
+def _plan_text(text: str, folder: Path) -> Plan:
+    """Plan a design text as if it stood in ``folder`` (so its catalog paths resolve)."""
+    handle, name = tempfile.mkstemp(prefix=".size-", suffix=".yaml", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        return plan_design(load_design(name))
+    finally:
+        os.unlink(name)

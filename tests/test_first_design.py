@@ -1,0 +1,133 @@
+"""A new user's first real design (issue 21): 512 H200 GPUs on InfiniBand, VAST for a 405B model's
+checkpoints, object storage, Slurm plus Kubernetes for two teams, 40 kW racks with rear doors.
+
+`tests/designs/brief-h200-512.yaml` is the brief as the user wrote it (15T tokens in 90 days: far too much
+for 512 GPUs); `designs/h200-512-two-teams.yaml` is the same cluster with a workload it can train.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import DESIGNS, ROOT, planned
+
+from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster.cli import main
+from gpucluster.plan.model import Plan
+from gpucluster.training import analyse_checkpoints
+from gpucluster.training.model import compute_days, step_seconds
+
+BRIEF = ROOT / "tests" / "designs" / "brief-h200-512.yaml"
+
+
+@pytest.fixture(scope="module")
+def brief() -> Plan:
+    return plan_design(load_design(BRIEF))
+
+
+def _rule(plan: Plan, name: str) -> list:
+    return [f for f in plan.findings if f.rule == f"rule:{name}"]
+
+
+# --- 1. one training model, and the workload checked against the plan ------------------------------------
+
+
+def test_a_workload_the_plan_cannot_train_in_its_target_is_an_error_naming_the_fields(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["validate", str(BRIEF)])
+    assert result.exit_code == 2
+    assert "rule:workload-fits-plan" in result.output and "beyond the 90-day target" in result.output
+    assert "compute.gpus" in result.output and "workload.target_days" in result.output
+
+
+def test_time_to_train_is_compute_over_the_plans_goodput(brief: Plan) -> None:
+    a = analyse_checkpoints(brief)
+    (finding,) = _rule(brief, "workload-fits-plan")
+    assert finding.severity == "error"
+    assert a.compute_days == pytest.approx(2082.0, abs=0.1)  # 3.65e25 / (512 x 989.4e12 x 0.4) / 86400
+    assert a.time_to_train_days == pytest.approx(a.compute_days / a.goodput)
+    assert f"{a.time_to_train_days:,.1f} days" in finding.message and f"{a.goodput:.1%} goodput" in finding.message
+
+
+def test_the_step_is_the_mfu_step_with_loading_and_sync_inside_it(brief: Plan) -> None:
+    a = analyse_checkpoints(brief)
+    w = a.workload
+    assert a.step.seconds == pytest.approx(step_seconds(w, a.gpus, a.peak_tflops))
+    assert a.step.load_s + a.step.compute_s + a.step.sync_s == pytest.approx(a.step.seconds)
+    steps = w.training_tokens_b * 1e9 / (w.global_batch_tokens_m * 1e6)
+    assert steps * a.step.seconds / 86400 == pytest.approx(compute_days(w, a.gpus, a.peak_tflops))
+
+
+def test_a_target_just_met_is_a_warning_and_a_fitting_workload_is_ok() -> None:
+    _loaded, plan = planned("h200-512-two-teams")
+    (ok,) = _rule(plan, "workload-fits-plan")
+    assert ok.severity == "ok" and "within the 60-day target" in ok.message
+    loaded = load_design(DESIGNS / "h200-512-two-teams.yaml")
+    a = analyse_checkpoints(plan)
+    tight = loaded.design.model_copy(
+        update={"workload": loaded.design.workload.model_copy(update={"target_days": a.time_to_train_days / 0.95})}
+    )
+    from gpucluster import design_from_model
+
+    (warning,) = _rule(plan_design(design_from_model(tight)), "workload-fits-plan")
+    assert warning.severity == "warning" and "within 10% of the" in warning.message
+
+
+def test_a_dataset_larger_than_the_filesystem_is_an_error(brief: Plan) -> None:
+    loaded = load_design(BRIEF)
+    from gpucluster import design_from_model
+
+    big = loaded.design.model_copy(
+        update={"workload": loaded.design.workload.model_copy(update={"dataset_tb": 9000, "target_days": 3000})}
+    )
+    findings = _rule(plan_design(design_from_model(big)), "workload-fits-plan")
+    assert [f.severity for f in findings] == ["error"]
+    assert "9,000 TB dataset does not fit" in findings[0].message
+    assert "parallel_filesystem.capacity_tb" in findings[0].message
+
+
+def test_checkpoint_md_and_the_simulation_page_replay_the_same_stated_run(tmp_path: Path) -> None:
+    loaded, plan = planned("h200-512-two-teams")
+    folder = write_artifacts(plan, loaded, tmp_path, ["checkpoint", "simulation"])
+    a = analyse_checkpoints(plan)
+    text = (folder / "checkpoint.md").read_text()
+    assert "| Simulated run length | 60 days (workload.target_days); simulation.html replays the same length |" in text
+    assert f"| Time to train | {a.time_to_train_days:,.1f} days = compute / {a.goodput:.1%} goodput" in text
+    assert "MFU is over the whole step" in text
+    html = (folder / "simulation.html").read_text()
+    params = json.loads(re.search(r'<script id="params" type="application/json">(.*?)</script>', html, re.S)[1])
+    assert params["horizon_s"] == pytest.approx(60 * 86400)
+    assert "One run of 60.0 days (workload.target_days): the same run length checkpoint.md simulates." in html
+    assert params["step_s"] == pytest.approx(a.step.seconds)
+    assert params["interval_min_s"] * 5000 >= params["horizon_s"]  # at most 5,000 timeline pieces
+
+
+def test_size_from_a_design_takes_its_site_and_server_and_agrees_with_checkpoint_md(tmp_path: Path) -> None:
+    out = tmp_path / "starter.yaml"
+    result = CliRunner().invoke(main, ["size", "--from", str(BRIEF), "--tokens-b", "1000", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    document = yaml.safe_load(out.read_text())
+    assert document["compute"]["server"] == "dgx-h200"
+    assert document["site"] == {"rack_power_budget_kw": 40.0}  # rear-door cooling is the default
+    assert document["workload"]["model_parameters_b"] == 405 and document["workload"]["training_tokens_b"] == 1000
+    loaded = load_design(out)
+    plan = plan_design(loaded)
+    a = analyse_checkpoints(plan)
+    assert f"train in {a.time_to_train_days:,.1f} days" in result.output
+    assert a.time_to_train_days <= 0.9 * 90
+    folder = write_artifacts(plan, loaded, tmp_path / "out", ["checkpoint"])
+    assert f"| Time to train | {a.time_to_train_days:,.1f} days" in (folder / "checkpoint.md").read_text()
+    # the starter draws nothing against what size chose: servers, spares, checkpoint interval
+    sizing = [f for f in plan.findings if f.rule in {"rule:workload-fits-plan", "rule:checkpoint-write-time"}]
+    sizing += [f for f in plan.findings if f.rule == "rule:spares-cover-repairs"]
+    assert sizing and all(f.severity == "ok" for f in sizing), [f.message for f in sizing]
+
+
+def test_size_without_a_workload_names_the_missing_options(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["size", "--parameters-b", "8", "-o", str(tmp_path / "x.yaml")])
+    assert result.exit_code == 2 and "give --tokens-b, --days" in result.output
+    assert not (tmp_path / "x.yaml").exists()
