@@ -70,6 +70,12 @@ def _plan(design: Path, say: Callable[[str], None]) -> Plan:
         raise
 
 
+def _part_kinds() -> tuple:
+    from gpucluster.catalog.listing import PART_KINDS
+
+    return PART_KINDS
+
+
 def _out_file_option(help_text: str) -> Callable:
     return click.option(
         "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
@@ -139,6 +145,29 @@ def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | N
     for line in summary_lines(plan):
         click.echo(line)
     click.echo(f"wrote {folder}")
+
+
+@main.command("catalog")
+@click.argument("kind", required=False, type=click.Choice([k.name for k in _part_kinds()]))
+@click.option(
+    "--design",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Include the extra catalog files this design names (and its overrides).",
+)
+@click.option("--citations", is_flag=True, help="Print each figure's full citation instead of its source tag.")
+def catalog_command(kind: str | None, design: Path | None, citations: bool) -> None:
+    """List the parts catalog (or one KIND of part): each part's key figures and their sources."""
+    from gpucluster.catalog.listing import catalog_lines
+    from gpucluster.catalog.load import load_catalog
+
+    try:
+        catalog = load_design(design).catalog if design is not None else load_catalog()
+    except DesignError as error:
+        _fail(error)
+        raise
+    for line in catalog_lines(catalog, kind, citations=citations):
+        click.echo(line)
 
 
 @main.command("size")

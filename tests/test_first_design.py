@@ -131,3 +131,33 @@ def test_size_without_a_workload_names_the_missing_options(tmp_path: Path) -> No
     result = CliRunner().invoke(main, ["size", "--parameters-b", "8", "-o", str(tmp_path / "x.yaml")])
     assert result.exit_code == 2 and "give --tokens-b, --days" in result.output
     assert not (tmp_path / "x.yaml").exists()
+
+
+# --- 6. the catalog without reading YAML --------------------------------------------------------------------
+
+
+def test_catalog_lists_every_kind_with_key_figures_and_sources() -> None:
+    from gpucluster.catalog.listing import PART_KINDS
+    from gpucluster.catalog.load import KINDS
+
+    assert {k.kind for k in PART_KINDS} == set(KINDS)
+    result = CliRunner().invoke(main, ["catalog"])
+    assert result.exit_code == 0, result.output
+    for kind in PART_KINDS:
+        assert re.search(rf"^{kind.name} \(\d+\)$", result.output, re.M), kind.name
+    assert "sources: none cited" not in result.output
+
+
+def test_catalog_of_one_kind_gives_its_figures_and_full_citations() -> None:
+    result = CliRunner().invoke(main, ["catalog", "storage", "--citations"])
+    assert result.exit_code == 0, result.output
+    assert "vast-ceres-df3060-2cnode: VAST Data" in result.output and "switch (" not in result.output
+    assert "1,196 TB usable; 51 GB/s read; 12 GB/s write" in result.output
+    assert "source: derived: min(2 x 29, 1 x 51) = 51 GB/s NFS read" in result.output
+    switches = CliRunner().invoke(main, ["catalog", "switch"]).output
+    assert "qm9700: NVIDIA Quantum-2 QM9700" in switches and "on-board subnet manager" in switches
+
+
+def test_catalog_of_an_unknown_kind_exits_2_naming_the_kinds() -> None:
+    result = CliRunner().invoke(main, ["catalog", "gpus"])
+    assert result.exit_code == 2 and "'gpu-server'" in result.output

@@ -1,0 +1,152 @@
+"""What `gpucluster catalog [KIND]` prints: each part with the figures an architect picks it by, and where
+those figures come from (the catalog's own citations), so the catalog can be browsed without its YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.schema import (
+    Appliance,
+    Cable,
+    GpuServer,
+    Nic,
+    Pdu,
+    Rack,
+    StorageBlock,
+    Switch,
+    Transceiver,
+)
+
+
+def _ports(part: object, role: str | None = None) -> str:
+    groups = [g for g in getattr(part, "ports", []) if role is None or g.role == role]
+    return " + ".join(f"{g.port_count} x {g.speed_gbps:g}G {g.cage_type}" for g in groups) or "-"
+
+
+def _rack_figures(part: object) -> list[tuple[str, str]]:
+    weight = getattr(part, "weight_kg", None)
+    return [
+        ("u_height", f"{part.u_height:g}U"),  # type: ignore[attr-defined]
+        ("power_max_w", f"{part.power_max_w / 1000:,.2f} kW max"),  # type: ignore[attr-defined]
+        ("weight_kg", f"{weight:g} kg" if weight else "weight not given"),
+    ]
+
+
+def _server(p: GpuServer) -> list[tuple[str, str]]:
+    return [
+        ("gpu", f"{p.gpu.count} x {p.gpu.model}"),
+        ("gpu.bf16_dense_tflops", f"{p.gpu.bf16_dense_tflops:,.1f} TFLOPS BF16 dense per GPU"),
+        ("ports", f"compute {_ports(p, 'compute')}; storage {_ports(p, 'storage')}"),
+        *_rack_figures(p),
+    ]
+
+
+def _switch(p: Switch) -> list[tuple[str, str]]:
+    return [
+        ("technology", p.technology),
+        ("ports", _ports(p, "fabric") if p.port_groups("fabric") else _ports(p)),
+        ("subnet_manager", "on-board subnet manager" if p.subnet_manager else "no subnet manager"),
+        *_rack_figures(p),
+    ]
+
+
+def _appliance(p: Appliance) -> list[tuple[str, str]]:
+    return [("role", p.role), ("ports", _ports(p)), *_rack_figures(p)]
+
+
+def _storage(p: StorageBlock) -> list[tuple[str, str]]:
+    return [
+        ("tier", f"{p.tier} ({', '.join(p.filesystems)})"),
+        ("capacity_tb", f"{p.capacity_tb:,.0f} TB usable"),
+        ("read_gbytes_per_s", f"{p.read_gbytes_per_s:g} GB/s read"),
+        ("write_gbytes_per_s", f"{p.write_gbytes_per_s:g} GB/s write"),
+        ("ports", _ports(p, "storage")),
+        *_rack_figures(p),
+    ]
+
+
+def _nic(p: Nic) -> list[tuple[str, str]]:
+    return [("ports", _ports(p)), ("power_max_w", f"{p.power_max_w:g} W max")]
+
+
+def _transceiver(p: Transceiver) -> list[tuple[str, str]]:
+    return [
+        ("cage_type", f"{p.cage_type}, {p.ports} x {p.speed_gbps:g}G"),
+        ("media", f"{p.media}, {p.reach_m:g} m"),
+        ("power_max_w", f"{p.power_max_w:g} W max"),
+    ]
+
+
+def _cable(p: Cable) -> list[tuple[str, str]]:
+    lengths = f"{min(p.lengths_m):g}-{max(p.lengths_m):g} m" if len(p.lengths_m) > 1 else f"{p.lengths_m[0]:g} m"
+    return [
+        ("media", f"{p.media}, {p.links} x {p.speed_gbps:g}G, {p.end_a} to {p.end_b}"),
+        ("reach_m", f"reach {p.reach_m:g} m"),
+        ("lengths_m", lengths),
+    ]
+
+
+def _rack(p: Rack) -> list[tuple[str, str]]:
+    return [
+        ("u_height", f"{p.u_height}U, {p.width_mm:g} x {p.depth_mm:g} mm"),
+        ("max_load_kg", f"{p.max_load_kg:g} kg load" if p.max_load_kg else "load not given"),
+    ]
+
+
+def _pdu(p: Pdu) -> list[tuple[str, str]]:
+    outlets = ", ".join(f"{n} x {kind}" for kind, n in p.outlets.items())
+    return [("voltage_v", f"{p.voltage_v:g} V {p.phases}-phase {p.current_a:g} A"), ("outlets", outlets)]
+
+
+@dataclass(frozen=True)
+class PartKind:
+    name: str  # as the command takes it
+    kind: type
+    figures: Callable[..., list[tuple[str, str]]]
+
+
+PART_KINDS = (
+    PartKind("gpu-server", GpuServer, _server),
+    PartKind("switch", Switch, _switch),
+    PartKind("appliance", Appliance, _appliance),
+    PartKind("storage", StorageBlock, _storage),
+    PartKind("nic", Nic, _nic),
+    PartKind("transceiver", Transceiver, _transceiver),
+    PartKind("cable", Cable, _cable),
+    PartKind("rack", Rack, _rack),
+    PartKind("pdu", Pdu, _pdu),
+)
+
+
+def catalog_lines(catalog: Catalog, kind: str | None = None, *, citations: bool = False) -> list[str]:
+    """Parts of one kind (or all), grouped by kind: id, vendor and model, key figures, and their sources
+    (the source tags, or with ``citations`` each figure's resolved citation)."""
+    lines: list[str] = []
+    for part_kind in PART_KINDS:
+        if kind is not None and part_kind.name != kind:
+            continue
+        parts = catalog.of_kind(part_kind.kind)
+        if not parts:
+            continue
+        lines.append(f"{part_kind.name} ({len(parts)})")
+        for part in parts:
+            figures = part_kind.figures(part)
+            lines.append(f"  {part.id}: {part.vendor} {part.model}")  # type: ignore[attr-defined]
+            lines.append("      " + "; ".join(text for _field, text in figures))
+            sources = []
+            for field_name, _text in figures:
+                cited = catalog.citation(part.id, field_name) if citations else _tag(part, field_name)  # type: ignore[attr-defined]
+                if cited and cited not in sources:
+                    sources.append(cited)
+            if citations:
+                lines += [f"      source: {s}" for s in sources]
+            else:
+                lines.append("      sources: " + (" | ".join(sources) if sources else "none cited"))
+    return lines
+
+
+def _tag(part: object, field_name: str) -> str | None:
+    sources = part.sources  # type: ignore[attr-defined]
+    return sources.get(field_name) or sources.get(field_name.split(".")[0])
