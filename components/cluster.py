@@ -149,14 +149,17 @@ class Cluster(pulumi.ComponentResource):
         )
         self.object_storage: ObjectStorage | None = None
         if spec.object_storage is not None:
+            shared = bool(settings["object_storage_shared"])
+            block = settings["parallel_filesystem_block" if shared else "object_storage_block"]
             self.object_storage = ObjectStorage(
                 f"{prefix}object-storage",
                 spec.object_storage,
-                plan.catalog_parts[str(settings["object_storage_block"])],  # type: ignore[arg-type]
-                plan.devices_with("object-storage"),
+                plan.catalog_parts[str(block)],  # type: ignore[arg-type]
+                plan.devices_with("storage" if shared else "object-storage"),
                 links,
                 prefix,
                 child,
+                shared=shared,
             )
         self.scheduler = Scheduler(
             f"{prefix}scheduler",

@@ -98,18 +98,22 @@ class ObjectStorage(pulumi.ComponentResource):
         links: dict[str, DeviceLinks],
         prefix: str = "",
         opts: pulumi.ResourceOptions | None = None,
+        shared: bool = False,
     ) -> None:
+        # shared: S3 from the parallel filesystem's blocks (registered under it), its asked share of them
         figures = {
-            "capacity_tb": round(len(blocks) * part.capacity_tb, 3),
+            "capacity_tb": round(spec.capacity_tb if shared else len(blocks) * part.capacity_tb, 3),
             "read_gbytes_per_s": round(len(blocks) * part.read_gbytes_per_s, 3),
         }
         props = {
             "block_model": part.id,
             "blocks": len(blocks),
+            "shared_with_parallel_filesystem": shared,
             "capacity_tb_wanted": spec.capacity_tb,
             "throughput_gbytes_per_s_wanted": spec.throughput_gbytes_per_s,
             **figures,
         }
         super().__init__(OBJECT_STORAGE_TYPE, name, props, opts)
-        _blocks(self, blocks, part, links, prefix)
+        if not shared:
+            _blocks(self, blocks, part, links, prefix)
         self.register_outputs(figures)

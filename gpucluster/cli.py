@@ -252,7 +252,7 @@ def size_command(
     name = name or f"{server}-{workload.model_parameters_b:g}b".replace(".", "-")
     out_file = out_file or Path(f"{name}.yaml")
     if not out_file.parent.is_dir():
-        click.echo(f"error: {out_file}: no such folder {out_file.parent}", err=True)
+        click.echo(f"error: {out_file}: cannot write: no such folder {out_file.parent}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
         starter = plan_starter(catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files)

@@ -100,7 +100,74 @@ def rule_facts(plan: Plan) -> dict:
         "production_servers": sum(1 for d in plan.devices_with("gpu-server") if not d.spare),
         "burn_in_plan": burn_in_facts(plan),
         "checkpoint": plan.settings.get("checkpoint"),
+        "slow_host_links": slow_host_links(plan),
+        "subnet_managers": subnet_manager_facts(plan),
     }
+
+
+def subnet_manager_facts(plan: Plan) -> list[dict]:
+    """Each InfiniBand network and what can run its subnet manager: fabric-manager appliances (UFM, on the
+    compute fabric) or the switches' own on-board SM (catalog ``subnet_manager``)."""
+    s = plan.settings
+    facts = []
+    for network, technology, switch, managers in (
+        ("compute", s.get("compute_technology"), s.get("compute_switch"), s.get("fabric_managers") or 0),
+        ("storage", s.get("storage_technology"), s.get("storage_switch"), 0),
+    ):
+        if not str(technology or "").startswith("infiniband"):
+            continue
+        part = plan.catalog_parts.get(str(switch))
+        facts.append(
+            {
+                "network": network,
+                "switch": switch,
+                "switch_subnet_manager": bool(getattr(part, "subnet_manager", False)),
+                "fabric_managers": managers,
+                "fabric_manager": s.get("fabric_manager") if managers else None,
+            }
+        )
+    return facts
+
+
+def slow_host_links(plan: Plan) -> list[dict]:
+    """Host ports linked below their own speed (a 200G port on a 100G switch port), one record per kind
+    of such link (network, host part and port speed, switch part, link speed) with a count and one
+    example naming both ends."""
+    speeds: dict[str, dict[str, float]] = {}  # part -> port name -> speed
+    groups: dict[tuple, dict] = {}
+    for link in plan.links:
+        if link.tier != 0:
+            continue
+        host = plan.devices[link.a_device]
+        if host.role == "switch":
+            continue
+        part = plan.catalog_parts.get(host.part)
+        if part is None or not getattr(part, "ports", None):
+            continue  # PDUs: a management port the catalog does not list
+        by_name = speeds.get(host.part)
+        if by_name is None:
+            by_name = speeds[host.part] = {
+                name: pool.speed_gbps for pool in device_ports(part).values() for name in pool.names
+            }
+        port_gbps = by_name.get(link.a_port)
+        if port_gbps is None or link.speed_gbps >= port_gbps - 1e-9:
+            continue  # ports of a split (multi-plane) link run at their share by design
+        switch = plan.devices[link.b_device]
+        key = (link.network, host.part, port_gbps, switch.part, link.speed_gbps)
+        record = groups.setdefault(
+            key,
+            {
+                "network": link.network,
+                "host_part": host.part,
+                "host_gbps": port_gbps,
+                "switch_part": switch.part,
+                "link_gbps": link.speed_gbps,
+                "links": 0,
+                "example": f"{link.a_device} {link.a_port} ({port_gbps:g}G) to {link.b_device} {link.b_port}",
+            },
+        )
+        record["links"] += 1
+    return [groups[k] for k in sorted(groups, key=str)]
 
 
 def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> dict:
@@ -272,6 +339,67 @@ def _spares(facts: dict) -> list[Finding]:
             "no spare servers: a failed server stops the job until it is repaired; keep one ready",
         )
     ]
+
+
+# Which design field picks the switch a host's ports land on, per network (what the warning names).
+SWITCH_FIELD = {
+    "compute": "compute_fabric.switch",
+    "storage": "storage_network.switch",
+    "inband": "management.inband_switch",
+    "oob": "management.oob_switch",
+}
+
+
+def _host_ports_at_speed(facts: dict) -> list[Finding]:
+    """A host port linked below its own speed halves (or worse) what that host moves: name both ends and the
+    field that picks the switch."""
+    name = "host-ports-at-full-speed"
+    findings = [
+        Finding(
+            name,
+            "warning",
+            f"{g['links']} {g['host_part']} port(s) of {g['host_gbps']:g}G run at {g['link_gbps']:g}G on "
+            f"{g['switch_part']} ({g['network']} network), e.g. {g['example']}; choose a faster switch "
+            f"({SWITCH_FIELD.get(g['network'], 'the network switch')})",
+            g["host_part"],
+        )
+        for g in facts.get("slow_host_links", [])
+    ]
+    return findings or [Finding(name, "ok", "every host port is linked at its own speed")]
+
+
+def _subnet_manager(facts: dict) -> list[Finding]:
+    """An InfiniBand fabric has no traffic until a subnet manager assigns its addresses and routes: UFM
+    appliances, or the switches' on-board SM (say which)."""
+    name = "subnet-manager-present"
+    field = {"compute": "compute_fabric.fabric_manager", "storage": "storage_network.switch"}
+    findings = []
+    for n in facts.get("subnet_managers", []):
+        if n["fabric_managers"]:
+            findings.append(
+                Finding(name, "ok", f"{n['network']} fabric: {n['fabric_managers']} x {n['fabric_manager']} run its SM")
+            )
+        elif n["switch_subnet_manager"]:
+            findings.append(
+                Finding(
+                    name,
+                    "ok",
+                    f"{n['network']} fabric: no fabric-manager appliance; the {n['switch']} switches' on-board subnet "
+                    "manager runs it",
+                )
+            )
+        else:
+            findings.append(
+                Finding(
+                    name,
+                    "error",
+                    f"the {n['network']} InfiniBand fabric has no subnet manager: no fabric-manager appliance and the "
+                    f"{n['switch']} switches run none (externally managed); set {field[n['network']]} (e.g. UFM) or "
+                    "choose switches with an on-board SM (qm9700)",
+                    n["network"],
+                )
+            )
+    return findings or [Finding(name, "ok", "no InfiniBand fabric")]
 
 
 # Checkpoint pauses above this share of the interval are a warning: well-run jobs stay far below it
@@ -491,6 +619,12 @@ RULES: list[Rule] = [
         _rack_power_distribution,
     ),
     Rule("spare-servers", "Spare servers are present.", _spares),
+    Rule(
+        "subnet-manager-present",
+        "Every InfiniBand fabric has a subnet manager: UFM appliances or the switches' own.",
+        _subnet_manager,
+    ),
+    Rule("host-ports-at-full-speed", "Every host port is linked at its own speed.", _host_ports_at_speed),
     Rule(
         "workload-fits-plan",
         "The workload trains within its target days on the plan, its step leaves room for the MFU, and its "

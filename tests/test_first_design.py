@@ -161,3 +161,85 @@ def test_catalog_of_one_kind_gives_its_figures_and_full_citations() -> None:
 def test_catalog_of_an_unknown_kind_exits_2_naming_the_kinds() -> None:
     result = CliRunner().invoke(main, ["catalog", "gpus"])
     assert result.exit_code == 2 and "'gpu-server'" in result.output
+
+
+# --- 3. partial scalable units and the subnet manager ---------------------------------------------------------
+
+
+def test_a_partial_last_unit_warning_names_the_fields_that_fill_the_units(brief: Plan) -> None:
+    (warning,) = [f for f in brief.findings if f.rule == "planning" and "scalable unit 3" in f.message]
+    assert "64 servers + 3 spares + 1 fabric-manager slot need 68" in warning.message
+    assert "compute_fabric.fabric_managers: 0 (the qm9700 switches run an on-board subnet manager" in warning.message
+    assert "compute.spare_servers: 0" in warning.message and "compute.servers: 60" in warning.message
+    loaded = load_design(BRIEF)
+    from gpucluster import design_from_model
+
+    fixed = loaded.design.model_copy(
+        update={
+            "compute_fabric": loaded.design.compute_fabric.model_copy(update={"fabric_managers": 0}),
+            "compute": loaded.design.compute.model_copy(update={"spare_servers": 0}),
+        }
+    )
+    plan = plan_design(design_from_model(fixed))
+    assert plan.totals["scalable_units"] == 2 and plan.totals["switches"]["compute"] == {"leaf": 16, "spine": 8}
+    assert not [f for f in plan.findings if "scalable unit" in f.message]
+    (sm,) = [f for f in _rule(plan, "subnet-manager-present") if f.message.startswith("compute")]
+    assert sm.severity == "ok" and "qm9700 switches' on-board subnet manager runs it" in sm.message
+
+
+def test_an_infiniband_fabric_without_any_subnet_manager_is_an_error(tmp_path: Path) -> None:
+    design = tmp_path / "d.yaml"
+    design.write_text("name: no-sm\ncompute: {servers: 31}\ncompute_fabric: {switch: qm9790, fabric_manager: null}\n")
+    result = CliRunner().invoke(main, ["validate", str(design)])
+    assert result.exit_code == 2
+    assert "rule:subnet-manager-present" in result.output and "qm9790 switches run none" in result.output
+    assert "compute_fabric.fabric_manager" in result.output
+
+
+# --- 5. storage as delivered, shared object storage, ports at their speed, weights ------------------------------
+
+
+def test_the_summary_gives_storage_as_delivered_and_as_asked(brief: Plan) -> None:
+    from gpucluster.artifacts.summary import summary_lines
+
+    text = "\n".join(summary_lines(brief))
+    # 2,000 TB asked of VAST at the RA's "better" level for 3 SUs: 4 boxes deliver 4 x 1,195.56 TB, 4 x 51 GB/s
+    assert "4 x vast-ceres-df3060-2cnode: delivered 4,782 TB, 204 GB/s read, 48 GB/s write" in text
+    assert "(asked 2,000 TB, 84 GB/s read, 42 GB/s write)" in text
+    assert "5 x vast-ceres-df3060-2cnode-s3: delivered 5,978 TB, 132 GB/s read (asked 5,000 TB)" in text
+    assert brief.settings["parallel_filesystem_capacity_tb"] == pytest.approx(4 * 1195.56)
+
+
+def test_object_storage_can_share_the_vast_cluster(tmp_path: Path) -> None:
+    loaded, plan = planned("h200-512-two-teams")
+    assert not plan.devices_with("object-storage")  # no boxes of its own
+    # 2,000 TB of files + 5,000 TB of objects on one VAST cluster: 6 boxes of 1,195.56 TB
+    assert plan.settings["parallel_filesystem_blocks"] == 6 and plan.settings["object_storage_shared"]
+    assert plan.facts["checkpoint"]["training"]["filesystem_capacity_tb"] == pytest.approx(6 * 1195.56 - 5000)
+    folder = write_artifacts(plan, loaded, tmp_path, ["checkpoint"])
+    assert "nothing is copied between the tiers" in (folder / "checkpoint.md").read_text()
+
+
+def test_shared_object_storage_needs_a_platform_that_serves_s3(tmp_path: Path) -> None:
+    design = tmp_path / "d.yaml"
+    design.write_text(
+        "name: lustre-s3\ncompute: {servers: 31}\n"
+        "object_storage: {capacity_tb: 500, shared_with_parallel_filesystem: true}\n"
+    )
+    result = CliRunner().invoke(main, ["validate", str(design)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "object_storage.shared_with_parallel_filesystem" in result.output and "not S3" in result.output
+
+
+def test_a_host_port_linked_below_its_speed_is_a_warning_naming_both_ends(brief: Plan) -> None:
+    (warning,) = [f for f in _rule(brief, "host-ports-at-full-speed") if f.severity != "ok"]
+    assert warning.severity == "warning"
+    assert "20 vast-ceres-df3060-2cnode-s3 port(s) of 200G run at 100G on sn4600c (inband network)" in warning.message
+    assert "obj-01 cnode1-data (200G) to inband-leaf-svc-a swp" in warning.message
+    assert "management.inband_switch" in warning.message
+
+
+def test_parts_without_a_weight_are_named_instead_of_weighing_nothing(brief: Plan) -> None:
+    (finding,) = [f for f in brief.findings if f.rule == "catalog"]
+    assert finding.severity == "warning" and "4 x vast-ceres-df3060-2cnode" in finding.message
+    assert "5 x vast-ceres-df3060-2cnode-s3" in finding.message and "weight_kg" in finding.message

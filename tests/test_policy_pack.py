@@ -165,6 +165,15 @@ def _dataset_larger_than_the_filesystem() -> Plan:
     return _with("superpod-h100-1su", workload=Workload(model_parameters_b=8, training_tokens_b=300, dataset_tb=5000))
 
 
+def _object_storage_at_half_speed() -> Plan:
+    """The brief's separate VAST S3 blocks: 200G ports on 100G SN4600C in-band leaves."""
+    return _405b_on_512_gpus_in_90_days()
+
+
+def _externally_managed_switches_without_ufm() -> Plan:
+    return _with("superpod-h100-1su", compute_fabric=ComputeFabric(switch="qm9790", fabric_manager=None))
+
+
 def _one_spare_for_127_servers() -> Plan:
     loaded, _plan = planned("superpod-h200-4su")
     return _with("superpod-h200-4su", compute=loaded.design.compute.model_copy(update={"spare_servers": 1}))
@@ -200,6 +209,8 @@ VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
     ("workload-fits-plan", "error", _405b_on_512_gpus_in_90_days),
     ("workload-fits-plan", "warning", _70b_just_inside_its_target),
     ("workload-fits-plan", "error", _dataset_larger_than_the_filesystem),
+    ("host-ports-at-full-speed", "warning", _object_storage_at_half_speed),
+    ("subnet-manager-present", "error", _externally_managed_switches_without_ufm),
     ("checkpoint-write-time", "error", _checkpoint_longer_than_its_interval),
     ("checkpoint-write-time", "warning", _checkpoint_stalls_the_gpus),
     ("spares-cover-repairs", "advisory", _one_spare_for_127_servers),

@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
+from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
 from gpucluster.drawings import (
@@ -99,7 +100,6 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
     compute = plan.analysis.get("compute", {})
     switches = t["switches"]  # type: ignore[index]
     tiers = ", ".join(f"{n:,} {tier}" for tier, n in switches["compute"].items())
-    storage = f"{s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']}"
     racks = ", ".join(f"{n} {purpose}" for purpose, n in t["racks_by_purpose"].items())  # type: ignore[union-attr]
     media = ", ".join(f"{n:,} {m}" for m, n in t["cables_by_media"].items())  # type: ignore[union-attr]
     hops = compute.get("hops", {}).get("max_switch_hops")
@@ -121,11 +121,11 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
             f"at most {hops} switch hops" if hops else "",
         ),
         ("Switches", f"{t['switches_total']:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
-        (
-            "Parallel filesystem",
-            f"{s['parallel_filesystem_capacity_tb']:,.0f} TB",
-            f"{storage}; {s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
-            f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write",
+        ("Parallel filesystem", f"{s['parallel_filesystem_capacity_tb']:,.0f} TB", filesystem_figures(s)),
+        *(
+            [("Object storage", f"{s['object_storage_capacity_tb']:,.0f} TB", object_storage_figures(s))]
+            if object_storage_figures(s)
+            else []
         ),
         ("Racks", f"{t['racks']:,}", racks),
         ("Cables", f"{t['cables']:,}", media),

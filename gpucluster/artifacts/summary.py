@@ -35,13 +35,9 @@ def summary_lines(plan: Plan) -> list[str]:
                 f", at most {hops} switch hops" if hops else ""
             )
         lines.append(f"  {network:8} {switches}; {links:,} links{extra}")
-    lines.append(
-        f"  storage  {s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']} "
-        f"({s['parallel_filesystem_capacity_tb']:,.0f} TB, "
-        f"{s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
-        f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write)"
-        + (f"; object {s['object_storage_blocks']} x {s['object_storage_block']}" if s["object_storage_block"] else "")
-    )
+    lines.append(f"  storage  {filesystem_figures(s)}")
+    if object_storage_figures(s):
+        lines.append(f"  object   {object_storage_figures(s)}")
     racks = ", ".join(f"{n} {k}" for k, n in t["racks_by_purpose"].items())
     lines.append(f"  racks    {t['racks']} ({racks}), {s['servers_per_rack']} servers per compute rack")
     lines.append(
@@ -52,6 +48,38 @@ def summary_lines(plan: Plan) -> list[str]:
     for finding in findings:
         lines.append(f"  {finding.severity}: {finding.message}")
     return lines
+
+
+def filesystem_figures(s: dict) -> str:
+    """The parallel filesystem as delivered by its blocks, and what the design asked (both named)."""
+    asked = s["parallel_filesystem_asked"]
+    capacity = f"{asked['capacity_tb']:,.0f} TB, " if asked["capacity_tb"] else ""
+    return (
+        f"{s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']}: delivered "
+        f"{s['parallel_filesystem_capacity_tb']:,.0f} TB, {s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
+        f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write (asked {capacity}"
+        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write)"
+    )
+
+
+def object_storage_figures(s: dict) -> str:
+    """Object storage as delivered and as asked, or '' without one."""
+    if s.get("object_storage_capacity_tb") is None:
+        return ""
+    asked = s["object_storage_asked"]
+    wanted = f"asked {asked['capacity_tb']:,.0f} TB" + (
+        f", {asked['throughput_gbytes_per_s']:,.0f} GB/s" if asked["throughput_gbytes_per_s"] else ""
+    )
+    if s["object_storage_shared"]:
+        return (
+            f"S3 on the parallel filesystem's {s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']} "
+            f"(one store, files and objects): {s['object_storage_capacity_tb']:,.0f} TB of it, sharing its "
+            f"{s['object_storage_read_gbytes_per_s']:,.0f} GB/s read ({wanted})"
+        )
+    return (
+        f"{s['object_storage_blocks']} x {s['object_storage_block']}: delivered "
+        f"{s['object_storage_capacity_tb']:,.0f} TB, {s['object_storage_read_gbytes_per_s']:,.0f} GB/s read ({wanted})"
+    )
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:

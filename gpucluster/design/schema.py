@@ -164,6 +164,11 @@ class ObjectStorage(_Section):
     block: str | None = Field(None, description="object-storage building block from the catalog")
     capacity_tb: float = Field(gt=0)
     throughput_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate read throughput wanted")
+    shared_with_parallel_filesystem: bool = Field(
+        False,
+        description="serve S3 from the parallel filesystem's own blocks (a platform such as VAST presents the same "
+        "data as files and objects): no object blocks of their own, and nothing staged between the tiers",
+    )
 
 
 class Management(_Section):

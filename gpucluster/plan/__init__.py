@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from gpucluster.burn_in import burn_in_plan
@@ -19,6 +20,7 @@ from gpucluster.plan.networks import (
     build_compute_fabric,
     build_inband,
     build_storage_network,
+    manager_slots,
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power import add_optics_power, choose_pdu, optics_allowance_w, pdus_needed
@@ -114,6 +116,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     plan.graphs = build_graphs(plan)
     plan.analysis = analyse(plan)
     plan.totals = totals(plan)
+    plan.findings += _unweighed_parts(plan)
     plan.settings["checkpoint"] = checkpoint_facts(plan)
     plan.burn_in = burn_in_plan(plan)
     refresh_findings(plan)
@@ -130,22 +133,89 @@ def refresh_findings(plan: Plan) -> None:
 
 
 def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
-    """A nearly empty last scalable unit still needs a leaf per rail: say what it costs."""
+    """A nearly empty last scalable unit still needs a leaf per rail: say what it costs and which design
+    fields would fill the units before it exactly."""
     per_su: dict[int, int] = {}
     for server in plan.devices_with("gpu-server"):
         per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
     last = max(per_su)
-    if last > 1 and per_su[last] * 2 < r.su_servers:
-        return [
-            Finding(
-                "planning",
-                "warning",
-                f"scalable unit {last} holds {per_su[last]} of {r.su_servers} servers but needs its own "
-                f"{r.rails} leaves; {sum(per_su.values()) - per_su[last]} servers fill {last - 1} units exactly",
-                f"su{last:02d}",
-            )
-        ]
-    return []
+    if not (last > 1 and per_su[last] * 2 < r.su_servers):
+        return []
+    slots = (last - 1) * r.su_servers
+    taken = manager_slots(r.fabric_manager, r.fabric_managers, r.rails)
+    production, spares = r.production_servers, r.spare_servers
+    fixes = []
+    if production + taken <= slots:
+        fixes.append(f"compute.spare_servers: {slots - taken - production} (the free slots of {last - 1} units)")
+    elif taken and production <= slots and r.compute_switch.subnet_manager:
+        fixes.append(
+            f"compute_fabric.fabric_managers: 0 (the {r.compute_switch.id} switches run an on-board subnet manager; "
+            f"no UFM slot) with compute.spare_servers: {slots - production}"
+        )
+    fits = slots - taken - spares
+    if fits > 0:
+        fixes.append(f"compute.servers: {fits} (compute.gpus: {fits * r.server.gpu.count})")
+    down_ports = r.compute_switch.radix * r.compute_oversubscription / (1 + r.compute_oversubscription)
+    wider = math.ceil((production + spares + taken) / (last - 1))
+    if wider <= down_ports:
+        fixes.append(
+            f"compute_fabric.scalable_unit_servers: {wider} (a {r.compute_switch.id} leaf serves {down_ports:g})"
+        )
+    return [
+        Finding(
+            "planning",
+            "warning",
+            f"scalable unit {last} holds {per_su[last]} of {r.su_servers} servers but needs its own {r.rails} leaves "
+            f"and their uplinks; {last - 1} units hold {slots} slots ({production} servers + {spares} spares"
+            + (f" + {taken} fabric-manager slot{'s' if taken > 1 else ''}" if taken else "")
+            + " need "
+            + f"{production + spares + taken}). To fill {last - 1} units exactly, set "
+            + ("; or ".join(fixes) if fixes else "fewer servers or spares"),
+            f"su{last:02d}",
+        )
+    ]
+
+
+def _object_storage_delivered(r: Resolved) -> dict[str, object]:
+    """Object storage as delivered (its own blocks, or its share of the filesystem's) and as asked."""
+    if r.object_capacity_asked_tb is None:
+        return {"object_storage_capacity_tb": None, "object_storage_read_gbytes_per_s": None}
+    if r.object_shared:
+        capacity, read = r.object_capacity_asked_tb, r.pfs_blocks * r.pfs_block.read_gbytes_per_s
+    else:
+        assert r.object_block is not None
+        capacity = r.object_blocks * r.object_block.capacity_tb
+        read = r.object_blocks * r.object_block.read_gbytes_per_s
+    return {
+        "object_storage_capacity_tb": capacity,
+        "object_storage_read_gbytes_per_s": read,
+        "object_storage_asked": {
+            "capacity_tb": r.object_capacity_asked_tb,
+            "throughput_gbytes_per_s": r.object_throughput_asked_gbytes_per_s,
+        },
+    }
+
+
+def _unweighed_parts(plan: Plan) -> list[Finding]:
+    """Rack weights (BOM, printouts, floor loading) add the catalog's weight_kg of every racked part: a part
+    without one would weigh nothing there, so say which and how many."""
+    missing: dict[str, int] = {}
+    for device in plan.devices.values():
+        part = plan.catalog_parts.get(device.part)
+        if device.rack and part is not None and getattr(part, "u_height", 0) and not getattr(part, "weight_kg", None):
+            missing[device.part] = missing.get(device.part, 0) + 1
+    if not missing:
+        return []
+    parts = ", ".join(f"{n} x {part}" for part, n in sorted(missing.items()))
+    return [
+        Finding(
+            "catalog",
+            "warning",
+            f"rack weights leave out {sum(missing.values())} devices the catalog gives no weight for ({parts}): "
+            "add weight_kg from the vendor's datasheet in a design catalog file (catalog:)",
+            "weight_kg",
+        )
+    ]
 
 
 def _settings(r: Resolved) -> dict[str, object]:
@@ -168,11 +238,19 @@ def _settings(r: Resolved) -> dict[str, object]:
         "storage_switch": r.storage_switch.id,
         "parallel_filesystem_block": r.pfs_block.id,
         "parallel_filesystem_blocks": r.pfs_blocks,
-        "parallel_filesystem_read_gbytes_per_s": r.pfs_read_gbytes_per_s,
-        "parallel_filesystem_write_gbytes_per_s": r.pfs_write_gbytes_per_s,
-        "parallel_filesystem_capacity_tb": r.pfs_capacity_tb,
+        # as delivered: what the planned blocks give (the design's figures are under *_asked)
+        "parallel_filesystem_read_gbytes_per_s": r.pfs_blocks * r.pfs_block.read_gbytes_per_s,
+        "parallel_filesystem_write_gbytes_per_s": r.pfs_blocks * r.pfs_block.write_gbytes_per_s,
+        "parallel_filesystem_capacity_tb": r.pfs_blocks * r.pfs_block.capacity_tb,
+        "parallel_filesystem_asked": {
+            "capacity_tb": r.pfs_capacity_asked_tb,
+            "read_gbytes_per_s": r.pfs_read_gbytes_per_s,
+            "write_gbytes_per_s": r.pfs_write_gbytes_per_s,
+        },
         "object_storage_block": r.object_block.id if r.object_block else None,
         "object_storage_blocks": r.object_blocks,
+        "object_storage_shared": r.object_shared,
+        **_object_storage_delivered(r),
         "inband_technology": "ethernet",
         "inband_switch": r.inband_switch.id,
         "inband_oversubscription": r.inband_oversubscription,

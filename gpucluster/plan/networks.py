@@ -47,6 +47,11 @@ class Resolved:
     oob_aggregation_switch: Switch
     management_server: Appliance
     management_servers: int
+    # what the design asked of storage (the blocks above are what is delivered); None: no figure asked
+    pfs_capacity_asked_tb: float | None = None
+    object_capacity_asked_tb: float | None = None
+    object_throughput_asked_gbytes_per_s: float | None = None
+    object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)
 
     @property
     def servers(self) -> int:

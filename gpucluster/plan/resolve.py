@@ -90,18 +90,33 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
     read = pfs.read_gbytes_per_s or level_read * su_count
     write = pfs.write_gbytes_per_s or level_write * su_count
+    spec = design.object_storage
+    shared = bool(spec and spec.shared_with_parallel_filesystem)
+    if spec and shared:
+        where = ("object_storage", "shared_with_parallel_filesystem")
+        if spec.block:
+            _fail(loaded, ("object_storage", "block"), "a shared object store has no blocks of its own: drop block")
+        if "s3" not in block.filesystems:
+            _fail(
+                loaded,
+                where,
+                f"{block.id} serves {', '.join(block.filesystems)}, not S3; only a platform that serves files and "
+                "objects from one store (e.g. VAST) can share",
+            )
+    # a shared object store takes its capacity and throughput from the filesystem's blocks
+    shared_tb = spec.capacity_tb if spec and shared else 0.0
+    shared_read = (spec.throughput_gbytes_per_s or 0.0) if spec and shared else 0.0
     blocks = max(
         1,
-        math.ceil(read / block.read_gbytes_per_s),
+        math.ceil((read + shared_read) / block.read_gbytes_per_s),
         math.ceil(write / block.write_gbytes_per_s),
-        math.ceil((pfs.capacity_tb or 0) / block.capacity_tb),
+        math.ceil(((pfs.capacity_tb or 0) + shared_tb) / block.capacity_tb),
     )
-    capacity = pfs.capacity_tb or blocks * block.capacity_tb
+    capacity = blocks * block.capacity_tb  # as delivered
 
     object_block = None
     object_blocks = 0
-    if design.object_storage:
-        spec = design.object_storage
+    if spec and not shared:
         object_block = _storage_block(loaded, spec.block, None, "object", ("object_storage", "block"))
         object_blocks = max(
             1,
@@ -143,6 +158,10 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         oob_aggregation_switch=catalog.get(mgmt.oob_aggregation_switch, Switch),
         management_server=catalog.get(mgmt.management_server, Appliance),
         management_servers=mgmt.management_servers,
+        pfs_capacity_asked_tb=pfs.capacity_tb,
+        object_capacity_asked_tb=spec.capacity_tb if spec else None,
+        object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
+        object_shared=shared,
     )
 
 

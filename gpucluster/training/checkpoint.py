@@ -139,6 +139,7 @@ class CheckpointAnalysis:
     spares_have: int
     server_failures_per_year: float  # per server, failures that take it out for repair
     notes: list[str] = field(default_factory=list)
+    staging_shared: bool = False  # object storage is the filesystem's own store: nothing to stage
 
     @property
     def goodput(self) -> float:
@@ -269,6 +270,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         spares_have=len(spare_names),
         server_failures_per_year=server_failures,
         notes=notes,
+        staging_shared=bool(plan.settings.get("object_storage_shared")),
     )
 
 
@@ -329,9 +331,17 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
         "load_seconds": round(a.step.load_s, 3),
         "sync_seconds": round(a.step.sync_s, 3),
         "dataset_tb": round(dataset_tb, 3) if dataset_tb is not None else None,
-        "filesystem_capacity_tb": round(float(plan.settings["parallel_filesystem_capacity_tb"]), 3),
+        "filesystem_capacity_tb": round(_file_capacity_tb(plan), 3),
         "filesystem": f"{plan.settings['parallel_filesystem_blocks']} x {plan.settings['parallel_filesystem_block']}",
     }
+
+
+def _file_capacity_tb(plan: Plan) -> float:
+    """The parallel filesystem's capacity for files as delivered: a shared object store's share is not."""
+    capacity = float(plan.settings["parallel_filesystem_capacity_tb"])
+    if plan.settings.get("object_storage_shared"):
+        capacity -= float(plan.settings["object_storage_capacity_tb"])  # type: ignore[arg-type]
+    return capacity
 
 
 def _port_count(part: object, role: str) -> int:
