@@ -123,7 +123,8 @@ def subnet_manager_facts(plan: Plan) -> list[dict]:
                 "switch": switch,
                 "switch_subnet_manager": bool(getattr(part, "subnet_manager", False)),
                 "fabric_managers": managers,
-                "fabric_manager": s.get("fabric_manager") if managers else None,
+                # absent without appliances (Pulumi drops None-valued properties)
+                **({"fabric_manager": s.get("fabric_manager")} if managers else {}),
             }
         )
     return facts
@@ -513,8 +514,8 @@ def _workload_fits_plan(facts: dict) -> list[Finding]:
         return Finding(name, sev, ("assumed workload: " if assumed else "") + message, subject)  # type: ignore[arg-type]
 
     findings = []
-    model = f"{c['model_parameters_b']:g}B x {t['tokens_b']:,.0f}B tokens" if t["tokens_b"] else ""
-    ttt, target = t["time_to_train_days"], t["target_days"]
+    model = f"{c['model_parameters_b']:g}B x {t['tokens_b']:,.0f}B tokens" if t.get("tokens_b") else ""
+    ttt, target = t.get("time_to_train_days"), t.get("target_days")
     how = (
         f"{t['compute_days']:,.1f} days of compute at {t['mfu']:.0%} MFU / {t['goodput']:.1%} goodput "
         f"on {t['gpus']:,} GPUs"
@@ -522,7 +523,7 @@ def _workload_fits_plan(facts: dict) -> list[Finding]:
         else ""
     )
     if ttt is not None and target:
-        needs = f"; it needs {t['gpus_needed']:,} GPUs (compute.gpus) or a longer workload.target_days"
+        needs = f"; it needs {t.get('gpus_needed', 0):,} GPUs (compute.gpus) or a longer workload.target_days"
         if ttt > target + 1e-9:
             findings.append(
                 finding(
@@ -552,7 +553,7 @@ def _workload_fits_plan(facts: dict) -> list[Finding]:
                 "workload.mfu",
             )
         )
-    dataset, capacity = t["dataset_tb"], t["filesystem_capacity_tb"]
+    dataset, capacity = t.get("dataset_tb"), t["filesystem_capacity_tb"]
     if dataset is not None:
         kept = dataset + CHECKPOINTS_KEPT * c["checkpoint_tb"]
         where = f"the parallel filesystem ({t['filesystem']}, {capacity:,.0f} TB usable)"

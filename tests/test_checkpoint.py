@@ -26,6 +26,40 @@ def lab(tmp_path: Path, extra: str = "", name: str = "design.yaml"):
     return plan_design(load_design(write_design(tmp_path, LAB + extra, name)))
 
 
+# The plan writes checkpoints at what its filesystem blocks deliver, so a slow filesystem is a slow block: a
+# test catalog of Lustre blocks that write 0.01, 1, 2 and 4 GB/s (ports as the AI400X2's).
+SLOW_BLOCK = """
+  - kind: storage_block
+    id: test-lustre-{name}
+    vendor: Test
+    model: Lustre block writing {write} GB/s
+    tier: parallel-filesystem
+    filesystems: [lustre]
+    u_height: 2
+    capacity_tb: 500
+    read_gbytes_per_s: {read}
+    write_gbytes_per_s: {write}
+    power_typical_w: 1000
+    power_max_w: 1000
+    ports:
+      - {{role: storage, cage_type: qsfp56, cages: 8, speed_gbps: 200, technology: infiniband-ndr,
+         name_format: "ib{{index}}"}}
+    sources: {{tier: t, filesystems: t, u_height: t, capacity_tb: t, read_gbytes_per_s: t, write_gbytes_per_s: t,
+      power_typical_w: t, power_max_w: t, ports: t}}
+"""
+
+
+def slow_filesystem(tmp_path: Path, write_gbytes_per_s: float) -> str:
+    """Design lines that put a filesystem writing ``write_gbytes_per_s`` under the lab."""
+    name = str(write_gbytes_per_s).replace(".", "-")
+    text = "sources: {t: a block made for this test}\nparts:" + SLOW_BLOCK.format(
+        name=name, write=write_gbytes_per_s, read=2 * write_gbytes_per_s
+    )
+    (tmp_path / f"slow-{name}.yaml").write_text(text, encoding="utf-8")
+    asked = f"read_gbytes_per_s: {2 * write_gbytes_per_s}, write_gbytes_per_s: {write_gbytes_per_s}"  # one block
+    return f"catalog: [slow-{name}.yaml]\nparallel_filesystem: {{block: test-lustre-{name}, {asked}}}\n"
+
+
 def test_a_70b_adam_checkpoint_is_about_one_terabyte(h200_4su) -> None:
     _, plan = h200_4su
     a = analyse_checkpoints(plan)
@@ -59,8 +93,8 @@ def test_storage_network_capacity_equals_the_max_flow_from_servers_to_storage(na
 
 
 def test_faster_parallel_filesystem_writes_shorten_the_checkpoint(tmp_path: Path) -> None:
-    slow = analyse_checkpoints(lab(tmp_path, "parallel_filesystem: {write_gbytes_per_s: 2}\n", "a.yaml"))
-    fast = analyse_checkpoints(lab(tmp_path, "parallel_filesystem: {write_gbytes_per_s: 4}\n", "b.yaml"))
+    slow = analyse_checkpoints(lab(tmp_path, slow_filesystem(tmp_path, 2), "a.yaml"))
+    fast = analyse_checkpoints(lab(tmp_path, slow_filesystem(tmp_path, 4), "b.yaml"))
     assert slow.write_s == pytest.approx(2 * fast.write_s)
 
 
@@ -88,7 +122,9 @@ def test_failure_units_count_job_gpus_servers_nics_optics_and_compute_switches(t
 
 
 def test_async_checkpoints_pause_the_gpus_briefly_and_write_in_the_background(tmp_path: Path) -> None:
-    a = analyse_checkpoints(lab(tmp_path, "workload: {model_parameters_b: 70, checkpoint_mode: async}\n"))
+    a = analyse_checkpoints(
+        lab(tmp_path, slow_filesystem(tmp_path, 2) + "workload: {model_parameters_b: 70, checkpoint_mode: async}\n")
+    )
     assert a.stall_s < a.write_s and a.background_s == a.write_s
     # PyTorch's 0.78 s for 528 MB per GPU, scaled to 0.98 TB over 32 GPUs (4 servers; the spare idles)
     assert a.stall_s == pytest.approx(0.78 * (0.98e12 / 32) / (70e9 * 14 / 1856))
@@ -114,8 +150,7 @@ def test_checkpoint_facts_are_plain_json_and_the_rule_reads_them(h200_4su) -> No
 def test_a_checkpoint_slower_than_its_interval_is_an_error(tmp_path: Path) -> None:
     plan = lab(
         tmp_path,
-        "parallel_filesystem: {write_gbytes_per_s: 1}\n"
-        "workload: {model_parameters_b: 70, checkpoint_interval_minutes: 10}\n",
+        slow_filesystem(tmp_path, 1) + "workload: {model_parameters_b: 70, checkpoint_interval_minutes: 10}\n",
     )
     errors = [f for f in plan.findings if f.rule == "rule:checkpoint-write-time" and f.severity == "error"]
     assert errors and "longer than" in errors[0].message
@@ -124,15 +159,14 @@ def test_a_checkpoint_slower_than_its_interval_is_an_error(tmp_path: Path) -> No
 def test_a_long_blocking_pause_is_a_warning_and_an_interval_far_from_dalys_advisory(tmp_path: Path) -> None:
     plan = lab(
         tmp_path,
-        "parallel_filesystem: {write_gbytes_per_s: 1}\n"
-        "workload: {model_parameters_b: 70, checkpoint_interval_minutes: 60}\n",
+        slow_filesystem(tmp_path, 1) + "workload: {model_parameters_b: 70, checkpoint_interval_minutes: 60}\n",
     )
     severities = {f.severity for f in plan.findings if f.rule == "rule:checkpoint-write-time"}
     assert severities == {"warning", "advisory"}
 
 
 def test_an_assumed_workload_never_fails_a_design(tmp_path: Path) -> None:
-    plan = lab(tmp_path, "parallel_filesystem: {write_gbytes_per_s: 0.01}\n")
+    plan = lab(tmp_path, slow_filesystem(tmp_path, 0.01))
     findings = [f for f in plan.findings if f.rule == "rule:checkpoint-write-time"]
     assert findings and all(f.severity in ("ok", "advisory") for f in findings)
     assert "assumed 70B workload" in findings[0].message

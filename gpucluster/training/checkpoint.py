@@ -317,7 +317,7 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
     """The workload against the plan, from the one training model (rule ``workload-fits-plan``)."""
     ttt = a.time_to_train_days
     dataset_tb = a.dataset_bytes / 1e12 if a.dataset_bytes else None
-    return {
+    facts = {
         "tokens_b": a.workload.training_tokens_b,
         "target_days": a.workload.target_days,
         "mfu": a.workload.mfu,
@@ -334,6 +334,8 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
         "filesystem_capacity_tb": round(_file_capacity_tb(plan), 3),
         "filesystem": f"{plan.settings['parallel_filesystem_blocks']} x {plan.settings['parallel_filesystem_block']}",
     }
+    # what is not known is left out (Pulumi drops None-valued properties; the rule reads absent as unknown)
+    return {key: value for key, value in facts.items() if value is not None}
 
 
 def _file_capacity_tb(plan: Plan) -> float:
