@@ -57,7 +57,9 @@ class Scheduler(pulumi.ComponentResource):
         if spec.kind in ("kubernetes", "both"):
             props["kubernetes"] = {
                 "servers": len(split.kubernetes),
-                "topology_label_prefix": spec.kubernetes.topology_label_prefix,
+                "topology_labels": spec.kubernetes.topology_labels,
+                "kueue_api": spec.kubernetes.kueue_api,
+                "training_job": spec.kubernetes.training_job,
             }
         props["head_nodes"] = [n.name for n in head_nodes]
         super().__init__(SCHEDULER_TYPE, name, props, opts)

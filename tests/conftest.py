@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
+import slurmctld
 
 from gpucluster import LoadedDesign, Plan, load_design, plan_design
 
@@ -64,3 +66,39 @@ def chromium_page(url: str) -> Iterator[tuple[Any, list[str], list[str]]]:
             yield page, problems, requests
         finally:
             browser.close()
+
+
+def _slurm_or_skip(slurm: Any, what: str, how: str) -> Any:
+    """A Slurm installation, or a skip where it is missing; CI (CI=true) installs every tool, so there a missing
+    one fails the test instead of skipping it."""
+    if slurm is None:
+        message = f"{what} is not installed ({how})"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return slurm
+
+
+@pytest.fixture(scope="session")
+def debian_slurm() -> slurmctld.Slurm:
+    """Debian's slurm-wlm 22.05 (.ci/install-tools)."""
+    return _slurm_or_skip(slurmctld.debian_slurm(), "slurm-wlm", ".ci/install-tools")
+
+
+@pytest.fixture(scope="session")
+def current_slurm() -> slurmctld.Slurm:
+    """Slurm 26.05 built from ../shared/tools/slurm/ (.ci/build-slurm, cached in /var/cache/gpu-cluster/)."""
+    return _slurm_or_skip(slurmctld.current_slurm(), f"Slurm {slurmctld.CURRENT_SLURM_RELEASE}", ".ci/build-slurm")
+
+
+@pytest.fixture
+def load_slurm(tmp_path: Path) -> Callable[..., slurmctld.Loaded]:
+    """``load_slurm(slurm, files)``: generated Slurm configs (file name -> text) loaded into that Slurm's slurmctld
+    (``slurmctld -D -i``, nodes State=FUTURE), each call in its own scratch folder; returns what scontrol reported
+    (topology, topoconf, nodes, partitions, config) and the log (``.problems``: its complaints)."""
+    calls = iter(range(1_000))
+
+    def load(slurm: slurmctld.Slurm, files: dict[str, str]) -> slurmctld.Loaded:
+        return slurmctld.load_configs(slurm, files, tmp_path / f"slurm-{next(calls)}")
+
+    return load

@@ -1,178 +1,27 @@
-"""Slurm configs: a real slurmctld (Debian's slurm-wlm 22.05) loads them, and what it reports agrees with the
-plan; slurmd -G parses gres.conf and cgroup.conf. What 22.05 cannot load (the block plugin, topology.yaml,
-24.05-only keys) is checked structurally below, against the man pages' grammar."""
+"""Slurm configs: real slurmctlds load them, Debian's slurm-wlm 22.05 and Slurm 26.05 built from
+../shared/tools/slurm/ (.ci/build-slurm), and what they report (scontrol show topology, topoconf, nodes,
+partitions) agrees with the plan; slurmd -G parses gres.conf and cgroup.conf. The slurmctld helpers are in
+tests/slurmctld.py and the fixtures (debian_slurm, current_slurm, load_slurm) in conftest.py."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import socket
 import subprocess
-import time
 from collections import defaultdict
 from pathlib import Path
 
 import hostlist
 import pytest
 import yaml
-from conftest import planned, write_design
+from conftest import DESIGNS, EXAMPLES, planned, write_design
+from slurmctld import Loaded, local_copy, problems
 
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
-
-SLURMCTLD = shutil.which("slurmctld") or "/usr/sbin/slurmctld"
-SLURMD = shutil.which("slurmd") or "/usr/sbin/slurmd"
-needs_slurm = pytest.mark.skipif(
-    not (Path(SLURMCTLD).exists() and shutil.which("scontrol")), reason="slurm-wlm not installed (.ci/install-tools)"
-)
-
-# Log lines the test environment causes, not the configs: slurmctld probes every MPI plugin and this machine
-# has no PMIx library; a fresh state directory has no state files yet; there is no NVIDIA driver (NVML) here;
-# the copy stores no accounting (see _local_copy) while jobacct_gather still gathers it.
-_ENVIRONMENT_NOISE = (
-    "Job accounting information gathered, but not stored",
-    "you have asked for it not to be stored (accounting_storage/none)",
-    "can only be used with SlurmDBD, ignoring",  # fair-share weights: checked below in the key list instead
-    "mpi/pmix",
-    "MPI: Cannot create context",
-    "state file",
-    "Trying backup state save file",
-    "We were configured with nvml functionality, but that lib wasn't found",
-)
-_BAD = re.compile(r"error|fatal|warning|ignor|unrecognized|invalid|unknown|not supported", re.IGNORECASE)
-
-
-def _local_copy(files: dict[str, str], scratch: Path) -> dict[str, str]:
-    """The generated configs with only what lets slurmctld run here changed: the controller is localhost,
-    no munge (auth/none, cred/none), no accounting (slurmdbd needs a MySQL server, and slurmctld will not start
-    with AccountingStorageTRES when slurmdbd is down: these three lines go unchecked), state and logs in the
-    scratch folder, nodes FUTURE (no name resolution), GPU device files in the scratch folder. Every replaced
-    key must be present."""
-    conf = files["slurm.conf"]
-    port = _free_port()
-    replace = {
-        r"^(SlurmctldHost=.*\n)+": "SlurmctldHost=localhost\n",
-        r"^AuthType=.*$": "AuthType=auth/none",
-        r"^CredType=.*$": "CredType=cred/none",
-        r"^AccountingStorageType=.*$": "AccountingStorageType=accounting_storage/none",
-        r"^AccountingStorageHost=.*\n": "",
-        r"^AccountingStorageTRES=.*\n": "",
-        r"^SlurmUser=.*$": f"SlurmUser={_user()}",
-        r"^StateSaveLocation=.*$": f"StateSaveLocation={scratch}/state",
-        r"^SlurmdSpoolDir=.*$": f"SlurmdSpoolDir={scratch}/spool",
-        r"^SlurmctldPort=.*$": f"SlurmctldPort={port}",
-        r"^SlurmdPort=.*$": f"SlurmdPort={port + 1}",
-    }
-    for pattern, new in replace.items():
-        conf, count = re.subn(pattern, new, conf, flags=re.MULTILINE)
-        assert count, f"slurm.conf has no line matching {pattern}"
-    conf = re.sub(r"^(NodeName=.*)$", r"\1 State=FUTURE", conf, flags=re.MULTILINE)
-    conf += (
-        f"SlurmctldPidFile={scratch}/slurmctld.pid\nSlurmctldLogFile={scratch}/slurmctld.log\n"
-        f"SlurmdPidFile={scratch}/slurmd.pid\nSlurmctldDebug=info\nMailProg=/bin/true\n"
-    )
-    local = dict(files)
-    local["slurm.conf"] = conf
-    local["gres.conf"] = files["gres.conf"].replace("/dev/nvidia", f"{scratch}/dev/nvidia")
-    return local
-
-
-def _free_port() -> int:
-    """A port below Linux's ephemeral range (32768-60999), so no client connection of a parallel test takes it
-    between this check and slurmctld's bind; the next two are free too (SlurmdPort)."""
-    for attempt in range(200):
-        port = 10000 + (os.getpid() * 7919 + attempt * 131) % 20000
-        try:
-            for offset in range(2):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port + offset))
-        except OSError:
-            continue
-        return port
-    raise AssertionError("no free port for slurmctld")
-
-
-def _user() -> str:
-    import pwd
-
-    return pwd.getpwuid(os.getuid()).pw_name
-
-
-def _problems(log: str) -> list[str]:
-    return [
-        line
-        for line in log.splitlines()
-        if _BAD.search(line) and not any(noise in line for noise in _ENVIRONMENT_NOISE)
-    ]
-
-
-def _parse_records(text: str, one_per_line: bool = False) -> list[dict[str, str]]:
-    """scontrol output: records separated by blank lines (show topology: one per line), key=value pairs
-    separated by spaces."""
-    records = []
-    for block in re.split(r"\n" if one_per_line else r"\n\s*\n", text.strip()):
-        record = {}
-        for key, value in re.findall(r"(\w+)=(\S*)", block):
-            record.setdefault(key, value)
-        if record:
-            records.append(record)
-    return records
-
-
-class _Slurmctld:
-    """slurmctld in the foreground on the scratch folder's configs, and scontrol against it."""
-
-    def __init__(self, scratch: Path):
-        self.scratch = scratch
-        self.env = {**os.environ, "SLURM_CONF": str(scratch / "slurm.conf")}
-        (scratch / "state").mkdir()
-        (scratch / "spool").mkdir()
-        self.process = subprocess.Popen(
-            [SLURMCTLD, "-D", "-i", "-f", str(scratch / "slurm.conf")],
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError("slurmctld exited:\n" + self.stop())
-            ping = subprocess.run(["scontrol", "ping"], env=self.env, capture_output=True, text=True)
-            if "UP" in ping.stdout:
-                return
-            time.sleep(0.2)
-        raise AssertionError("slurmctld did not answer:\n" + self.stop())
-
-    def scontrol(self, *args: str) -> str:
-        result = subprocess.run(["scontrol", *args], env=self.env, capture_output=True, text=True, check=True)
-        return result.stdout
-
-    def stop(self) -> str:
-        """Stop slurmctld; return everything it logged."""
-        if self.process.poll() is None:
-            self.process.terminate()
-        output, _ = self.process.communicate(timeout=30)
-        log_file = self.scratch / "slurmctld.log"
-        return output + (log_file.read_text() if log_file.exists() else "")
-
-
-def _load(files: dict[str, str], scratch: Path):
-    local = _local_copy(files, scratch)
-    for name, text in local.items():
-        (scratch / name).write_text(text)
-    ctld = _Slurmctld(scratch)
-    try:
-        topology = ctld.scontrol("show", "topology")
-        nodes = ctld.scontrol("--future", "show", "nodes")
-        partitions = ctld.scontrol("show", "partitions")
-        config = ctld.scontrol("show", "config")
-    finally:
-        log = ctld.stop()
-    return _parse_records(topology, one_per_line=True), _parse_records(nodes), _parse_records(partitions), config, log
+from gpucluster.scheduling import scheduler_split
 
 
 def _plan_fabric(plan: Plan) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -197,15 +46,40 @@ def _leaf_members(topology_conf: str) -> dict[str, list[str]]:
     return members
 
 
-def _check_against_plan(plan: Plan, files: dict[str, str], servers: list[str], scratch: Path) -> str:
-    topology, nodes, partitions, config, log = _load(files, scratch)
-    problems = _problems(log)
-    assert not problems, "slurmctld complained:\n" + "\n".join(problems)
-    assert "topology/tree" in config and "select/cons_tres" in config
+def _check_against_plan(plan: Plan, files: dict[str, str], servers: list[str], loaded: Loaded) -> None:
+    """What slurmctld loaded is the plan: no complaint in its log; its tree's leaves hold the plan leaves' servers
+    and its upper switches the plan's switches below them; nodes, GPUs, features and partitions as planned."""
+    assert not loaded.problems, "slurmctld complained:\n" + "\n".join(loaded.problems)
+    assert "select/cons_tres" in loaded.config
+    _check_tree(plan, _tree_switches(loaded), _leaf_members(files.get("topology.conf", "")), servers)
 
+    by_name = {r["NodeName"]: r for r in loaded.nodes}
+    assert sorted(by_name) == sorted(servers)
+    for name in servers:
+        part = plan.part(name)
+        record = by_name[name]
+        assert record["Gres"] == f"gpu:{part.gpu.gres_type}:{part.gpu.count}"
+        assert int(record["CPUTot"]) == part.cpu.sockets * part.cpu.cores_per_socket * part.cpu.threads_per_core
+        assert int(record["RealMemory"]) == int((part.memory_gb - part.os_reserved_memory_gb) * 1024)
+        device = plan.devices[name]
+        features = record["AvailableFeatures"].split(",")
+        assert f"su{device.su:02d}" in features and f"rack_{device.rack.lower()}" in features
+        expected_partitions = {"spares" if device.spare else "gpu", "burnin"}
+        assert set(record["Partitions"].split(",")) == expected_partitions
+    parts = {p["PartitionName"]: p for p in loaded.partitions}
+    assert parts["gpu"]["Default"] == "YES"
+    assert parts["gpu"]["OverSubscribe"] == "EXCLUSIVE" or parts["gpu"].get("Exclusive") == "NODE"
+
+
+def _tree_switches(loaded: Loaded) -> dict[str, dict[str, str]]:
+    """scontrol show topology's tree switches (records with SwitchName; 25.05+ also prints the topology's name)."""
+    return {r["SwitchName"]: r for r in loaded.topology if "SwitchName" in r}
+
+
+def _check_tree(
+    plan: Plan, reported: dict[str, dict[str, str]], members: dict[str, list[str]], servers: list[str]
+) -> None:
     plan_servers, plan_below = _plan_fabric(plan)
-    members = _leaf_members(files["topology.conf"])
-    reported = {r["SwitchName"]: r for r in topology}
     placed: list[str] = []
     for name, record in reported.items():
         nodes_here = set(hostlist.expand_hostlist(record["Nodes"]))
@@ -231,35 +105,15 @@ def _check_against_plan(plan: Plan, files: dict[str, str], servers: list[str], s
         if attached & set(servers):
             assert any(leaf in members.get(n, [n]) for n in reported), f"plan leaf {leaf} missing"
 
-    by_name = {r["NodeName"]: r for r in nodes}
-    assert sorted(by_name) == sorted(servers)
-    for name in servers:
-        part = plan.part(name)
-        record = by_name[name]
-        assert record["Gres"] == f"gpu:{part.gpu.gres_type}:{part.gpu.count}"
-        assert int(record["CPUTot"]) == part.cpu.sockets * part.cpu.cores_per_socket * part.cpu.threads_per_core
-        assert int(record["RealMemory"]) == int((part.memory_gb - part.os_reserved_memory_gb) * 1024)
-        device = plan.devices[name]
-        features = record["AvailableFeatures"].split(",")
-        assert f"su{device.su:02d}" in features and f"rack_{device.rack.lower()}" in features
-        expected_partitions = {"spares" if device.spare else "gpu", "burnin"}
-        assert set(record["Partitions"].split(",")) == expected_partitions
-    parts = {p["PartitionName"]: p for p in partitions}
-    assert parts["gpu"]["OverSubscribe"] == "EXCLUSIVE" and parts["gpu"]["Default"] == "YES"
-    return log
 
-
-@needs_slurm
-def test_slurmctld_loads_one_su_configs_and_agrees_with_the_plan(tmp_path):
+def test_slurmctld_loads_one_su_configs_and_agrees_with_the_plan(debian_slurm, load_slurm):
     _, plan = planned("superpod-h100-1su")
     files = slurm_files(plan, version="22.05")
     servers = [d.name for d in plan.devices_with("gpu-server")]
-    _check_against_plan(plan, files, servers, tmp_path)
+    _check_against_plan(plan, files, servers, load_slurm(debian_slurm, files))
 
 
-@needs_slurm
-def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path):
-    """A 3-tier fat tree: leaves (merged per SU), pod spines and cores, as slurmctld reports them."""
+def _three_tier(tmp_path: Path) -> Plan:
     loaded = load_design(
         write_design(
             tmp_path,
@@ -269,29 +123,131 @@ def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path):
     )
     plan = plan_design(loaded)
     assert {d.tier for d in plan.switches("compute")} == {1, 2, 3}
+    return plan
+
+
+def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path, debian_slurm, load_slurm):
+    """A 3-tier fat tree: leaves (merged per SU), pod spines and cores, as slurmctld reports them."""
+    plan = _three_tier(tmp_path)
     files = slurm_files(plan, version="22.05")
     servers = [d.name for d in plan.devices_with("gpu-server")]
-    scratch = tmp_path / "slurm"
-    scratch.mkdir()
-    _check_against_plan(plan, files, servers, scratch)
+    _check_against_plan(plan, files, servers, load_slurm(debian_slurm, files))
     assert "SwitchName=compute-core-" in files["topology.conf"]
 
 
-@needs_slurm
-def test_slurm_side_of_a_split_design_holds_only_its_servers(tmp_path):
+def test_slurm_side_of_a_split_design_holds_only_its_servers(debian_slurm, load_slurm):
     _, plan = planned("lab-4-servers")
     files = slurm_files(plan, version="22.05")
     slurm_servers = ["gpu001", "gpu002"]  # kubernetes_servers: 2 takes the last two
-    _check_against_plan(plan, files, slurm_servers, tmp_path)
+    _check_against_plan(plan, files, slurm_servers, load_slurm(debian_slurm, files))
     assert "gpu003" not in "".join(files.values()) and "gpu004" not in "".join(files.values())
 
 
-@needs_slurm
-@pytest.mark.skipif(os.getuid() != 0, reason="slurmd -G needs GPU character devices; mknod needs root")
-def test_slurmd_parses_gres_and_cgroup_conf(tmp_path):
+# ---- Slurm 26.05 (built by .ci/build-slurm): every example's configs, for 26.05 and for the design's own release.
+SLURM_EXAMPLES = [
+    name
+    for name in EXAMPLES
+    if (yaml.safe_load((DESIGNS / f"{name}.yaml").read_text()).get("scheduler") or {}).get("kind") != "kubernetes"
+]
+
+
+def _members(plan: Plan, servers: list[str]) -> dict[str, list[str]]:
+    """The plan leaves each merged Slurm leaf stands for (scheduling's leaf groups)."""
+    from gpucluster.scheduling import fabric_tree
+
+    return {s.name: list(s.members) for s in fabric_tree(plan, servers).switches if s.tier == 1}
+
+
+def _check_topology_yaml(plan: Plan, files: dict[str, str], servers: list[str], loaded: Loaded) -> None:
+    """A topology.yaml load: the tree slurmctld reports is the plan's fabric, and scontrol show topoconf prints back
+    every topology of the file (slurmctld ignores misspelt keys in topology.yaml, so the file is compared with what
+    was loaded)."""
+    reported = _tree_switches(loaded)
+    assert reported, loaded.topology_text
+    _check_tree(plan, reported, _members(plan, servers), servers)
+    written = yaml.safe_load(files["topology.yaml"])
+    shown = yaml.safe_load(loaded.topoconf)
+    assert _topologies(shown) == _topologies(written), loaded.topoconf
+
+
+def _topologies(document: object) -> list[tuple[str, str, bool, list[tuple[str, tuple[str, ...]]]]]:
+    """(name, plugin, cluster default, [(switch or block, hosts and children expanded)]) per topology."""
+    out = []
+    for topology in document:  # type: ignore[attr-defined]
+        plugin = "tree" if "tree" in topology else "block" if "block" in topology else "flat"
+        entries = []
+        if plugin == "tree":
+            for switch in topology["tree"]["switches"]:
+                below = switch.get("nodes") or switch.get("children") or ""
+                entries.append((switch["switch"], tuple(hostlist.expand_hostlist(below))))
+        elif plugin == "block":
+            for block in topology["block"]["blocks"]:
+                entries.append((block["block"], tuple(hostlist.expand_hostlist(block["nodes"]))))
+            entries.append(("block_sizes", tuple(str(s) for s in topology["block"].get("block_sizes", []))))
+        out.append((topology["topology"], plugin, bool(topology.get("cluster_default")), sorted(entries)))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("design", SLURM_EXAMPLES)
+@pytest.mark.parametrize("version", ["26.05", "design"])
+def test_slurm_26_05_loads_every_example_and_agrees_with_the_plan(design, version, current_slurm, load_slurm):
+    _, plan = planned(design)
+    files = slurm_files(plan, version=None if version == "design" else version)
+    servers = list(scheduler_split(plan).slurm)
+    loaded = load_slurm(current_slurm, files)
+    _check_against_plan(plan, files, servers, loaded)
+    if "topology.yaml" in files:
+        _check_topology_yaml(plan, files, servers, loaded)
+    if version == "26.05":
+        assert "Exclusive=NODE" in files["slurm.conf"] and "OverSubscribe=EXCLUSIVE" not in files["slurm.conf"]
+        parts = {p["PartitionName"]: p for p in loaded.partitions}
+        assert all(p["Exclusive"] == "NODE" for p in parts.values()), parts
+
+
+def test_slurm_26_05_loads_a_three_tier_tree(tmp_path, current_slurm, load_slurm):
+    plan = _three_tier(tmp_path)
+    files = slurm_files(plan, version="26.05")
+    servers = [d.name for d in plan.devices_with("gpu-server")]
+    loaded = load_slurm(current_slurm, files)
+    _check_against_plan(plan, files, servers, loaded)
+    _check_topology_yaml(plan, files, servers, loaded)
+    assert {int(r["Level"]) for r in _tree_switches(loaded).values()} == {0, 1, 2}
+
+
+def test_slurm_26_05_loads_nvlink_blocks(tmp_path, current_slurm, load_slurm):
+    """The block topology (the NVLink domains, cluster default) beside the fabric tree, as 26.05 loads them."""
+    plan = nvl_plan(tmp_path)
+    files = slurm_files(plan, version="26.05")
+    servers = [d.name for d in plan.devices_with("gpu-server")]
+    loaded = load_slurm(current_slurm, files)
+    _check_against_plan(plan, files, servers, loaded)
+    _check_topology_yaml(plan, files, servers, loaded)
+    blocks = [r for r in loaded.topology if "BlockName" in r]
+    assert sorted(tuple(hostlist.expand_hostlist(b["Nodes"])) for b in blocks) == sorted(
+        tuple(d) for d in _nvl_domains(files)
+    )
+
+
+def _nvl_domains(files: dict[str, str]) -> list[list[str]]:
+    topology = next(t for t in yaml.safe_load(files["topology.yaml"]) if "block" in t)
+    return [hostlist.expand_hostlist(b["nodes"]) for b in topology["block"]["blocks"]]
+
+
+def test_the_topoconf_comparison_catches_a_misspelt_key():
+    """slurmctld ignores a misspelt key in topology.yaml; comparing the file with topoconf is what catches it."""
+    written = [
+        {"topology": "fabric", "cluster_default": True, "tree": {"switches": [{"switch": "s1", "nodes": "a[1-2]"}]}}
+    ]
+    shown = [{"topology": "fabric", "cluster_default": True, "tree": {"switches": [{"switch": "s1"}]}}]
+    assert _topologies(shown) != _topologies(written)
+
+
+def test_slurmd_parses_gres_and_cgroup_conf(tmp_path, debian_slurm):
     """slurmd -G reads slurm.conf, gres.conf and cgroup.conf for one node and prints its GPUs."""
+    if os.getuid() != 0:
+        pytest.skip("slurmd -G needs GPU character devices; mknod needs root")
     _, plan = planned("superpod-h100-1su")
-    local = _local_copy(slurm_files(plan, version="22.05"), tmp_path)
+    local = local_copy(slurm_files(plan, version="22.05"), tmp_path)
     for name, text in local.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "dev").mkdir()
@@ -299,25 +255,31 @@ def test_slurmd_parses_gres_and_cgroup_conf(tmp_path):
         os.mknod(tmp_path / "dev" / f"nvidia{index}", 0o600 | 0o020000, os.makedev(195, index))
     env = {**os.environ, "SLURM_CONF": str(tmp_path / "slurm.conf")}
     result = subprocess.run(
-        [SLURMD, "-G", "-N", "gpu007", "-f", str(tmp_path / "slurm.conf")], env=env, capture_output=True, text=True
+        [str(debian_slurm.slurmd), "-G", "-N", "gpu007", "-f", str(tmp_path / "slurm.conf")],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
-    assert not _problems(output), output
+    assert not problems(output), output
     assert re.search(r"Gres Name=gpu Type=h100 Count=8 .*File=\S+/dev/nvidia\[0-7\]", output), output
 
 
-def test_rejected_line_is_caught(tmp_path):
-    """The log check is not blind: a misspelt key in a copy is reported."""
-    assert _problems("slurmctld: error: _parse_next_key: Parsing error at unrecognized key: Bogus")
-    assert _problems("slurmctld: error: WARNING: Multiple leaf switches contain nodes: gpu[001-004]")
-    assert not _problems("slurmctld: error: mpi/pmix_v4: init: can not load PMIx library")
+def test_rejected_line_is_caught():
+    """The log check is not blind: a misspelt key in a copy is reported, and so is a deprecated option."""
+    assert problems("slurmctld: error: _parse_next_key: Parsing error at unrecognized key: Bogus")
+    assert problems("slurmctld: error: WARNING: Multiple leaf switches contain nodes: gpu[001-004]")
+    assert not problems("slurmctld: error: mpi/pmix_v4: init: can not load PMIx library")
 
 
 def test_configs_target_the_designs_slurm_version():
     _, plan = planned("superpod-h100-1su")
-    files = slurm_files(plan)  # the design's default, 24.05
-    assert "Slurm 24.05" in files["slurm.conf"] and "TopologyPlugin=topology/tree" in files["slurm.conf"]
+    files = slurm_files(plan)  # the design's default, 25.11
+    assert "Slurm 25.11" in files["slurm.conf"] and "topology.yaml" in files
+    assert "OverSubscribe=EXCLUSIVE" in files["slurm.conf"]  # Exclusive=NODE only from 26.05
+    older = slurm_files(plan, version="24.05")
+    assert "TopologyPlugin=topology/tree" in older["slurm.conf"] and "topology.conf" in older
     newer = slurm_files(plan, version="25.05")
     assert "topology.conf" not in newer and "TopologyPlugin" not in newer["slurm.conf"].split("# Topologies")[0]
     topologies = yaml.safe_load(newer["topology.yaml"])

@@ -1,12 +1,16 @@
 """Kubernetes configuration from the plan, for the GPU servers Kubernetes runs (``kubernetes/``):
 
-* ``nodes.yaml``: each server's topology labels (scalable unit, rack, leaf, spine, core and NVLink domain under
-  the design's key prefix, as topograph names them) and taints (GPU servers, hot spares), for
-  ``kubectl apply --server-side``;
-* ``gpu-operator-values.yaml`` and ``dcgm-metrics.yaml``: NVIDIA GPU Operator Helm values and the DCGM exporter's
-  counters;
-* ``network-operator.yaml``: the NVIDIA Network Operator's NicClusterPolicy giving pods the compute HCAs;
-* ``kueue.yaml``: Kueue Topology, ResourceFlavor, Cohort, and per team a Namespace, ClusterQueue and LocalQueue.
+* ``nodes.yaml``: each server's topology labels (the fabric tiers and NVLink domain as topograph 1.0 writes them,
+  ``fabric.topograph.run/tier-N`` from the leaf up and ``accelerator.topograph.run/domain``, or topograph 0.5's
+  ``<prefix>/leaf|spine|core|accelerator``; scalable unit and rack under our own prefix) and taints (GPU servers,
+  hot spares), for ``kubectl apply --server-side``;
+* ``gpu-operator-values.yaml`` and ``dcgm-metrics.yaml``: NVIDIA GPU Operator Helm values (chart v26.7.0) and the
+  DCGM exporter's counters;
+* ``network-operator-values.yaml`` and ``network-operator.yaml``: the NVIDIA Network Operator's Helm values (chart
+  v26.4.1; Node Feature Discovery off, since the GPU Operator deploys it) and its NicClusterPolicy giving pods the
+  compute HCAs;
+* ``kueue.yaml``: Kueue (v1beta2, or v1beta1 for older Kueue) Topology, ResourceFlavor, Cohort, and per team a
+  Namespace, ClusterQueue and LocalQueue.
 
 Nothing is written when Slurm runs every server.
 """
@@ -35,23 +39,31 @@ GPU_OPERATOR_NAMESPACE = "gpu-operator"
 DCGM_CONFIGMAP = "dcgm-metrics"
 RDMA_SHARED_RESOURCE = "compute"  # rdma/compute: every compute HCA of the server, one share per pod
 
-# Kueue API versions (kubernetes-sigs/kueue config/components/crd/bases: ClusterQueue, LocalQueue, ResourceFlavor
-# v1beta1; Cohort v1alpha1 at commit 6af03d770e6ecc28e966bdcd904f9ce1dc1f3566; Topology v1alpha1 at commit
-# 00caa3119fc1a03a94ead6465e16cafbb7b831db), the set Kueue serves from v0.9 (topology-aware scheduling, alpha).
-KUEUE_API = "kueue.x-k8s.io/v1beta1"
-KUEUE_ALPHA_API = "kueue.x-k8s.io/v1alpha1"
+# Kueue API per generation (kubernetes-sigs/kueue v0.19.2 CRDs, tests/upstream/kueue/): v1beta2 serves all five
+# kinds and names the cohort field cohortName; v1beta1 (Topology and Cohort since topology-aware scheduling went beta,
+# kubernetes-sigs/kueue#6830) names it cohort and is deprecated from v0.19.
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_COHORT_FIELD = {"v1beta2": "cohortName", "v1beta1": "cohort"}
 
-# NicClusterPolicy component images: Mellanox/network-operator example/crs/
-# mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at commit d0e3abff053f76092b7e06f04724e37f8d15b9f6.
+# topograph 1.0's node labels (NVIDIA/topograph CHANGELOG 1.0.0, "BREAKING": fabric tiers closest-first as
+# fabric.topograph.run/tier-N, tier 0 the leaf; accelerator.topograph.run/domain for the NVLink domain).
+TOPOGRAPH_FABRIC_TIER = "fabric.topograph.run/tier-{n}"
+TOPOGRAPH_ACCELERATOR = "accelerator.topograph.run/domain"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+# NicClusterPolicy component images: the ones Network Operator v26.4.1 releases with (Mellanox/network-operator
+# hack/release.yaml at tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd: RdmaSharedDevicePlugin and
+# SriovDevicePlugin, nvcr.io/nvidia/mellanox, version network-operator-v26.4.1).
+NETWORK_OPERATOR_RELEASE = "v26.4.1"
 RDMA_SHARED_DEVICE_PLUGIN = {
     "image": "k8s-rdma-shared-dev-plugin",
-    "repository": "ghcr.io/mellanox",
-    "version": "sha-4f3eb2224b8b5f97be3f17441ddee8d41753b7d5",
+    "repository": "nvcr.io/nvidia/mellanox",
+    "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
 }
 SRIOV_DEVICE_PLUGIN = {
     "image": "sriov-network-device-plugin",
-    "repository": "ghcr.io/k8snetworkplumbingwg",
-    "version": "v3.8.0",
+    "repository": "nvcr.io/nvidia/mellanox",
+    "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
 }
 MELLANOX_VENDOR_ID = "15b3"  # PCI vendor ID of NVIDIA (Mellanox) NICs, as in the same example
 
@@ -76,7 +88,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
-    """File name -> its YAML documents (the GPU Operator values file is one document, not a manifest)."""
+    """File name -> its YAML documents (each Helm values file is one document, not a manifest)."""
     servers = scheduler_split(plan).kubernetes
     if not servers:
         return {}
@@ -86,39 +98,81 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
         "nodes.yaml": node_manifests(plan, servers),
         "gpu-operator-values.yaml": [gpu_operator_values(plan, server, settings.gpu_operator)],
         "dcgm-metrics.yaml": [_dcgm_configmap()],
+        "network-operator-values.yaml": [network_operator_values()],
         "network-operator.yaml": [nic_cluster_policy(plan, server, settings.rdma)],
         "kueue.yaml": kueue_manifests(plan, servers, server, settings),
     }
 
 
+HELM_VALUES_FILES = ("gpu-operator-values.yaml", "network-operator-values.yaml")
+
+
+def _settings(plan: Plan) -> object:
+    return plan.design.scheduler.kubernetes  # type: ignore[attr-defined]
+
+
+def fabric_label(plan: Plan, tier: int, tier_name: str) -> str:
+    """The node label key of a compute-fabric tier (1 = leaf) in the design's label generation."""
+    settings = _settings(plan)
+    if settings.topology_labels == "topograph-1":  # type: ignore[attr-defined]
+        return TOPOGRAPH_FABRIC_TIER.format(n=tier - 1)
+    return f"{settings.topology_label_prefix}/{tier_name}"  # type: ignore[attr-defined]
+
+
+def accelerator_label(plan: Plan) -> str:
+    """The node label key of the NVLink domain in the design's label generation."""
+    settings = _settings(plan)
+    if settings.topology_labels == "topograph-1":  # type: ignore[attr-defined]
+        return TOPOGRAPH_ACCELERATOR
+    return f"{settings.topology_label_prefix}/accelerator"  # type: ignore[attr-defined]
+
+
 def topology_labels(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, dict[str, str]]:
-    """Server -> its topology labels: tiers of the compute fabric (leaf, spine, core as topograph names them),
-    the NVLink domain (``accelerator``, where servers share one), scalable unit and rack."""
-    prefix = plan.design.scheduler.kubernetes.topology_label_prefix  # type: ignore[attr-defined]
+    """Server -> its topology labels: the compute fabric's tiers (the leaf group, then the switches above it, as
+    topograph labels them), the NVLink domain where servers share one, and (our own keys) scalable unit and rack."""
     tree = fabric_tree(plan, servers)
+    tier_of = {name: tier for tier, name in tree.tier_names.items()}
     domain_of = {name: f"nvl{i:03d}" for i, domain in enumerate(nvlink_domains(plan, servers), 1) for name in domain}
     labels: dict[str, dict[str, str]] = {}
     for name in servers:
         device = plan.devices[name]
-        own = {f"{prefix}/{tier}": group for tier, group in tree.paths.get(name, {}).items()}
+        own = {
+            fabric_label(plan, tier_of.get(tier_name, 0) or _tier_number(tier_name), tier_name): group
+            for tier_name, group in tree.paths.get(name, {}).items()
+        }
         if name in domain_of:
-            own[f"{prefix}/accelerator"] = domain_of[name]
+            own[accelerator_label(plan)] = domain_of[name]
         if device.su is not None:
-            own[f"{prefix}/su"] = f"su{device.su:02d}"
-        own[f"{prefix}/rack"] = device.rack
+            own[f"{OWN_PREFIX}/su"] = f"su{device.su:02d}"
+        own[f"{OWN_PREFIX}/rack"] = device.rack
         labels[name] = own
     return labels
 
 
+def _tier_number(tier_name: str) -> int:
+    """fabric_tree names a tier without a plan name tierN."""
+    return int(tier_name.removeprefix("tier"))
+
+
 def topology_levels(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[str]:
-    """Kueue Topology levels, coarse to fine: the fabric tiers from the top down, the NVLink domain, the host."""
-    prefix = plan.design.scheduler.kubernetes.topology_label_prefix  # type: ignore[attr-defined]
+    """Kueue Topology levels, coarse to fine: the fabric tiers from the top down, the NVLink domain, the host. A
+    level with one value on every server is left out: it tells Kueue nothing (a 1-SU cluster's leaf group)."""
     tree = fabric_tree(plan, servers)
-    tiers = sorted({t for s in tree.switches for t in [s.tier]}, reverse=True)
-    levels = [f"{prefix}/{tree.tier_names.get(t, f'tier{t}')}" for t in tiers]
+    tiers = sorted({s.tier for s in tree.switches}, reverse=True)
+    levels = [fabric_label(plan, t, tree.tier_names.get(t, f"tier{t}")) for t in tiers]
     if nvlink_domains(plan, servers):
-        levels.append(f"{prefix}/accelerator")
-    return [*levels, "kubernetes.io/hostname"]
+        levels.append(accelerator_label(plan))
+    labels = topology_labels(plan, servers)
+    distinct = [level for level in levels if len({labels[n].get(level) for n in servers}) > 1]
+    return [*distinct, HOSTNAME_LABEL]
+
+
+def job_topology_level(plan: Plan, servers: tuple[str, ...] | list[str]) -> str | None:
+    """The Topology level a training job prefers to stay within: its servers' leaf group (one switch hop apart on
+    every rail). None when every server shares one leaf group, so the Topology has no such level."""
+    tree = fabric_tree(plan, servers)
+    leaf = fabric_label(plan, 1, tree.tier_names.get(1, "leaf"))
+    return leaf if leaf in topology_levels(plan, servers) else None
 
 
 def node_manifests(plan: Plan, servers: tuple[str, ...]) -> list[dict]:
@@ -143,7 +197,8 @@ def _is_dgx(server: GpuServer) -> bool:
 
 
 def gpu_operator_values(plan: Plan, server: GpuServer, choices: object) -> dict:
-    """Helm values for the NVIDIA GPU Operator chart (keys per the chart's values reference)."""
+    """Helm values for the NVIDIA GPU Operator chart (v26.7.0's values.yaml). The GPU Operator deploys Node Feature
+    Discovery for both operators (the Network Operator's values turn its copy off)."""
     driver = getattr(choices, "driver", "auto")
     host_driver = driver == "host" or (driver == "auto" and _is_dgx(server))
     mig = getattr(choices, "mig_strategy", "none")
@@ -166,6 +221,13 @@ def gpu_operator_values(plan: Plan, server: GpuServer, choices: object) -> dict:
         # GPUDirect RDMA (nvidia-peermem) so NCCL moves data between GPU memory and the compute HCAs directly.
         values["driver"] = {"enabled": True, "rdma": {"enabled": True, "useHostMofed": True}}
     return values
+
+
+def network_operator_values() -> dict:
+    """Helm values for the NVIDIA Network Operator chart (v26.4.1's values.yaml): its Node Feature Discovery off,
+    since the GPU Operator's runs on the same nodes (two NFD deployments fight over the same labels); its node
+    feature rules stay on, for NFD to label the NICs. The host's DOCA/MOFED driver is used (no ofedDriver)."""
+    return {"nfd": {"enabled": False, "deployNodeFeatureRules": True}, "sriovNetworkOperator": {"enabled": False}}
 
 
 def _dcgm_configmap() -> dict:
@@ -242,23 +304,22 @@ def _quota(gpus: int, per: _PerGpu, gpus_per_server: int) -> dict[str, object]:
 def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, settings: object) -> list[dict]:
     """Topology-aware Kueue: one ResourceFlavor (the server model) on the fabric Topology, a Cohort for the
     cluster, and per team a Namespace, a ClusterQueue (quota, borrowing and lending limits) and a LocalQueue."""
+    api_version = getattr(settings, "kueue_api", "v1beta2")
+    api = f"{KUEUE_GROUP}/{api_version}"
     cohort = plan.name
     flavor = server.id
     mode = getattr(settings, "rdma", "shared")
-    production = [n for n in servers if not plan.devices[n].spare]
-    gpus = len(production) * server.gpu.count
-    teams = list(getattr(settings, "teams", [])) or [_DefaultTeam("training", gpus)]
     per = _per_gpu(server, mode)
     resources = ["cpu", "memory", GPU_RESOURCE, *per.rdma]
     documents: list[dict] = [
         {
-            "apiVersion": KUEUE_ALPHA_API,
+            "apiVersion": api,
             "kind": "Topology",
             "metadata": {"name": "fabric"},
             "spec": {"levels": [{"nodeLabel": level} for level in topology_levels(plan, servers)]},
         },
         {
-            "apiVersion": KUEUE_API,
+            "apiVersion": api,
             "kind": "ResourceFlavor",
             "metadata": {"name": flavor},
             "spec": {
@@ -268,9 +329,9 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
                 "topologyName": "fabric",
             },
         },
-        {"apiVersion": KUEUE_ALPHA_API, "kind": "Cohort", "metadata": {"name": cohort}, "spec": {}},
+        {"apiVersion": api, "kind": "Cohort", "metadata": {"name": cohort}, "spec": {}},
     ]
-    for team in teams:
+    for team in kubernetes_teams(plan, servers, server):
         nominal = _quota(team.gpus, per, server.gpu.count)
         entries = []
         for resource in resources:
@@ -283,11 +344,11 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
         documents += [
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": team.name}},
             {
-                "apiVersion": KUEUE_API,
+                "apiVersion": api,
                 "kind": "ClusterQueue",
                 "metadata": {"name": team.name},
                 "spec": {
-                    "cohort": cohort,
+                    KUEUE_COHORT_FIELD[api_version]: cohort,
                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.name}},
                     "queueingStrategy": "BestEffortFIFO",
                     "resourceGroups": [
@@ -302,13 +363,22 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
                 },
             },
             {
-                "apiVersion": KUEUE_API,
+                "apiVersion": api,
                 "kind": "LocalQueue",
                 "metadata": {"name": team.name, "namespace": team.name},
                 "spec": {"clusterQueue": team.name},
             },
         ]
     return documents
+
+
+def kubernetes_teams(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> list:
+    """The design's teams, or the one queue a design without teams gets (every production GPU)."""
+    teams = list(getattr(_settings(plan), "teams", []))
+    if teams:
+        return teams
+    production = [n for n in servers if not plan.devices[n].spare]
+    return [_DefaultTeam("training", len(production) * server.gpu.count)]
 
 
 @dataclass(frozen=True)

@@ -1,12 +1,19 @@
 """NCCL settings and training launch templates from the plan: ``nccl/nccl.env`` (compute HCAs in rail order,
 the in-band interface for bootstrap, RoCE GID index and traffic class), ``launch/train.sbatch`` (torchrun across
-servers under Slurm) and ``launch/pytorchjob.yaml`` (the same as a Kubeflow PyTorchJob queued by Kueue)."""
+servers under Slurm) and ``launch/trainjob.yaml`` (the same as a Kubeflow Trainer v2 TrainJob queued by Kueue; or
+``launch/pytorchjob.yaml``, a Training Operator v1 PyTorchJob, for clusters that still run it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from gpucluster.artifacts.kubernetes import GPU_RESOURCE, dump_yaml, rdma_resources
+from gpucluster.artifacts.kubernetes import (
+    GPU_RESOURCE,
+    dump_yaml,
+    job_topology_level,
+    kubernetes_teams,
+    rdma_resources,
+)
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
@@ -24,6 +31,13 @@ ROCE_DSCP = 26
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 RENDEZVOUS_PORT = 29500  # torchrun's default c10d rendezvous port
+# Kubeflow Trainer v2's PyTorch runtime: the ClusterTrainingRuntime it installs (kubeflow/trainer v2.3.0
+# manifests/base/runtimes/torch_distributed.yaml), whose one replicated job and its training container are "node".
+TRAINER_RUNTIME = "torch-distributed"
+TRAINER_NODE = "node"
+PATCH_MANAGER = "gpucluster.io/launch-template"  # who owns the TrainJob's runtime patch (any name; ours)
+KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"  # PodSets of one group land in one topology domain
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -45,16 +59,7 @@ def nccl_files(plan: Plan) -> dict[str, str]:
             "launch/train.sbatch.j2", design=plan.name, nodes=_job_servers(plan, split.slurm), gpus=server.gpu.count
         )
     if split.kubernetes:
-        documents = [
-            {
-                "apiVersion": "v1",
-                "kind": "ConfigMap",
-                "metadata": {"name": "nccl-env", "namespace": _namespace(plan)},
-                "data": _env_pairs(nccl_env(plan, server, pod=True)),
-            },
-            pytorch_job(plan, server, _job_servers(plan, split.kubernetes)),
-        ]
-        files["launch/pytorchjob.yaml"] = dump_yaml(documents)
+        files.update(training_job_files(plan, server, split.kubernetes))
     return files
 
 
@@ -106,21 +111,102 @@ def _job_servers(plan: Plan, servers: tuple[str, ...]) -> int:
     return len(first.nodes)
 
 
-def _namespace(plan: Plan) -> str:
-    teams = plan.design.scheduler.kubernetes.teams  # type: ignore[attr-defined]
-    return teams[0].name if teams else "training"
+def _job_team(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> tuple[str, int]:
+    """The queue the Kubernetes template goes to and its size in servers: the team with the largest guaranteed
+    quota, and no more servers than the first leaf group holds or that quota admits (at least one server: a team
+    whose quota holds less than a server's GPUs admits the job only by borrowing)."""
+    team = max(kubernetes_teams(plan, servers, server), key=lambda t: t.gpus)
+    admitted = team.gpus // server.gpu.count
+    return team.name, max(1, min(_job_servers(plan, servers), admitted))
 
 
-def pytorch_job(plan: Plan, server: GpuServer, nodes: int) -> dict:
-    """A PyTorchJob (Kubeflow Training Operator, kubeflow.org/v1) on whole servers, queued to the first team's
-    LocalQueue; Kueue keeps its pods under one leaf group where it can (preferred topology)."""
-    prefix = plan.design.scheduler.kubernetes.topology_label_prefix  # type: ignore[attr-defined]
-    namespace = _namespace(plan)
-    limits = {GPU_RESOURCE: str(server.gpu.count)}  # quantities as strings, as the API's models type them
+def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) -> dict[str, str]:
+    """The Kubernetes launch template of the design's generation (TrainJob, or PyTorchJob with its env ConfigMap)."""
+    namespace, nodes = _job_team(plan, servers, server)
+    level = job_topology_level(plan, servers)
+    kind = plan.design.scheduler.kubernetes.training_job  # type: ignore[attr-defined]
+    env = _env_pairs(nccl_env(plan, server, pod=True))
+    if kind == "trainjob":
+        return {"launch/trainjob.yaml": dump_yaml([train_job(plan, server, nodes, namespace, level, env)])}
+    documents = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "nccl-env", "namespace": namespace},
+            "data": env,
+        },
+        pytorch_job(plan, server, nodes, namespace, level),
+    ]
+    return {"launch/pytorchjob.yaml": dump_yaml(documents)}
+
+
+def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
+    """A whole server per node: every GPU and the compute HCAs (quantities as strings, as the API types them)."""
+    limits = {GPU_RESOURCE: str(server.gpu.count)}
     for resource in rdma_resources(server, plan.design.scheduler.kubernetes.rdma):  # type: ignore[attr-defined]
         limits[resource] = "1"
+    return limits
+
+
+def train_job(
+    plan: Plan, server: GpuServer, nodes: int, namespace: str, level: str | None, env: dict[str, str]
+) -> dict:
+    """A TrainJob (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1) on whole servers with the torch-distributed
+    runtime, queued to a team's LocalQueue. Its nodes are one PodSet, so Kueue keeps them together under one leaf
+    group where it can (preferred topology); the runtime patch adds that annotation, IPC_LOCK for RDMA's pinned
+    memory, and a memory-backed /dev/shm for NCCL."""
+    pod_metadata = {"annotations": {KUEUE_PREFERRED_TOPOLOGY: level}} if level else {}
+    pod_spec = {
+        "containers": [
+            {
+                "name": TRAINER_NODE,
+                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+            }
+        ],
+        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+    }
+    pod = {**({"metadata": pod_metadata} if pod_metadata else {}), "spec": pod_spec}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": namespace}},
+        "spec": {
+            "runtimeRef": {"name": TRAINER_RUNTIME},
+            "trainer": {
+                "image": PYTORCH_IMAGE,
+                "command": ["torchrun", "/workspace/train.py"],
+                "numNodes": nodes,
+                "numProcPerNode": server.gpu.count,
+                "resourcesPerNode": {"limits": _limits(plan, server)},
+                "env": [{"name": key, "value": value} for key, value in env.items()],
+            },
+            "runtimePatches": [
+                {
+                    "manager": PATCH_MANAGER,
+                    "trainingRuntimeSpec": {
+                        "template": {
+                            "spec": {
+                                "replicatedJobs": [
+                                    {"name": TRAINER_NODE, "template": {"spec": {"template": pod}}},
+                                ]
+                            }
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def pytorch_job(plan: Plan, server: GpuServer, nodes: int, namespace: str, level: str | None) -> dict:
+    """A PyTorchJob (Kubeflow Training Operator v1, kubeflow.org/v1) on whole servers, queued to a team's
+    LocalQueue; master and workers are two PodSets of one group, so Kueue places them under one domain."""
+    annotations = {KUEUE_PODSET_GROUP: "train"}
+    if level:
+        annotations[KUEUE_PREFERRED_TOPOLOGY] = level
     pod = {
-        "metadata": {"annotations": {"kueue.x-k8s.io/podset-preferred-topology": f"{prefix}/leaf"}},
+        "metadata": {"annotations": annotations},
         "spec": {
             "containers": [
                 {
@@ -128,7 +214,7 @@ def pytorch_job(plan: Plan, server: GpuServer, nodes: int) -> dict:
                     "image": PYTORCH_IMAGE,
                     "command": ["torchrun", "/workspace/train.py"],
                     "envFrom": [{"configMapRef": {"name": "nccl-env"}}],
-                    "resources": {"limits": limits},
+                    "resources": {"limits": _limits(plan, server)},
                     "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},  # RDMA pins memory
                     "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
                 }
@@ -139,6 +225,8 @@ def pytorch_job(plan: Plan, server: GpuServer, nodes: int) -> dict:
     replicas = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": pod}}
     if nodes > 1:
         replicas["Worker"] = {"replicas": nodes - 1, "restartPolicy": "OnFailure", "template": pod}
+    else:  # a podset group takes exactly two PodSets
+        del annotations[KUEUE_PODSET_GROUP]
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",

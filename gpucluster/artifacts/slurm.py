@@ -27,6 +27,9 @@ from gpucluster.templating import render
 # switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
 # block-scheduling blog, 2026-05-07; shared reference ecosystem-facts.md section 3).
 SLURM_NVIDIA_IMEX = (24, 5)
+# Slurm 26.05 deprecates the partition option OverSubscribe=EXCLUSIVE for Exclusive=NODE (slurm.conf(5) of 26.05.3,
+# "Exclusive": "This replaces the deprecated options OverSubscribe=EXCLUSIVE, ExclusiveUser, and ExclusiveTopo").
+SLURM_EXCLUSIVE_NODE = (26, 5)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -98,6 +101,7 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         topology_plugin=plugin,
         topology_file=topology_file,
         switch_type="switch/nvidia_imex" if domains and release >= SLURM_NVIDIA_IMEX else "",
+        exclusive="Exclusive=NODE" if release >= SLURM_EXCLUSIVE_NODE else "OverSubscribe=EXCLUSIVE",
         server=server,
         cpus=cpus,
         real_memory_mb=real_memory_mb,

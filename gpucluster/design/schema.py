@@ -184,11 +184,17 @@ class Management(_Section):
 _RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # Kubernetes namespace / object name segment
 
 
+# Slurm's releases (YY.MM, two a year since 23.02; SchedMD's CHANGELOG/ folder), from the oldest still running at
+# sites (Debian 12's slurm-wlm 22.05) to the newest (26.05).
+SlurmRelease = Literal["22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05"]
+
+
 class SlurmSettings(_Section):
-    version: str = Field(
-        "24.05",
-        pattern=r"^\d{2}\.\d{2}$",
-        description="target Slurm release, e.g. 24.05; the block topology needs 23.11+, topology.yaml 25.05+",
+    version: SlurmRelease = Field(
+        "25.11",
+        description="target Slurm release (the configs' generation): the block topology needs 23.11+, topology.yaml "
+        "25.05+, 26.05 replaces OverSubscribe=EXCLUSIVE with Exclusive=NODE; 26.05 upgrades directly only from "
+        "24.11, 25.05 and 25.11",
     )
     cluster_name: str | None = Field(
         None, pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Slurm ClusterName; default: the design name, '-' as '_'"
@@ -228,11 +234,28 @@ class GpuOperatorSettings(_Section):
 
 
 class KubernetesSettings(_Section):
+    topology_labels: Literal["topograph-1", "topograph-0"] = Field(
+        "topograph-1",
+        description="the node labels' generation: topograph-1 (topograph 1.0: fabric.topograph.run/tier-N from the "
+        "leaf up, accelerator.topograph.run/domain) or topograph-0 (up to topograph 0.5: <prefix>/leaf, spine, core, "
+        "accelerator)",
+    )
     topology_label_prefix: str = Field(
         "network.topology.nvidia.com",
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
         max_length=253,
-        description="key prefix of the topology node labels (topograph's default)",
+        description="with topology_labels topograph-0: the labels' key prefix (topograph 0.5's default); topograph 1.0 "
+        "fixes its keys",
+    )
+    kueue_api: Literal["v1beta2", "v1beta1"] = Field(
+        "v1beta2",
+        description="Kueue API version of the queues and topology: v1beta2 (current, Kueue 0.19) or v1beta1 (Kueue "
+        "releases from topology-aware scheduling's beta to 0.19, which deprecates it)",
+    )
+    training_job: Literal["trainjob", "pytorchjob"] = Field(
+        "trainjob",
+        description="the launch template's kind: trainjob (Kubeflow Trainer v2, which Kueue integrates by default) or "
+        "pytorchjob (Training Operator v1; Kueue 0.19 needs its kubeflow.org/pytorchjob integration turned on)",
     )
     teams: list[Team] = Field(
         default_factory=list, description="GPU quotas per team (Kueue ClusterQueues); default: one queue with all GPUs"
