@@ -1,27 +1,52 @@
-"""NetBox bulk-import CSVs, so the plan can be loaded into a DCIM: ``netbox/`` holds one file per
-object type, numbered in the order they must be imported (each refers to objects of the ones
-before it by name).
+"""NetBox 4.6 import files, so the plan loads into a DCIM, several clusters into one NetBox (``netbox/``):
 
-Columns are the fields of NetBox's import forms (netbox-community/netbox
-``netbox/dcim/forms/bulk_import.py``: SiteImportForm, ManufacturerImportForm, DeviceRoleImportForm,
-DeviceTypeImportForm, RackImportForm, DeviceImportForm, InterfaceImportForm, CableImportForm);
-choice values are NetBox's slugs (``netbox/dcim/choices.py``). Device types imported from CSV have
-no component templates, so ``07-interfaces.csv`` creates every cabled port before the cables. A
-NetBox cable imported from CSV has one termination per side, so a twin-port or splitter cable is
-imported as one NetBox cable per link, all carrying the schedule's cable ID as their label.
+* ``netbox/shared/``: what every cluster shares, imported **once per NetBox**: manufacturers, device roles and the
+  device types of every rack-mounted part of the packaged catalog, with their interface, power-port and
+  power-outlet templates (``03-device-types.yaml``, NetBox's device-type YAML import, as the devicetype-library
+  writes it). Every design on the packaged catalog writes these files byte for byte alike.
+* ``netbox/NN-*.csv``: this cluster, numbered in import order: its site (one per cluster, so two clusters'
+  racks, devices and power panels never meet; the design's site is its ``facility``), racks, power panels and
+  feeds, devices (their interfaces, power ports and outlets come from the device types' templates), network cables
+  (``side_a_site``/``side_b_site`` name the cluster's site) and power cables (each PSU to its PDU outlet, each PDU to
+  its feed). Parts a design's own catalog files add come as ``00-manufacturers.csv`` and ``00-device-types.yaml``.
+
+Large files are split into parts (``06-cables-01.csv`` ...) of at most :data:`ROWS_PER_FILE` rows, so each
+imports within NetBox's default 120 s request timeout.
+
+Columns are the fields of NetBox's import forms and choices NetBox's choice sets (netbox-community/netbox v4.6.8
+``netbox/dcim/forms/bulk_import.py``, ``object_import.py``, ``netbox/dcim/choices.py``). NetBox's CSV cable import
+takes one termination per side, so a cable carrying two links (a twin-port cable or a 1:2 splitter) becomes one
+NetBox cable per link, labelled with the schedule's cable ID and the link (``C0042/1``, ``C0042/2``).
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import get_args
 
+import yaml
+
+from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
+from gpucluster.catalog.schema import Pdu
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import DeviceRole, Plan
+from gpucluster.plan.oob import PDU_NETWORK_PORT
+from gpucluster.plan.power import pdu_outlet_names, power_cords, rack_feeds
 
 FOLDER = "netbox"
+SHARED = "shared"
+# Rows per import file. NetBox imports a CSV in one web request, which its default gunicorn worker timeout (120 s,
+# netbox docs "Installation: gunicorn") ends; cables (path tracing) and devices (their templates' components) are
+# the slowest rows. Assumed, not measured here (no NetBox on these machines): 500 rows keep a file well under a
+# minute at the tens of rows per second a cable import runs at.
+ROWS_PER_FILE = 500
 
 # NetBox CableTypeChoices slug per plan media (the catalog's multimode is OM4, its single-mode OS2).
 CABLE_TYPE = {
@@ -32,17 +57,24 @@ CABLE_TYPE = {
     "smf": "smf-os2",
     "cat6": "cat6",
 }
-# NetBox InterfaceTypeChoices slug per (cage type, port speed class); "osfp-rhs" is the flat-top
-# (riding heat sink) OSFP of host adapters, which NetBox names separately.
-_INTERFACE_TYPE = {
+# NetBox InterfaceTypeChoices: InfiniBand ports by generation (NetBox types them apart from Ethernet); Ethernet
+# by (cage, speed the port runs at): a QSFP112 cage run at 100G holds a QSFP28 module, at 200G a QSFP56 one.
+_INFINIBAND_TYPE = {"infiniband-ndr": "infiniband-ndr", "infiniband-xdr": "infiniband-xdr"}
+_ETHERNET_TYPE = {
     ("osfp", 800): "800gbase-x-osfp",
     ("osfp", 400): "400gbase-x-osfp",
     ("qsfp112", 400): "400gbase-x-qsfp112",
+    ("qsfp112", 200): "200gbase-x-qsfp56",
+    ("qsfp112", 100): "100gbase-x-qsfp28",
     ("qsfp56", 200): "200gbase-x-qsfp56",
     ("qsfp28", 100): "100gbase-x-qsfp28",
     ("sfp28", 25): "25gbase-x-sfp28",
     ("rj45", 1): "1000base-t",
 }
+# Host adapters (ConnectX, BlueField) have flat-top OSFP cages for riding heat sinks; NetBox names that form
+# factor "-rhs" where it has one (400G).
+_HOST_OSFP_RHS = {"400gbase-x-osfp": "400gbase-x-osfp-rhs"}
+_DEVICE_KINDS = ("gpu_server", "switch", "appliance", "storage_block", "pdu")
 # NetBox DeviceAirflowChoices has no "liquid"; a liquid-cooled part's air path is left unset.
 _AIRFLOW = {"front-to-rear", "rear-to-front", "passive"}
 _ROLE_COLOR = {
@@ -54,75 +86,281 @@ _ROLE_COLOR = {
     "object-storage": "ffc107",
     "pdu": "795548",
 }
-_DEVICE_TYPE_COLUMNS = [
-    *("manufacturer", "model", "slug", "part_number", "u_height", "is_full_depth"),
-    *("airflow", "weight", "weight_unit", "description"),
-]
+_RACK_WIDTH_IN = 19  # EIA-310 19-inch equipment racks (NetBox RackWidthChoices)
+PDU_INPUT = "input"  # a PDU's power port (its inlet cord to the feed)
 _CABLE_COLUMNS = [
-    *("side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name"),
+    *("side_a_site", "side_a_device", "side_a_power_panel", "side_a_type", "side_a_name"),
+    *("side_b_site", "side_b_device", "side_b_power_panel", "side_b_type", "side_b_name"),
     *("type", "status", "label", "length", "length_unit", "description"),
 ]
-_RACK_WIDTH_IN = 19  # EIA-310 19-inch equipment racks (NetBox RackWidthChoices)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
-    out.mkdir(parents=True, exist_ok=True)
-    site = plan.design.site.name  # type: ignore[attr-defined]
-    parts = plan.catalog_parts
-    used_parts = sorted({d.part for d in plan.devices.values()})
-    _csv(out / "01-sites.csv", ["name", "slug", "status", "description"], [[site, _slug(site), "planned", plan.name]])
-    manufacturers = sorted({parts[p].vendor for p in used_parts})  # type: ignore[attr-defined]
-    _csv(out / "02-manufacturers.csv", ["name", "slug"], [[m, _slug(m)] for m in manufacturers])
-    roles = sorted({d.role for d in plan.devices.values()})
-    _csv(out / "03-device-roles.csv", ["name", "slug", "color"], [[r, r, _ROLE_COLOR.get(r, "9e9e9e")] for r in roles])
-    device_types = []
-    for part_id in used_parts:
-        part = parts[part_id]
-        airflow = getattr(part, "airflow", "")
-        device_types.append(
-            [
-                part.vendor,  # type: ignore[attr-defined]
-                part.model,  # type: ignore[attr-defined]
-                _slug(part_id),
-                getattr(part, "part_number", None) or "",
-                _number(getattr(part, "u_height", 0)),
-                "true" if getattr(part, "u_height", 0) else "false",
-                airflow if airflow in _AIRFLOW else "",
-                _number(getattr(part, "weight_kg", None) or ""),
-                "kg" if getattr(part, "weight_kg", None) else "",
-                part_id,
-            ]
-        )
-    _csv(
-        out / "04-device-types.csv",
-        [
-            "manufacturer",
-            "model",
-            "slug",
-            "part_number",
-            "u_height",
-            "is_full_depth",
-            "airflow",
-            "weight",
-            "weight_unit",
-            "description",
-        ],
-        device_types,
+    (out / SHARED).mkdir(parents=True, exist_ok=True)
+    for name, text in netbox_files(plan).items():
+        (out / name).write_text(text, encoding="utf-8")
+
+
+def netbox_files(plan: Plan) -> dict[str, str]:
+    """File name (under netbox/) -> its text."""
+    packaged = _packaged_device_parts()
+    used = sorted({d.part for d in plan.devices.values()})
+    own = [p for p in used if p not in packaged or packaged[p] != _device_type(plan.catalog_parts[p])]
+    files = {
+        f"{SHARED}/01-manufacturers.csv": _manufacturers_csv(sorted({t.manufacturer for t in packaged.values()})),
+        f"{SHARED}/02-device-roles.csv": _csv(
+            ["name", "slug", "color"], [[r, r, _ROLE_COLOR.get(r, "9e9e9e")] for r in get_args(DeviceRole)]
+        ),
+        f"{SHARED}/03-device-types.yaml": _device_types_yaml(packaged[p] for p in sorted(packaged)),
+    }
+    if own:
+        types = [_device_type(plan.catalog_parts[p]) for p in own]
+        new_makers = sorted({t.manufacturer for t in types} - {t.manufacturer for t in packaged.values()})
+        if new_makers:
+            files["00-manufacturers.csv"] = _manufacturers_csv(new_makers)
+        files["00-device-types.yaml"] = _device_types_yaml(types)
+    site = cluster_site(plan)
+    files["01-sites.csv"] = _csv(
+        ["name", "slug", "status", "facility", "description"],
+        [[site, _slug(site), "planned", plan.design.site.name, f"GPU cluster {plan.name}"]],  # type: ignore[attr-defined]
     )
-    _csv(
-        out / "05-racks.csv",
+    files["02-racks.csv"] = _csv(
         ["site", "name", "status", "width", "u_height", "description"],
         [
-            [site, r.name, "planned", _RACK_WIDTH_IN, r.height_u, f"{r.purpose}" + (f", SU {r.su}" if r.su else "")]
+            [site, r.name, "planned", _RACK_WIDTH_IN, r.height_u, r.purpose + (f", SU {r.su}" if r.su else "")]
             for r in plan.racks.values()
         ],
     )
-    devices = []
+    panels, feeds = _power_panels_and_feeds(plan, site)
+    files["03-power-panels.csv"] = _csv(["site", "name", "description"], panels)
+    files["04-power-feeds.csv"] = _csv(
+        [
+            *("site", "power_panel", "rack", "name", "status", "type", "supply", "phase"),
+            *("voltage", "amperage", "max_utilization", "description"),
+        ],
+        feeds,
+    )
+    files |= _split(
+        "05-devices",
+        ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face"],
+        _devices(plan, site),
+    )
+    files |= _split("06-cables", _CABLE_COLUMNS, _network_cables(plan, site))
+    files |= _split("07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site))
+    return files
+
+
+def cluster_site(plan: Plan) -> str:
+    """The cluster's NetBox site: the design's site and the cluster's name (one site per cluster keeps two clusters'
+    device, rack and panel names apart, and every import form finds a device by name within its site)."""
+    return f"{plan.design.site.name} {plan.name}"  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------------------------------- device types
+
+
+@dataclass(frozen=True)
+class InterfaceTemplate:
+    name: str
+    type: str
+    mgmt_only: bool
+
+
+@dataclass(frozen=True)
+class PowerPortTemplate:
+    name: str
+    type: str
+    maximum_draw: int  # W
+    allocated_draw: int  # W
+
+
+@dataclass(frozen=True)
+class PowerOutletTemplate:
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
+class DeviceType:
+    """A NetBox device type with its component templates, from one catalog part."""
+
+    manufacturer: str
+    model: str
+    slug: str
+    part_number: str
+    u_height: float
+    is_full_depth: bool
+    airflow: str
+    weight_kg: float | None
+    interfaces: tuple[InterfaceTemplate, ...]
+    power_ports: tuple[PowerPortTemplate, ...]
+    power_outlets: tuple[PowerOutletTemplate, ...]
+
+
+@cache
+def _packaged_device_parts() -> dict[str, DeviceType]:
+    """Device types of every rack-mounted part of the packaged catalog (the shared, once-per-NetBox set)."""
+    catalog = load_catalog()
+    return {pid: _device_type(part) for pid, part in catalog.parts.items() if part.kind in _DEVICE_KINDS}
+
+
+def interface_type(technology: str | None, cage: str, speed_gbps: float, host: bool) -> str:
+    """The NetBox interface type of a port: InfiniBand by generation; Ethernet by cage and the speed it runs at
+    (the cage's class at or below that speed), flat-top OSFP on host adapters."""
+    if technology in _INFINIBAND_TYPE:
+        return _INFINIBAND_TYPE[technology]
+    classes = sorted((speed, slug) for (kind, speed), slug in _ETHERNET_TYPE.items() if kind == cage)
+    fitting = [slug for speed, slug in classes if speed <= speed_gbps]
+    slug = fitting[-1] if fitting else classes[0][1] if classes else "other"
+    return _HOST_OSFP_RHS.get(slug, slug) if host else slug
+
+
+def _device_type(part: object) -> DeviceType:
+    kind = part.kind  # type: ignore[attr-defined]
+    interfaces: list[InterfaceTemplate] = []
+    seen: set[str] = set()
+    for group in getattr(part, "ports", []):
+        for detail in port_details(part, group.role):  # type: ignore[arg-type]
+            if detail.name in seen:
+                continue
+            seen.add(detail.name)
+            slug = interface_type(group.technology, group.cage_type, group.speed_gbps, host=kind != "switch")
+            interfaces.append(InterfaceTemplate(detail.name, slug, group.role in ("bmc", "mgmt")))
+    power_ports: list[PowerPortTemplate] = []
+    outlets: list[PowerOutletTemplate] = []
+    psus = getattr(part, "psus", None)
+    if psus:
+        for n in range(1, psus.count + 1):  # each PSU's share of the device's draw (derived: total / PSUs)
+            power_ports.append(
+                PowerPortTemplate(
+                    f"PSU{n}",
+                    f"iec-60320-{psus.inlet.lower()}",
+                    round(part.power_max_w / psus.count),  # type: ignore[attr-defined]
+                    round(part.power_typical_w / psus.count),  # type: ignore[attr-defined]
+                )
+            )
+    if kind == "pdu":
+        pdu: Pdu = part  # type: ignore[assignment]
+        interfaces.append(InterfaceTemplate(PDU_NETWORK_PORT, "1000base-t", True))
+        power_ports.append(PowerPortTemplate(PDU_INPUT, "", 0, 0))  # the catalog does not name the input plug
+        for name, outlet in pdu_outlet_names(pdu):  # which phase each outlet is on: not in the catalog, left unset
+            outlets.append(PowerOutletTemplate(name, f"iec-60320-{outlet.lower()}"))
+    u_height = float(getattr(part, "u_height", 0))
+    airflow = getattr(part, "airflow", "")
+    return DeviceType(
+        manufacturer=part.vendor,  # type: ignore[attr-defined]
+        model=part.model,  # type: ignore[attr-defined]
+        slug=_slug(part.id),  # type: ignore[attr-defined]
+        part_number=getattr(part, "part_number", None) or "",
+        u_height=u_height,
+        is_full_depth=u_height > 0,
+        airflow=airflow if airflow in _AIRFLOW else "",
+        weight_kg=getattr(part, "weight_kg", None),
+        interfaces=tuple(interfaces),
+        power_ports=tuple(power_ports),
+        power_outlets=tuple(outlets),
+    )
+
+
+def _device_types_yaml(types: Iterable[DeviceType]) -> str:
+    """NetBox's device-type YAML import (one document per type, component templates as lists)."""
+    documents = []
+    for t in types:
+        document: dict[str, object] = {
+            "manufacturer": t.manufacturer,
+            "model": t.model,
+            "slug": t.slug,
+            "part_number": t.part_number,
+            "u_height": _number(t.u_height),
+            "is_full_depth": t.is_full_depth,
+        }
+        if t.airflow:
+            document["airflow"] = t.airflow
+        if t.weight_kg:
+            document |= {"weight": _number(t.weight_kg), "weight_unit": "kg"}
+        if t.interfaces:
+            document["interfaces"] = [
+                {"name": i.name, "type": i.type, **({"mgmt_only": True} if i.mgmt_only else {})} for i in t.interfaces
+            ]
+        if t.power_ports:
+            document["power-ports"] = [
+                {
+                    "name": p.name,
+                    **({"type": p.type} if p.type else {}),
+                    **(
+                        {
+                            "maximum_draw": p.maximum_draw,
+                            "allocated_draw": p.allocated_draw,
+                            "description": "derived: the device's maximum and typical draw over its PSUs",
+                        }
+                        if p.maximum_draw
+                        else {}
+                    ),
+                }
+                for p in t.power_ports
+            ]
+        if t.power_outlets:
+            document["power-outlets"] = [
+                {
+                    "name": o.name,
+                    "type": o.type,
+                    "power_port": PDU_INPUT,
+                }
+                for o in t.power_outlets
+            ]
+        documents.append(document)
+    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, allow_unicode=True, width=120)
+
+
+def _manufacturers_csv(names: list[str]) -> str:
+    return _csv(["name", "slug"], [[m, _slug(m)] for m in names])
+
+
+# ------------------------------------------------------------------------------------------------- the cluster
+
+
+def _power_panels_and_feeds(plan: Plan, site: str) -> tuple[list[list[object]], list[list[object]]]:
+    """One power panel per feed of the site (A, and B with 2N) and one power feed per PDU: the PDU's circuit at the
+    site's voltage and breaker, its continuous-load fraction as the maximum utilisation."""
+    supply = plan.design.site.power_feed  # type: ignore[attr-defined]
+    feeds_used: set[str] = set()
+    rows: list[list[object]] = []
+    for rack in plan.racks.values():
+        for feed, pdus in rack_feeds(plan, rack).items():
+            feeds_used.add(feed)
+            for name in pdus:
+                pdu: Pdu = plan.part(name)  # type: ignore[assignment]
+                rows.append(
+                    [
+                        site,
+                        _panel(feed),
+                        rack.name,
+                        name,
+                        "planned",
+                        "primary" if feed == "A" else "redundant",
+                        "ac",
+                        "three-phase" if pdu.phases == 3 else "single-phase",
+                        _number(supply.voltage_v),
+                        _number(min(supply.breaker_a, pdu.current_a)),
+                        round(supply.continuous_load_fraction * 100),
+                        f"feed {feed} circuit of {name}",
+                    ]
+                )
+    panels = [[site, _panel(feed), f"feed {feed} of {plan.name}"] for feed in sorted(feeds_used)]
+    return panels, rows
+
+
+def _panel(feed: str) -> str:
+    return f"Panel {feed}"
+
+
+def _devices(plan: Plan, site: str) -> list[list[object]]:
+    rows = []
     for d in plan.devices.values():
-        part = parts[d.part]
+        part = plan.catalog_parts[d.part]
         mounted = bool(d.u_position)
-        devices.append(
+        rows.append(
             [
                 d.name,
                 d.role,
@@ -135,97 +373,91 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
                 "front" if mounted else "",
             ]
         )
-    _csv(
-        out / "06-devices.csv",
-        ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face"],
-        devices,
-    )
-    _csv(out / "07-interfaces.csv", ["device", "name", "type", "speed", "mgmt_only"], _interfaces(plan))
-    _csv(
-        out / "08-cables.csv",
-        [
-            "side_a_device",
-            "side_a_type",
-            "side_a_name",
-            "side_b_device",
-            "side_b_type",
-            "side_b_name",
-            "type",
-            "status",
-            "label",
-            "length",
-            "length_unit",
-            "description",
-        ],
-        _cables(plan),
-    )
-
-
-def _interfaces(plan: Plan) -> list[list[object]]:
-    """Every cabled port, with its NetBox type from its cage and speed (in the devices' port order)."""
-    kinds: dict[str, dict[str, tuple[str, float, bool]]] = {}
-    for part_id in {d.part for d in plan.devices.values()}:
-        part = plan.catalog_parts[part_id]
-        table: dict[str, tuple[str, float, bool]] = {}
-        for group in getattr(part, "ports", []):
-            for detail in port_details(part, group.role):
-                if detail.name not in table:
-                    table[detail.name] = (group.cage_type, group.speed_gbps, group.role in ("bmc", "mgmt"))
-        kinds[part_id] = table
-    rows = []
-    seen: set[tuple[str, str]] = set()
-    for link in plan.links:
-        for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
-            if (device, port) in seen:
-                continue
-            seen.add((device, port))
-            cage, speed, mgmt = kinds[plan.devices[device].part].get(port, ("rj45", 1.0, True))
-            rows.append(
-                [device, port, _interface_type(cage, speed), int(speed * 1_000_000), "true" if mgmt else "false"]
-            )
     return rows
 
 
-def _interface_type(cage: str, speed_gbps: float) -> str:
-    """The NetBox slug for the cage at the fastest class not above the port's speed (a 200G port in an
-    OSFP cage is still an OSFP interface: then the cage's slowest class)."""
-    classes = sorted((speed, slug) for (kind, speed), slug in _INTERFACE_TYPE.items() if kind == cage)
-    if not classes:
-        return "other"
-    fitting = [slug for speed, slug in classes if speed <= speed_gbps]
-    return fitting[-1] if fitting else classes[0][1]
+def _part_number(plan: Plan, part_id: str | None) -> str:
+    if not part_id:
+        return ""
+    part = plan.catalog_parts.get(part_id)
+    return getattr(part, "part_number", None) or part_id
 
 
-def _cables(plan: Plan) -> list[list[object]]:
+def _network_cables(plan: Plan, site: str) -> list[list[object]]:
+    """One row per link (one per cable; a twin-port cable or splitter gives a row per link, its label the cable
+    ID and the link); the description carries the orderable part numbers of the cable and its optics."""
     rows = []
     for cable in plan.cables:
+        parts = [cable.part_number or cable.cable_part]
+        optics = [_part_number(plan, t) for t in (cable.a_transceiver, cable.b_transceiver) if t]
+        description = parts[0] + (f"; optics {' / '.join(optics)}" if optics else "")
         for leg, index in enumerate(cable.links, 1):
             link = plan.links[index]
-            note = f"{cable.cable_part}" + (f", link {leg} of {len(cable.links)}" if len(cable.links) > 1 else "")
+            several = len(cable.links) > 1
             rows.append(
                 [
+                    site,
                     link.a_device,
+                    "",
                     "dcim.interface",
                     link.a_port,
+                    site,
                     link.b_device,
+                    "",
                     "dcim.interface",
                     link.b_port,
                     CABLE_TYPE.get(cable.media, ""),
                     "planned",
-                    cable.id,
+                    f"{cable.id}/{leg}" if several else cable.id,
                     _number(cable.length_m),
                     "m",
-                    note,
+                    description + (f"; link {leg} of {len(cable.links)} of cable {cable.id}" if several else ""),
                 ]
             )
     return rows
 
 
-def _csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow(header)
-        writer.writerows(rows)
+def _power_cables(plan: Plan, site: str) -> list[list[object]]:
+    """Each PSU's cord to its PDU outlet (plan.power.power_cords), then each PDU's input to its power feed."""
+    rows: list[list[object]] = []
+    for cord in power_cords(plan):
+        rows.append(
+            [
+                *(site, cord.device, "", "dcim.powerport", f"PSU{cord.psu}"),
+                *(site, cord.pdu, "", "dcim.poweroutlet", cord.outlet),
+                *("power", "planned", "", "", "", f"feed {cord.feed}"),
+            ]
+        )
+    for rack in plan.racks.values():
+        for feed, pdus in rack_feeds(plan, rack).items():
+            for name in pdus:
+                rows.append(
+                    [
+                        *(site, name, "", "dcim.powerport", PDU_INPUT),
+                        *(site, "", _panel(feed), "dcim.powerfeed", name),
+                        *("power", "planned", "", "", "", f"feed {feed}"),
+                    ]
+                )
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+
+
+def _split(stem: str, header: list[str], rows: list[list[object]]) -> dict[str, str]:
+    """One file, or numbered parts of at most ROWS_PER_FILE rows each (import them in order)."""
+    if len(rows) <= ROWS_PER_FILE:
+        return {f"{stem}.csv": _csv(header, rows)}
+    chunks = [rows[i : i + ROWS_PER_FILE] for i in range(0, len(rows), ROWS_PER_FILE)]
+    return {f"{stem}-{n:02d}.csv": _csv(header, chunk) for n, chunk in enumerate(chunks, 1)}
+
+
+def _csv(header: list[str], rows: list[list[object]]) -> str:
+    handle = io.StringIO()
+    writer = csv.writer(handle, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return handle.getvalue()
 
 
 def _slug(text: str) -> str:

@@ -18,13 +18,15 @@ from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.networks import Resolved
 from gpucluster.plan.racks import Cluster, RackPlanner, floor_order, rack_inlets
 
+PDU_NETWORK_PORT = "net"  # a rack PDU's one network port (the catalog lists no ports for PDUs)
+
 
 def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostPort]:
     """The out-of-band port of each device: BMCs, switch and appliance management ports, PDU network ports."""
     ports = []
     for device in devices:
         if device.role == "pdu":
-            ports.append(HostPort(device.name, "net", 0, 1.0, purpose="management"))
+            ports.append(HostPort(device.name, PDU_NETWORK_PORT, 0, 1.0, purpose="management"))
             continue
         pools = device_ports(catalog.parts[device.part])
         for role in ("bmc", "mgmt"):

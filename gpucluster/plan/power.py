@@ -367,3 +367,63 @@ def feed_loss(plan: Plan, feed: PowerFeed) -> list[FeedLoss]:
                 )
             )
     return result
+
+
+# --------------------------------------------------------------------------------------------- power cords
+
+
+@dataclass(frozen=True, slots=True)
+class PowerCord:
+    """One power-supply cord: a device's PSU (1-based) plugged into an outlet of a PDU in its rack."""
+
+    device: str
+    psu: int
+    pdu: str
+    outlet: str  # the outlet's name on the PDU (pdu_outlet_names)
+    feed: str  # "A" or "B" (2N), "A" with N
+
+
+def pdu_outlet_names(pdu: Pdu) -> list[tuple[str, str]]:
+    """(outlet name, IEC 60320 type) of every outlet of a PDU model, numbered per type: C19-01, C19-02, C13-01 ..."""
+    return [(f"{kind}-{n:02d}", kind) for kind, count in pdu.outlets.items() for n in range(1, count + 1)]
+
+
+def rack_feeds(plan: Plan, rack: RackPlan) -> dict[str, list[str]]:
+    """The rack's PDUs by feed, in the order add_pdus named them (a1, b1, a2 ... with 2N)."""
+    two = plan.design.site.power_feed.redundancy == "2N"  # type: ignore[attr-defined]
+    feeds: dict[str, list[str]] = defaultdict(list)
+    for i, name in enumerate(rack.pdus):
+        feeds["AB"[i % 2] if two else "A"].append(name)
+    return dict(feeds)
+
+
+def power_cords(plan: Plan) -> list[PowerCord]:
+    """Every PSU's cord to a PDU outlet of its rack, in rack and device order. With 2N the first half of a device's
+    PSUs (rounded up) go to feed A and the rest to feed B, so losing one feed leaves the smaller half, as
+    feed_loss assumes; within a feed, cords take the PDUs in turn (the load spreads evenly) and the outlet type
+    that mates with the inlet (C20 -> C19), else any free outlet, as pdus_needed counted them (adapter cord).
+    A PSU for which no outlet is left gets no cord (the outlet design rule reports that rack)."""
+    cords: list[PowerCord] = []
+    for rack in plan.racks.values():
+        feeds = rack_feeds(plan, rack)
+        free = {name: pdu_outlet_names(cast(Pdu, plan.part(name))) for name in rack.pdus}
+        turn = {feed: 0 for feed in feeds}
+        for device_name in rack.devices:
+            psus = getattr(plan.part(device_name), "psus", None)
+            if not psus or not feeds:
+                continue
+            wanted = OUTLET_FOR_INLET.get(psus.inlet, psus.inlet)
+            on_a = math.ceil(psus.count / 2) if len(feeds) > 1 else psus.count
+            for psu in range(1, psus.count + 1):
+                feed = "A" if psu <= on_a else "B"
+                pdus = feeds[feed]
+                for attempt in range(len(pdus)):
+                    pdu = pdus[(turn[feed] + attempt) % len(pdus)]
+                    outlets = free[pdu]
+                    pick = next((o for o in outlets if o[1] == wanted), outlets[0] if outlets else None)
+                    if pick is not None:
+                        outlets.remove(pick)
+                        cords.append(PowerCord(device_name, psu, pdu, pick[0], feed))
+                        turn[feed] = (turn[feed] + attempt + 1) % len(pdus)
+                        break
+    return cords
