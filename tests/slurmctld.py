@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 # The Slurm .ci/build-slurm builds, and where (GPUCLUSTER_SLURM_PREFIX overrides it).
 CURRENT_SLURM_RELEASE = "26.05.3"
 CURRENT_SLURM_PREFIX = Path(
@@ -22,10 +24,13 @@ CURRENT_SLURM_PREFIX = Path(
 
 # Log lines the test environment causes, not the configs: slurmctld probes every MPI plugin and this machine
 # has no PMIx library; a fresh state directory has no state files yet; there is no NVIDIA driver (NVML) here;
-# the copy stores no accounting (see local_copy) while jobacct_gather still gathers it.
+# the copy stores no accounting (see local_copy) while jobacct_gather still gathers it (26.05 words it "no
+# AccountingStorageType set"); the 26.05 build has no HTTP parser library (.ci/build-slurm follows the shared
+# README's dependency list), which only slurmctld's HTTP listeners (metrics, slurmrestd) use.
 ENVIRONMENT_NOISE = (
     "Job accounting information gathered, but not stored",
-    "you have asked for it not to be stored (accounting_storage/none)",
+    "you have asked for it not to be stored",
+    "cannot create http_parser context",
     "can only be used with SlurmDBD, ignoring",  # fair-share weights: checked in the key list instead
     "mpi/pmix",
     "MPI: Cannot create context",
@@ -77,8 +82,9 @@ def current_slurm() -> Slurm | None:
 class Loaded:
     """What slurmctld reported about a loaded configuration."""
 
-    topology: list[dict[str, str]]  # scontrol show topology, one record per switch or block
+    topology: list[dict[str, str]]  # scontrol show topology (the default one), one record per switch or block
     topology_text: str
+    topologies: dict[str, list[dict[str, str]]]  # scontrol show topology NAME, for each topology of topology.yaml
     topoconf: str  # scontrol show topoconf (Slurm 25.05+; empty before)
     nodes: list[dict[str, str]]
     partitions: list[dict[str, str]]
@@ -216,6 +222,8 @@ def load_configs(slurm: Slurm, files: dict[str, str], scratch: Path) -> Loaded:
     ctld = Slurmctld(slurm, scratch)
     try:
         topology = ctld.scontrol("show", "topology")
+        names = [t["topology"] for t in yaml.safe_load(files["topology.yaml"])] if "topology.yaml" in files else []
+        named = {name: parse_records(ctld.scontrol("show", "topology", name), one_per_line=True) for name in names}
         topoconf = ctld.scontrol("show", "topoconf") if slurm.version >= (25, 5) else ""
         nodes = ctld.scontrol("--future", "show", "nodes")
         partitions = ctld.scontrol("show", "partitions")
@@ -225,6 +233,7 @@ def load_configs(slurm: Slurm, files: dict[str, str], scratch: Path) -> Loaded:
     return Loaded(
         parse_records(topology, one_per_line=True),
         topology,
+        named,
         topoconf,
         parse_records(nodes),
         parse_records(partitions),

@@ -51,7 +51,8 @@ def _check_against_plan(plan: Plan, files: dict[str, str], servers: list[str], l
     and its upper switches the plan's switches below them; nodes, GPUs, features and partitions as planned."""
     assert not loaded.problems, "slurmctld complained:\n" + "\n".join(loaded.problems)
     assert "select/cons_tres" in loaded.config
-    _check_tree(plan, _tree_switches(loaded), _leaf_members(files.get("topology.conf", "")), servers)
+    members = _leaf_members(files["topology.conf"]) if "topology.conf" in files else _members(plan, servers)
+    _check_tree(plan, _tree_switches(loaded), members, servers)
 
     by_name = {r["NodeName"]: r for r in loaded.nodes}
     assert sorted(by_name) == sorted(servers)
@@ -72,8 +73,9 @@ def _check_against_plan(plan: Plan, files: dict[str, str], servers: list[str], l
 
 
 def _tree_switches(loaded: Loaded) -> dict[str, dict[str, str]]:
-    """scontrol show topology's tree switches (records with SwitchName; 25.05+ also prints the topology's name)."""
-    return {r["SwitchName"]: r for r in loaded.topology if "SwitchName" in r}
+    """The tree switches slurmctld reports: of its default topology, and of each topology of a topology.yaml."""
+    records = loaded.topology + [r for records in loaded.topologies.values() for r in records]
+    return {r["SwitchName"]: r for r in records if "SwitchName" in r}
 
 
 def _check_tree(
@@ -162,9 +164,7 @@ def _check_topology_yaml(plan: Plan, files: dict[str, str], servers: list[str], 
     """A topology.yaml load: the tree slurmctld reports is the plan's fabric, and scontrol show topoconf prints back
     every topology of the file (slurmctld ignores misspelt keys in topology.yaml, so the file is compared with what
     was loaded)."""
-    reported = _tree_switches(loaded)
-    assert reported, loaded.topology_text
-    _check_tree(plan, reported, _members(plan, servers), servers)
+    assert _tree_switches(loaded), loaded.topology_text
     written = yaml.safe_load(files["topology.yaml"])
     shown = yaml.safe_load(loaded.topoconf)
     assert _topologies(shown) == _topologies(written), loaded.topoconf
@@ -174,7 +174,8 @@ def _topologies(document: object) -> list[tuple[str, str, bool, list[tuple[str, 
     """(name, plugin, cluster default, [(switch or block, hosts and children expanded)]) per topology."""
     out = []
     for topology in document:  # type: ignore[attr-defined]
-        plugin = "tree" if "tree" in topology else "block" if "block" in topology else "flat"
+        # topoconf prints every plugin's section, empty ones as {}: the topology's plugin is its non-empty one
+        plugin = "tree" if topology.get("tree") else "block" if topology.get("block") else "flat"
         entries = []
         if plugin == "tree":
             for switch in topology["tree"]["switches"]:
@@ -222,7 +223,8 @@ def test_slurm_26_05_loads_nvlink_blocks(tmp_path, current_slurm, load_slurm):
     loaded = load_slurm(current_slurm, files)
     _check_against_plan(plan, files, servers, loaded)
     _check_topology_yaml(plan, files, servers, loaded)
-    blocks = [r for r in loaded.topology if "BlockName" in r]
+    assert loaded.topology == loaded.topologies["nvlink"]  # the blocks are the cluster default
+    blocks = [r for r in loaded.topologies["nvlink"] if "BlockName" in r]
     assert sorted(tuple(hostlist.expand_hostlist(b["Nodes"])) for b in blocks) == sorted(
         tuple(d) for d in _nvl_domains(files)
     )
