@@ -55,6 +55,21 @@ def cooling_needed(air_kw: float, liquid_kw: float) -> str:
     return "liquid"
 
 
+def cooling_against_site(air_kw: float, liquid_kw: float, site_cooling: str, capacity_kw: float) -> str:
+    """What a rack needs against what the site gives: the heat its cooling takes of its capacity, and where the
+    rack needs more (or could do with less) than the site's type."""
+    needed = cooling_needed(air_kw, liquid_kw)
+    heat = air_kw + liquid_kw if site_cooling == "liquid" else air_kw
+    text = f"{site_cooling}: {heat:.1f} of {capacity_kw:g} kW"
+    if liquid_kw > 0 and site_cooling != "liquid":
+        return f"{text}; needs a coolant loop for {liquid_kw:.1f} kW"
+    if heat > capacity_kw + 1e-9:
+        return f"{text}; over by {heat - capacity_kw:.1f} kW (needs {needed})"
+    if needed != site_cooling:
+        return f"{text} ({needed} alone would do)"
+    return text
+
+
 def rule_facts(plan: Plan) -> dict:
     """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input)."""
     design = plan.design

@@ -55,9 +55,10 @@ class FabricTree:
 
 
 def scheduler_split(plan: Plan) -> SchedulerSplit:
-    """Kubernetes takes the last ``kubernetes_servers`` production servers (whole scalable units where the
-    count allows, since servers are numbered by unit); each hot spare stays with the side that runs most of
-    its scalable unit's production servers, so a spare replaces a server of its own fabric neighbourhood."""
+    """Kubernetes takes ``kubernetes_servers`` production servers on as few scalable units as it can, whole
+    units where the count allows (:func:`kubernetes_units`), so each side's jobs stay under their own leaves;
+    each hot spare stays with the side that runs most of its scalable unit's production servers, so a spare
+    replaces a server of its own fabric neighbourhood."""
     scheduler = plan.design.scheduler  # type: ignore[attr-defined]
     servers = plan.devices_with("gpu-server")
     names = [d.name for d in servers]
@@ -66,12 +67,133 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     if scheduler.kind == "kubernetes":
         return SchedulerSplit((), tuple(names))
     production = [d for d in servers if not d.spare]
-    kubernetes = {d.name for d in production[len(production) - scheduler.kubernetes_servers :]}
+    by_su: dict[int, list[str]] = defaultdict(list)
+    for device in production:
+        by_su[device.su or 1].append(device.name)
+    kubernetes = set(kubernetes_units(by_su, scheduler.kubernetes_servers))
     for spare in (d for d in servers if d.spare):
         unit = [d for d in production if d.su == spare.su]
         if unit and sum(d.name in kubernetes for d in unit) * 2 > len(unit):
             kubernetes.add(spare.name)
     return SchedulerSplit(tuple(n for n in names if n not in kubernetes), tuple(n for n in names if n in kubernetes))
+
+
+def kubernetes_units(by_su: dict[int, list[str]], count: int) -> list[str]:
+    """``count`` servers on the fewest scalable units: a count one unit holds comes from that unit alone (one
+    it fills exactly, else the last that holds it); a larger count takes whole units, largest first, and the
+    rest from the one unit that holds it with the fewest servers left over. Servers are taken from the end of
+    a unit, so Slurm keeps the first servers of a shared unit."""
+    order = sorted(by_su, reverse=True)  # later units first: Slurm keeps SU 1 with the fabric managers
+
+    def tail(su: int, n: int) -> list[str]:
+        return by_su[su][len(by_su[su]) - n :] if n else []
+
+    holding = [su for su in order if len(by_su[su]) >= count]
+    if holding:
+        best = min(holding, key=lambda su: (len(by_su[su]) != count, order.index(su)))
+        return tail(best, count)
+    taken: list[str] = []
+    left = count
+    for su in sorted(order, key=lambda su: (-len(by_su[su]), order.index(su))):
+        if len(by_su[su]) <= left:
+            taken += by_su[su]
+            left -= len(by_su[su])
+        if left == 0:
+            return taken
+    rest = [su for su in order if by_su[su][0] not in taken and len(by_su[su]) >= left]
+    if rest:
+        best = min(rest, key=lambda su: (len(by_su[su]) - left, order.index(su)))
+        return taken + tail(best, left)
+    for su in order:  # no unit holds the rest: take from the end of each unit not yet taken
+        if by_su[su][0] in taken:
+            continue
+        part = tail(su, min(left, len(by_su[su])))
+        taken += part
+        left -= len(part)
+        if left == 0:
+            break
+    return taken
+
+
+@dataclass(frozen=True)
+class Queue:
+    """A Slurm partition or a Kueue ClusterQueue, as the review reads it."""
+
+    name: str
+    what: str  # its servers (a partition) or its quota (a team's ClusterQueue)
+
+
+@dataclass(frozen=True)
+class SchedulerSide:
+    """The servers one scheduler runs and where they sit on the compute fabric."""
+
+    scheduler: str  # "Slurm" or "Kubernetes"
+    servers: tuple[str, ...]
+    production: int
+    spares: int
+    gpus: int  # production GPUs
+    units: tuple[int, ...]  # scalable units it has servers on
+    leaf_groups: tuple[str, ...]  # the scheduler's leaves (plan leaves serving the same servers, merged)
+    largest_group: int  # most of its servers under one leaf group: a job that size needs no spine
+    queues: tuple[Queue, ...]
+
+
+def slurm_partitions(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
+    """Slurm's partitions: ``gpu`` (production, the default), ``spares`` (hot spares) and ``burnin`` (all)."""
+    production = [n for n in servers if not plan.devices[n].spare]
+    spares = [n for n in servers if plan.devices[n].spare]
+    return {"gpu": production, "spares": spares, "burnin": list(servers)}
+
+
+def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
+    """Each scheduler's servers, partitions or team queues, and their scalable units and leaf groups."""
+    split = scheduler_split(plan)
+    scheduler = plan.design.scheduler  # type: ignore[attr-defined]
+    gpus_per_server = int(plan.settings["gpus_per_server"])  # type: ignore[call-overload]
+    sides = []
+    for name, servers in (("Slurm", split.slurm), ("Kubernetes", split.kubernetes)):
+        if not servers:
+            continue
+        production = [n for n in servers if not plan.devices[n].spare]
+        gpus = len(production) * gpus_per_server
+        tree = fabric_tree(plan, servers)
+        leaves = [s for s in tree.switches if s.tier == 1]
+        if name == "Slurm":
+            queues = tuple(
+                Queue(partition, f"{len(nodes)} servers" + (", the default" if partition == "gpu" else ""))
+                for partition, nodes in slurm_partitions(plan, servers).items()
+                if nodes
+            )
+        else:
+            teams = list(scheduler.kubernetes.teams)
+            queues = tuple(
+                Queue(
+                    team.name,
+                    f"{team.gpus} GPUs guaranteed ({team.gpus / gpus_per_server:g} servers)"
+                    + (f", borrows up to {team.borrowing_limit_gpus}" if team.borrowing_limit_gpus is not None else "")
+                    + (f", lends up to {team.lending_limit_gpus}" if team.lending_limit_gpus is not None else ""),
+                )
+                for team in teams
+            )
+            unassigned = gpus - sum(team.gpus for team in teams)
+            if not teams:
+                queues = (Queue("one ClusterQueue", f"all {gpus} GPUs (scheduler.kubernetes.teams sets team quotas)"),)
+            elif unassigned:
+                queues += (Queue("unassigned", f"{unassigned} GPUs no team is guaranteed, borrowed in the cohort"),)
+        sides.append(
+            SchedulerSide(
+                scheduler=name,
+                servers=tuple(servers),
+                production=len(production),
+                spares=len(servers) - len(production),
+                gpus=gpus,
+                units=tuple(sorted({plan.devices[n].su or 1 for n in servers})),
+                leaf_groups=tuple(s.name for s in leaves),
+                largest_group=max((len(s.nodes) for s in leaves), default=0),
+                queues=queues,
+            )
+        )
+    return sides
 
 
 def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_server: int) -> None:

@@ -243,3 +243,87 @@ def test_parts_without_a_weight_are_named_instead_of_weighing_nothing(brief: Pla
     (finding,) = [f for f in brief.findings if f.rule == "catalog"]
     assert finding.severity == "warning" and "4 x vast-ceres-df3060-2cnode" in finding.message
     assert "5 x vast-ceres-df3060-2cnode-s3" in finding.message and "weight_kg" in finding.message
+
+
+# --- 2. racks packed to the power budget, cooling shown against the site's -------------------------------------
+
+
+def test_racks_divide_the_su_by_default_and_an_advisory_names_the_packing_field(brief: Plan) -> None:
+    assert brief.settings["servers_per_rack"] == 2
+    (advisory,) = [f for f in brief.findings if f.subject == "site.servers_per_rack"]
+    assert advisory.severity == "advisory"
+    assert "2 x dgx-h200 (20.6 kW of the 40 kW budget)" in advisory.message
+    assert "site.servers_per_rack: 3 packs them in 24 compute racks instead of 34" in advisory.message
+
+
+def test_servers_per_rack_packs_racks_to_the_budget_and_the_circuits_follow(brief: Plan) -> None:
+    from gpucluster.plan.budget import power_budget
+
+    _loaded, packed = planned("h200-512-two-teams")
+    assert packed.settings["servers_per_rack"] == 3
+    compute = [r for r in packed.racks.values() if r.purpose == "compute"]
+    assert len(compute) == 24 and max(r.power_max_w for r in compute) <= 40_000
+    assert not [f for f in packed.findings if f.subject == "site.servers_per_rack"]
+    # every SU's network rack stands among its compute racks
+    for su in (1, 2, 3):
+        row = sorted((r for r in packed.racks.values() if r.su == su), key=lambda r: (r.row, r.position))
+        kinds = [r.purpose for r in row]
+        assert "network" in kinds[1:-1] or len(kinds) <= 2, (su, kinds)
+    circuits = lambda plan: sum(r.circuits.circuits_per_feed for r in power_budget(plan).racks)  # noqa: E731
+    assert circuits(packed) < circuits(brief)  # fewer, fuller racks: fewer circuits
+
+
+def test_servers_per_rack_beyond_the_budget_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    design = tmp_path / "d.yaml"
+    design.write_text(
+        BRIEF.read_text().replace("  cooling: rear-door\n", "  cooling: rear-door\n  servers_per_rack: 4\n")
+    )
+    result = CliRunner().invoke(main, ["validate", str(design)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "site.servers_per_rack: 4 x dgx-h200" in result.output and "takes at most 3" in result.output
+
+
+def test_each_rack_shows_the_cooling_it_needs_against_the_sites(tmp_path: Path) -> None:
+    loaded, plan = planned("h200-512-two-teams")
+    text = (write_artifacts(plan, loaded, tmp_path, ["power"]) / "power-cooling.md").read_text()
+    assert "| Cooling needed | Site cooling |" in text
+    assert re.search(r"\| rear-door \| rear-door: 3\d\.\d of 60 kW \|", text)  # 3 DGX H200 need the rear door
+    assert re.search(r"\| air \| rear-door: \d+\.\d of 60 kW \(air alone would do\) \|", text)  # network racks
+
+
+# --- 4. a scheduler and team view ---------------------------------------------------------------------------
+
+
+def test_kubernetes_takes_its_servers_on_the_fewest_scalable_units(brief: Plan) -> None:
+    from gpucluster.scheduling import kubernetes_units, scheduler_split
+
+    split = scheduler_split(brief)
+    units = {brief.devices[n].su for n in split.kubernetes}
+    assert units == {2}  # 16 servers: half of SU 2, not the ends of SU 2 and SU 3
+    by_su = {1: [f"a{i}" for i in range(31)], 2: [f"b{i}" for i in range(32)], 3: [f"c{i}" for i in range(4)]}
+    assert kubernetes_units(by_su, 4) == by_su[3]  # a count a unit fills exactly: that unit, whole
+    assert kubernetes_units(by_su, 32) == by_su[2]
+    assert {name[0] for name in kubernetes_units(by_su, 36)} == {"b", "c"}  # whole SU 2 and SU 3
+
+
+def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on_the_fabric(
+    brief: Plan, tmp_path: Path
+) -> None:
+    from gpucluster.artifacts.summary import summary_lines
+
+    text = "\n".join(summary_lines(brief))
+    assert re.search(
+        r"  slurm    \d+ servers \(48 \+ \d spare, 384 GPUs\) on SU 1, 2, 3 under 3 leaf groups; "
+        r"partitions: gpu: 48 servers, the default; spares: \d servers; burnin: \d+ servers",
+        text,
+    )
+    assert re.search(
+        r"  kubernet \d+ servers \(16 \+ \d spare, 128 GPUs\) on SU 2 under 1 leaf group; Kueue queues: "
+        r"research: 64 GPUs guaranteed \(8 servers\); product: 64 GPUs guaranteed \(8 servers\)",
+        text,
+    )
+    loaded, plan = planned("h200-512-two-teams")
+    html = (write_artifacts(plan, loaded, tmp_path, ["report"]) / "report.html").read_text()
+    section = html[html.index('id="schedulers"') : html.index('id="power"')]
+    assert "Slurm" in section and "Kubernetes" in section and "compute-leaf-su02" in section
+    assert "<b>research</b> 64 GPUs guaranteed (8 servers)" in section and "<b>gpu</b> 48 servers" in section

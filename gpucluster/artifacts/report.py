@@ -15,6 +15,7 @@ import math
 from collections import Counter, defaultdict
 from pathlib import Path
 
+import hostlist
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
@@ -36,6 +37,7 @@ from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
 from gpucluster.rules import RULE_PREFIX
+from gpucluster.scheduling import scheduler_sides
 from gpucluster.templating import render
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
@@ -79,6 +81,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         floor=_floor(plan),
         elevations=_elevations(plan, folder),
         power=_power(budget),
+        schedulers=_schedulers(plan),
         checkpoint=_checkpoint(checkpoint),
         bom=_bom(bom),
         charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
@@ -91,6 +94,24 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         },
         style=Markup(render("report/style.css")),
     )
+
+
+def _schedulers(plan: Plan) -> list[dict]:
+    """Each scheduler's servers, their place on the fabric and its partitions or team queues."""
+    return [
+        {
+            "name": side.scheduler,
+            "servers": f"{len(side.servers):,}",
+            "detail": f"{side.production:,} + {side.spares} spare; {side.gpus:,} GPUs",
+            "hosts": hostlist.collect_hostlist(list(side.servers)),
+            "units": ", ".join(str(u) for u in side.units),
+            "leaves": ", ".join(side.leaf_groups),
+            "largest": side.largest_group,
+            "queues": [{"name": q.name, "what": q.what} for q in side.queues],
+            "kind": "Partitions" if side.scheduler == "Slurm" else "Kueue ClusterQueues (one cohort)",
+        }
+        for side in scheduler_sides(plan)
+    ]
 
 
 def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom: Bom) -> list[tuple[str, str, str]]:

@@ -21,6 +21,7 @@ from gpucluster.scheduling import (
     fabric_tree,
     nvlink_domains,
     scheduler_split,
+    slurm_partitions,
 )
 from gpucluster.templating import render
 
@@ -111,11 +112,7 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         nodes_total=len(devices),
         production=len(production),
         spares=len(spares),
-        partitions={
-            "gpu": _hostlist(production),
-            "spares": _hostlist(spares) if spares else "",
-            "burnin": _hostlist(list(servers)),
-        },
+        partitions={name: _hostlist(nodes) if nodes else "" for name, nodes in slurm_partitions(plan, servers).items()},
     )
     files["gres.conf"] = render(
         "slurm/gres.conf.j2",

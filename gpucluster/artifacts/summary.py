@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Plan
+from gpucluster.scheduling import scheduler_sides
 
 
 def summary_lines(plan: Plan) -> list[str]:
@@ -38,6 +39,7 @@ def summary_lines(plan: Plan) -> list[str]:
     lines.append(f"  storage  {filesystem_figures(s)}")
     if object_storage_figures(s):
         lines.append(f"  object   {object_storage_figures(s)}")
+    lines += scheduler_lines(plan)
     racks = ", ".join(f"{n} {k}" for k, n in t["racks_by_purpose"].items())
     lines.append(f"  racks    {t['racks']} ({racks}), {s['servers_per_rack']} servers per compute rack")
     lines.append(
@@ -47,6 +49,21 @@ def summary_lines(plan: Plan) -> list[str]:
     findings = [f for f in plan.findings if f.severity != "ok"]
     for finding in findings:
         lines.append(f"  {finding.severity}: {finding.message}")
+    return lines
+
+
+def scheduler_lines(plan: Plan) -> list[str]:
+    """One line per scheduler: its servers, GPUs, units and leaves, and its partitions or team queues."""
+    lines = []
+    for side in scheduler_sides(plan):
+        units = ", ".join(str(u) for u in side.units)
+        queues = "; ".join(f"{q.name}: {q.what}" for q in side.queues)
+        kind = "partitions" if side.scheduler == "Slurm" else "Kueue queues"
+        lines.append(
+            f"  {side.scheduler.lower()[:8]:8} {len(side.servers)} servers ({side.production} + {side.spares} spare, "
+            f"{side.gpus:,} GPUs) on SU {units} under {len(side.leaf_groups)} leaf group"
+            f"{'s' if len(side.leaf_groups) != 1 else ''}; {kind}: {queues}"
+        )
     return lines
 
 

@@ -56,6 +56,13 @@ class Site(_Section):
     rack: str = Field("legrand-nvidpd13", description="rack model from the catalog")
     rack_height_u: int | None = Field(None, gt=0, le=60, description="defaults to the rack model's height")
     rack_power_budget_kw: float = Field(45.0, gt=0, description="maximum IT load per rack (nameplate maximum)")
+    servers_per_rack: int | None = Field(
+        None,
+        gt=0,
+        le=64,
+        description="GPU servers per compute rack; default: the most that fit the power budget, the rack height and "
+        "the cooling and divide the scalable unit evenly (the RA's layouts)",
+    )
     cooling: Literal["air", "rear-door", "liquid"] = "rear-door"
     cooling_capacity_kw: float | None = Field(
         None, gt=0, description="heat one rack's cooling can remove; defaults by cooling type"

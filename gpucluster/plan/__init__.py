@@ -24,10 +24,10 @@ from gpucluster.plan.networks import (
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power import add_optics_power, choose_pdu, optics_allowance_w, pdus_needed
-from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, servers_per_rack
+from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, rack_fit, servers_per_rack
 from gpucluster.plan.resolve import resolve, switch_technology
 from gpucluster.plan.totals import totals
-from gpucluster.rules import RULE_PREFIX, check_rules, rule_facts
+from gpucluster.rules import RULE_PREFIX, check_rules, cooling_capacity_kw, liquid_heat_w, rule_facts
 from gpucluster.training.checkpoint import checkpoint_facts
 
 __all__ = ["Plan", "plan_design"]
@@ -76,19 +76,8 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     server_w = r.server.power_max_w + max(
         (optics_w.get(d.name, 0.0) for d in plan.devices_with("gpu-server")), default=0
     )
-    per_rack = servers_per_rack(r.server.u_height, server_w, planner.height_u, planner.budget_w, r.su_servers)
-    if per_rack == 0:
-        raise DesignError(
-            [
-                Problem(
-                    *loaded.where("site", "rack_power_budget_kw"),
-                    "site.rack_power_budget_kw",
-                    f"one {r.server.model} ({r.server.power_max_w / 1000:.1f} kW, "
-                    f"{server_w / 1000:.2f} kW with its optics, {r.server.u_height:g}U) does not fit a "
-                    f"{planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW budget",
-                )
-            ]
-        )
+    per_rack, packing = _servers_per_rack(loaded, plan, r, planner, server_w)
+    plan.findings += packing
     plan.settings["servers_per_rack"] = per_rack
     try:
         pack_devices(plan, planner, per_rack)
@@ -130,6 +119,65 @@ def refresh_findings(plan: Plan) -> None:
     plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
         Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)
     ]
+
+
+def _servers_per_rack(
+    loaded: LoadedDesign, plan: Plan, r: Resolved, planner: RackPlanner, server_w: float
+) -> tuple[int, list[Finding]]:
+    """GPU servers per compute rack: ``site.servers_per_rack`` when the architect sets it (within the power
+    budget and the height; beyond the cooling the rule warns), else the most that fit power, height and
+    cooling and divide the SU evenly, with an advisory when that leaves budget unused that a setting would use."""
+    site = planner.site
+    heat_w = server_w if site.cooling == "liquid" else server_w - liquid_heat_w(r.server, server_w)
+    fit = rack_fit(
+        r.server.u_height, server_w, heat_w, planner.height_u, planner.budget_w, cooling_capacity_kw(site) * 1000
+    )
+    each = f"{r.server.id} ({server_w / 1000:.2f} kW each with its optics, {r.server.u_height:g}U)"
+    if min(fit.power, fit.height) == 0:
+        _fail_at(
+            loaded,
+            ("site", "rack_power_budget_kw"),
+            f"one {each} does not fit a {planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW budget",
+        )
+    if site.servers_per_rack is not None:
+        n = site.servers_per_rack
+        if n > min(fit.power, fit.height):
+            limit = "power budget" if fit.power < fit.height else "rack height"
+            _fail_at(
+                loaded,
+                ("site", "servers_per_rack"),
+                f"{n} x {each} need {n * server_w / 1000:.1f} kW and {n * r.server.u_height:g}U; the {limit} "
+                f"({site.rack_power_budget_kw:g} kW, {planner.height_u}U) takes at most {min(fit.power, fit.height)}",
+            )
+        return n, []
+    most = fit.most if fit.cooling > 0 else min(fit.power, fit.height)  # beyond the cooling: the rule warns
+    chosen = servers_per_rack(most, r.su_servers)
+    if chosen >= most:
+        return chosen, []
+    racks_now, racks_full = (_compute_racks(plan, n) for n in (chosen, most))
+    return chosen, [
+        Finding(
+            "planning",
+            "advisory",
+            f"compute racks hold {chosen} x {r.server.id} ({chosen * server_w / 1000:.1f} kW of the "
+            f"{site.rack_power_budget_kw:g} kW budget) so each {r.su_servers}-server SU divides evenly; {most} fit "
+            f"the budget, height and {site.cooling} cooling: site.servers_per_rack: {most} packs them in "
+            f"{racks_full} compute racks instead of {racks_now}",
+            "site.servers_per_rack",
+        )
+    ]
+
+
+def _compute_racks(plan: Plan, per_rack: int) -> int:
+    """Compute racks when each SU's servers fill racks of ``per_rack`` (as pack_devices packs them)."""
+    per_su: dict[int, int] = {}
+    for server in plan.devices_with("gpu-server"):
+        per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
+    return sum(math.ceil(n / per_rack) for n in per_su.values())
+
+
+def _fail_at(loaded: LoadedDesign, loc: tuple[str, ...], message: str) -> None:
+    raise DesignError([Problem(*loaded.where(*loc), ".".join(loc), message)])
 
 
 def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:

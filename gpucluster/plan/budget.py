@@ -34,7 +34,14 @@ from gpucluster.plan.power import (
     rack_circuits,
     rack_devices,
 )
-from gpucluster.rules import COOLING_SOURCES, RULE_PREFIX, cooling_capacity_kw, cooling_needed, liquid_heat_w
+from gpucluster.rules import (
+    COOLING_SOURCES,
+    RULE_PREFIX,
+    cooling_against_site,
+    cooling_capacity_kw,
+    cooling_needed,
+    liquid_heat_w,
+)
 
 # 1 W = 3.412142 BTU(IT)/h (1 BTU/h = 0.29307107 W); insideHPC's airflow formula uses 3,412.
 BTU_PER_H_PER_W = 3.412142
@@ -122,6 +129,7 @@ class RackBudget:
     load: Load
     circuits: RackCircuits
     cooling_needed: str  # air | rear-door | liquid
+    cooling_use: str  # the heat the site's cooling takes of its capacity (rules.cooling_against_site)
     findings: tuple[Finding, ...]
 
 
@@ -216,6 +224,9 @@ def power_budget(plan: Plan) -> Budget:
                 load=load,
                 circuits=rack_circuits(plan, rack, feed),
                 cooling_needed=cooling_needed(load.air_w / 1000, load.liquid_w / 1000),
+                cooling_use=cooling_against_site(
+                    load.air_w / 1000, load.liquid_w / 1000, site.cooling, cooling_capacity_kw(site)
+                ),
                 findings=tuple(by_subject.get(rack.name, ())),
             )
         )

@@ -3,8 +3,8 @@
 Racks come in clusters: one per scalable unit (its compute racks with the SU's network rack in
 the middle, so server-to-leaf runs stay short) and one central cluster (spines and cores,
 storage, management), placed in the middle of the hall. Compute racks hold the largest number
-of servers that fits the rack's power budget and height and divides the SU evenly, which
-reproduces the RA's four DGX H100 or two DGX B200 per rack.
+of servers that fits the rack's power budget, height and cooling and divides the SU evenly, which
+reproduces the RA's four DGX H100 or two DGX B200 per rack, or ``site.servers_per_rack``.
 """
 
 from __future__ import annotations
@@ -42,9 +42,31 @@ class Cluster:
     racks: list[_Rack] = field(default_factory=list)
 
 
-def servers_per_rack(server_u: float, server_max_w: float, rack_height_u: int, budget_w: float, su: int) -> int:
-    """The largest count that fits power and height and divides the scalable unit (else the largest that fits)."""
-    fit = min(int(budget_w // server_max_w), int(rack_height_u // server_u))
+@dataclass(frozen=True)
+class RackFit:
+    """How many GPU servers one compute rack takes by each limit."""
+
+    power: int  # within site.rack_power_budget_kw (maximum draw with optics)
+    height: int  # within the rack's U
+    cooling: int  # within the heat the site's cooling removes per rack
+
+    @property
+    def most(self) -> int:
+        return min(self.power, self.height, self.cooling)
+
+
+def rack_fit(
+    server_u: float, server_w: float, server_heat_w: float, rack_height_u: int, budget_w: float, cooling_w: float
+) -> RackFit:
+    """Servers per rack by power budget, height and cooling (``server_heat_w``: the heat the site's cooling
+    takes from one server, its whole draw on a liquid-cooled site, its air-side share otherwise)."""
+    cooling = int(cooling_w // server_heat_w) if server_heat_w > 0 else 1 << 16
+    return RackFit(int(budget_w // server_w), int(rack_height_u // server_u), cooling)
+
+
+def servers_per_rack(fit: int, su: int) -> int:
+    """The largest count that fits and divides the scalable unit evenly, as the RA lays SUs out, unless that
+    leaves racks half empty (then the largest that fits)."""
     if fit <= 0:
         return 0
     dividing = [n for n in range(fit, 0, -1) if su % n == 0]
