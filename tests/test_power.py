@@ -207,8 +207,14 @@ def test_the_cooling_each_rack_needs_follows_its_density():
     assert by_purpose[("compute", 4)] == "rear-door"
 
 
-def test_a_rack_beyond_the_sites_air_cooling_is_warned(tmp_path):
+def test_racks_are_packed_within_the_sites_cooling(tmp_path):
     plan = _plan_text(tmp_path, "name: x\nsite: {cooling: air}\ncompute: {servers: 8}\n")
+    assert plan.settings["servers_per_rack"] == 2  # 4 DGX H100 fit 45 kW, but air takes 30 kW: 2 divide the SU
+    assert not [f for f in plan.findings if f.rule == "rule:rack-power-and-cooling" and f.severity != "ok"]
+
+
+def test_a_rack_beyond_the_sites_air_cooling_is_warned(tmp_path):
+    plan = _plan_text(tmp_path, "name: x\nsite: {cooling: air, servers_per_rack: 4}\ncompute: {servers: 8}\n")
     warned = {f.subject for f in plan.findings if f.rule == "rule:rack-power-and-cooling" and f.severity == "warning"}
     heavy = {r.name for r in power_budget(plan).racks if r.load.max_w > 30_000}
     assert heavy and warned == heavy

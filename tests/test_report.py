@@ -84,6 +84,7 @@ def test_report_loads_in_chromium_without_console_errors_or_network_requests(bui
         "In-band management network",
         "Out-of-band management network",
         "Floor plan and rack elevations",
+        "Schedulers and teams",
         "Power and cooling",
         "Checkpoints and failures",
         "Bill of materials",

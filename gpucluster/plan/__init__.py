@@ -137,7 +137,9 @@ def _servers_per_rack(
         _fail_at(
             loaded,
             ("site", "rack_power_budget_kw"),
-            f"one {each} does not fit a {planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW budget",
+            f"one {r.server.model} ({r.server.power_max_w / 1000:.1f} kW, {server_w / 1000:.2f} kW with its optics, "
+            f"{r.server.u_height:g}U) does not fit a {planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW "
+            "budget",
         )
     if site.servers_per_rack is not None:
         n = site.servers_per_rack
