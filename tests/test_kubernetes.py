@@ -464,3 +464,9 @@ def test_pytorchjob_master_and_workers_form_one_podset_group():
         for spec in job["spec"]["pytorchReplicaSpecs"].values()
     }
     assert len(groups) == 1 and set(job["spec"]["pytorchReplicaSpecs"]) == {"Master", "Worker"}
+
+
+def test_older_generation_labels_take_the_designs_prefix():
+    plan = _k8s_design("k8s-prefix", topology_labels="topograph-0", topology_label_prefix="topology.example.com")
+    servers = [d.name for d in plan.devices_with("gpu-server")]
+    assert "topology.example.com/leaf" in topology_labels(plan, servers)[servers[0]]

@@ -376,6 +376,9 @@ def test_kubernetes_only_design_writes_no_slurm_config():
         ("{kind: kubernetes, kubernetes: {teams: [{name: a, gpus: 24}, {name: b, gpus: 16}]}}", "add up to 40 GPUs"),
         ("{kind: kubernetes, kubernetes: {teams: [{name: a, gpus: 8}, {name: a, gpus: 8}]}}", "repeated: a"),
         ("{kind: kubernetes, kubernetes: {teams: [{name: Team_A, gpus: 8}]}}", "String should match pattern"),
+        ("{kind: slurm, slurm: {version: '24.06'}}", "'24.06' is not allowed; expected '22.05'"),
+        ("{kind: kubernetes, kubernetes: {topology_label_prefix: a.b}}", "topology_label_prefix is for"),
+        ("{kind: kubernetes, kubernetes: {kueue_api: v1alpha1}}", "expected 'v1beta2' or 'v1beta1'"),
     ],
 )
 def test_scheduler_settings_get_located_errors(tmp_path, scheduler, message):

@@ -49,6 +49,7 @@ KUEUE_COHORT_FIELD = {"v1beta2": "cohortName", "v1beta1": "cohort"}
 # fabric.topograph.run/tier-N, tier 0 the leaf; accelerator.topograph.run/domain for the NVLink domain).
 TOPOGRAPH_FABRIC_TIER = "fabric.topograph.run/tier-{n}"
 TOPOGRAPH_ACCELERATOR = "accelerator.topograph.run/domain"
+TOPOGRAPH_0_PREFIX = "network.topology.nvidia.com"  # topograph up to 0.5 (its Helm value topologyNodeLabels)
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 # NicClusterPolicy component images: the ones Network Operator v26.4.1 releases with (Mellanox/network-operator
@@ -116,7 +117,7 @@ def fabric_label(plan: Plan, tier: int, tier_name: str) -> str:
     settings = _settings(plan)
     if settings.topology_labels == "topograph-1":  # type: ignore[attr-defined]
         return TOPOGRAPH_FABRIC_TIER.format(n=tier - 1)
-    return f"{settings.topology_label_prefix}/{tier_name}"  # type: ignore[attr-defined]
+    return f"{_legacy_prefix(settings)}/{tier_name}"
 
 
 def accelerator_label(plan: Plan) -> str:
@@ -124,7 +125,12 @@ def accelerator_label(plan: Plan) -> str:
     settings = _settings(plan)
     if settings.topology_labels == "topograph-1":  # type: ignore[attr-defined]
         return TOPOGRAPH_ACCELERATOR
-    return f"{settings.topology_label_prefix}/accelerator"  # type: ignore[attr-defined]
+    return f"{_legacy_prefix(settings)}/accelerator"
+
+
+def _legacy_prefix(settings: object) -> str:
+    """topograph 0.5's label prefix: the design's, else topograph's default."""
+    return getattr(settings, "topology_label_prefix", None) or TOPOGRAPH_0_PREFIX
 
 
 def topology_labels(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, dict[str, str]]:

@@ -202,7 +202,9 @@ class DeviceType:
 def _packaged_device_parts() -> dict[str, DeviceType]:
     """Device types of every rack-mounted part of the packaged catalog (the shared, once-per-NetBox set)."""
     catalog = load_catalog()
-    return {pid: _device_type(part) for pid, part in catalog.parts.items() if part.kind in _DEVICE_KINDS}
+    return {
+        pid: _device_type(part) for pid, part in catalog.parts.items() if getattr(part, "kind", None) in _DEVICE_KINDS
+    }
 
 
 def interface_type(technology: str | None, cage: str, speed_gbps: float, host: bool) -> str:
@@ -347,7 +349,7 @@ def _power_panels_and_feeds(plan: Plan, site: str) -> tuple[list[list[object]], 
                         f"feed {feed} circuit of {name}",
                     ]
                 )
-    panels = [[site, _panel(feed), f"feed {feed} of {plan.name}"] for feed in sorted(feeds_used)]
+    panels: list[list[object]] = [[site, _panel(feed), f"feed {feed} of {plan.name}"] for feed in sorted(feeds_used)]
     return panels, rows
 
 

@@ -247,12 +247,12 @@ class KubernetesSettings(_Section):
         "leaf up, accelerator.topograph.run/domain) or topograph-0 (up to topograph 0.5: <prefix>/leaf, spine, core, "
         "accelerator)",
     )
-    topology_label_prefix: str = Field(
-        "network.topology.nvidia.com",
+    topology_label_prefix: str | None = Field(
+        None,
         pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$",
         max_length=253,
-        description="with topology_labels topograph-0: the labels' key prefix (topograph 0.5's default); topograph 1.0 "
-        "fixes its keys",
+        description="with topology_labels topograph-0: the labels' key prefix (default network.topology.nvidia.com, "
+        "topograph 0.5's); topograph 1.0 fixes its keys",
     )
     kueue_api: Literal["v1beta2", "v1beta1"] = Field(
         "v1beta2",
@@ -272,6 +272,14 @@ class KubernetesSettings(_Section):
         "shared",
         description="how pods reach the compute HCAs: the Network Operator's RDMA shared device plugin, or SR-IOV VFs",
     )
+
+    @model_validator(mode="after")
+    def _prefix_only_for_topograph_0(self) -> KubernetesSettings:
+        if self.topology_label_prefix is not None and self.topology_labels == "topograph-1":
+            raise ValueError(
+                "topology_label_prefix is for topology_labels: topograph-0; topograph 1.0's label keys are fixed"
+            )
+        return self
 
     @field_validator("teams")
     @classmethod
