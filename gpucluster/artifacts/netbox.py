@@ -24,9 +24,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from itertools import islice
 from pathlib import Path
 from typing import get_args
 
@@ -98,12 +99,23 @@ _CABLE_COLUMNS = [
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
     (out / SHARED).mkdir(parents=True, exist_ok=True)
-    for name, text in netbox_files(plan).items():
+
+    def save(name: str, text: str) -> None:
         (out / name).write_text(text, encoding="utf-8")
+
+    emit_netbox_files(plan, save)
 
 
 def netbox_files(plan: Plan) -> dict[str, str]:
     """File name (under netbox/) -> its text."""
+    files: dict[str, str] = {}
+    emit_netbox_files(plan, files.__setitem__)
+    return files
+
+
+def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
+    """Hand each file (name under netbox/, text) to ``emit`` in import order; the large tables go a part at a time,
+    so memory stays bounded by one part however large the cluster."""
     packaged = _packaged_device_parts()
     used = sorted({d.part for d in plan.devices.values()})
     own = [p for p in used if p not in packaged or packaged[p] != _device_type(plan.catalog_parts[p])]
@@ -141,14 +153,16 @@ def netbox_files(plan: Plan) -> dict[str, str]:
         ],
         feeds,
     )
-    files |= _split(
+    for name, text in files.items():
+        emit(name, text)
+    _split(
+        emit,
         "05-devices",
         ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face"],
         _devices(plan, site),
     )
-    files |= _split("06-cables", _CABLE_COLUMNS, _network_cables(plan, site))
-    files |= _split("07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site))
-    return files
+    _split(emit, "06-cables", _CABLE_COLUMNS, _network_cables(plan, site))
+    _split(emit, "07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site))
 
 
 def cluster_site(plan: Plan) -> str:
@@ -357,12 +371,11 @@ def _panel(feed: str) -> str:
     return f"Panel {feed}"
 
 
-def _devices(plan: Plan, site: str) -> list[list[object]]:
-    rows = []
+def _devices(plan: Plan, site: str) -> Iterator[list[object]]:
     for d in plan.devices.values():
         part = plan.catalog_parts[d.part]
         mounted = bool(d.u_position)
-        rows.append(
+        yield (
             [
                 d.name,
                 d.role,
@@ -375,7 +388,6 @@ def _devices(plan: Plan, site: str) -> list[list[object]]:
                 "front" if mounted else "",
             ]
         )
-    return rows
 
 
 def _part_number(plan: Plan, part_id: str | None) -> str:
@@ -385,10 +397,9 @@ def _part_number(plan: Plan, part_id: str | None) -> str:
     return getattr(part, "part_number", None) or part_id
 
 
-def _network_cables(plan: Plan, site: str) -> list[list[object]]:
+def _network_cables(plan: Plan, site: str) -> Iterator[list[object]]:
     """One row per link (one per cable; a twin-port cable or splitter gives a row per link, its label the cable
     ID and the link); the description carries the orderable part numbers of the cable and its optics."""
-    rows = []
     for cable in plan.cables:
         parts = [cable.part_number or cable.cable_part]
         optics = [_part_number(plan, t) for t in (cable.a_transceiver, cable.b_transceiver) if t]
@@ -396,7 +407,7 @@ def _network_cables(plan: Plan, site: str) -> list[list[object]]:
         for leg, index in enumerate(cable.links, 1):
             link = plan.links[index]
             several = len(cable.links) > 1
-            rows.append(
+            yield (
                 [
                     site,
                     link.a_device,
@@ -416,14 +427,12 @@ def _network_cables(plan: Plan, site: str) -> list[list[object]]:
                     description + (f"; link {leg} of {len(cable.links)} of cable {cable.id}" if several else ""),
                 ]
             )
-    return rows
 
 
-def _power_cables(plan: Plan, site: str) -> list[list[object]]:
+def _power_cables(plan: Plan, site: str) -> Iterator[list[object]]:
     """Each PSU's cord to its PDU outlet (plan.power.power_cords), then each PDU's input to its power feed."""
-    rows: list[list[object]] = []
     for cord in power_cords(plan):
-        rows.append(
+        yield (
             [
                 *(site, cord.device, "", "dcim.powerport", f"PSU{cord.psu}"),
                 *(site, cord.pdu, "", "dcim.poweroutlet", cord.outlet),
@@ -433,25 +442,33 @@ def _power_cables(plan: Plan, site: str) -> list[list[object]]:
     for rack in plan.racks.values():
         for feed, pdus in rack_feeds(plan, rack).items():
             for name in pdus:
-                rows.append(
+                yield (
                     [
                         *(site, name, "", "dcim.powerport", PDU_INPUT),
                         *(site, "", _panel(feed), "dcim.powerfeed", name),
                         *("power", "planned", "", "", "", f"feed {feed}"),
                     ]
                 )
-    return rows
 
 
 # ------------------------------------------------------------------------------------------------- helpers
 
 
-def _split(stem: str, header: list[str], rows: list[list[object]]) -> dict[str, str]:
-    """One file, or numbered parts of at most ROWS_PER_FILE rows each (import them in order)."""
-    if len(rows) <= ROWS_PER_FILE:
-        return {f"{stem}.csv": _csv(header, rows)}
-    chunks = [rows[i : i + ROWS_PER_FILE] for i in range(0, len(rows), ROWS_PER_FILE)]
-    return {f"{stem}-{n:02d}.csv": _csv(header, chunk) for n, chunk in enumerate(chunks, 1)}
+def _split(emit: Callable[[str, str], None], stem: str, header: list[str], rows: Iterable[list[object]]) -> None:
+    """One file, or numbered parts of at most ROWS_PER_FILE rows each (import them in order), made one part at a
+    time from the rows as they come."""
+    iterator = iter(rows)
+    held: list[list[object]] | None = None
+    number = 0
+    while chunk := list(islice(iterator, ROWS_PER_FILE)):
+        if held is not None:
+            number += 1
+            emit(f"{stem}-{number:02d}.csv", _csv(header, held))
+        held = chunk
+    if held is None or number == 0:
+        emit(f"{stem}.csv", _csv(header, held or []))
+    else:
+        emit(f"{stem}-{number + 1:02d}.csv", _csv(header, held))
 
 
 def _csv(header: list[str], rows: list[list[object]]) -> str:
