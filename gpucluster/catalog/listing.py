@@ -127,7 +127,7 @@ def catalog_lines(catalog: Catalog, kind: str | None = None, *, citations: bool 
     for part_kind in PART_KINDS:
         if kind is not None and part_kind.name != kind:
             continue
-        parts = catalog.of_kind(part_kind.kind)
+        parts: list = catalog.of_kind(part_kind.kind)
         if not parts:
             continue
         lines.append(f"{part_kind.name} ({len(parts)})")

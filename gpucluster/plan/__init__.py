@@ -252,7 +252,8 @@ def _unweighed_parts(plan: Plan) -> list[Finding]:
     missing: dict[str, int] = {}
     for device in plan.devices.values():
         part = plan.catalog_parts.get(device.part)
-        if device.rack and part is not None and getattr(part, "u_height", 0) and not getattr(part, "weight_kg", None):
+        racked = device.rack and part is not None and getattr(part, "u_height", None)
+        if racked and not getattr(part, "weight_kg", None):
             missing[device.part] = missing.get(device.part, 0) + 1
     if not missing:
         return []
