@@ -7,12 +7,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import DESIGNS, planned
 from ibsim_tools import DOWN, UP, discover, needs_ibsim, one_generation, set_port_rate
+from lldpd_tools import Lab, needs_lldpd
 
 from gpucluster.artifacts.verify_expected import net_records, node_description_rows
 from gpucluster.cli import main
@@ -20,6 +22,7 @@ from gpucluster.plan.model import Plan
 from gpucluster.templating import render
 from gpucluster.verify.check import verify
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
+from gpucluster.verify.lldp import parse_lldp
 from gpucluster.verify.report import findings_csv, findings_html
 
 H100_1SU = DESIGNS / "superpod-h100-1su.yaml"
@@ -465,3 +468,70 @@ def test_link_trained_at_a_lower_rate_is_wrong_speed(tmp_path):
     (finding,) = result.findings
     assert (finding.kind, finding.cable, finding.found) == ("wrong-speed", slow.cable, "4xHDR")
     assert finding.a_device == "gpu020" and finding.a_port == slow.a.port
+
+
+# --- Ethernet: the real lldpd in network namespaces ---------------------------------------------------------
+
+
+def _interface_names(plan: Plan, links: list[PlannedLink], faults: dict[int, str]) -> list[tuple[str, str, str, str]]:
+    """(a device, a interface, b device, b interface) of every cable to lay: an end's port id where it is a
+    valid interface name, else e<n> on that device (the catalog gives no interface name for it)."""
+    used: dict[str, int] = {}
+
+    def name(end) -> str:
+        ok = len(end.node_port) <= 15 and all(c.isalnum() or c in "-_." for c in end.node_port)
+        if ok:
+            return end.node_port
+        used[end.device] = used.get(end.device, 0) + 1
+        return f"e{used[end.device]}"
+
+    return [(p.a.device, name(p.a), p.b.device, name(p.b)) for p in links if faults.get(p.link) != "unplug"]
+
+
+@needs_lldpd
+def test_real_lldpd_neighbours_match_and_name_the_faults(tmp_path):
+    """The lab design's in-band and out-of-band networks built of namespaces with the real lldpd: clean, verify
+    finds nothing; with two host cables crossed at a leaf and one BMC cable unplugged, exactly those."""
+
+    _loaded, plan = planned("lab-4-servers")
+    links = [p for n in ethernet_networks(plan) for p in planned_links(plan, n)]
+    leaf = next(s.name for s in plan.switches("inband") if s.tier == 1)
+    crossed = [p for p in links if p.network == "inband" and leaf in (p.a.device, p.b.device) and not p.a.switch][:2]
+    unplugged = next(p for p in links if p.network == "oob" and p.a.port in ("BMC", "iDRAC", "XCC"))
+    for faults in ({}, {crossed[0].link: "cross", crossed[1].link: "cross", unplugged.link: "unplug"}):
+        lab = Lab(tmp_path / ("faults" if faults else "clean"))
+        lab.folder.mkdir()
+        try:
+            cables = _interface_names(plan, links, faults)
+            if faults:  # the two hosts' cables land on each other's leaf ports
+                i, j = (next(k for k, c in enumerate(cables) if c[0] == p.a.device and c[2] == p.b.device and
+                        c[3] == p.b.node_port) for p in crossed)  # fmt: skip
+                (a1, i1, b1, p1), (a2, i2, b2, p2) = cables[i], cables[j]
+                cables[i], cables[j] = (a1, i1, b2, p2), (a2, i2, b1, p1)
+            for cable in cables:
+                lab.cable(*cable)
+            lab.start()
+            switches = {d for n in ethernet_networks(plan) for d in (s.name for s in plan.switches(n))}
+            ends = Counter(device for a, _ai, b, _bi in cables for device in (a, b))
+            single = min(d for d, n in ends.items() if n == 1)  # a device with one cable: one neighbour
+            outputs = lab.wait_for({d: n for d, n in ends.items() if d in switches or d == single})
+        finally:
+            lab.close()
+        folder = tmp_path / ("lldp-faults" if faults else "lldp-clean")
+        folder.mkdir()
+        single_text = outputs.pop(single)
+        for switch, text in outputs.items():
+            _write(folder, f"{switch}.json", text)
+        results = verify(plan, [], [folder])
+        found = sorted((f.kind, f.cable) for f in _findings(results))
+        if not faults:
+            assert found == []
+            assert all(isinstance(json.loads(t)["lldp"]["interface"], list) for t in outputs.values())  # several
+            assert isinstance(json.loads(single_text)["lldp"]["interface"], dict)  # lldpd's one-neighbour shape
+            (link,) = parse_lldp(_write(tmp_path, "single.json", single_text), single)
+            (planned_link,) = [p for p in links if single in (p.a.device, p.b.device)]
+            switch_end = planned_link.b if planned_link.a.device == single else planned_link.a
+            assert link.b == (switch_end.device, switch_end.port)
+        else:
+            first, second = sorted(crossed, key=lambda p: p.cable)
+            assert found == [("missing", unplugged.cable), ("swapped", f"{first.cable} + {second.cable}")]

@@ -63,14 +63,15 @@ class Names:
         self.locate = Locator(plan)
         self.ends: dict[PortKey, tuple[PlannedLink, PlannedEnd]] = {}
         self.node_device: dict[str, str] = {}
-        self.host_ends: dict[tuple[str, str], list[PlannedEnd]] = {}  # (network, node) -> its planned ports
+        # (network, host node) -> its planned ports, each with its link
+        self.host_ends: dict[tuple[str, str], list[tuple[PlannedLink, PlannedEnd]]] = {}
         for network, links in links_by_network.items():
             for planned in links:
                 for end in (planned.a, planned.b):
                     self.ends[(end.node, end.node_port)] = (planned, end)
                     self.node_device[end.node] = end.device
                     if not end.switch:
-                        self.host_ends.setdefault((network, end.node), []).append(end)
+                        self.host_ends.setdefault((network, end.node), []).append((planned, end))
         self._ib_port_names: dict[str, dict[str, str]] = {}
 
     def node(self, name: str) -> str:
@@ -93,12 +94,46 @@ class Names:
         if canonical in self.ends or not lldp:
             return canonical
         candidates = self.host_ends.get((network, node), [])
-        for end in candidates:
+        for _planned, end in candidates:
             if key[1] == end.port:
                 return (node, end.node_port)
         if len(candidates) == 1:
-            return (node, candidates[0].node_port)
+            return (node, candidates[0][1].node_port)
         return canonical
+
+    def resolve(self, links: list[FoundLink], network: str, lldp: bool) -> list[tuple[PortKey, PortKey, FoundLink]]:
+        """Both ends of every found link as the plan names them.
+
+        LLDP from a host whose interface names the catalog does not give cannot tell that host's ports apart.
+        Such a neighbour is taken as the planned port when it is the planned host at the switch port the plan
+        gives it; else as the host's one planned port on this switch that no other switch port has shown."""
+        resolved = []
+        pending = []
+        for link in links:
+            a, b = self.port(link.a, network, lldp), self.port(link.b, network, lldp)
+            if lldp and b not in self.ends and a in self.ends:
+                planned, end = self.ends[a]
+                other = planned.b if end is planned.a else planned.a
+                if other.node == b[0] and not other.switch and other.node_port == other.port:
+                    b = (other.node, other.node_port)
+            if lldp and b not in self.ends and (network, b[0]) in self.host_ends:
+                pending.append((a, b, link))
+            else:
+                resolved.append((a, b, link))
+        seen = {key for a, b, _link in resolved for key in (a, b)}
+        for a, b, link in pending:
+            unseen = [
+                end
+                for planned, end in self.host_ends[(network, b[0])]
+                if end.node_port == end.port
+                and a[0] in (planned.a.node, planned.b.node)
+                and (end.node, end.node_port) not in seen
+            ]
+            if len(unseen) == 1:
+                b = (unseen[0].node, unseen[0].node_port)
+                seen.add(b)
+            resolved.append((a, b, link))
+        return resolved
 
     def describe(self, key: PortKey | None) -> str:
         """A found port in the plan's words: 'gpu001 OSFP4P2 (A04 U09)', or what discovery called it."""
@@ -190,8 +225,8 @@ def compare(plan: Plan, network: str, planned: list[PlannedLink], names: Names, 
     """The findings of one network: every planned link checked against the discovered links."""
     lldp = found.kind == "lldp"
     peer: dict[PortKey, tuple[PortKey, FoundLink]] = {}
-    for link in found.links:
-        a, b = names.port(link.a, network, lldp), names.port(link.b, network, lldp)
+    resolved = names.resolve(found.links, network, lldp)
+    for a, b, link in resolved:
         peer[a] = (b, link)
         peer[b] = (a, link)
 
@@ -223,7 +258,7 @@ def compare(plan: Plan, network: str, planned: list[PlannedLink], names: Names, 
         else:
             wrong.append(p)
     result.findings += _miswired(names, wrong, peer)
-    result.findings += _unexpected(names, network, found, lldp)
+    result.findings += _unexpected(names, network, resolved)
     known = set(names.node_device)
     result.unknown_nodes = sorted(n for n in found.nodes if names.node(n) not in known)
     result.duplicate_nodes = sorted(found.duplicates)
@@ -299,12 +334,11 @@ def _miswired(names: Names, wrong: list[PlannedLink], peer: dict[PortKey, tuple[
     return findings
 
 
-def _unexpected(names: Names, network: str, found: Discovery, lldp: bool) -> list[Finding]:
+def _unexpected(names: Names, network: str, resolved: list[tuple[PortKey, PortKey, FoundLink]]) -> list[Finding]:
     """Found links with neither end a planned port: a cable the plan does not have."""
     findings = []
     seen: set[tuple[PortKey, PortKey]] = set()
-    for link in found.links:
-        a, b = names.port(link.a, network, lldp), names.port(link.b, network, lldp)
+    for a, b, _link in resolved:
         if a in names.ends or b in names.ends or (a, b) in seen or (b, a) in seen:
             continue
         seen.add((a, b))
