@@ -22,7 +22,7 @@ from gpucluster.plan.model import Plan
 from gpucluster.templating import render
 from gpucluster.verify.check import verify
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
-from gpucluster.verify.lldp import parse_lldp
+from gpucluster.verify.lldp import mau_speed_gbps, parse_lldp
 from gpucluster.verify.report import findings_csv, findings_html
 
 H100_1SU = DESIGNS / "superpod-h100-1su.yaml"
@@ -381,9 +381,14 @@ def test_lldp_file_that_is_not_json_names_line_and_column(tmp_path):
 
 
 def test_build_writes_the_verify_files(tmp_path):
-    result = CliRunner().invoke(main, ["build", str(H100_1SU), "-o", str(tmp_path), "--only", "verify"])
+    result = CliRunner().invoke(
+        main, ["build", str(H100_1SU), "-o", str(tmp_path), "--only", "verify", "--only", "report"]
+    )
     assert result.exit_code == 0, result.output
     folder = tmp_path / "superpod-h100-1su" / "verify"
+    report = (tmp_path / "superpod-h100-1su" / "report.html").read_text()
+    for name in ("expected-compute.net", "expected-storage.net", "node-descriptions.csv"):
+        assert f'href="verify/{name}"' in report
     assert sorted(p.name for p in folder.iterdir()) == [
         "expected-compute.net",
         "expected-storage.net",
@@ -535,3 +540,20 @@ def test_real_lldpd_neighbours_match_and_name_the_faults(tmp_path):
         else:
             first, second = sorted(crossed, key=lambda p: p.cable)
             assert found == [("missing", unplugged.cable), ("swapped", f"{first.cable} + {second.cable}")]
+
+
+@pytest.mark.parametrize(
+    ("mau", "gbps"),
+    [
+        ("100GbaseCR4 - 100GBASE-R PCS/PMA over 4 lane shielded copper", 100),
+        ("400GbaseDR4 - 400GBASE-R PCS/PMA over 4-lane single-mode fiber", 400),
+        ("10GigBaseSR - R fiber over 850 nm optics", 10),
+        ("1000BaseTFD - Four-pair Category 5 UTP, full duplex mode", 1),
+        ("2p5GbaseX - 2.5GBASE-X PMD", 2.5),
+        ("5GigT - 5GBASE-T", 5),
+        ("10G1GbasePRXD1 - one single-mode fiber EPON", 0),
+        ("", 0),
+    ],
+)
+def test_lldpd_mau_types_give_the_neighbour_speed(mau, gbps):
+    assert mau_speed_gbps(mau) == gbps

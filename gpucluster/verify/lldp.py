@@ -20,7 +20,9 @@ from pathlib import Path
 from gpucluster.errors import DesignError, Problem
 from gpucluster.verify.discovery import FoundLink, read_text
 
-_MAU_SPEED = re.compile(r"^(\d+)(G?)base", re.IGNORECASE)  # "100GbaseCR4 ...", "1000BaseTFD ..."
+# The neighbour's operational MAU type as lldpd names it (src/lib/atoms/port.c): "100GbaseCR4 - ...",
+# "10GigBaseSR - ...", "1000BaseTFD - ..." (Mb/s), "2p5GbaseX", "5GigT".
+_MAU_SPEED = re.compile(r"^(\d+)(?:p(\d+))?(G(?:ig)?)?(?:[Bb]ase|T\b)")
 MAX_LLDP_FILES = 100_000
 MAX_LLDP_BYTES = 64 * 1024 * 1024  # one switch's neighbours: a 128-port switch's details are well under 1 MB
 
@@ -112,10 +114,17 @@ def _port_id(port: object) -> tuple[str, float]:
     speed = 0.0
     negotiation = _one(port.get("auto-negotiation"))
     if isinstance(negotiation, dict):
-        mau = _MAU_SPEED.match(_text(negotiation.get("current")))
-        if mau:
-            speed = float(mau.group(1)) if mau.group(2) else float(mau.group(1)) / 1000
+        speed = mau_speed_gbps(_text(negotiation.get("current")))
     return name, speed
+
+
+def mau_speed_gbps(mau: str) -> float:
+    """The speed of an 802.3 MAU type as lldpd prints it, in Gb/s; 0 when it names none."""
+    match = _MAU_SPEED.match(mau)
+    if not match:
+        return 0.0
+    value = float(match.group(1)) + (float(f"0.{match.group(2)}") if match.group(2) else 0.0)
+    return value if match.group(3) else value / 1000
 
 
 def parse_lldp(path: Path, switch: str) -> list[FoundLink]:
