@@ -34,6 +34,7 @@ ARTIFACTS: dict[str, str | Writer] = {
     "cabling": "gpucluster.artifacts.cabling",
     "netbox": "gpucluster.artifacts.netbox",
     "verify": "gpucluster.artifacts.verify_expected",
+    "switches": "gpucluster.artifacts.switch_config",
     "printouts": "gpucluster.artifacts.printouts",
     "report": "gpucluster.artifacts.report",
 }

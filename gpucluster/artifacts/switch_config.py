@@ -1,0 +1,323 @@
+"""Switch configuration from the plan: one NVUE startup configuration per Ethernet switch (compute on RoCE, storage
+and in-band) in ``switches/<switch>.yaml``, and for InfiniBand fabrics the subnet-manager settings UFM runs with
+(``switches/<network>-opensm.conf``).
+
+Every NVUE file is the ``/etc/nvue.d/startup.yaml`` form Cumulus Linux 5.14 writes (a list holding one ``set:``
+tree; layout as the startup.yaml examples of the Cumulus Linux 5.14 user guide, e.g. "EVPN Multihoming", GitHub
+CumulusNetworks/docs content/cumulus-linux-514/Network-Virtualization/Ethernet-Virtual-Private-Network-EVPN/
+EVPN-Multihoming.md): load it with ``nv config replace <file>`` then ``nv config apply``. What it sets, per switch:
+
+* every port the plan cables, once, with its speed, the MTU and a description naming the far end; an 800G cage
+  carrying two 400G ports is broken out 2x (``nv set interface swpN link breakout 2x``, sub-ports swpNs0/s1:
+  Cumulus Linux 5.14 "Switch Port Attributes", Breakout Ports);
+* a BGP-unnumbered underlay (``neighbor <port> type unnumbered`` in peer group ``underlay``, ``remote-as
+  external``) with private four-byte ASNs (RFC 6996) assigned per tier as RFC 7938 section 5.2.1 does: every leaf
+  its own ASN, the switches of one upper-tier pod one shared ASN, the top tier of a fabric (plane) one ASN;
+* host ports: RoCE networks (compute, Ethernet storage) route each host port as a /31 point-to-point link, the
+  Spectrum-X way (no L2 between GPUs); in-band ports are EVPN-multihomed bonds in one VLAN (VNI) across the
+  leaf pair each server's two in-band ports reach, so the server's bond0 is active-active without a peer link
+  (Cumulus Linux 5.14 "EVPN Multihoming");
+* RoCE QoS on RoCE networks: ``qos roce mode lossless`` (PFC on switch priority 3, ECN on traffic class 3, CNPs on
+  priority 6: Cumulus Linux 5.14 "RDMA over Converged Ethernet - RoCE", Default RoCE Configuration), matching the
+  DSCP 26 / traffic class NCCL uses (gpucluster.artifacts.nccl);
+* adaptive routing on the compute fabric's switch-to-switch ports (Spectrum-4 supports it from Cumulus Linux 5.6;
+  ``router adaptive-routing enable on``: NVUE reference, Adaptive Routing; Cumulus Linux 5.15 renamed ``enable
+  on`` to ``state enabled``);
+* the management port eth0 in the mgmt VRF on DHCP, described with the out-of-band switch port the plan cables
+  it to.
+
+Addresses are a plan of this module (labelled in each file): loopbacks 10.255.0.0/16, RoCE point-to-point /31s
+from 10.0.0.0/11 (compute) and 10.32.0.0/13 (storage), the in-band VLAN 10.64.0.0/15 with gateway 10.64.0.1.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpucluster.catalog.schema import PortGroup, Switch
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.model import Device, Plan
+from gpucluster.templating import render
+
+CUMULUS_VERSION = "5.14"  # the release the NVIDIA Mission Control N-S guide deploys on SN5600 (NS_GUIDE)
+SWITCH_MTU = 9216  # Cumulus Linux's default port MTU (5.14 "Switch Port Attributes", MTU)
+HOST_MTU = 9000  # in-band bonds, as the EVPN-MH example; RoCE needs only 4096 + headers
+PRIVATE_ASN_BASE = 4_200_000_000  # RFC 6996: 4200000000-4294967294 are private four-byte ASNs
+NETWORK_ASN_BLOCK = {"compute": 1, "storage": 2, "inband": 3}  # ASN = base + block x 10^7 + plane x 10^6 + ...
+LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
+P2P_POOLS = {"compute": ipaddress.ip_network("10.0.0.0/11"), "storage": ipaddress.ip_network("10.32.0.0/13")}
+INBAND_SUBNET = ipaddress.ip_network("10.64.0.0/15")
+INBAND_VLAN = 10
+INBAND_VNI = 10
+ES_MAC = "44:38:39:FF:00:01"  # in the range NVIDIA reserves for EVPN-MH segment MACs (44:38:39:ff:00:00-ff:ff)
+ROCE_NETWORKS = frozenset({"compute", "storage"})
+
+
+@dataclass
+class _Port:
+    """One cabled port of a switch as the plan cables it."""
+
+    name: str
+    speed_gbps: float
+    far_device: str
+    far_port: str
+    tier: int  # the link's tier: 0 = host, >= 1 = switch to switch
+    link_index: int
+
+
+@dataclass
+class SwitchConfig:
+    """What one switch's startup configuration says, for the file and for the tests."""
+
+    name: str
+    network: str
+    asn: int
+    loopback: str
+    ports: list[_Port] = field(default_factory=list)
+    context: dict = field(default_factory=dict)
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    out = folder / "switches"
+    out.mkdir(exist_ok=True)
+    for name, text in switch_files(plan).items():
+        (out / name).write_text(text, encoding="utf-8")
+
+
+def switch_files(plan: Plan) -> dict[str, str]:
+    """File name -> text: an NVUE startup.yaml per Ethernet switch, an OpenSM settings file per InfiniBand fabric."""
+    files = {f"{c.name}.yaml": _render(plan, c) for c in switch_configs(plan)}
+    for network in ("compute", "storage"):
+        switches = plan.switches(network)
+        if switches and _part(plan, switches[0]).technology.startswith("infiniband"):
+            files[f"{network}-opensm.conf"] = opensm_conf(plan, network)
+    return files
+
+
+def configured_networks(plan: Plan) -> list[str]:
+    """The networks whose switches are Ethernet and get an NVUE configuration (the out-of-band network's
+    access switches keep their factory layer-2 setup)."""
+    return [
+        n
+        for n in ("compute", "storage", "inband")
+        if plan.switches(n) and _part(plan, plan.switches(n)[0]).technology == "ethernet"
+    ]
+
+
+def switch_configs(plan: Plan) -> list[SwitchConfig]:
+    networks = configured_networks(plan)
+    switches = sorted(
+        (d for n in networks for d in plan.switches(n)), key=lambda d: (networks.index(d.network), d.name)
+    )
+    if len(switches) > LOOPBACKS.num_addresses - 2:
+        raise ValueError(f"{len(switches)} switches exceed the loopback plan {LOOPBACKS}")
+    ports = _switch_ports(plan, {d.name for d in switches})
+    mgmt = _management_ports(plan)
+    p2p = {n: _p2p_addresses(plan, n) for n in networks if n in ROCE_NETWORKS}
+    inband_ids = _segment_ids(plan) if "inband" in networks else {}
+    leaf_number: dict[str, int] = defaultdict(int)
+    configs = []
+    for ordinal, switch in enumerate(switches, start=1):
+        network = switch.network or ""
+        leaf_number[network] += switch.tier == 1
+        config = SwitchConfig(
+            switch.name,
+            network,
+            switch_asn(switch, leaf_number[network]),
+            str(LOOPBACKS[ordinal]),
+            sorted(ports.get(switch.name, []), key=lambda p: _port_key(p.name)),
+        )
+        config.context = _context(plan, switch, config, mgmt.get(switch.name), p2p.get(network, {}), inband_ids)
+        configs.append(config)
+    return configs
+
+
+def switch_asn(switch: Device, leaf_number: int) -> int:
+    """RFC 7938 5.2.1 numbering in the private range: leaves unique, an upper-tier pod shared, the top tier shared."""
+    block = NETWORK_ASN_BLOCK[switch.network or "compute"]
+    base = PRIVATE_ASN_BASE + block * 10_000_000 + (switch.plane or 0) * 1_000_000 + (switch.tier or 1) * 100_000
+    return base + (leaf_number if switch.tier == 1 else (switch.pod or 0))
+
+
+def _switch_ports(plan: Plan, names: set[str]) -> dict[str, list[_Port]]:
+    ports: dict[str, list[_Port]] = defaultdict(list)
+    for index, link in enumerate(plan.links):
+        if link.a_device in names and link.network == plan.devices[link.a_device].network:
+            ports[link.a_device].append(
+                _Port(link.a_port, link.speed_gbps, link.b_device, link.b_port, link.tier, index)
+            )
+        if link.b_device in names and link.network == plan.devices[link.b_device].network:
+            ports[link.b_device].append(
+                _Port(link.b_port, link.speed_gbps, link.a_device, link.a_port, link.tier, index)
+            )
+    return ports
+
+
+def _management_ports(plan: Plan) -> dict[str, tuple[str, str, str]]:
+    """Switch -> (its management port, the out-of-band switch and port it is cabled to)."""
+    return {
+        link.a_device: (link.a_port, link.b_device, link.b_port)
+        for link in plan.links_on("oob")
+        if link.tier == 0 and plan.devices[link.a_device].role == "switch"
+    }
+
+
+def _p2p_addresses(plan: Plan, network: str) -> dict[int, tuple[str, str]]:
+    """Host link index -> (switch address, host address) of its /31, in link order from the network's pool."""
+    pool = P2P_POOLS[network]
+    result = {}
+    count = 0
+    for index, link in enumerate(plan.links):
+        if link.network == network and link.tier == 0:
+            if 2 * count + 1 >= pool.num_addresses:
+                raise ValueError(f"the {network} network has more host links than {pool} holds")
+            result[index] = (str(pool[2 * count]), str(pool[2 * count + 1]))
+            count += 1
+    return result
+
+
+def host_addresses(plan: Plan, network: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(host, port) -> (host address, gateway) on a RoCE network's routed /31 host links."""
+    addresses = _p2p_addresses(plan, network)
+    return {(plan.links[i].a_device, plan.links[i].a_port): (host, switch) for i, (switch, host) in addresses.items()}
+
+
+def _segment_ids(plan: Plan) -> dict[str, int]:
+    """In-band host -> its EVPN-MH local segment ID, one per host and the same on every leaf it reaches."""
+    hosts = sorted({link.a_device for link in plan.links_on("inband") if link.tier == 0})
+    return {host: index for index, host in enumerate(hosts, start=1)}
+
+
+@dataclass(frozen=True, slots=True)
+class _Interface:
+    """One cabled port as the template writes it."""
+
+    name: str
+    description: str  # quoted
+    speed: str
+    address: str | None  # routed host port: the switch's /31 address
+    neighbor: bool  # switch to switch: a BGP unnumbered neighbor
+    adaptive_routing: bool
+    evpn_uplink: bool
+    segment: int | None  # in-band host port: the EVPN-MH bond's local segment ID
+    bond_description: str  # quoted
+
+
+def _context(
+    plan: Plan,
+    switch: Device,
+    config: SwitchConfig,
+    mgmt: tuple[str, str, str] | None,
+    p2p: dict[int, tuple[str, str]],
+    segment_ids: dict[str, int],
+) -> dict:
+    """Everything the startup.yaml template needs for one switch."""
+    network = config.network
+    evpn = network == "inband"
+    leaf = switch.tier == 1
+    interfaces = [
+        _Interface(
+            port.name,
+            json.dumps(f"{port.far_device} {port.far_port}"),  # a JSON string is a YAML double-quoted scalar
+            _speed(port.speed_gbps),
+            f"{p2p[port.link_index][0]}/31" if not port.tier and network in ROCE_NETWORKS else None,
+            bool(port.tier),
+            bool(port.tier) and network == "compute",
+            bool(port.tier) and evpn and leaf,
+            segment_ids[port.far_device] if not port.tier and evpn else None,
+            json.dumps(f"{port.far_device} bond"),
+        )
+        for port in config.ports
+    ]
+    svi = None
+    if evpn and leaf:
+        leaf_index = int(ipaddress.ip_address(config.loopback)) - int(LOOPBACKS.network_address)
+        svi = f"{INBAND_SUBNET[INBAND_SUBNET.num_addresses // 2 + leaf_index]}/{INBAND_SUBNET.prefixlen}"
+    return {
+        "hostname": json.dumps(switch.name),
+        "loopback": config.loopback,
+        "asn": config.asn,
+        "mgmt": (mgmt[0], json.dumps(f"oob {mgmt[1]} {mgmt[2]}")) if mgmt else None,
+        "breakouts": _broken_out_cages(_part(plan, switch), config.ports),
+        "interfaces": interfaces,
+        "switch_mtu": SWITCH_MTU,
+        "host_mtu": HOST_MTU,
+        "roce": network in ROCE_NETWORKS,
+        "adaptive_routing": network == "compute",
+        "evpn": evpn,
+        "evpn_leaf": evpn and leaf,
+        "svi": svi,
+        "gateway": f"{INBAND_SUBNET[1]}/{INBAND_SUBNET.prefixlen}",
+        "vlan": INBAND_VLAN,
+        "vni": INBAND_VNI,
+        "es_mac": ES_MAC,
+    }
+
+
+def _broken_out_cages(part: Switch, ports: list[_Port]) -> list[str]:
+    """Parent names (swpN) of the multi-port cages the plan uses: each is broken out into its sub-ports."""
+    used = {p.name for p in ports}
+    cages = []
+    for group in part.ports:
+        if group.ports_per_cage < 2:
+            continue
+        for number in range(group.number_from, group.number_from + group.cages):
+            subs = {_sub_name(group, number, sub) for sub in range(group.ports_per_cage)}
+            if subs & used:
+                cages.append(f"swp{number}")
+    return cages
+
+
+def _sub_name(group: PortGroup, number: int, sub: int) -> str:
+    return group.name_format.format(cage=number, sub=sub + 1, sub0=sub, index=0)
+
+
+def _speed(gbps: float) -> str:
+    return f"{gbps:g}G"
+
+
+def _port_key(name: str) -> list[int | str]:
+    """Natural order: swp2 before swp10, swp1s1 after swp1s0."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def _part(plan: Plan, device: Device) -> Switch:
+    part = plan.part(device.name)
+    assert isinstance(part, Switch)
+    return part
+
+
+def _render(plan: Plan, config: SwitchConfig) -> str:
+    device = plan.devices[config.name]
+    return render(
+        "switches/startup.yaml.j2",
+        design=plan.name,
+        switch=device,
+        model=_part(plan, device).model,
+        cumulus=CUMULUS_VERSION,
+        **config.context,
+    )
+
+
+# --- InfiniBand -------------------------------------------------------------------------------------------------
+
+
+def opensm_conf(plan: Plan, network: str) -> str:
+    """Subnet-manager settings for an InfiniBand fat tree as UFM runs it: adaptive-routing up/down routing rooted
+    at the top tier, and the top-tier switches listed for the root GUID file."""
+    tiers = sorted({d.tier or 1 for d in plan.switches(network)})
+    top = sorted(d.name for d in plan.switches(network, tiers[-1]))
+    return render(
+        "switches/opensm.conf.j2",
+        design=plan.name,
+        network=network,
+        tiers=len(tiers),
+        top=top,
+        switches=len(plan.switches(network)),
+        model=_part(plan, plan.switches(network)[0]).model,
+    )
