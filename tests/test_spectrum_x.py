@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
-from conftest import write_design
+import yaml
+from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.catalog.load import load_catalog
@@ -204,3 +209,139 @@ def test_planes_are_refused_where_the_ports_do_not_split(tmp_path):
 
 def load_design_and_plan(path: Path) -> Plan:
     return plan_design(load_design(path))
+
+
+# --- the host side: NCCL and Kubernetes on a RoCE fabric ------------------------------------------------------
+
+UPSTREAM = Path(__file__).resolve().parent / "upstream" / "network-operator"
+
+
+def _crd_schema(file: str) -> dict:
+    """The openAPIV3Schema of an upstream CRD, strict as the API server's field validation: a key the schema does
+    not list is rejected where it lists properties."""
+    document = next(d for d in yaml.safe_load_all((UPSTREAM / file).read_text()) if d)
+    schema = document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+    def strict(node: object) -> object:
+        if isinstance(node, dict):
+            node = {k: strict(v) for k, v in node.items()}
+            if "properties" in node and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+        elif isinstance(node, list):
+            node = [strict(v) for v in node]
+        return node
+
+    return strict(schema)  # type: ignore[return-value]
+
+
+def _k8s_roce_plan(tmp_path: Path, server: str = "dgx-h100", extra: str = "") -> Plan:
+    path = write_design(
+        tmp_path,
+        f"name: roce-k8s\ncompute: {{server: {server}, servers: 16, spare_servers: 0}}\n"
+        "compute_fabric: {technology: roce, switch: sn5600}\nstorage_network: {technology: ethernet, switch: sn5600}\n"
+        f"parallel_filesystem: {{kind: weka}}\nscheduler: {{kind: kubernetes{extra}}}\n",
+    )
+    return plan_design(load_design(path))
+
+
+def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_configured_with(tmp_path):
+    from gpucluster.artifacts.kubernetes import kubernetes_manifests
+    from gpucluster.artifacts.switch_config import switch_files
+
+    plan = _k8s_roce_plan(tmp_path)
+    documents = kubernetes_manifests(plan)["network-operator.yaml"]
+    policy, pools, networks = documents[0], documents[1:9], documents[9:]
+    netdevs = ["enp24s0np0", "enp64s0np0", "enp79s0np0", "enp94s0np0", "enp154s0np0", "enp192s0np0"]
+    netdevs += ["enp206s0np0", "enp220s0np0"]  # DGX H100 UG Table 5, Ethernet names, in rail (GPU) order
+    resources = json.loads(policy["spec"]["sriovDevicePlugin"]["config"])["resourceList"]
+    assert [r["selectors"]["pfNames"] for r in resources] == [[n] for n in netdevs]
+    assert [r["resourceName"] for r in resources] == [f"hostdev-rail{r}" for r in range(1, 9)]
+    assert set(policy["spec"]) == {"sriovDevicePlugin", "nvIpam", "secondaryNetwork"}
+    pool_schema = _crd_schema("network-operator-v26.4.1.nv-ipam.nvidia.com_cidrpools.yaml")
+    network_schema = _crd_schema("network-operator-v26.4.1.mellanox.com_hostdevicenetworks.yaml")
+    trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
+    leaf_address = {}
+    for link in plan.links_on("compute"):
+        if link.tier == 0:
+            address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
+            leaf_address[(link.a_device, link.rail)] = address
+    for rail, pool in enumerate(pools, start=1):
+        jsonschema.validate(pool, pool_schema)
+        assert (pool["kind"], pool["metadata"]["name"], pool["spec"]["perNodeNetworkPrefix"]) == (
+            "CIDRPool",
+            f"rail{rail}",
+            31,
+        )
+        assert pool["spec"]["gatewayIndex"] == 0 and pool["spec"]["routes"] == [{"dst": pool["spec"]["cidr"]}]
+        allocations = pool["spec"]["staticAllocations"]
+        assert len(allocations) == 16
+        for allocation in allocations:  # the node's /31 is the one its rail leaf routes, the leaf the gateway
+            assert allocation["prefix"] == leaf_address[(allocation["nodeName"], rail)]
+            assert allocation["prefix"].startswith(allocation["gateway"] + "/")
+            assert ipaddress.ip_network(allocation["prefix"]).subnet_of(ipaddress.ip_network(pool["spec"]["cidr"]))
+    for rail, network in enumerate(networks, start=1):
+        jsonschema.validate(network, network_schema)
+        assert network["metadata"]["name"] == f"training-rail{rail}"
+        assert network["spec"]["resourceName"] == f"nvidia.com/hostdev-rail{rail}"
+        assert json.loads(network["spec"]["ipam"]) == {
+            "type": "nv-ipam",
+            "poolName": f"rail{rail}",
+            "poolType": "cidrpool",
+        }
+
+
+def test_training_pods_attach_every_rail_network_and_request_each_rails_port(tmp_path):
+    from gpucluster.artifacts.nccl import nccl_files
+
+    plan = _k8s_roce_plan(tmp_path)
+    job = next(d for d in yaml.safe_load_all(nccl_files(plan)["launch/pytorchjob.yaml"]) if d["kind"] == "PyTorchJob")
+    for spec in job["spec"]["pytorchReplicaSpecs"].values():
+        pod = spec["template"]
+        networks = pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
+        assert networks == [f"training-rail{r}" for r in range(1, 9)]
+        limits = pod["spec"]["containers"][0]["resources"]["limits"]
+        assert [k for k in limits if k.startswith("nvidia.com/hostdev-rail")] == [
+            f"nvidia.com/hostdev-rail{r}" for r in range(1, 9)
+        ]
+
+
+def test_nccl_marks_the_traffic_class_the_switches_run_lossless():
+    from gpucluster.artifacts.nccl import nccl_files
+    from gpucluster.artifacts.switch_config import ROCE_QOS
+
+    _, plan = planned("b200-roce-2su")
+    env = nccl_files(plan)["nccl/nccl.env"]
+    assert f"\nNCCL_IB_TC={ROCE_QOS.dscp * 4}\n" in env and "\nNCCL_IB_GID_INDEX=3\n" in env
+    assert ROCE_QOS.dscp // 8 == ROCE_QOS.priority  # Cumulus's default map: DSCP 24-31 -> switch priority 3
+
+
+def test_nccl_finds_the_dgx_b200_compute_hcas_by_their_pci_device_id(tmp_path):
+    """The catalog has no RDMA names for DGX B200; its ConnectX-7 (1021) and BlueField-3 (a2dc) differ by device ID,
+    so the sourced nccl.env lists only the ConnectX-7 RDMA devices (checked on a fake sysfs with bash)."""
+    from gpucluster.artifacts.nccl import nccl_files
+
+    _, plan = planned("b200-roce-2su")
+    env = nccl_files(plan)["nccl/nccl.env"]
+    sysfs = tmp_path / "infiniband"
+    for name, device in [("mlx5_0", "0x1021"), ("mlx5_1", "0xa2dc"), ("mlx5_2", "0x1021"), ("mlx5_3", "0xa2dc")]:
+        (sysfs / name / "device").mkdir(parents=True)
+        (sysfs / name / "device" / "device").write_text(device + "\n")
+    script = env.replace("/sys/class/infiniband", str(sysfs)) + '\nprintf %s "$NCCL_IB_HCA"\n'
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout == "=mlx5_0:1,mlx5_2:1"
+
+
+def test_device_plugin_selects_the_compute_hcas_by_name_or_device_id(tmp_path):
+    from gpucluster.artifacts.kubernetes import kubernetes_manifests
+
+    _, plan = planned("b200-roce-2su")
+    policy = kubernetes_manifests(plan)["network-operator.yaml"][0]
+    config = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
+    assert config["configList"][0]["selectors"] == {"vendors": ["15b3"], "linkTypes": ["ether"], "deviceIDs": ["1021"]}
+    plan = _k8s_roce_plan(tmp_path, extra=", kubernetes: {rdma: sriov}")
+    resources = json.loads(
+        kubernetes_manifests(plan)["network-operator.yaml"][0]["spec"]["sriovDevicePlugin"]["config"]
+    )
+    assert resources["resourceList"][0]["selectors"]["pfNames"] == ["enp24s0np0"]  # the Ethernet name, not ibp24s0
+    networks = [d for d in kubernetes_manifests(plan)["network-operator.yaml"] if d["kind"] == "HostDeviceNetwork"]
+    assert [n["spec"]["resourceName"] for n in networks] == [f"nvidia.com/rail{r}" for r in range(1, 9)]

@@ -67,6 +67,14 @@ SRIOV_DEVICE_PLUGIN = {
     "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
 }
 MELLANOX_VENDOR_ID = "15b3"  # PCI vendor ID of NVIDIA (Mellanox) NICs, as in the same example
+# NV-IPAM and the secondary-network components (Multus, CNI plugins) at the release the shared NicClusterPolicy CRD
+# is from: Mellanox/network-operator example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at tag v26.4.1
+# (commit 85afd6d9c6978eb871a3292b9897f49746cc43cd).
+NETWORK_OPERATOR_IMAGES = {
+    "repository": "nvcr.io/nvidia/mellanox",
+    "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
+}
+NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"  # where NV-IPAM's controller reads its pools
 
 
 @dataclass(frozen=True)
@@ -100,7 +108,12 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
         "gpu-operator-values.yaml": [gpu_operator_values(plan, server, settings.gpu_operator)],
         "dcgm-metrics.yaml": [_dcgm_configmap()],
         "network-operator-values.yaml": [network_operator_values()],
-        "network-operator.yaml": [nic_cluster_policy(plan, server, settings.rdma)],
+        "network-operator.yaml": [
+            nic_cluster_policy(plan, server, settings.rdma),
+            *rail_networks(
+                plan, servers, server, [t.name for t in kubernetes_teams(plan, servers, server)], settings.rdma
+            ),
+        ],
         "kueue.yaml": kueue_manifests(plan, servers, server, settings),
     }
 
@@ -251,37 +264,60 @@ def compute_hcas(server: GpuServer) -> list[tuple[int, str | None, str | None]]:
     return [(d.rail or 0, d.os_device, d.netdev) for d in port_details(server, "compute")]
 
 
-def rdma_resources(server: GpuServer, mode: str) -> list[str]:
+def rail_netdevs(plan: Plan, server: GpuServer) -> list[tuple[int, str]]:
+    """(rail, Ethernet interface) of each compute port on a single-plane RoCE fabric, when the catalog names them
+    all: what per-rail secondary networks need (empty otherwise)."""
+    if plan.settings.get("compute_fabric") != "roce" or int(str(plan.settings.get("compute_planes", 1))) != 1:
+        return []
+    ports = [(d.rail or 0, d.netdev_on(True)) for d in port_details(server, "compute")]
+    return [(rail, netdev) for rail, netdev in ports if netdev] if all(n for _, n in ports) else []
+
+
+def rdma_resources(server: GpuServer, mode: str, per_rail: bool = False) -> list[str]:
     """The extended resources a training pod requests for the compute HCAs: one shared resource covering all
-    of them, or (SR-IOV) one VF resource per rail."""
+    of them, (SR-IOV) one VF resource per rail, or (RoCE rails with their own networks) each rail's port."""
     if mode == "sriov":
         return [f"nvidia.com/rail{rail}" for rail, _, _ in compute_hcas(server)]
+    if per_rail:
+        return [f"nvidia.com/hostdev-rail{rail}" for rail, _, _ in compute_hcas(server)]
     return [f"rdma/{RDMA_SHARED_RESOURCE}"]
 
 
 def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
-    """NicClusterPolicy: the host's MOFED/DOCA driver is used (no ofedDriver); pods get the compute HCAs through
-    the RDMA shared device plugin (one resource with every compute HCA, in rail order) or SR-IOV VFs per rail."""
-    hcas = compute_hcas(server)
-    netdevs = [netdev for _, _, netdev in hcas]
-    link_type = "ether" if plan.settings.get("compute_fabric") == "roce" else "infiniband"
+    """NicClusterPolicy: the host's MOFED/DOCA driver is used (no ofedDriver). Pods get the compute HCAs through
+    the RDMA shared device plugin (one resource with every compute HCA), SR-IOV VFs per rail, or on a RoCE fabric
+    whose ports the catalog names, each rail's port itself (host-device) with NV-IPAM and Multus for its network.
+    Selectors name the compute interfaces; without names, the compute adapters' PCI device ID."""
+    roce = plan.settings.get("compute_fabric") == "roce"
+    details = port_details(server, "compute")
+    netdevs = [d.netdev_on(roce) for d in details]
+    device_id = _compute_device_id(server)
+    link_type = "ether" if roce else "infiniband"
+    rails = rail_netdevs(plan, server)
     spec: dict[str, object] = {}
-    if mode == "sriov":
+    if mode == "sriov" or rails:
         resources = []
-        for rail, _, netdev in hcas:
+        for (rail, _, _), netdev in zip(compute_hcas(server), netdevs, strict=True):
             selectors: dict[str, object] = {"vendors": [MELLANOX_VENDOR_ID], "isRdma": True}
             if netdev:
                 selectors["pfNames"] = [netdev]
-            resources.append({"resourcePrefix": "nvidia.com", "resourceName": f"rail{rail}", "selectors": selectors})
+            name = f"rail{rail}" if mode == "sriov" else f"hostdev-rail{rail}"
+            resources.append({"resourcePrefix": "nvidia.com", "resourceName": name, "selectors": selectors})
         spec["sriovDevicePlugin"] = {**SRIOV_DEVICE_PLUGIN, "config": json.dumps({"resourceList": resources})}
     else:
         selectors = (
-            {"ifNames": netdevs}
-            if all(netdevs)
-            else {"vendors": [MELLANOX_VENDOR_ID], "linkTypes": [link_type]}  # catalog lacks the netdev names
+            {"ifNames": netdevs} if all(netdevs) else {"vendors": [MELLANOX_VENDOR_ID], "linkTypes": [link_type]}
         )
+        if not all(netdevs) and device_id:  # the compute adapters alone carry this device ID
+            selectors["deviceIDs"] = [device_id]
         config = {"configList": [{"resourceName": RDMA_SHARED_RESOURCE, "rdmaHcaMax": 63, "selectors": selectors}]}
         spec["rdmaSharedDevicePlugin"] = {**RDMA_SHARED_DEVICE_PLUGIN, "config": json.dumps(config)}
+    if rails:
+        spec["nvIpam"] = {"image": "nvidia-k8s-ipam", **NETWORK_OPERATOR_IMAGES, "enableWebhook": False}
+        spec["secondaryNetwork"] = {
+            "cniPlugins": {"image": "plugins", **NETWORK_OPERATOR_IMAGES},
+            "multus": {"image": "multus-cni", **NETWORK_OPERATOR_IMAGES},
+        }
     return {
         "apiVersion": "mellanox.com/v1alpha1",
         "kind": "NicClusterPolicy",
@@ -290,11 +326,79 @@ def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
     }
 
 
-def _per_gpu(server: GpuServer, mode: str) -> _PerGpu:
+def _compute_device_id(server: GpuServer) -> str | None:
+    """The compute adapters' PCI device ID when no other port group of the server shares it."""
+    ids = {g.role: g.pci_device_id for g in server.ports}
+    compute = ids.get("compute")
+    return compute if compute and compute not in {i for role, i in ids.items() if role != "compute"} else None
+
+
+def rail_network_names(plan: Plan, server: GpuServer, namespace: str) -> list[str]:
+    """The secondary networks (NetworkAttachmentDefinitions) a training pod in a namespace attaches, rail order."""
+    return [f"{namespace}-rail{rail}" for rail, _ in rail_netdevs(plan, server)]
+
+
+def rail_networks(
+    plan: Plan, servers: tuple[str, ...], server: GpuServer, namespaces: list[str], mode: str
+) -> list[dict]:
+    """A secondary network per rail on a RoCE fabric, as the switches route it: each node's rail port is a /31 to
+    its leaf (switches/<leaf>.yaml), so per rail an NV-IPAM CIDRPool hands each node its cabled /31 (static
+    allocations; gateway index 0, the leaf) with a route to the rail's block, and a HostDeviceNetwork per team
+    namespace moves the rail's port (or, with SR-IOV, one of its VFs) into the pod (the Network Operator's
+    host-device network)."""
+    rails = rail_netdevs(plan, server)
+    if not rails:
+        return []
+    from gpucluster.artifacts.switch_config import host_addresses, rail_blocks
+
+    addresses = host_addresses(plan, "compute")
+    blocks = rail_blocks(plan, "compute")
+    by_rail: dict[int, list[dict]] = {rail: [] for rail, _ in rails}
+    port_rail = {d.name: d.rail or 0 for d in port_details(server, "compute")}
+    for (host, port), (_host_address, gateway) in sorted(addresses.items()):
+        if host in servers and port in port_rail:
+            by_rail[port_rail[port]].append({"nodeName": host, "prefix": f"{gateway}/31", "gateway": gateway})
+    documents: list[dict] = []
+    for rail, _ in rails:
+        block = str(blocks[(0, rail)])
+        documents.append(
+            {
+                "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
+                "kind": "CIDRPool",
+                "metadata": {"name": f"rail{rail}", "namespace": NETWORK_OPERATOR_NAMESPACE},
+                "spec": {
+                    "cidr": block,
+                    "perNodeNetworkPrefix": 31,
+                    "gatewayIndex": 0,
+                    "routes": [{"dst": block}],
+                    "staticAllocations": by_rail[rail],
+                },
+            }
+        )
+    resources = rdma_resources(server, mode, per_rail=True)
+    for namespace in namespaces:
+        for (rail, _), resource in zip(rails, resources, strict=True):
+            ipam = {"type": "nv-ipam", "poolName": f"rail{rail}", "poolType": "cidrpool"}
+            documents.append(
+                {
+                    "apiVersion": "mellanox.com/v1alpha1",
+                    "kind": "HostDeviceNetwork",
+                    "metadata": {"name": f"{namespace}-rail{rail}"},
+                    "spec": {
+                        "networkNamespace": namespace,
+                        "resourceName": resource,
+                        "ipam": json.dumps(ipam),
+                    },
+                }
+            )
+    return documents
+
+
+def _per_gpu(server: GpuServer, mode: str, per_rail: bool) -> _PerGpu:
     return _PerGpu(
         server.threads // server.gpu.count,
         server.usable_memory_mib // server.gpu.count,
-        tuple(rdma_resources(server, mode)),
+        tuple(rdma_resources(server, mode, per_rail)),
     )
 
 
@@ -315,7 +419,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
     cohort = plan.name
     flavor = server.id
     mode = getattr(settings, "rdma", "shared")
-    per = _per_gpu(server, mode)
+    per = _per_gpu(server, mode, bool(rail_netdevs(plan, server)))
     resources = ["cpu", "memory", GPU_RESOURCE, *per.rdma]
     documents: list[dict] = [
         {

@@ -12,8 +12,11 @@ from gpucluster.artifacts.kubernetes import (
     dump_yaml,
     job_topology_level,
     kubernetes_teams,
+    rail_netdevs,
+    rail_network_names,
     rdma_resources,
 )
+from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
@@ -21,13 +24,6 @@ from gpucluster.plan.model import Plan
 from gpucluster.scheduling import fabric_tree, scheduler_split
 from gpucluster.templating import render
 
-# RoCE lossless class: Cumulus Linux's RoCE profile ("nv set qos roce") carries RoCE on switch priority 3 /
-# traffic class 3 and CNPs on 6 (https://docs.nvidia.com/networking-ethernet-software/cumulus-linux-514/
-# Layer-1-and-Switch-Ports/Quality-of-Service/RDMA-over-Converged-Ethernet-RoCE); its default DSCP-to-priority
-# map sends DSCP 24-31 to priority 3 (the "Quality of Service" chapter of the same guide), so DSCP 26 (AF31)
-# lands there. NCCL_IB_TC is the IP ToS byte: DSCP x 4, the low two bits being ECN (as e.g. HCCL_RDMA_TC
-# documents: https://www.hiascend.com/document/detail/en/canncommercial/800/apiref/envvar/envref_07_0089.html).
-ROCE_DSCP = 26
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
 RENDEZVOUS_PORT = 29500  # torchrun's default c10d rendezvous port
@@ -79,19 +75,41 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
     else:
         socket, note = "^lo,docker", " (any interface but loopback and docker: the catalog names none)"
     roce = plan.settings.get("compute_fabric") == "roce"
+    device_id = compute_device_id(server)
+    discover = ""
+    if not all(devices) and device_id and not pod:
+        # No names in the catalog, but the compute adapters have their own PCI device ID: list the RDMA devices
+        # that carry it (sysfs) when the file is sourced.
+        discover = (
+            f'"=$(for d in /sys/class/infiniband/*; do [ "$(cat "$d/device/device")" = 0x{device_id} ] && '
+            "printf '%s:1,' \"${d##*/}\"; done | sed 's/,$//')\""
+        )
     return render(
         "launch/nccl.env.j2",
         design=plan.name,
         server_model=server.model,
         fabric=str(plan.settings.get("compute_fabric")),
         hca_list="=" + ",".join(f"{d}:1" for d in devices) if all(devices) else "",
+        discover=discover,
+        device_id=device_id or "",
+        pod=pod,
         compute_ports=", ".join(d.name for d in compute),
         socket_ifname=socket,
         socket_note=note,
         roce=roce,
-        dscp=ROCE_DSCP,
-        traffic_class=ROCE_DSCP * 4,
+        dscp=ROCE_QOS.dscp,
+        priority=ROCE_QOS.priority,
+        traffic_class=ROCE_QOS.traffic_class,
     )
+
+
+def compute_device_id(server: GpuServer) -> str | None:
+    """The PCI device ID of the server's compute adapters when no other port group shares it (then it picks
+    exactly the compute HCAs: DGX B200's ConnectX-7 1021 against its BlueField-3 a2dc)."""
+    ids = {g.role: g.pci_device_id for g in server.ports}
+    compute = ids.get("compute")
+    others = {i for role, i in ids.items() if role != "compute"}
+    return compute if compute and compute not in others else None
 
 
 def _env_pairs(env: str) -> dict[str, str]:
@@ -143,9 +161,17 @@ def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) 
 def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
     """A whole server per node: every GPU and the compute HCAs (quantities as strings, as the API types them)."""
     limits = {GPU_RESOURCE: str(server.gpu.count)}
-    for resource in rdma_resources(server, plan.design.scheduler.kubernetes.rdma):  # type: ignore[attr-defined]
+    mode = plan.design.scheduler.kubernetes.rdma  # type: ignore[attr-defined]
+    for resource in rdma_resources(server, mode, bool(rail_netdevs(plan, server))):
         limits[resource] = "1"
     return limits
+
+
+def _rail_annotations(plan: Plan, server: GpuServer, namespace: str) -> dict[str, str]:
+    """On a RoCE fabric with per-rail networks: every rail's port with its routed /31 (kubernetes/network-operator
+    .yaml), as Multus reads the pod annotation."""
+    names = rail_network_names(plan, server, namespace)
+    return {"k8s.v1.cni.cncf.io/networks": ",".join(names)} if names else {}
 
 
 def train_job(
@@ -155,7 +181,8 @@ def train_job(
     runtime, queued to a team's LocalQueue. Its nodes are one PodSet, so Kueue keeps them together under one leaf
     group where it can (preferred topology); the runtime patch adds that annotation, IPC_LOCK for RDMA's pinned
     memory, and a memory-backed /dev/shm for NCCL."""
-    pod_metadata = {"annotations": {KUEUE_PREFERRED_TOPOLOGY: level}} if level else {}
+    annotations = {**({KUEUE_PREFERRED_TOPOLOGY: level} if level else {}), **_rail_annotations(plan, server, namespace)}
+    pod_metadata = {"annotations": annotations} if annotations else {}
     pod_spec = {
         "containers": [
             {
@@ -205,6 +232,7 @@ def pytorch_job(plan: Plan, server: GpuServer, nodes: int, namespace: str, level
     annotations = {KUEUE_PODSET_GROUP: "train"}
     if level:
         annotations[KUEUE_PREFERRED_TOPOLOGY] = level
+    annotations |= _rail_annotations(plan, server, namespace)
     pod = {
         "metadata": {"annotations": annotations},
         "spec": {

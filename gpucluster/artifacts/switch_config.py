@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -56,6 +57,26 @@ INBAND_VLAN = 10
 INBAND_VNI = 10
 ES_MAC = "44:38:39:FF:00:01"  # in the range NVIDIA reserves for EVPN-MH segment MACs (44:38:39:ff:00:00-ff:ff)
 ROCE_NETWORKS = frozenset({"compute", "storage"})
+
+
+@dataclass(frozen=True)
+class RoceQos:
+    """The RoCE QoS profile the switches run and the hosts mark to: Cumulus Linux's ``qos roce`` defaults
+    (5.14 "RDMA over Converged Ethernet - RoCE": RoCE on switch priority 3 / traffic class 3 with PFC in lossless
+    mode and ECN, CNPs on priority 6 strict) and its DSCP map (DSCP 24-31 -> priority 3, so DSCP 26, AF31)."""
+
+    mode: str = "lossless"
+    priority: int = 3
+    cnp_priority: int = 6
+    dscp: int = 26
+
+    @property
+    def traffic_class(self) -> int:
+        """The IP ToS byte hosts set (NCCL_IB_TC): DSCP x 4, the low two bits being ECN."""
+        return self.dscp * 4
+
+
+ROCE_QOS = RoceQos()
 
 
 @dataclass
@@ -167,17 +188,30 @@ def _management_ports(plan: Plan) -> dict[str, tuple[str, str, str]]:
     }
 
 
-def _p2p_addresses(plan: Plan, network: str) -> dict[int, tuple[str, str]]:
-    """Host link index -> (switch address, host address) of its /31, in link order from the network's pool."""
+def rail_blocks(plan: Plan, network: str) -> dict[tuple[int, int], ipaddress.IPv4Network]:
+    """(plane, rail) -> the block of the network's /31 pool its host links take (0 where there is none): each rail
+    of each plane its own subnet, so a pod's rail interface routes its rail's block through its leaf."""
+    keys = sorted({(link.plane or 0, link.rail or 0) for link in plan.links_on(network) if link.tier == 0})
     pool = P2P_POOLS[network]
+    bits = max(0, math.ceil(math.log2(len(keys)))) if keys else 0
+    return dict(zip(keys, pool.subnets(prefixlen_diff=bits), strict=False))
+
+
+def _p2p_addresses(plan: Plan, network: str) -> dict[int, tuple[str, str]]:
+    """Host link index -> (switch address, host address) of its /31, in link order within its rail's block."""
+    blocks = rail_blocks(plan, network)
+    used: dict[tuple[int, int], int] = defaultdict(int)
     result = {}
-    count = 0
     for index, link in enumerate(plan.links):
         if link.network == network and link.tier == 0:
-            if 2 * count + 1 >= pool.num_addresses:
-                raise ValueError(f"the {network} network has more host links than {pool} holds")
-            result[index] = (str(pool[2 * count]), str(pool[2 * count + 1]))
-            count += 1
+            key = (link.plane or 0, link.rail or 0)
+            block = blocks[key]
+            offset = 2 * used[key]
+            if offset + 1 >= block.num_addresses:
+                raise ValueError(f"rail block {block} of the {network} network is full")
+            base = int(block.network_address) + offset
+            result[index] = (str(ipaddress.IPv4Address(base)), str(ipaddress.IPv4Address(base + 1)))
+            used[key] += 1
     return result
 
 
@@ -248,6 +282,7 @@ def _context(
         "switch_mtu": SWITCH_MTU,
         "host_mtu": HOST_MTU,
         "roce": network in ROCE_NETWORKS,
+        "qos": ROCE_QOS,
         "adaptive_routing": network == "compute",
         "evpn": evpn,
         "evpn_leaf": evpn and leaf,

@@ -51,6 +51,17 @@ class PortDetail:
     rail: int | None
     os_device: str | None  # RDMA device, e.g. mlx5_0
     netdev: str | None  # network interface, e.g. ibp24s0
+    ethernet_netdev: str | None = None  # the interface when a VPI port runs Ethernet, e.g. enp24s0np0
+    pci_device_id: str | None = None  # the adapter's PCI device ID, e.g. 1021 (ConnectX-7)
+
+    technology: str | None = None  # what the port group speaks natively (its netdevs are named for it)
+
+    def netdev_on(self, ethernet: bool) -> str | None:
+        """The port's interface name on a fabric of the given kind: a VPI port is named for its link type
+        (DGX H100: ibp24s0 on InfiniBand, enp24s0np0 on Ethernet)."""
+        if ethernet and self.technology != "ethernet":
+            return self.ethernet_netdev
+        return self.netdev
 
 
 def port_details(part: _HasPorts, role: str) -> list[PortDetail]:
@@ -64,7 +75,19 @@ def port_details(part: _HasPorts, role: str) -> list[PortDetail]:
                 rail = group.rails[i] if group.rails else (len(details) + 1 if role == "compute" else None)
                 os_device = group.os_devices[i] if group.os_devices else None
                 netdev = group.netdevs[i] if group.netdevs else None
-                details.append(PortDetail(name, offset + cage, rail, os_device, netdev))
+                ethernet_netdev = group.ethernet_netdevs[i] if group.ethernet_netdevs else None
+                details.append(
+                    PortDetail(
+                        name,
+                        offset + cage,
+                        rail,
+                        os_device,
+                        netdev,
+                        ethernet_netdev,
+                        group.pci_device_id,
+                        group.technology,
+                    )
+                )
         offset += group.cages
     if role == "compute":
         details.sort(key=lambda d: d.rail or 0)

@@ -67,6 +67,17 @@ class PortGroup(_Strict):
         default=None, description="host RDMA device per logical port, in rail order (NCCL_IB_HCA)"
     )
     netdevs: list[str] | None = Field(default=None, description="host network interface per logical port")
+    ethernet_netdevs: list[str] | None = Field(
+        default=None,
+        description="VPI ports: the host network interface per logical port when the port runs Ethernet (RoCE); "
+        "netdevs names them in the group's own technology",
+    )
+    pci_device_id: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{4}$",
+        description="PCI device ID of the adapter behind these ports (lower-case hex, e.g. 1021 for ConnectX-7): "
+        "what device-plugin selectors and NCCL's device discovery match when names are not known",
+    )
     ethernet_planes: int | None = Field(
         default=None,
         ge=2,
@@ -100,7 +111,7 @@ class PortGroup(_Strict):
     def _device_lists_match_ports(self) -> PortGroup:
         if self.rails is not None and sorted(self.rails) != list(range(1, self.port_count + 1)):
             raise ValueError(f"rails must list 1..{self.port_count} once each")
-        for name in ("os_devices", "netdevs"):
+        for name in ("os_devices", "netdevs", "ethernet_netdevs"):
             values = getattr(self, name)
             if values is not None and len(values) != self.port_count:
                 raise ValueError(f"{name} lists {len(values)} entries for {self.port_count} ports")
