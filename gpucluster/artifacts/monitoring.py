@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from gpucluster.artifacts.grafana import dashboard_json
+from gpucluster.artifacts.switch_config import ROCE_QOS, configured_networks, switch_configs
 from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
 from gpucluster.design.load import LoadedDesign
@@ -30,6 +31,14 @@ NODE_EXPORTER_PORT = 9100
 # exporter then labels the GPU's metrics hpc_job (NVIDIA/dcgm-exporter README, "HPC job mapping").
 JOB_MAP_DIR = "/run/dcgm-job-map"
 SCRAPE_INTERVAL = "30s"  # dcgm-exporter collects every 30 000 ms by default (its --collect-interval)
+# Ethernet switch telemetry: Cumulus Linux exports OTLP (5.14 "Open Telemetry Export": interface statistics
+# nvswitch_interface_*, per switch priority nvswitch_interface_sp_* and per traffic class nvswitch_interface_tc_*)
+# to an OpenTelemetry Collector, whose Prometheus exporter Prometheus scrapes. 4317 is OTLP/gRPC's port (OpenTelemetry
+# protocol specification, "OTLP/gRPC Default Port"); 8889 is where the collector's Prometheus exporter is commonly
+# served (opentelemetry-collector-contrib exporter/prometheusexporter README example).
+OTLP_GRPC_PORT = 4317
+COLLECTOR_PROMETHEUS_PORT = 8889
+SWITCH_JOB = "switch-telemetry"
 
 # A rail is "GPU index + 1" (catalog schema, PortGroup.rails): GPU k of every server is on rail k + 1.
 
@@ -115,6 +124,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     servers, management = _targets(plan, "gpu-server", leaves), _targets(plan, "management-server", leaves)
     alerts = alert_rules(plan, servers, management, leaves)
     _dump(out / "prometheus.yml", prometheus_config(plan, servers, management))
+    if switch_telemetry_switches(plan):
+        _dump(out / "otel-collector.yaml", otel_collector_config())
     _dump(out / "rules" / "gpu-alerts.yml", {"groups": [{"name": "gpu-cluster-alerts", "rules": _rules(alerts)}]})
     _dump(out / "rules" / "gpu-recording.yml", {"groups": [recording_rules()]})
     _dump(out / "tests" / "gpu-alerts.test.yml", alert_tests(plan, alerts))
@@ -134,6 +145,11 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
             job_map_dir=JOB_MAP_DIR,
             targets=len(servers),
             management=len(management),
+            switches=len(switch_telemetry_switches(plan)),
+            collector=collector_host(plan),
+            otlp_port=OTLP_GRPC_PORT,
+            collector_port=COLLECTOR_PROMETHEUS_PORT,
+            roce_priority=ROCE_QOS.priority,
         ),
         encoding="utf-8",
     )
@@ -246,7 +262,50 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
                 ],
                 "metric_relabel_configs": hca_rails + _leaf_relabels(rails),
             },
+            *_switch_job(plan),
         ],
+    }
+
+
+def switch_telemetry_switches(plan: Plan) -> list[str]:
+    """The Ethernet switches that get a startup configuration, whose telemetry the collector receives."""
+    return [d.name for n in configured_networks(plan) for d in plan.switches(n)]
+
+
+def collector_host(plan: Plan) -> str:
+    """The OpenTelemetry Collector runs on the first management server (beside Prometheus)."""
+    heads = sorted(d.name for d in plan.devices_with("management-server"))
+    return heads[0] if heads else "localhost"
+
+
+def _switch_job(plan: Plan) -> list[dict]:
+    if not switch_telemetry_switches(plan):
+        return []
+    return [
+        {
+            "job_name": SWITCH_JOB,
+            # the switches' own names arrive as the resource attribute host.name (label host_name)
+            "honor_labels": True,
+            "static_configs": [{"targets": [f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}"]}],
+        }
+    ]
+
+
+def otel_collector_config() -> dict:
+    """OpenTelemetry Collector (contrib): OTLP/gRPC in from the switches, a Prometheus endpoint out, every resource
+    attribute (the switch's host.name) turned into a label (prometheusexporter resource_to_telemetry_conversion)."""
+    return {
+        "receivers": {"otlp": {"protocols": {"grpc": {"endpoint": f"0.0.0.0:{OTLP_GRPC_PORT}"}}}},
+        "processors": {"batch": {}},
+        "exporters": {
+            "prometheus": {
+                "endpoint": f"0.0.0.0:{COLLECTOR_PROMETHEUS_PORT}",
+                "resource_to_telemetry_conversion": {"enabled": True},
+            }
+        },
+        "service": {
+            "pipelines": {"metrics": {"receivers": ["otlp"], "processors": ["batch"], "exporters": ["prometheus"]}}
+        },
     }
 
 
@@ -508,6 +567,97 @@ def alert_rules(
               healthy=[("DCGM_FI_DEV_GPU_UTIL", idle, "95x90"), ("DCGM_FI_DEV_GPU_UTIL", good_gpu, "0x90")],
               eval_time="80m", labels=dict(busy))
     )  # fmt: skip
+    alerts += switch_alerts(plan)
+    return alerts
+
+
+_WHERE_PORT = "{{ $labels.host_name }} port {{ $labels.interface }}"
+_CUMULUS_OTEL = 'Cumulus Linux 5.14 "Open Telemetry Export" interface statistics'
+ECN_MARKED_FRACTION = (
+    0.05  # gpu-cluster's threshold: a twentieth of RoCE frames marked for 10 minutes is persistent congestion
+)
+
+
+def switch_alerts(plan: Plan) -> list[Alert]:
+    """Ethernet fabric alerts on the switches' OTLP telemetry: PFC pause storms and ECN marking on the RoCE class,
+    input errors, ports down and flapping. Each with a sample on two planned ports of the first switch."""
+    switches = switch_telemetry_switches(plan)
+    if not switches:
+        return []
+    configs = {c.name: c for c in switch_configs(plan)}
+    first = configs[switches[0]]
+    ports = [p.name for p in first.ports] or ["swp1"]
+    base = {
+        "job": SWITCH_JOB,
+        "instance": f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}",
+        "host_name": first.name,
+    }
+    bad, good = dict(base, interface=ports[0]), dict(base, interface=ports[1 % len(ports)])
+    roce = any(c.network in ("compute", "storage") for c in configs.values())
+    priority = ROCE_QOS.priority
+
+    def alert(
+        name: str,
+        expr: str,
+        severity: str,
+        summary: str,
+        source: str,
+        metric: str,
+        firing: str,
+        healthy: str,
+        for_: str = "0m",
+        eval_time: str = "10m",
+        labels: dict | None = None,
+    ) -> Alert:
+        return Alert(
+            name,
+            expr,
+            severity,
+            summary,
+            source,
+            for_=for_,
+            firing=[(metric, labels or bad, firing)],
+            healthy=[(metric, good, healthy)] if good != bad else [],
+            eval_time=eval_time,
+            labels=dict(labels or bad),
+        )
+
+    alerts = [
+        alert("SwitchPortErrors", "rate(nvswitch_interface_if_in_errors[5m]) > 0", "warning",
+              f"{_WHERE_PORT} receives errored frames (cable, optic or dirty connector)",
+              f"{_CUMULUS_OTEL}: nvswitch_interface_if_in_errors; a clean 400G link shows none",
+              "nvswitch_interface_if_in_errors", "0+10x20", "0x20", for_="5m", eval_time="15m"),
+        alert("SwitchPortDown", "nvswitch_interface_oper_state == 2", "critical",
+              f"{_WHERE_PORT} is down; the plan cables it (only configured ports are exported)",
+              f"{_CUMULUS_OTEL}: nvswitch_interface_oper_state bitmap, Down = 2",
+              "nvswitch_interface_oper_state", "1 2x10", "1x11", for_="2m", eval_time="10m"),
+        alert("SwitchPortFlapping", f"increase(nvswitch_interface_carrier_changes_total[{LINK_FLAP_WINDOW}]) > 2",
+              "warning", f"{_WHERE_PORT} changed carrier state more than twice in {LINK_FLAP_WINDOW}",
+              f"{_CUMULUS_OTEL}: nvswitch_interface_carrier_changes_total; window as {_AZURE} check_ib_link_flapping",
+              "nvswitch_interface_carrier_changes_total", "0 0 2 4 6x7", "2x10", eval_time="10m"),
+    ]  # fmt: skip
+    if roce:  # the switches export per-priority and per-class counters for the RoCE priority and class only
+        alerts += [
+            alert("SwitchPfcPauseStorm",
+                  "min_over_time(rate(nvswitch_interface_sp_rx_pause[1m])[5m:1m]) > 0", "critical",
+                  f"{_WHERE_PORT} has received PFC pause frames on the RoCE priority in every minute for 5 "
+                  "minutes: a stuck receiver or a pause storm is stalling the lossless class",
+                  f"{_CUMULUS_OTEL} per switch priority (switch-priority {priority} exported): "
+                  f"nvswitch_interface_sp_rx_pause; RoCE lossless runs PFC on priority {priority} (qos roce)",
+                  "nvswitch_interface_sp_rx_pause", "0+100x20", "0+100x2 200x18", eval_time="15m"),
+            alert("SwitchEcnMarkingHigh",
+                  "rate(nvswitch_interface_tc_tx_ecn_marked_tc[5m]) / rate(nvswitch_interface_tc_tx_frames[5m]) "
+                  f"> {ECN_MARKED_FRACTION}", "warning",
+                  f"{_WHERE_PORT} marks over {ECN_MARKED_FRACTION:.0%} of RoCE frames with ECN: persistent "
+                  "congestion on the path (oversubscription, a slow receiver or uneven load balancing)",
+                  f"{_CUMULUS_OTEL} per traffic class (traffic-class {priority} exported): "
+                  "nvswitch_interface_tc_tx_ecn_marked_tc over nvswitch_interface_tc_tx_frames; "
+                  "threshold: gpu-cluster's",
+                  "nvswitch_interface_tc_tx_ecn_marked_tc", "0+100x20", "0+1x20", for_="10m", eval_time="18m"),
+        ]  # fmt: skip
+        ecn = alerts[-1]  # the ratio needs the frame counter beside the marked one
+        ecn.firing.append(("nvswitch_interface_tc_tx_frames", bad, "0+1000x20"))
+        ecn.healthy.append(("nvswitch_interface_tc_tx_frames", good, "0+1000x20"))
     return alerts
 
 
