@@ -345,3 +345,17 @@ def test_device_plugin_selects_the_compute_hcas_by_name_or_device_id(tmp_path):
     assert resources["resourceList"][0]["selectors"]["pfNames"] == ["enp24s0np0"]  # the Ethernet name, not ibp24s0
     networks = [d for d in kubernetes_manifests(plan)["network-operator.yaml"] if d["kind"] == "HostDeviceNetwork"]
     assert [n["spec"]["resourceName"] for n in networks] == [f"nvidia.com/rail{r}" for r in range(1, 9)]
+
+
+def test_roce_burn_in_tests_rdma_bandwidth_on_the_lossless_class(tmp_path):
+    """ib_write_bw on RoCE: GID index 3 (RoCE v2) and the traffic class the switches run lossless."""
+    from gpucluster import write_artifacts
+
+    loaded, plan = (load := planned("b200-roce-2su"))[0], load[1]
+    folder = write_artifacts(plan, loaded, tmp_path, only=["burn-in"])
+    sbatch = (folder / "burn-in" / "ib-write-bw.sbatch").read_text()
+    assert "--tclass=104" in sbatch and '-x "$gid"' in sbatch
+    runner = (folder / "burn-in" / "run-burn-in.sh").read_text()
+    lines = runner.splitlines()
+    submit = next(i for i, line in enumerate(lines) if "ib-write-bw.sbatch" in line and "submit" in line)
+    assert lines[submit + 1].split()[1] == "3"  # threshold, then the GID index

@@ -15,6 +15,7 @@ from pathlib import Path
 import hostlist
 import orjson
 
+from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.burn_in import (
     DCGM_DIAG_LEVEL,
     GPU_BURN_SECONDS,
@@ -105,6 +106,7 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
     by_stage = {number: [t for t in tests if t.stage == number] for number, *_ in STAGES}
     rail_ports = next(iter(ports.values()), {})
     pairs = dict.fromkeys(t.nodes for t in by_stage[4])
+    roce = plan.settings.get("compute_fabric") == "roce"
 
     def first(stage: int) -> BurnInTest | None:
         return by_stage[stage][0] if by_stage[stage] else None
@@ -122,10 +124,12 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
         "gpu_burn_seconds": GPU_BURN_SECONDS,
         "gpu_burn_hours_limit": GPU_BURN_SECONDS // 3600 + 2,  # the burn plus two hours of start-up and checks
         "nccl_args": NCCL_ARGS,
-        "ib_write_bw_args": IB_WRITE_BW_ARGS,
+        # On RoCE the test traffic rides the lossless class the switches run (perftest --tclass: the GRH traffic
+        # class, the IP ToS byte on RoCE v2), as NCCL's does (NCCL_IB_TC).
+        "ib_write_bw_args": IB_WRITE_BW_ARGS + (f" --tclass={ROCE_QOS.traffic_class}" if roce else ""),
         "ib_write_bw_port": IB_WRITE_BW_PORT,
         # GID index: 0 on InfiniBand (Azure's -x 0); RoCE v2 usually sits at index 3 (check with show_gids)
-        "ib_gid_index": 3 if plan.settings.get("compute_fabric") == "roce" else 0,
+        "ib_gid_index": 3 if roce else 0,
         "in_server": first(3),
         "ib_write_bw": first(4),
         "multi_node": [
