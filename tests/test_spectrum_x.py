@@ -8,10 +8,10 @@ import json
 import subprocess
 from pathlib import Path
 
-import jsonschema
 import pytest
 import yaml
 from conftest import planned, write_design
+from k8s_upstream import check_custom_resource
 
 from gpucluster import load_design, plan_design
 from gpucluster.catalog.load import load_catalog
@@ -213,28 +213,9 @@ def load_design_and_plan(path: Path) -> Plan:
 
 # --- the host side: NCCL and Kubernetes on a RoCE fabric ------------------------------------------------------
 
-UPSTREAM = Path(__file__).resolve().parent / "upstream" / "network-operator"
-
-
-def _crd_schema(file: str) -> dict:
-    """The openAPIV3Schema of an upstream CRD, strict as the API server's field validation: a key the schema does
-    not list is rejected where it lists properties."""
-    document = next(d for d in yaml.safe_load_all((UPSTREAM / file).read_text()) if d)
-    schema = document["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-
-    def strict(node: object) -> object:
-        if isinstance(node, dict):
-            node = {k: strict(v) for k, v in node.items()}
-            if "properties" in node and "additionalProperties" not in node:
-                node["additionalProperties"] = False
-        elif isinstance(node, list):
-            node = [strict(v) for v in node]
-        return node
-
-    return strict(schema)  # type: ignore[return-value]
-
 
 def _k8s_roce_plan(tmp_path: Path, server: str = "dgx-h100", extra: str = "") -> Plan:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = write_design(
         tmp_path,
         f"name: roce-k8s\ncompute: {{server: {server}, servers: 16, spare_servers: 0}}\n"
@@ -257,8 +238,9 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
     assert [r["selectors"]["pfNames"] for r in resources] == [[n] for n in netdevs]
     assert [r["resourceName"] for r in resources] == [f"hostdev-rail{r}" for r in range(1, 9)]
     assert set(policy["spec"]) == {"sriovDevicePlugin", "nvIpam", "secondaryNetwork"}
-    pool_schema = _crd_schema("network-operator-v26.4.1.nv-ipam.nvidia.com_cidrpools.yaml")
-    network_schema = _crd_schema("network-operator-v26.4.1.mellanox.com_hostdevicenetworks.yaml")
+    for document in documents:  # each against the upstream CRD of its apiVersion, as the API server would
+        checked = check_custom_resource(document)
+        assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
     trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
     leaf_address = {}
     for link in plan.links_on("compute"):
@@ -266,7 +248,6 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
             address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
             leaf_address[(link.a_device, link.rail)] = address
     for rail, pool in enumerate(pools, start=1):
-        jsonschema.validate(pool, pool_schema)
         assert (pool["kind"], pool["metadata"]["name"], pool["spec"]["perNodeNetworkPrefix"]) == (
             "CIDRPool",
             f"rail{rail}",
@@ -280,7 +261,6 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
             assert allocation["prefix"].startswith(allocation["gateway"] + "/")
             assert ipaddress.ip_network(allocation["prefix"]).subnet_of(ipaddress.ip_network(pool["spec"]["cidr"]))
     for rail, network in enumerate(networks, start=1):
-        jsonschema.validate(network, network_schema)
         assert network["metadata"]["name"] == f"training-rail{rail}"
         assert network["spec"]["resourceName"] == f"nvidia.com/hostdev-rail{rail}"
         assert json.loads(network["spec"]["ipam"]) == {
@@ -291,18 +271,28 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
 
 
 def test_training_pods_attach_every_rail_network_and_request_each_rails_port(tmp_path):
+    """Both launch templates (Trainer TrainJob, Training Operator PyTorchJob) attach the rail networks of their
+    namespace and ask for each rail's port."""
     from gpucluster.artifacts.nccl import nccl_files
 
+    rails = [f"nvidia.com/hostdev-rail{r}" for r in range(1, 9)]
     plan = _k8s_roce_plan(tmp_path)
+    (job,) = yaml.safe_load_all(nccl_files(plan)["launch/trainjob.yaml"])
+    namespace = job["metadata"]["namespace"]
+    patch = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    pod = patch["template"]["spec"]["template"]
+    networks = pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
+    assert networks == [f"{namespace}-rail{r}" for r in range(1, 9)]
+    limits = job["spec"]["trainer"]["resourcesPerNode"]["limits"]
+    assert [k for k in limits if k.startswith("nvidia.com/hostdev-rail")] == rails
+    plan = _k8s_roce_plan(tmp_path / "v1", extra=", kubernetes: {training_job: pytorchjob}")
     job = next(d for d in yaml.safe_load_all(nccl_files(plan)["launch/pytorchjob.yaml"]) if d["kind"] == "PyTorchJob")
     for spec in job["spec"]["pytorchReplicaSpecs"].values():
         pod = spec["template"]
         networks = pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].split(",")
-        assert networks == [f"training-rail{r}" for r in range(1, 9)]
+        assert networks == [f"{job['metadata']['namespace']}-rail{r}" for r in range(1, 9)]
         limits = pod["spec"]["containers"][0]["resources"]["limits"]
-        assert [k for k in limits if k.startswith("nvidia.com/hostdev-rail")] == [
-            f"nvidia.com/hostdev-rail{r}" for r in range(1, 9)
-        ]
+        assert [k for k in limits if k.startswith("nvidia.com/hostdev-rail")] == rails
 
 
 def test_nccl_marks_the_traffic_class_the_switches_run_lossless():
