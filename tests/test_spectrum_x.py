@@ -349,3 +349,33 @@ def test_roce_burn_in_tests_rdma_bandwidth_on_the_lossless_class(tmp_path):
     lines = runner.splitlines()
     submit = next(i for i, line in enumerate(lines) if "ib-write-bw.sbatch" in line and "submit" in line)
     assert lines[submit + 1].split()[1] == "3"  # threshold, then the GID index
+
+
+def test_hgx_spectrum_x_servers_carry_one_bluefield_3_supernic_per_gpu(tmp_path):
+    """Spectrum-X on HGX H200/B200 as NVIDIA builds it: eight BlueField-3 SuperNICs B3140H (400GbE, device ID a2dc),
+    the compute HCAs NCCL and the device plugin pick by that ID."""
+    from gpucluster.artifacts.kubernetes import kubernetes_manifests
+    from gpucluster.artifacts.nccl import nccl_files
+    from gpucluster.catalog.schema import GpuServer, Nic
+
+    catalog = load_catalog()
+    supernic = catalog.get("bluefield-3-b3140h", Nic)
+    assert supernic.part_number == "900-9D3D4-00EN-HA0"
+    for server_id in ("hgx-h200-spectrum-x", "hgx-b200-spectrum-x"):
+        server = catalog.get(server_id, GpuServer)
+        (compute,) = server.port_groups("compute")
+        assert (compute.port_count, compute.speed_gbps, compute.technology) == (8, 400, "ethernet")
+        assert compute.pci_device_id == supernic.ports[0].pci_device_id == "a2dc"
+    path = write_design(
+        tmp_path,
+        "name: h200-sx\ncompute: {server: hgx-h200-spectrum-x, servers: 64, spare_servers: 0}\n"
+        "storage_network: {technology: ethernet, switch: sn5600}\nparallel_filesystem: {kind: weka}\n"
+        "scheduler: {kind: kubernetes}\n",
+    )
+    plan = plan_design(load_design(path))
+    assert plan.settings["compute_fabric"] == "roce"
+    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
+    assert "= 0xa2dc ]" in nccl_files(plan)["nccl/nccl.env"]
+    policy = kubernetes_manifests(plan)["network-operator.yaml"][0]
+    selectors = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]["selectors"]
+    assert selectors["deviceIDs"] == ["a2dc"]
