@@ -318,7 +318,7 @@ def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on
         text,
     )
     assert re.search(
-        r"  kubernet \d+ servers \(16 \+ \d spare, 128 GPUs\) on SU 2 under 1 leaf group; Kueue queues: "
+        r"  kubernetes \d+ servers \(16 \+ \d spare, 128 GPUs\) on SU 2 under 1 leaf group; Kueue queues: "
         r"research: 64 GPUs guaranteed \(8 servers\); product: 64 GPUs guaranteed \(8 servers\)",
         text,
     )
@@ -327,3 +327,16 @@ def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on
     section = html[html.index('id="schedulers"') : html.index('id="power"')]
     assert "Slurm" in section and "Kubernetes" in section and "compute-leaf-su02" in section
     assert "<b>research</b> 64 GPUs guaranteed (8 servers)" in section and "<b>gpu</b> 48 servers" in section
+
+
+def test_the_first_design_builds_every_artifact(tmp_path: Path) -> None:
+    """VAST blocks on the InfiniBand storage network (their catalog ports name no technology), shared S3,
+    both schedulers, packed racks: every writer runs."""
+    result = CliRunner().invoke(main, ["build", str(DESIGNS / "h200-512-two-teams.yaml"), "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "h200-512-two-teams"
+    for name in ("plan.json", "summary.md", "report.html", "checkpoint.md", "simulation.html", "power-cooling.md"):
+        assert (folder / name).is_file(), name
+    net = (folder / "verify" / "expected-storage.net").read_text()
+    assert "pfs-01" not in net  # the VAST ports are not InfiniBand ports ibnetdiscover would list
+    assert "kubernetes" in (folder / "summary.md").read_text()

@@ -60,7 +60,7 @@ def scheduler_lines(plan: Plan) -> list[str]:
         queues = "; ".join(f"{q.name}: {q.what}" for q in side.queues)
         kind = "partitions" if side.scheduler == "Slurm" else "Kueue queues"
         lines.append(
-            f"  {side.scheduler.lower()[:8]:8} {len(side.servers)} servers ({side.production} + {side.spares} spare, "
+            f"  {side.scheduler.lower():8} {len(side.servers)} servers ({side.production} + {side.spares} spare, "
             f"{side.gpus:,} GPUs) on SU {units} under {len(side.leaf_groups)} leaf group"
             f"{'s' if len(side.leaf_groups) != 1 else ''}; {kind}: {queues}"
         )

@@ -99,6 +99,8 @@ def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ..
     rows: dict[tuple[str, str], tuple[str, ...]] = {}
     for network in networks:
         for planned in planned_links(plan, network):
+            if not planned.lane:
+                continue  # not an InfiniBand link: no node description to set
             for end in (planned.a, planned.b):
                 if (network, end.node) in rows:
                     continue
@@ -149,7 +151,9 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)
     for network in networks:
-        links = list(planned_links(plan, network))
+        # what ibnetdiscover sees: InfiniBand ports at both ends (a generic port cabled to an InfiniBand switch,
+        # such as a storage block whose catalog entry names no technology, is not in the .net file)
+        links = [planned for planned in planned_links(plan, network) if planned.lane]
         text = render(
             "verify/expected.net.j2",
             design=plan.name,
