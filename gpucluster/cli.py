@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 
-from gpucluster.artifacts import ARTIFACTS, write_artifacts
+from gpucluster import profiling
+from gpucluster import progress as progress_display
+from gpucluster.artifacts import ARTIFACTS, default_jobs, write_artifacts
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
@@ -22,14 +25,38 @@ from gpucluster.plan.model import Plan
 EXIT_BAD_INPUT = 2
 
 
-def _progress(enabled: bool) -> Callable[[str], None]:
-    start = time.monotonic()
+@contextlib.contextmanager
+def _display(enabled: bool | None) -> Iterator[progress_display.Reporter]:
+    """The progress display for a command: bars with counts, rate and time left on a terminal (the default
+    there), one line per stage on a pipe when asked for with --progress, else nothing. It is this process's
+    reporter while the command runs, so long loops anywhere report to it."""
+    terminal = sys.stderr.isatty()
+    shown = terminal if enabled is None else enabled
+    reporter: progress_display.Reporter
+    with contextlib.ExitStack() as stack:
+        if shown and terminal:
+            reporter = stack.enter_context(progress_display.Bars())
+        elif shown:
+            reporter = progress_display.Lines()
+        else:
+            reporter = progress_display.Silent()
+        previous = progress_display.install(reporter)
+        stack.callback(progress_display.install, previous)
+        yield reporter
 
-    def say(stage: str) -> None:
-        if enabled:
-            click.echo(f"[{time.monotonic() - start:6.1f}s] {stage}", err=True)
 
-    return say
+class _Timed:
+    """Planning stages go to the display and to the stopwatch (for --profile)."""
+
+    def __init__(self, display: progress_display.Reporter, stopwatch: profiling.Stopwatch):
+        self.display, self.stopwatch = display, stopwatch
+
+    def __call__(self, stage: str) -> None:
+        self.stopwatch(stage)
+        self.display(stage)
+
+    def update(self, done: int, total: int | None, unit: str) -> None:
+        self.display.update(done, total, unit)
 
 
 def _fail(error: DesignError) -> None:
@@ -83,7 +110,10 @@ def _out_file_option(help_text: str) -> Callable:
 
 
 progress_option = click.option(
-    "--progress/--no-progress", default=None, help="Show each stage as it runs (default: when stderr is a terminal)."
+    "--progress/--no-progress",
+    default=None,
+    help="Show each stage as it runs; on a terminal with a bar per stage and writer (rows, racks, pages), its "
+    "rate and time left (default: on when stderr is a terminal).",
 )
 
 
@@ -111,7 +141,8 @@ def main() -> None:
 def validate(design: Path, progress: bool | None) -> None:
     """Check DESIGN and print a one-screen summary, or every problem with its file:line:column
     (and every failed design rule); exit status 2 when there is one."""
-    plan = _plan(design, _progress(sys.stderr.isatty() if progress is None else progress))
+    with _display(progress) as say:
+        plan = _plan(design, say)
     _refuse_rule_errors(plan)
     click.echo("ok")
     for line in summary_lines(plan):
@@ -128,20 +159,51 @@ def validate(design: Path, progress: bool | None) -> None:
     help="Write only these artifacts (repeatable); the design's output folder then holds just these, so it "
     "never mixes files of two builds. Default: all.",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes that write artifacts side by side after planning (default: the CPUs available; "
+    "1 writes them one after another in this process). The files are the same either way.",
+)
+@click.option(
+    "--profile",
+    is_flag=True,
+    help="Print (to stderr) each planning stage's and each writer's wall and CPU seconds and memory, and the "
+    "build's peak memory.",
+)
 @progress_option
-def build(design: Path, out_dir: Path, only: tuple[str, ...], progress: bool | None) -> None:
+def build(
+    design: Path, out_dir: Path, only: tuple[str, ...], jobs: int | None, profile: bool, progress: bool | None
+) -> None:
     """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/."""
-    say = _progress(sys.stderr.isatty() if progress is None else progress)
+    start = time.perf_counter()
+    stopwatch = profiling.Stopwatch()
+    costs: list[profiling.Cost] = []
+    sampler = profiling.PeakSampler()
+    jobs = default_jobs() if jobs is None else jobs
     try:
-        loaded = load_design(design)
-        plan = plan_design(loaded, say)
-        _refuse_rule_errors(plan)
-        folder = write_artifacts(plan, loaded, out_dir, only or None, say)
+        with _display(progress) as display:
+            timed = _Timed(display, stopwatch)
+            timed("load design")
+            loaded = load_design(design)
+            plan = plan_design(loaded, timed)
+            stopwatch.stop()
+            sampler.sample([], force=True)
+            _refuse_rule_errors(plan)
+            folder = write_artifacts(plan, loaded, out_dir, only or None, display, jobs, costs, sampler)
     except DesignError as error:
         _fail(error)
     except MissingSystemLibrary as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
+    if profile:
+        sampler.sample([], force=True)
+        for line in profiling.profile_lines(
+            stopwatch.costs + costs, time.perf_counter() - start, sampler.peak_mib, jobs
+        ):
+            click.echo(line, err=True)
     for line in summary_lines(plan):
         click.echo(line)
     click.echo(f"wrote {folder}")
@@ -283,13 +345,17 @@ def size_command(
 def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf."""
+    with _display(progress) as say:
+        _diff(old, new, out_dir, files, say)
+
+
+def _diff(old: Path, new: Path, out_dir: Path, files: bool, say: Callable[[str], None]) -> None:
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
     from gpucluster.bom import bom_for
     from gpucluster.changes import compare_builds, compare_plans
     from gpucluster.diff import diff_boms
 
-    say = _progress(sys.stderr.isatty() if progress is None else progress)
     try:
         planned = []
         for design in (old, new):
@@ -344,11 +410,11 @@ def simulate(
     from gpucluster.training.intervals import DEFAULT_SEED
 
     seed = DEFAULT_SEED if seed is None else seed
-    say = _progress(sys.stderr.isatty() if progress is None else progress)
-    plan = _plan(design, say)
-    analysis = analyse_checkpoints(plan)
-    say("simulation")
-    results = compare_intervals(analysis, runs=runs, days=days, minutes=list(minutes) or None, seed=seed)
+    with _display(progress) as say:
+        plan = _plan(design, say)
+        analysis = analyse_checkpoints(plan)
+        say("simulation")
+        results = compare_intervals(analysis, runs=runs, days=days, minutes=list(minutes) or None, seed=seed)
     for line in comparison_lines(analysis, results, days or analysis.run_days, seed):
         click.echo(line)
 

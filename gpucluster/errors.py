@@ -27,6 +27,10 @@ class DesignError(Exception):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
 
+    def __reduce__(self) -> tuple:
+        """Pickled with its problems (a writer's error crosses from its worker process to the main one)."""
+        return (type(self), (self.problems,))
+
 
 class MissingSystemLibrary(Exception):
     """A system library an artifact needs is not installed (e.g. Pango for PDF rendering): the message

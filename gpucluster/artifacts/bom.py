@@ -31,6 +31,7 @@ from gpucluster.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLi
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power import device_powers
+from gpucluster.progress import track
 
 LINES_SHEET = "BOM"
 CONTENTS_SHEET = "Rack contents"
@@ -302,7 +303,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
     facts = _PartFacts(book, plan)
     integer, decimal = book.format(INTEGER), book.format(DECIMAL_1)
     detail_row = 1
-    for row, rack in enumerate(racks, start=1):
+    for row, rack in enumerate(track(racks, len(racks), "racks"), start=1):
         devices = sorted((plan.devices[n] for n in rack.devices), key=lambda d: (d.u_position, d.name))
         ordered = devices + [plan.devices[n] for n in rack.pdus]
         first = detail_row + 1

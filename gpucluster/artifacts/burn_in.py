@@ -30,6 +30,7 @@ from gpucluster.burn_in import (
 )
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.progress import track
 from gpucluster.templating import render
 from gpucluster.verify.expected import infiniband_networks
 
@@ -188,7 +189,7 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
     shared = [t for t in tests if t.scope in ("rail", "su", "fabric")]
     thresholds = _threshold_table(tests)
     pages = {}
-    for rack in sorted(plan.racks.values(), key=lambda r: r.name):
+    for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
         servers = sorted(
             (plan.devices[n] for n in rack.devices if plan.devices[n].role == "gpu-server"), key=lambda d: -d.u_position
         )

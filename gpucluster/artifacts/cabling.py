@@ -30,6 +30,7 @@ import xlsxwriter
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
 from gpucluster.plan.power import cable_ends
+from gpucluster.progress import track
 
 FOLDER = "cabling"
 JOIN = " + "  # between the connectors of a splitter's B end
@@ -212,7 +213,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     with open(out / "cabling.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(COLUMNS)
-        for row in cable_rows(plan):
+        for row in track(cable_rows(plan), len(plan.cables), "cables"):
             writer.writerow(row)
             sheet = sheets[row.network]
             r = next_row[row.network]

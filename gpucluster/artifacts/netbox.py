@@ -40,6 +40,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import DeviceRole, Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power import pdu_outlet_names, power_cords, rack_feeds
+from gpucluster.progress import track
 
 FOLDER = "netbox"
 SHARED = "shared"
@@ -400,7 +401,7 @@ def _part_number(plan: Plan, part_id: str | None) -> str:
 def _network_cables(plan: Plan, site: str) -> Iterator[list[object]]:
     """One row per link (one per cable; a twin-port cable or splitter gives a row per link, its label the cable
     ID and the link); the description carries the orderable part numbers of the cable and its optics."""
-    for cable in plan.cables:
+    for cable in track(plan.cables, len(plan.cables), "cables"):
         parts = [cable.part_number or cable.cable_part]
         optics = [_part_number(plan, t) for t in (cable.a_transceiver, cable.b_transceiver) if t]
         description = parts[0] + (f"; optics {' / '.join(optics)}" if optics else "")

@@ -11,6 +11,7 @@ import orjson
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.progress import track
 
 SCHEMA_VERSION = 1
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
@@ -44,14 +45,15 @@ def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
     yield b"{\n"
     for key, value in head.items():
         yield b'"' + key.encode() + b'": ' + orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2) + b",\n"
-    yield from _records("racks", (_rack(r) for r in plan.racks.values()))
+    yield from _records("racks", (_rack(r) for r in track(plan.racks.values(), len(plan.racks), "racks")))
     yield b",\n"
-    yield from _records("devices", (_device(d) for d in plan.devices.values()))
+    yield from _records("devices", (_device(d) for d in track(plan.devices.values(), len(plan.devices), "devices")))
     yield b",\n"
     cable_of = {index: cable.id for cable in plan.cables for index in cable.links}
-    yield from _records("links", (_link(i, link, cable_of.get(i)) for i, link in enumerate(plan.links)))
+    links = track(enumerate(plan.links), len(plan.links), "links")
+    yield from _records("links", (_link(i, link, cable_of.get(i)) for i, link in links))
     yield b",\n"
-    yield from _records("cables", (_cable(c) for c in plan.cables))
+    yield from _records("cables", (_cable(c) for c in track(plan.cables, len(plan.cables), "cables")))
     yield b"\n}\n"
 
 

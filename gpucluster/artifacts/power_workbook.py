@@ -20,6 +20,7 @@ from xlsxwriter.worksheet import Worksheet
 
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget
+from gpucluster.progress import track
 
 # Fixed document date: the same design gives the same bytes.
 _CREATED = datetime.datetime(2024, 1, 1)
@@ -303,7 +304,7 @@ def _write_devices(sheet: Worksheet, f: _Formats, budget: Budget) -> None:
     headers += ["To liquid W"]
     for col, header in enumerate(headers):
         sheet.write(0, col, header, f.head)
-    for i, device in enumerate(budget.devices):
+    for i, device in enumerate(track(budget.devices, len(budget.devices), "devices")):
         r = i + 2
         row = r - 1
         p = device.power

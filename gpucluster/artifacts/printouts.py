@@ -51,6 +51,7 @@ from reportlab.platypus import (
 from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.progress import track
 from gpucluster.templating import render
 
 PAPER = {"a4": A4, "letter": LETTER}
@@ -216,9 +217,10 @@ def _write_racks(plan: Plan, pages: dict[str, RackPage], out: Path, paper: str) 
     try:
         if workers > 1 and total_ends > 2000 and "fork" in multiprocessing.get_all_start_methods():
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                list(pool.imap_unordered(_render_rack, names))
+                for _done in track(pool.imap_unordered(_render_rack, names), len(names), "racks"):
+                    pass
         else:
-            for name in names:
+            for name in track(names, len(names), "racks"):
                 _render_rack(name)
     finally:
         _JOBS = None

@@ -21,6 +21,7 @@ from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.model import Cable, Device, Finding, Link, Plan
+from gpucluster.progress import track
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 IN_RACK_ROUTING_M = 1.0  # to the vertical cable manager and back, both ends
@@ -110,7 +111,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     groups = _two_link_groups(links, ends, by_cage)
     counters: dict[str, int] = defaultdict(int)
     done = bytearray(len(links))
-    for index, link in enumerate(links):
+    for index, link in track(enumerate(links), len(links), "links"):
         if done[index]:
             continue
         end_a, end_b = ends[index]

@@ -1,0 +1,125 @@
+"""Writers run side by side in forked workers give the same files as one after another, and a worker's
+failure fails the build as it would in one process: its error, nothing half-written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from click.testing import CliRunner
+from conftest import DESIGNS
+
+import gpucluster.artifacts as artifacts
+from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster.artifacts._workers import WriterFailed
+from gpucluster.cli import main
+from gpucluster.errors import DesignError, Problem
+from gpucluster.profiling import Cost
+
+
+def _files(folder):
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def lab():
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    return loaded, plan_design(loaded)
+
+
+def test_writers_in_workers_write_the_same_bytes_as_in_one_process(lab, tmp_path):
+    loaded, plan = lab
+    names = [name for name in artifacts.ARTIFACTS if name not in ("printouts", "report")]
+    serial = write_artifacts(plan, loaded, tmp_path / "serial", names, jobs=1)
+    costs: list[Cost] = []
+    parallel = write_artifacts(plan, loaded, tmp_path / "parallel", names, jobs=3, costs=costs)
+    assert _files(serial) == _files(parallel)
+    assert sorted(c.name for c in costs) == sorted(names)
+    assert {c.process for c in costs} == {"worker"}
+    assert all(c.seconds > 0 and c.peak_rss_mib > 0 for c in costs)
+
+
+def test_the_writers_that_read_the_others_files_run_after_them(lab, tmp_path):
+    loaded, plan = lab
+    seen = {}
+
+    def gather(plan, loaded, staging):
+        seen["files"] = sorted(p.name for p in staging.iterdir())
+        (staging / "gathered.txt").write_text("\n".join(seen["files"]))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "gather", gather)
+        patch.setattr(artifacts, "RUNS_LAST", frozenset({"gather"}))
+        folder = write_artifacts(plan, loaded, tmp_path, ["gather", "plan", "summary", "nccl"], jobs=2)
+    assert (folder / "gathered.txt").read_text().splitlines() == ["launch", "nccl", "plan.json", "summary.md"]
+
+
+def _broken(plan, loaded, staging):
+    (staging / "half-written.txt").write_text("partial")
+    raise RuntimeError("disk full")
+
+
+def _bad_input(plan, loaded, staging):
+    raise DesignError([Problem("prices.csv", 3, 1, "unit_price", "not a number")])
+
+
+def _killed(plan, loaded, staging):
+    os.kill(os.getpid(), 9)
+
+
+def _unpicklable(plan, loaded, staging):
+    class Local(Exception):
+        pass
+
+    raise Local("a local exception class")
+
+
+@pytest.mark.parametrize(
+    ("failing", "error", "says"),
+    [
+        (_broken, RuntimeError, "disk full"),
+        (_bad_input, DesignError, "prices.csv:3:1: unit_price: not a number"),
+        (_killed, WriterFailed, "writer failing: its worker ended without a result (killed by SIGKILL)"),
+        (_unpicklable, WriterFailed, "a local exception class"),
+    ],
+)
+def test_a_writer_failing_in_a_worker_fails_the_build_and_leaves_the_previous_output(
+    lab, tmp_path, failing, error, says
+):
+    loaded, plan = lab
+    folder = write_artifacts(plan, loaded, tmp_path, ["plan", "summary"], jobs=2)
+    before = _files(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "failing", failing)
+        with pytest.raises(error) as raised:
+            write_artifacts(plan, loaded, tmp_path, ["plan", "failing", "summary", "nccl"], jobs=2)
+    assert says in str(raised.value)
+    if isinstance(raised.value, DesignError):
+        assert raised.value.problems == [Problem("prices.csv", 3, 1, "unit_price", "not a number")]
+    assert _files(folder) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]
+
+
+def test_build_profile_prints_each_stage_and_writer_with_seconds_and_memory(tmp_path):
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    only = ["--only", "plan", "--only", "summary", "--only", "nccl"]
+    result = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--profile", *only])
+    assert result.exit_code == 0, result.stderr
+    rows = {line[:40].strip(): line[40:].split() for line in result.stderr.splitlines()}
+    for stage in ("plan: load design", "plan: cables", "plan: racks", "plan: graph analyses"):
+        assert rows[stage][0] == "main", result.stderr
+    for writer in ("plan", "summary", "nccl"):
+        where, wall, _cpu, peak, _end = rows[writer]
+        assert where == "worker" and float(wall) > 0 and float(peak) > 0, rows[writer]
+    assert "peak memory" in result.stderr
+    assert "wrote" in result.stdout and "plan:" not in result.stdout
+
+
+def test_jobs_one_writes_in_the_main_process(tmp_path):
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    result = CliRunner().invoke(
+        main, ["build", design, "-o", str(tmp_path), "--profile", "-j", "1", "--only", "plan", "--only", "nccl"]
+    )
+    assert result.exit_code == 0, result.stderr
+    rows = {line[:40].strip(): line[40:].split() for line in result.stderr.splitlines()}
+    assert rows["plan"][0] == rows["nccl"][0] == "main"

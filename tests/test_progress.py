@@ -1,0 +1,89 @@
+"""Progress within long stages and writers: counts reach the display (from worker processes too), bars only on a
+terminal, one line per stage when asked for on a pipe."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from click.testing import CliRunner
+from conftest import DESIGNS
+from rich.console import Console
+
+from gpucluster import load_design, plan_design, progress, write_artifacts
+from gpucluster.cli import main
+
+
+class Recorder:
+    def __init__(self):
+        self.stages, self.updates = [], []
+
+    def __call__(self, stage):
+        self.stages.append(stage)
+
+    def update(self, done, total, unit):
+        self.updates.append((self.stages[-1] if self.stages else "", done, total, unit))
+
+    def update_stage(self, stage, done, total, unit):
+        self.updates.append((stage, done, total, unit))
+
+
+@pytest.fixture
+def recorder():
+    recorder = Recorder()
+    previous = progress.install(recorder)
+    yield recorder
+    progress.install(previous)
+
+
+def test_track_reports_the_count_of_items_and_the_end(recorder, monkeypatch):
+    monkeypatch.setattr(progress, "_INTERVAL_S", 0.0)
+    assert list(progress.track(range(2000), 2000, "rows")) == list(range(2000))
+    assert recorder.updates[0] == ("", 0, 2000, "rows")
+    assert recorder.updates[-1] == ("", 2000, 2000, "rows")
+    assert [done for _stage, done, _total, _unit in recorder.updates] == [0, 512, 1024, 1536, 2000]
+
+
+def test_track_without_a_display_only_passes_the_items_through():
+    progress.install(None)
+    assert list(progress.track(iter("abc"), None, "letters")) == ["a", "b", "c"]
+
+
+def test_planning_reports_the_links_it_cables(recorder):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded, recorder)
+    assert ("cables", len(plan.links), len(plan.links), "links") in recorder.updates
+
+
+def test_a_writer_in_a_worker_reports_its_rows_to_the_main_process(recorder, tmp_path):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded)
+    recorder.updates.clear()
+    write_artifacts(plan, loaded, tmp_path, ["cabling", "plan"], progress=recorder, jobs=2)
+    assert ("cabling", len(plan.cables), len(plan.cables), "cables") in recorder.updates
+    assert ("plan", len(plan.cables), len(plan.cables), "cables") in recorder.updates
+    assert {"cabling", "plan"} <= set(recorder.stages)
+
+
+def test_bars_show_count_rate_and_time_left_on_a_terminal():
+    screen = io.StringIO()
+    with progress.Bars(Console(file=screen, force_terminal=True, width=200)) as bars:
+        bars("cabling")
+        bars.update(0, 1000, "cables")
+        bars.update(500, 1000, "cables")
+        bars.refresh(force=True)
+        bars.update_stage("netbox", 10, 40, "racks")
+    text = screen.getvalue()
+    assert "cabling" in text and "500/1000" in text and "cables" in text and "/s" in text
+    assert "netbox" in text and "10/40" in text
+    assert "left" in text
+
+
+def test_build_on_a_pipe_shows_no_progress_unless_asked(tmp_path):
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    quiet = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--only", "plan"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    lines = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--only", "plan", "--progress"])
+    assert lines.exit_code == 0
+    stages = [line.split("] ", 1)[1] for line in lines.stderr.splitlines()]
+    assert stages[0] == "load design" and "cables" in stages and stages[-1] == "plan"
