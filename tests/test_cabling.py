@@ -1,4 +1,4 @@
-"""The cable schedule (cabling.csv / cabling.xlsx) against the plan and the hardware's rules."""
+"""The cable schedule (cabling.csv / cabling-<network>.xlsx) against the plan and the hardware's rules."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts import cabling
-from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, cable_rows
+from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, XLSX_COLUMNS, cable_rows
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import NETWORKS, Plan
 
@@ -178,20 +178,30 @@ def test_labels_name_both_ends_near_end_first_and_are_unique(written):
     assert gpu["a_label"].startswith(f"{site}.{plan.devices['gpu001'].rack}-{u:02d}:{gpu['a_port']}{SEPARATOR}")
 
 
-def test_xlsx_has_a_filtered_sheet_per_network_matching_the_csv(written):
+def test_each_network_has_a_filtered_workbook_with_the_installers_columns_matching_the_csv(written):
     plan, folder = written
     with open(folder / "cabling.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    book = openpyxl.load_workbook(folder / "cabling.xlsx", read_only=False)
-    assert book.sheetnames == [n for n in NETWORKS if plan.links_on(n)]
-    for sheet in book.worksheets:
+    networks = [n for n in NETWORKS if plan.links_on(n)]
+    assert sorted(p.name for p in folder.glob("*.xlsx")) == sorted(f"cabling-{n}.xlsx" for n in networks)
+    columns = [name for name, _width in XLSX_COLUMNS]
+    assert set(columns) < set(COLUMNS) and len(columns) < len(COLUMNS)  # the CSV keeps every column
+    for network in networks:
+        book = openpyxl.load_workbook(folder / f"cabling-{network}.xlsx", read_only=False)
+        assert book.sheetnames == [network]
+        sheet = book.worksheets[0]
         values = list(sheet.iter_rows(values_only=True))
-        assert list(values[0]) == list(COLUMNS)
-        assert sheet.auto_filter.ref == f"A1:{openpyxl.utils.get_column_letter(len(COLUMNS))}{len(values)}"
-        ids = [v[0] for v in values[1:]]
-        assert ids == [r["cable_id"] for r in rows if r["network"] == sheet.title]
-        first = dict(zip(COLUMNS, values[1], strict=True))
-        assert first["length_m"] == float(next(r for r in rows if r["cable_id"] == ids[0])["length_m"])
+        assert list(values[0]) == columns
+        assert sheet.auto_filter.ref == f"A1:{openpyxl.utils.get_column_letter(len(columns))}{len(values)}"
+        assert sheet.freeze_panes == "A2" and sheet.print_title_rows == "$1:$1"
+        expected = [r for r in rows if r["network"] == network]
+        assert [v[0] for v in values[1:]] == [r["cable_id"] for r in expected]
+        for got, want in zip(values[1:], expected, strict=True):
+            cells = dict(zip(columns, got, strict=True))
+            assert cells["length_m"] == float(want["length_m"])
+            for name in columns:
+                if name != "length_m":
+                    assert (cells[name] or "") == want[name], (network, name)
 
 
 def test_splitter_rows_list_both_host_plugs(written):

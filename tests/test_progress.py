@@ -60,9 +60,11 @@ def test_a_writer_in_a_worker_reports_its_rows_to_the_main_process(recorder, tmp
     plan = plan_design(loaded)
     recorder.updates.clear()
     write_artifacts(plan, loaded, tmp_path, ["cabling", "plan"], progress=recorder, jobs=2)
-    assert ("cabling", len(plan.cables), len(plan.cables), "cables") in recorder.updates
+    assert ("cabling:csv", len(plan.cables), len(plan.cables), "cables") in recorder.updates
+    compute = sum(1 for cable in plan.cables if cable.network == "compute")
+    assert ("cabling:compute", compute, compute, "cables") in recorder.updates
     assert ("plan", len(plan.cables), len(plan.cables), "cables") in recorder.updates
-    assert {"cabling", "plan"} <= set(recorder.stages)
+    assert {"cabling:csv", "cabling:compute", "plan"} <= set(recorder.stages)
 
 
 def test_bars_show_count_rate_and_time_left_on_a_terminal():

@@ -4,6 +4,7 @@ leaves the previous output as it was)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import shutil
@@ -59,6 +60,23 @@ def writer(name: str) -> Writer:
     return entry if callable(entry) else importlib.import_module(entry).write
 
 
+def writer_jobs(name: str, plan: Plan) -> list[tuple[str, Writer]]:
+    """An artifact's writing as independent jobs, for writers side by side: [(name, its write)], or where its
+    module splits its files into parts (``parts(plan) -> names`` and ``write_part(plan, loaded, folder, part)``,
+    e.g. the cable schedule's CSV and its workbooks) one job per part, named ``artifact:part``."""
+    entry = ARTIFACTS[name]
+    if callable(entry):
+        return [(name, entry)]
+    module = importlib.import_module(entry)
+    if not hasattr(module, "parts"):
+        return [(name, module.write)]
+    return [(f"{name}:{part}", functools.partial(_write_part, module.write_part, part)) for part in module.parts(plan)]
+
+
+def _write_part(write_part: Callable[..., None], part: str, plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    write_part(plan, loaded, folder, part)
+
+
 def write_artifacts(
     plan: Plan,
     loaded: LoadedDesign,
@@ -89,7 +107,9 @@ def write_artifacts(
         if jobs > 1 and len(names) > 1 and hasattr(os, "fork"):
             from gpucluster.artifacts._workers import run_parallel
 
-            run_parallel(plan, loaded, staging, names, writer, jobs, say, costs, sampler, RUNS_LAST)
+            work = [(name, name in RUNS_LAST) for name in names]
+            jobs_of = functools.partial(writer_jobs, plan=plan)
+            run_parallel(plan, loaded, staging, work, jobs_of, jobs, say, costs, sampler)
         else:
             for name in names:
                 say(name)

@@ -4,7 +4,8 @@ The plan is read-only once planned, so a forked worker shares it with the main p
 and needs no copy or pickling; each writer writes only its own files into the staging folder, so the
 files are the same bytes whichever runs first (the atomic swap of the staging folder stays with the
 caller). The main process hands out writers longest-first (a writer's previous cost is not kept, so
-the order is the registry's hint, SLOW_FIRST), relays each worker's progress to the display, and
+the order is the registry's hint, SLOW_FIRST; a writer whose files are independent parts runs as one job
+per part), relays each worker's progress to the display, and
 collects its costs; a worker's exception is raised again in the main process, and a worker that dies
 without a word is an error naming the writer and how it ended.
 """
@@ -27,7 +28,7 @@ from gpucluster import profiling, progress
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
-WriterOf = Callable[[str], Callable[[Plan, LoadedDesign, Path], None]]
+Write = Callable[[Plan, LoadedDesign, Path], None]
 
 
 class WriterFailed(RuntimeError):
@@ -51,17 +52,17 @@ def run_parallel(
     plan: Plan,
     loaded: LoadedDesign,
     staging: Path,
-    names: Sequence[str],
-    writer_of: WriterOf,
+    work: Sequence[tuple[str, bool]],
+    jobs_of: Callable[[str], list[tuple[str, Write]]],
     jobs: int,
     reporter: progress.Reporter,
     costs: list[profiling.Cost],
     sampler: profiling.PeakSampler,
-    runs_last: frozenset[str],
 ) -> None:
-    """Run the writers `names` (in that order of preference) on up to `jobs` workers; those in `runs_last` start
-    only when every other has finished."""
-    pending = list(names)
+    """Run the writers `work` ((name, runs last), in that order of preference) on up to `jobs` workers, each as the
+    jobs `jobs_of` gives it (imported only when it is its turn); one that runs last starts only when every other
+    has finished."""
+    pending: list[tuple[str, Write | None, bool]] = [(name, None, last) for name, last in work]
     running: dict[Connection, tuple[str, int, float]] = {}  # conn -> (writer, pid, start)
     begin = getattr(reporter, "begin", reporter)
     update = getattr(reporter, "update_stage", None)
@@ -69,10 +70,13 @@ def run_parallel(
     gc.freeze()  # the plan's objects stay out of the workers' collections, so their pages stay shared
     try:
         while pending or running:
-            while pending and len(running) < jobs and not (pending[0] in runs_last and running):
-                name = pending.pop(0)
+            while pending and len(running) < jobs and not (pending[0][2] and running):
+                name, write, last = pending.pop(0)
+                if write is None:  # a writer's turn: its jobs take its place
+                    pending[:0] = [(label, job, last) for label, job in jobs_of(name)]
+                    continue
                 begin(name)
-                conn, pid = _fork(plan, loaded, staging, name, writer_of)
+                conn, pid = _fork(plan, loaded, staging, name, write)
                 running[conn] = (name, pid, time.perf_counter())
             sampler.sample([pid for _name, pid, _start in running.values()])
             for conn in wait(list(running), timeout=0.25):
@@ -113,7 +117,7 @@ def run_parallel(
                 pass
 
 
-def _fork(plan: Plan, loaded: LoadedDesign, staging: Path, name: str, writer_of: WriterOf) -> tuple[Connection, int]:
+def _fork(plan: Plan, loaded: LoadedDesign, staging: Path, name: str, write: Write) -> tuple[Connection, int]:
     parent_end, child_end = Pipe(duplex=False)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -127,7 +131,7 @@ def _fork(plan: Plan, loaded: LoadedDesign, staging: Path, name: str, writer_of:
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         progress.install(_PipeReporter(child_end, name))
-        writer_of(name)(plan, loaded, staging)
+        write(plan, loaded, staging)
         child_end.send(("done", profiling.private_mib()))
     except BaseException as error:  # every failure goes back to the main process
         code = 1

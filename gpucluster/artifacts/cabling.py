@@ -1,7 +1,9 @@
 """The cable schedule: one row per physical cable of every network, with both ends (rack, U,
 device, port), a TIA-606 style label for each end, media, orderable length, routed length and the
-part numbers of the cable and of the optics at each end. Written as ``cabling/cabling.csv`` and
-``cabling/cabling.xlsx`` (a sheet per network, filters on).
+part numbers of the cable and of the optics at each end. Written as ``cabling/cabling.csv`` (every column)
+and a workbook per network, ``cabling/cabling-<network>.xlsx``, with the columns an installer filters on
+(each end's rack, U, device and port, media, length, cable part number; filters on). One workbook per
+network keeps each within Excel's 1,048,576 rows at 131,072 GPUs and lets them be written side by side.
 
 A cable's A end is one connector. Its B end is one connector too, except for a 1:2 splitter,
 whose B end is two connectors (two hosts); multi-valued cells then join the connectors with
@@ -27,6 +29,7 @@ from typing import NamedTuple
 
 import xlsxwriter
 
+from gpucluster.artifacts._xlsx import print_setup
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
 from gpucluster.plan.power import cable_ends
@@ -192,46 +195,88 @@ def _part_numbers(plan: Plan) -> dict[str, str]:
     }
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    """cabling/cabling.csv and cabling/cabling.xlsx, in one pass over the cables."""
-    out = folder / FOLDER
-    out.mkdir(parents=True, exist_ok=True)
+def parts(plan: Plan) -> list[str]:
+    """The schedule's independent files, biggest first: a workbook per network that has cables, and the CSV
+    (the writers run them side by side; see gpucluster/artifacts/_workers.py)."""
     present = {cable.network for cable in plan.cables}
     networks = [n for n in NETWORKS if n in present]
-    workbook = xlsxwriter.Workbook(
-        str(out / "cabling.xlsx"), {"constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False}
-    )
-    workbook.set_properties({"title": f"{plan.name} cable schedule", "created": _CREATED})
-    header = workbook.add_format({"bold": True, "bg_color": "#DDDDDD", "border": 1})
-    sheets, next_row = {}, {}
-    for network in networks:
-        sheet = workbook.add_worksheet(network)
-        sheet.write_row(0, 0, COLUMNS, header)
-        sheet.freeze_panes(1, 0)
-        sheet.set_column(0, len(COLUMNS) - 1, 14)
-        sheets[network], next_row[network] = sheet, 1
-    with open(out / "cabling.csv", "w", newline="", encoding="utf-8") as handle:
+    counts = {n: 0 for n in networks}
+    for cable in plan.cables:
+        counts[cable.network] += 1
+    return [*sorted(networks, key=lambda n: -counts[n]), "csv"]
+
+
+def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    """cabling/cabling.csv and a workbook per network, cabling/cabling-<network>.xlsx."""
+    for part in parts(plan):
+        write_part(plan, loaded, folder, part)
+
+
+def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+    out = folder / FOLDER
+    out.mkdir(parents=True, exist_ok=True)
+    if part == "csv":
+        write_csv(plan, out / "cabling.csv")
+    else:
+        write_workbook(plan, part, out / workbook_name(part))
+
+
+def workbook_name(network: str) -> str:
+    return f"cabling-{network}.xlsx"
+
+
+def write_csv(plan: Plan, path: Path) -> None:
+    """Every column of every cable, in cable order."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(COLUMNS)
-        for row in track(cable_rows(plan), len(plan.cables), "cables"):
-            writer.writerow(row)
-            sheet = sheets[row.network]
-            r = next_row[row.network]
-            next_row[row.network] = r + 1
-            _write_xlsx_row(sheet, r, row)
-    for network, sheet in sheets.items():
-        sheet.autofilter(0, 0, next_row[network] - 1, len(COLUMNS) - 1)
+        writer.writerows(track(cable_rows(plan), len(plan.cables), "cables"))
+
+
+def write_workbook(plan: Plan, network: str, path: Path) -> None:
+    """One network's cables with the columns an installer sorts and filters on (XLSX_COLUMNS), in XlsxWriter's
+    constant-memory mode: rows go to disk as they are written, so memory stays flat at any size."""
+    workbook = xlsxwriter.Workbook(
+        str(path), {"constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False}
+    )
+    workbook.set_properties({"title": f"{plan.name} cable schedule: {network}", "created": _CREATED})
+    header = workbook.add_format({"bold": True, "bg_color": "#DDDDDD", "border": 1})
+    sheet = workbook.add_worksheet(network)
+    for col, (_name, width) in enumerate(XLSX_COLUMNS):
+        sheet.set_column(col, col, width)
+    sheet.write_row(0, 0, [name for name, _width in XLSX_COLUMNS], header)
+    sheet.freeze_panes(1, 0)
+    print_setup(sheet, f"{plan.name}: {network} cables")
+    sheet.repeat_rows(0)
+    write_string, write_number = sheet.write_string, sheet.write_number
+    total = sum(1 for cable in plan.cables if cable.network == network)
+    r = 0
+    for r, row in enumerate(track(cable_rows(plan, network), total, "cables"), start=1):
+        for c, i in enumerate(_XLSX_FIELDS):
+            value = row[i]
+            if i in _NUMERIC:
+                write_number(r, c, value)
+            elif value:
+                write_string(r, c, value)
+    sheet.autofilter(0, 0, max(r, 1), len(XLSX_COLUMNS) - 1)
     workbook.close()
 
 
+# The workbook's columns (name, width in characters): each end's rack, U, device and port, what to pull and its
+# length. Labels, routed length, speed, links and optics part numbers are in the CSV.
+XLSX_COLUMNS: tuple[tuple[str, float], ...] = (
+    ("cable_id", 10),
+    ("a_rack", 7),
+    ("a_u", 5),
+    ("a_device", 22),
+    ("a_port", 10),
+    ("b_rack", 7),
+    ("b_u", 5),
+    ("b_device", 22),
+    ("b_port", 10),
+    ("media", 6),
+    ("length_m", 9),
+    ("cable_part_number", 18),
+)
+_XLSX_FIELDS = tuple(COLUMNS.index(name) for name, _width in XLSX_COLUMNS)
 _NUMERIC = frozenset(i for i, name in enumerate(COLUMNS) if name in ("length_m", "run_length_m", "speed_gbps", "links"))
-
-
-def _write_xlsx_row(sheet, r: int, row: CableRow) -> None:
-    """Write strings and numbers with their own calls (XlsxWriter's generic write() sniffs types)."""
-    write_string, write_number = sheet.write_string, sheet.write_number
-    for c, value in enumerate(row):
-        if c in _NUMERIC:
-            write_number(r, c, value)
-        elif value:
-            write_string(r, c, value)

@@ -48,6 +48,7 @@ from reportlab.platypus import (
     TableStyle,
 )
 
+from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, RackPlan
@@ -187,7 +188,14 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     pages = rack_pages(plan)
     paper = plan.design.site.paper  # type: ignore[attr-defined]
     (out / "cluster.html").write_text(
-        render("cabling-cluster.html.j2", plan=plan, pages=list(pages.values()), paper=paper), encoding="utf-8"
+        render(
+            "cabling-cluster.html.j2",
+            plan=plan,
+            pages=list(pages.values()),
+            paper=paper,
+            workbooks=[cabling.workbook_name(network) for network in cabling.parts(plan) if network != "csv"],
+        ),
+        encoding="utf-8",
     )
     _write_racks(plan, pages, out, paper)
 
