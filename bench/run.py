@@ -16,8 +16,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
+
+from gpucluster.artifacts import ARTIFACTS
+from gpucluster.profiling import pss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "designs"
@@ -28,6 +33,8 @@ PREVIEW = [sys.executable, str(ROOT / "bench" / "preview_mocks.py")]
 def _only(*artifacts: str) -> list[str]:
     return [word for artifact in artifacts for word in ("--only", artifact)]
 
+
+_ALL_BUT_PRINTOUTS = _only(*(name for name in ARTIFACTS if name != "printouts"))
 
 # name -> (what it measures, command; {out} is a scratch folder)
 CASES: dict[str, tuple[str, list[str]]] = {
@@ -118,8 +125,20 @@ CASES: dict[str, tuple[str, list[str]]] = {
         "gpucluster validate, 131,072 GPUs (planning alone: the baseline of cabling-131072)",
         [*GPUCLUSTER, "validate", str(BENCH / "h100-131072.yaml")],
     ),
+    "build-16384": (
+        "gpucluster build --profile, 16,384 GPUs, every artifact but the printouts, writers side by side",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--profile", *_ALL_BUT_PRINTOUTS],
+    ),
+    "build-131072": (
+        "gpucluster build --profile, 131,072 GPUs, every artifact but the printouts, writers side by side",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--profile", *_ALL_BUT_PRINTOUTS],
+    ),
+    "build-131072-j1": (
+        "gpucluster build --profile -j 1, 131,072 GPUs, every artifact but the printouts, one writer at a time",
+        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--profile", "-j1", *_ALL_BUT_PRINTOUTS],
+    ),
     "cabling-131072": (
-        "gpucluster build, 131,072 GPUs (cable schedule: cabling.csv and cabling.xlsx)",
+        "gpucluster build, 131,072 GPUs (cable schedule: cabling.csv and a workbook per network)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "cabling"],
     ),
     "printouts-16384": (
@@ -159,15 +178,63 @@ PREPARE: dict[str, list[str]] = {
 }  # fmt: skip
 
 
-def run_once(command: list[str]) -> tuple[float, float, int, float]:
-    """(wall seconds, peak resident MiB, exit status, CPU seconds) of one run. CPU time (user + system,
-    the process and the workers it waited for) is the figure that holds on a busy machine."""
+class Run(NamedTuple):
+    wall_s: float
+    peak_mib: float  # the largest ru_maxrss of the process and its workers (the kernel's; not their sum)
+    tree_mib: float  # the peak, sampled every 0.2 s, of the proportional set size summed over the process tree
+    status: int
+    cpu_s: float  # user + system, the process and every worker it waited for
+    stderr: str
+
+
+def _tree(pid: int) -> list[int]:
+    """A process and its descendants (Linux /proc)."""
+    found, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as children:
+                    queue += [int(child) for child in children.read().split()]
+        except OSError:
+            continue
+    return found
+
+
+def run_once(command: list[str]) -> Run:
+    """One run, timed from outside. CPU time is the figure that holds on a busy machine; the tree's summed
+    proportional set size is what several worker processes together hold (shared pages counted once)."""
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
-    _pid, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - start
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT)
+        peak_tree = [0.0]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(0.2):
+                peak_tree[0] = max(peak_tree[0], pss_mib(_tree(process.pid)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _pid, status, usage = os.wait4(process.pid, 0)
+        done.set()
+        sampler.join()
+        wall = time.perf_counter() - start
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
     cpu = usage.ru_utime + usage.ru_stime
-    return wall, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), cpu
+    return Run(wall, usage.ru_maxrss / 1024, peak_tree[0], os.waitstatus_to_exitcode(status), cpu, stderr)
+
+
+def _profile_rows(stderr: str) -> dict[str, tuple[float, float]]:
+    """name -> (wall s, cpu s) from `gpucluster build --profile`'s table (stderr)."""
+    rows = {}
+    for line in stderr.splitlines():
+        fields = line[40:].split()
+        if len(fields) == 5 and fields[0] in ("main", "worker"):
+            rows[line[:40].strip()] = (float(fields[1]), float(fields[2]))
+    return rows
 
 
 def main() -> None:
@@ -178,10 +245,12 @@ def main() -> None:
     args = parser.parse_args()
     print(
         f"{'case':20} {'runs':>4} {'wall s (min / median / max)':>30} {'peak MiB (median)':>18} {'cpu s (median)':>15}"
+        f" {'tree PSS MiB (median)':>22}"
     )
     for name in args.cases:
         _what, template = CASES[name]
-        walls, peaks, cpus = [], [], []
+        walls, peaks, cpus, trees = [], [], [], []
+        profiles: dict[str, list[tuple[float, float]]] = {}
         data = tempfile.mkdtemp(prefix="gpucluster-bench-data-")
         if name in PREPARE:
             subprocess.run([part.replace("{data}", data) for part in PREPARE[name]], cwd=ROOT, check=True)
@@ -189,20 +258,27 @@ def main() -> None:
             out = tempfile.mkdtemp(prefix="gpucluster-bench-")
             try:
                 command = [part.replace("{out}", out).replace("{data}", data) for part in template]
-                wall, peak, status, cpu = run_once(command)
+                run = run_once(command)
             finally:
                 shutil.rmtree(out, ignore_errors=True)
-            if status != 0:
-                sys.exit(f"{name}: exit status {status}")
+            if run.status != 0:
+                sys.exit(f"{name}: exit status {run.status}\n{run.stderr[-2000:]}")
             if i >= args.warmup:
-                walls.append(wall)
-                peaks.append(peak)
-                cpus.append(cpu)
+                walls.append(run.wall_s)
+                peaks.append(run.peak_mib)
+                cpus.append(run.cpu_s)
+                trees.append(run.tree_mib)
+                for stage, figures in _profile_rows(run.stderr).items():
+                    profiles.setdefault(stage, []).append(figures)
         shutil.rmtree(data, ignore_errors=True)
         print(
             f"{name:20} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
-            f" {statistics.median(peaks):18.0f} {statistics.median(cpus):15.2f}"
+            f" {statistics.median(peaks):18.0f} {statistics.median(cpus):15.2f} {statistics.median(trees):22.0f}"
         )
+        for stage, figures in profiles.items():  # cases run with --profile: each stage's and writer's medians
+            wall = statistics.median(f[0] for f in figures)
+            cpu = statistics.median(f[1] for f in figures)
+            print(f"    {stage:40} wall {wall:8.2f} s   cpu {cpu:8.2f} s")
 
 
 if __name__ == "__main__":

@@ -455,13 +455,13 @@ def verify_command(
     if not ibnetdiscover_files and not lldp_paths:
         click.echo("error: give discovery output: --ibnetdiscover FILE and/or --lldp FILE_OR_DIR", err=True)
         sys.exit(EXIT_BAD_INPUT)
-    say = _progress(sys.stderr.isatty() if progress is None else progress)
-    plan = _plan(design, say)
-    say("verify")
-    try:
-        results = verify(plan, list(ibnetdiscover_files), list(lldp_paths))
-    except DesignError as error:
-        _fail(error)
+    with _display(progress) as say:
+        plan = _plan(design, say)
+        say("verify")
+        try:
+            results = verify(plan, list(ibnetdiscover_files), list(lldp_paths))
+        except DesignError as error:
+            _fail(error)
     folder = out_dir / f"{plan.name}-verify"
     try:
         written = write_reports(results, plan.name, folder)

@@ -16,6 +16,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
 
+import numpy as np
+
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
@@ -71,6 +73,34 @@ def run_length_m(plan: Plan, a: Device, b: Device, routing: Cabling) -> float:
     return routed * (1 + routing.slack_fraction) + routing.slack_m
 
 
+def run_lengths_m(plan: Plan, links: list[Link], routing: Cabling) -> list[float]:
+    """run_length_m of every link, rounded to the centimetre, computed over arrays (one pass per quantity
+    instead of a call per link: a million links at 131,072 GPUs). The arithmetic is run_length_m's, term for
+    term, so the lengths are the same floats."""
+    racks = list(plan.racks.values())
+    rack_index = {rack.name: i for i, rack in enumerate(racks)}
+    names = list(plan.devices)
+    device_index = {name: i for i, name in enumerate(names)}
+    devices = [plan.devices[name] for name in names]
+    rack_of = np.array([rack_index[d.rack] for d in devices], dtype=np.int64)
+    rack_height = np.array([r.height_u for r in racks], dtype=np.float64)
+    rack_x = np.array([r.x_mm for r in racks], dtype=np.float64)
+    rack_y = np.array([r.y_mm for r in racks], dtype=np.float64)
+    port_u = np.array([_port_height_u(d, plan.racks[d.rack].height_u) for d in devices], dtype=np.float64)
+    a = np.fromiter((device_index[link.a_device] for link in links), dtype=np.int64, count=len(links))
+    b = np.fromiter((device_index[link.b_device] for link in links), dtype=np.int64, count=len(links))
+    ra, rb = rack_of[a], rack_of[b]
+    ua, ub = port_u[a], port_u[b]
+    tray = routing.tray_height_above_rack_m
+    within = np.abs(ua - ub) * RACK_UNIT_M + IN_RACK_ROUTING_M
+    up = (rack_height[ra] - ua) * RACK_UNIT_M + tray
+    down = (rack_height[rb] - ub) * RACK_UNIT_M + tray
+    along = (np.abs(rack_x[ra] - rack_x[rb]) + np.abs(rack_y[ra] - rack_y[rb])) / 1000.0
+    routed = np.where(ra == rb, within, up + along + down)
+    lengths = routed * (1 + routing.slack_fraction) + routing.slack_m
+    return [round(length, 2) for length in lengths.tolist()]
+
+
 def _port_height_u(device: Device, rack_height_u: int) -> float:
     if device.u_position == 0:  # zero-U PDU: its network port sits about mid-height
         return rack_height_u / 2
@@ -103,10 +133,10 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             by_cage[(link.a_device, link.a_cage)].append(index)
         if end_b.ports_per_cage == 2:
             by_cage[(link.b_device, link.b_cage)].append(index)
-    choose = cache(lambda *key: _choose(parts, optics, *key))
+    choose = _Chooser(parts, optics)
     by_id = {c.id: c for c in parts}
     part_number = cache(lambda cable_id, length: by_id[cable_id].part_number_for(length))
-    length_of = cache(lambda a, b: round(run_length_m(plan, devices[a], devices[b], routing), 2))
+    lengths = run_lengths_m(plan, links, routing)
     technology_of = {network: _technology(plan, network) for network in NETWORK_PREFIX}
     groups = _two_link_groups(links, ends, by_cage)
     counters: dict[str, int] = defaultdict(int)
@@ -116,14 +146,14 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             continue
         end_a, end_b = ends[index]
         technology = technology_of[link.network]
-        length = length_of(link.a_device, link.b_device)
+        length = lengths[index]
         best: tuple[int, int, Choice, list[int]] | None = None
         options: list[tuple[Choice | None, list[int]]] = [
             (choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1), [index])
         ]
         for group, twin_end, far_end, split in groups.get(index, ()):
             if not any(done[i] for i in group):
-                longest = max(length_of(links[i].a_device, links[i].b_device) for i in group)
+                longest = max(lengths[i] for i in group)
                 options.append((choose(technology, link.speed_gbps, twin_end, far_end, longest, 2, split), group))
         for choice, group in options:
             if choice is not None:
@@ -152,7 +182,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
                 length_m=choice.length_m,
                 run_length_m=length
                 if len(group) == 1
-                else max(length_of(links[i].a_device, links[i].b_device) for i in group),
+                else max(lengths[i] for i in group),
                 a_transceiver=choice.a_transceiver.id if choice.a_transceiver else None,
                 b_transceiver=choice.b_transceiver.id if choice.b_transceiver else None,
             )
@@ -305,6 +335,39 @@ class _EndLookup:
         return table
 
 
+class _Chooser:
+    """_choose, remembered: the catalog candidates per kind of link (technology, speed, ends, links, split, media),
+    then the choice per length. Thousands of distinct lengths share a handful of candidate lists."""
+
+    def __init__(self, parts: list[CablePart], optics: list[Transceiver]):
+        self.parts, self.optics = parts, optics
+        self.candidates: dict[tuple, list[CablePart]] = {}
+        self.choices: dict[tuple, Choice | None] = {}
+
+    def __call__(
+        self,
+        technology: str | None,
+        speed_gbps: float,
+        end_a: End,
+        end_b: End,
+        length_m: float,
+        links: int,
+        split: int,
+        media: str | None = None,
+    ) -> Choice | None:
+        key = (technology, speed_gbps, end_a, end_b, length_m, links, split, media)
+        if key in self.choices:
+            return self.choices[key]
+        kind = (technology, speed_gbps, end_a, end_b, links, split, media)
+        candidates = self.candidates.get(kind)
+        if candidates is None:
+            candidates = self.candidates[kind] = _candidates(self.parts, *kind)
+        choice = self.choices[key] = _first_that_reaches(
+            candidates, self.optics, technology, speed_gbps, end_a, end_b, length_m
+        )
+        return choice
+
+
 def _choose(
     parts: list[CablePart],
     optics: list[Transceiver],
@@ -321,6 +384,22 @@ def _choose(
 
     For a splitter (split 2) `end_a` is the twin-port side and must be the cable's end_a.
     """
+    candidates = _candidates(parts, technology, speed_gbps, end_a, end_b, links, split, media)
+    return _first_that_reaches(candidates, optics, technology, speed_gbps, end_a, end_b, length_m)
+
+
+def _candidates(
+    parts: list[CablePart],
+    technology: str | None,
+    speed_gbps: float,
+    end_a: End,
+    end_b: End,
+    links: int,
+    split: int,
+    media: str | None,
+) -> list[CablePart]:
+    """The catalog cables that fit a kind of link, in the order they are tried (media order, then the slowest,
+    shortest-reaching that will do)."""
     candidates = [
         c
         for c in parts
@@ -336,6 +415,18 @@ def _choose(
         )
     ]
     candidates.sort(key=lambda c: (MEDIA_ORDER.index(c.media), c.speed_gbps, c.reach_m, c.id))
+    return candidates
+
+
+def _first_that_reaches(
+    candidates: list[CablePart],
+    optics: list[Transceiver],
+    technology: str | None,
+    speed_gbps: float,
+    end_a: End,
+    end_b: End,
+    length_m: float,
+) -> Choice | None:
     for cable in candidates:
         length = cable.orderable_length_m(length_m)
         if length is None:
