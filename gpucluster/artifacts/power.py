@@ -8,7 +8,9 @@ from collections import Counter
 from pathlib import Path
 
 import matplotlib
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from gpucluster.artifacts.power_workbook import write_workbook
@@ -64,8 +66,9 @@ def write_chart(budget: Budget, folder: Path) -> None:
         axes = figure.add_subplot()
         xs = range(len(racks))
         colours = [PURPOSE_COLOURS.get(r.purpose, "#937860") for r in racks]
-        axes.bar(xs, [r.load.max_w / 1000 for r in racks], color=colours, alpha=0.45, width=0.8)
-        axes.bar(xs, [r.load.typical_w / 1000 for r in racks], color=colours, width=0.8)
+        # one collection of bars per series (a patch per bar took seconds per thousand racks to lay out and draw)
+        _bars(axes, [r.load.max_w / 1000 for r in racks], colours, alpha=0.45)
+        _bars(axes, [r.load.typical_w / 1000 for r in racks], colours, alpha=1.0)
         axes.scatter(
             xs,
             [r.circuits.capacity_w / 1000 for r in racks],
@@ -98,6 +101,14 @@ def write_chart(budget: Budget, folder: Path) -> None:
         figure.subplots_adjust(left=0.8 / width, right=1 - 2.4 / width, bottom=0.75 / 4.8, top=1 - 0.35 / 4.8)
         for kind in ("png", "svg"):
             figure.savefig(folder / f"{CHART}.{kind}", format=kind, metadata=_METADATA[kind])
+
+
+def _bars(axes: Axes, heights: list[float], colours: list[str], alpha: float) -> None:
+    """Bars 0.8 wide centred on 0, 1, 2 ... as one PolyCollection, drawn as axes.bar draws them (no edge)."""
+    verts = [((i - 0.4, 0.0), (i - 0.4, h), (i + 0.4, h), (i + 0.4, 0.0)) for i, h in enumerate(heights)]
+    bars = PolyCollection(verts, facecolors=colours, edgecolors="none", linewidths=0, alpha=alpha)
+    axes.add_collection(bars, autolim=True)
+    axes.autoscale_view()
 
 
 def _kw(watts: float) -> str:
