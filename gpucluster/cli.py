@@ -181,7 +181,7 @@ def build(
     start = time.perf_counter()
     stopwatch = profiling.Stopwatch()
     costs: list[profiling.Cost] = []
-    sampler = profiling.PeakSampler()
+    sampler = profiling.PeakSampler(enabled=profile)
     jobs = default_jobs() if jobs is None else jobs
     try:
         with _display(progress) as display:

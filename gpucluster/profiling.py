@@ -6,8 +6,9 @@ figures: for a planning stage (run in the main process), the process's peak resi
 peak) and its resident set when the stage ends; for a writer run in a worker process, the worker's own
 peak resident set (which counts the plan pages it shares with the parent) and the memory only it holds
 when it ends (private pages: what it allocated plus the plan pages it touched and so copied). The
-build's total is the peak, sampled every 0.25 s, of the proportional set size (shared pages divided
-among the processes that share them) summed over the main process and its running workers.
+build's total is the peak, sampled every second, of the proportional set size (shared pages divided
+among the processes that share them) summed over the main process and its running workers, sampled each
+second when profiling.
 """
 
 from __future__ import annotations
@@ -110,15 +111,20 @@ class Stopwatch:
 
 
 class PeakSampler:
-    """The peak of the build's summed proportional set size, sampled when asked at most every 0.25 s."""
+    """The peak of the build's summed proportional set size, sampled when asked at most once a second. Off unless
+    enabled (for --profile): the kernel walks every page table to sum it, some 25 ms of CPU per gigabyte-sized
+    process."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = False, interval_s: float = 1.0) -> None:
+        self.enabled, self.interval_s = enabled, interval_s
         self.peak_mib = 0.0
         self._last = 0.0
 
     def sample(self, workers: list[int], force: bool = False) -> None:
+        if not self.enabled:
+            return
         now = time.monotonic()
-        if force or now - self._last >= 0.25:
+        if force or now - self._last >= self.interval_s:
             self._last = now
             self.peak_mib = max(self.peak_mib, pss_mib([os.getpid(), *workers]))
 
