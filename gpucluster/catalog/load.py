@@ -15,10 +15,14 @@ from gpucluster.catalog.schema import (
     Appliance,
     Cable,
     CatalogFile,
+    Cdu,
     GpuServer,
     Nic,
+    NvlinkSwitchTray,
     Pdu,
+    PowerShelf,
     Rack,
+    RackSystem,
     StorageBlock,
     Switch,
     Transceiver,
@@ -60,7 +64,21 @@ class Catalog:
         return self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
 
 
-KINDS = (GpuServer, Switch, Appliance, StorageBlock, Nic, Transceiver, Cable, Rack, Pdu)
+KINDS = (
+    GpuServer,
+    Switch,
+    Appliance,
+    StorageBlock,
+    Nic,
+    Transceiver,
+    Cable,
+    Rack,
+    Pdu,
+    NvlinkSwitchTray,
+    PowerShelf,
+    RackSystem,
+    Cdu,
+)
 
 
 def _packaged_files() -> list[Path]:

@@ -336,8 +336,117 @@ class Pdu(_Part):
     metered: bool = True
 
 
+class NvlinkSwitchTray(_RackMounted):
+    """A tray of NVLink switch chips on a rack-scale system's copper backplane (no front-panel cabling in a
+    single-rack domain): every GPU of the domain has one NVLink link to every chip."""
+
+    kind: Literal["nvlink_switch_tray"]
+    switch_chips: int = Field(gt=0)
+    nvlink_ports_per_chip: int = Field(gt=0, description="NVLink ports of one chip (its backplane side)")
+
+
+class PowerShelf(_RackMounted):
+    """A rack power shelf: rectifier PSUs that feed the rack's DC busbar (instead of PDUs and IEC cords)."""
+
+    kind: Literal["power_shelf"]
+    psus: Psus  # type: ignore[assignment]
+    output: str = Field(description="what it feeds, e.g. the rack's DC busbar")
+
+    @property
+    def rating_w(self) -> float:
+        """Nameplate output: every PSU at its rating."""
+        return self.psus.count * self.psus.rating_w
+
+
+class FlowPoint(_Strict):
+    """A published rack coolant flow at one facility supply temperature."""
+
+    supply_c: float
+    flow_l_per_min: float = Field(gt=0)
+
+
+class RackSlot(_Strict):
+    """A run of one kind of tray in a rack-scale system's elevation, bottom up."""
+
+    item: Literal["compute-tray", "nvlink-switch-tray", "power-shelf", "management-switch"]
+    count: int = Field(gt=0)
+
+
+class RackSystem(_Part):
+    """A rack-scale NVLink system (GB200/GB300 NVL72): bought, placed and powered as one rack, one NVLink domain.
+
+    The trays are catalog parts of their own; this part says how many of each the rack holds, where they
+    stand, how the shelves' redundancy works, and the rack's cooling figures.
+    """
+
+    kind: Literal["rack_system"]
+    rack: str = Field(description="catalog id of the rack it ships in")
+    compute_tray: str
+    compute_trays: int = Field(gt=0)
+    nvlink_switch_tray: str
+    nvlink_switch_trays: int = Field(gt=0)
+    management_switch: str
+    management_switches: int = Field(ge=0)
+    power_shelf: str
+    power_shelves: int = Field(gt=0)
+    power_shelf_redundancy: Literal["N+N", "N+1", "N"] = Field(
+        description="N+N: half the shelves carry the rack (the other half on a second feed)"
+    )
+    domain_racks: int = Field(default=1, gt=0, description="racks in one NVLink domain (2 for the 36x2 variant)")
+    nvlink_links_per_gpu: int = Field(gt=0, description="NVLink links of each GPU, one to each switch chip")
+    layout: list[RackSlot] = Field(min_length=1, description="the rack's elevation, bottom up, from U1")
+    liquid_fraction: float = Field(ge=0, le=1, description="share of the rack's heat its liquid loop takes")
+    published_power_w: float = Field(gt=0, description="the vendor's rack power figure (what the parts add up to)")
+    coolant_flow_l_per_min_per_kw: float = Field(gt=0, description="design flow per kW of liquid heat")
+    coolant_flow_by_supply: list[FlowPoint] = Field(default_factory=list)
+    weight_kg: float | None = Field(default=None, gt=0)
+
+    @property
+    def height_u(self) -> int:
+        return sum(slot.count for slot in self.layout)
+
+    @model_validator(mode="after")
+    def _layout_matches_counts(self) -> RackSystem:
+        counts = {
+            "compute-tray": self.compute_trays,
+            "nvlink-switch-tray": self.nvlink_switch_trays,
+            "power-shelf": self.power_shelves,
+            "management-switch": self.management_switches,
+        }
+        for item, count in counts.items():
+            laid = sum(slot.count for slot in self.layout if slot.item == item)
+            if laid != count:
+                raise ValueError(f"layout places {laid} {item}s, the rack has {count}")
+        return self
+
+
+class Cdu(_Part):
+    """A coolant distribution unit: a liquid-to-liquid heat exchanger and pumps between facility water and
+    the racks' technology cooling loop."""
+
+    kind: Literal["cdu"]
+    placement: Literal["in-rack", "in-row"]
+    capacity_kw: float = Field(gt=0, description="heat it moves to facility water")
+    max_racks: int | None = Field(default=None, gt=0, description="racks one unit serves (in-row)")
+    pump_redundancy: str = Field(description='e.g. "N+1"')
+    flow_l_per_min: float | None = Field(default=None, gt=0)
+    u_height: float = Field(default=0, ge=0, description="in-rack units take rack units; in-row ones a floor position")
+
+
 Part = Annotated[
-    GpuServer | Switch | Appliance | StorageBlock | Nic | Transceiver | Cable | Rack | Pdu,
+    GpuServer
+    | Switch
+    | Appliance
+    | StorageBlock
+    | Nic
+    | Transceiver
+    | Cable
+    | Rack
+    | Pdu
+    | NvlinkSwitchTray
+    | PowerShelf
+    | RackSystem
+    | Cdu,
     Field(discriminator="kind"),
 ]
 
@@ -347,7 +456,21 @@ class CatalogFile(_Strict):
     parts: list[Part] = Field(default_factory=list)
 
 
-_UNCITED_OK = {"id", "kind", "vendor", "model", "description", "sources", "role"}  # role: our classification
+# role: our classification; the part ids a rack system names are references, not facts
+_UNCITED_OK = {
+    "id",
+    "kind",
+    "vendor",
+    "model",
+    "description",
+    "sources",
+    "role",
+    "rack",
+    "compute_tray",
+    "nvlink_switch_tray",
+    "management_switch",
+    "power_shelf",
+}
 
 
 def uncited_fields(part: _Part) -> list[str]:
