@@ -202,6 +202,19 @@ def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> dict:
             "circuit_capacity_kw": round(circuits.capacity_w / 1000, 3),
             "outlets_ok": circuits.outlets_ok,
         }
+    if rack.rack_system:
+        system = plan.catalog_parts[rack.rack_system]
+        shelf = plan.catalog_parts[system.power_shelf]  # type: ignore[attr-defined]
+        circuits = rack_circuits(plan, rack, feed) if feed is not None else None
+        facts["rack_system"] = {
+            "system": system.model,  # type: ignore[attr-defined]
+            "shelves": system.power_shelves,  # type: ignore[attr-defined]
+            "shelf_kw": round(shelf.rating_w / 1000, 3),
+            "redundancy": system.power_shelf_redundancy,  # type: ignore[attr-defined]
+            "usable_kw": round(circuits.capacity_w / 1000, 3) if circuits else None,
+            "nameplate_kw": round(system.power_shelves * shelf.rating_w / 1000, 3),  # type: ignore[attr-defined]
+            "circuit_kw": round(circuits.circuit_usable_w / 1000, 3) if circuits else None,
+        }
     return facts
 
 
@@ -259,6 +272,8 @@ def _rack_power_and_cooling(facts: dict) -> list[Finding]:
     budget = facts["rack_power_budget_kw"]
     capacity = facts["cooling_capacity_kw"]
     for rack in facts["racks"]:
+        if "rack_system" in rack:
+            continue  # its shelves are its budget and it needs liquid cooling: rule rack-system-power-and-cooling
         if budget is not None and rack["power_max_kw"] > budget + 1e-9:
             findings.append(
                 Finding(
@@ -342,6 +357,78 @@ def _rack_power_distribution(facts: dict) -> list[Finding]:
         )
     return findings or [
         Finding("rack-power-distribution", "ok", f"every rack's circuits carry its maximum load on {feeds}")
+    ]
+
+
+def _rack_system_power_and_cooling(facts: dict) -> list[Finding]:
+    """A rack-scale system's power shelves carry its sustained (typical) draw with their redundancy kept (N+N: on
+    half the shelves) and its maximum within their nameplate; a maximum beyond the redundant capacity is a
+    warning (the shelves lose their redundancy at peak). Its liquid heat needs direct liquid cooling with the
+    capacity for it: an air-cooled or rear-door site cannot take it."""
+    findings = []
+    racks = [rack for rack in facts["racks"] if "rack_system" in rack]
+    capacity = facts["cooling_capacity_kw"]
+    name = "rack-system-power-and-cooling"
+    for rack in racks:
+        system = rack["rack_system"]
+        what = f"rack {rack['name']} ({system['system']})"
+        shelves = f"{system['shelves']} x {system['shelf_kw']:g} kW shelves"
+        usable = system["usable_kw"]
+        if usable is not None and rack["power_typical_kw"] > usable + 1e-9:
+            findings.append(
+                Finding(
+                    name,
+                    "error",
+                    f"{what} draws {rack['power_typical_kw']:.1f} kW sustained, more than its {shelves} deliver with "
+                    f"{system['redundancy']} on {system['circuit_kw']:g} kW circuits ({usable:.1f} kW)",
+                    rack["name"],
+                )
+            )
+        elif rack["power_max_kw"] > system["nameplate_kw"] + 1e-9:
+            findings.append(
+                Finding(
+                    name,
+                    "error",
+                    f"{what} peaks at {rack['power_max_kw']:.1f} kW, over its {shelves}' nameplate "
+                    f"({system['nameplate_kw']:.1f} kW)",
+                    rack["name"],
+                )
+            )
+        elif usable is not None and rack["power_max_kw"] > usable + 1e-9:
+            findings.append(
+                Finding(
+                    name,
+                    "warning",
+                    f"{what} peaks at {rack['power_max_kw']:.1f} kW, over the {usable:.1f} kW its {shelves} deliver "
+                    f"with {system['redundancy']}: at peak the shelves are not redundant",
+                    rack["name"],
+                )
+            )
+        liquid = rack.get("liquid_max_kw", 0.0)
+        if facts["cooling"] != "liquid":
+            findings.append(
+                Finding(
+                    name,
+                    "error",
+                    f"{what} sends {liquid:.1f} kW to liquid: a {facts['cooling']}-cooled site cannot take it; it "
+                    "needs direct liquid cooling (site.cooling: liquid) with coolant distribution units",
+                    rack["name"],
+                )
+            )
+        elif capacity is not None and liquid > capacity + 1e-9:
+            findings.append(
+                Finding(
+                    name,
+                    "error",
+                    f"{what} sends {liquid:.1f} kW to liquid, beyond the {capacity:g} kW per rack the site's "
+                    "liquid cooling removes",
+                    rack["name"],
+                )
+            )
+    if not racks:
+        return []
+    return findings or [
+        Finding(name, "ok", "every rack-scale system within its power shelves and the site's liquid cooling")
     ]
 
 
@@ -633,6 +720,11 @@ RULES: list[Rule] = [
         "rack-power-distribution",
         "Every rack's circuits carry its maximum load with the feed redundancy kept.",
         _rack_power_distribution,
+    ),
+    Rule(
+        "rack-system-power-and-cooling",
+        "Every rack-scale system within its power shelves (with their redundancy) and the site's liquid cooling.",
+        _rack_system_power_and_cooling,
     ),
     Rule("spare-servers", "Spare servers are present.", _spares),
     Rule(

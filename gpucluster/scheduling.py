@@ -365,6 +365,11 @@ def nvlink_domains(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[tup
     devices = [plan.devices[name] for name in servers]
     if not devices:
         return []
+    if all(d.nvlink_domain for d in devices):  # a rack-scale system's trays know their domain
+        members: dict[str, list[str]] = defaultdict(list)
+        for device in devices:
+            members[str(device.nvlink_domain)].append(device.name)
+        return [tuple(names) for names in members.values()]
     gpu = plan.part(devices[0].name).gpu  # type: ignore[attr-defined]
     per_domain = gpu.nvlink_domain_gpus // gpu.count
     if per_domain <= 1:

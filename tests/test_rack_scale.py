@@ -107,3 +107,181 @@ def test_a_dgx_b300_xdr_design_matches_the_b300_xdr_ra_table_3(tmp_path, scalabl
     assert plan.totals["switches"]["compute"] == {"leaf": leaf, "spine": spine}
     assert plan.totals["links"]["compute"] == {"host-leaf": node_leaf, "leaf-spine": leaf_spine}
     assert plan.settings["servers_per_rack"] == 4  # the RA's four DGX B300 per rack
+
+
+# ----------------------------------------------------------------------------------------------- planning
+
+
+def _nvl72(tmp_path, extra: str = "", system: str = "gb200-nvl72", gpus: int = 576, site: str = ""):
+    text = (
+        f"name: nvl\nsite: {{cooling: liquid{site or ', cooling_capacity_kw: 140'}}}\n"
+        f"compute: {{server: {system}, gpus: {gpus}}}\n"
+        "storage_network: {technology: ethernet, switch: sn5600}\nparallel_filesystem: {kind: vast}\n" + extra
+    )
+    return write_design(tmp_path, text)
+
+
+@pytest.fixture(scope="module")
+def gb200_1su():
+    from conftest import planned
+
+    return planned("gb200-nvl72-1su")
+
+
+def test_each_nvl72_rack_is_one_whole_nvlink_domain_with_nothing_else_in_it(gb200_1su):
+    _loaded, plan = gb200_1su
+    systems = [rack for rack in plan.racks.values() if rack.rack_system]
+    assert len(systems) == 8 and all(rack.part == "nvidia-mgx-rack" for rack in systems)
+    for rack in systems:
+        devices = [plan.devices[n] for n in rack.devices]
+        roles = sorted({d.role for d in devices})
+        assert roles == ["gpu-server", "nvlink-switch-tray", "power-shelf", "switch"]
+        trays = [d for d in devices if d.role == "gpu-server"]
+        assert len(trays) == 18 and {d.nvlink_domain for d in trays} == {rack.nvlink_domain}
+        assert sum(d.role == "nvlink-switch-tray" for d in devices) == 9
+        assert sum(d.role == "power-shelf" for d in devices) == 8
+        assert [d.part for d in devices if d.role == "switch"] == ["sn2201", "sn2201"]  # the in-rack OOB pair
+        assert not rack.pdus  # power shelves on the busbar instead
+        units = sorted(u for d in devices for u in range(d.u_position, d.u_position + int(d.u_height)))
+        assert units == list(range(1, 38))  # 37 x 1U, no gap, no overlap
+    trays_by_domain = {}
+    for device in plan.devices_with("gpu-server"):
+        trays_by_domain.setdefault(device.nvlink_domain, set()).add(device.rack)
+    assert all(len(racks) == 1 for racks in trays_by_domain.values())  # a domain never spans racks
+
+
+def test_a_gb200_su_is_8_racks_576_gpus_within_the_ra_s_1_2_mw(gb200_1su):
+    from gpucluster.plan.budget import power_budget
+
+    _loaded, plan = gb200_1su
+    assert plan.totals["scalable_units"] == 1 and plan.totals["gpus"] == 576
+    budget = power_budget(plan)
+    su = next(g for g in budget.sus if g.name == "SU 1")
+    # 8 racks of ~120 kW (DGX GB rack guide) up to the RA's 1.2 MW TDP per SU (racks and SU networking)
+    assert 8 * 120 <= su.load.max_w / 1000 <= 1200
+
+
+def test_the_in_rack_switches_carry_the_rack_s_out_of_band_ports(gb200_1su):
+    _loaded, plan = gb200_1su
+    rack = next(r for r in plan.racks.values() if r.rack_system)
+    in_rack = {n for n in rack.devices if plan.devices[n].role == "switch"}
+    managed = {n for n in rack.devices if n not in in_rack}
+    for link in plan.links_on("oob"):
+        if link.a_device in managed:
+            assert link.b_device in in_rack
+    ports = {(link.a_device, link.a_port) for link in plan.links_on("oob") if link.a_device in managed}
+    assert len(ports) == 18 + 9 * 3 + 8  # tray BMCs, switch-tray BMC + eth0 + eth1, shelf controllers
+
+
+def test_shelves_replace_pdus_with_one_facility_circuit_each(gb200_1su):
+    from gpucluster.plan.budget import power_budget
+
+    _loaded, plan = gb200_1su
+    budget = power_budget(plan)
+    rack = next(r for r in budget.racks if plan.racks[r.name].rack_system)
+    assert (rack.circuits.feeds, rack.circuits.circuits_per_feed) == (("A", "B"), 4)
+    assert rack.circuits.capacity_w == 132_000  # 4 x 33 kW on one feed (N+N)
+    shelf_kinds = [k for k in budget.circuit_kinds if "power shelf" in k.kind]
+    assert sum(k.circuits for k in shelf_kinds) == 8 * 8
+
+
+def test_liquid_cooled_racks_get_coolant_flow_and_n_plus_1_cdus(gb200_1su):
+    from gpucluster.plan.budget import power_budget, water_flow_l_per_min
+
+    _loaded, plan = gb200_1su
+    budget = power_budget(plan)
+    assert len(budget.coolant) == 8
+    loop = budget.coolant[0]
+    assert loop.flow_l_per_min == pytest.approx(loop.liquid_w / 1000 * 1.083)
+    assert 100 <= loop.flow_l_per_min <= 130  # OCP MGX: up to 130 L/min for a 120 kW rack
+    [group] = budget.cdus
+    assert group.racks == 8 and group.units == group.needed + 1 and group.capacity_w >= group.liquid_w
+    assert water_flow_l_per_min(100_000, 10) == pytest.approx(144.1, abs=0.1)  # 100 kW / (4.18 x 10) / 0.996 x 60
+
+
+def test_the_gb300_flow_follows_the_published_supply_temperature_table(tmp_path):
+    from gpucluster.plan.budget import power_budget
+
+    path = _nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", cooling_capacity_kw: 150, coolant_supply_c: 37.5")
+    plan = plan_design(load_design(path))
+    [loop] = power_budget(plan).coolant
+    assert loop.published_flow_l_per_min == pytest.approx((89 + 119) / 2)  # Lenovo LP2357 Table 27, 35-40 °C
+
+
+def test_an_air_cooled_site_cannot_take_an_nvl72_rack(tmp_path):
+    path = write_design(
+        tmp_path,
+        "name: nvl\nsite: {cooling: air}\ncompute: {server: gb200-nvl72, gpus: 72}\n"
+        "storage_network: {technology: ethernet, switch: sn5600}\nparallel_filesystem: {kind: vast}\n",
+    )
+    plan = plan_design(load_design(path))
+    errors = [f for f in plan.findings if f.severity == "error" and f.rule.endswith("rack-system-power-and-cooling")]
+    assert errors and "air-cooled site cannot take it" in errors[0].message
+
+
+def test_a_rack_over_its_shelves_capacity_is_an_error(tmp_path):
+    (tmp_path / "small.yaml").write_text(
+        """
+parts:
+  - kind: power_shelf
+    id: small-shelf
+    vendor: Example
+    model: 11 kW shelf
+    u_height: 1
+    power_max_w: 0
+    power_typical_w: 0
+    psus: {count: 2, rating_w: 5500, redundancy: N+N, inlet: hard-wired}
+    output: DC busbar
+    sources: {u_height: "https://example.com", power_max_w: "https://example.com", power_typical_w: "https://example.com",
+              psus: "https://example.com", output: "https://example.com"}
+""",
+        encoding="utf-8",
+    )
+    system = load_catalog().get("gb200-nvl72", RackSystem).model_dump(exclude_unset=True)
+    system.update(id="gb200-small-shelves", power_shelf="small-shelf")
+    system["sources"] = {field: "https://example.com/sheet" for field in system["sources"]}
+    import yaml
+
+    (tmp_path / "system.yaml").write_text(yaml.safe_dump({"parts": [{"kind": "rack_system", **system}]}))
+    path = _nvl72(tmp_path, "catalog: [small.yaml, system.yaml]\n", system="gb200-small-shelves", gpus=72)
+    plan = plan_design(load_design(path))
+    errors = [f.message for f in plan.findings if f.severity == "error"]
+    assert any("more than its 8 x 11 kW shelves deliver with N+N" in m for m in errors), errors
+
+
+@pytest.mark.parametrize(
+    ("compute", "message"),
+    [
+        ("{server: gb200-nvl72, gpus: 100}", "100 GPUs (25 trays) is not a whole number of DGX GB200 NVL72 racks"),
+        ("{server: gb200-nvl72, servers: 36, spare_servers: 2}", "2 spare trays is not a whole number"),
+        ("{server: gb200-compute-tray, servers: 18}", "name the rack-scale system (gb200-nvl72)"),
+    ],
+)
+def test_a_rack_scale_system_is_sized_in_whole_racks(tmp_path, compute, message):
+    from gpucluster import DesignError
+
+    path = write_design(tmp_path, f"name: nvl\ncompute: {compute}\n")
+    with pytest.raises(DesignError) as caught:
+        plan_design(load_design(path))
+    assert message in str(caught.value)
+
+
+def test_slurm_gets_one_block_per_nvl72_rack_and_jobs_a_segment_of_16(gb200_1su):
+    import hostlist
+    import yaml
+
+    from gpucluster.artifacts.nccl import nccl_files
+    from gpucluster.artifacts.slurm import slurm_files
+
+    _loaded, plan = gb200_1su
+    files = slurm_files(plan)
+    [nvlink] = [t for t in yaml.safe_load(files["topology.yaml"]) if "block" in t]
+    blocks = nvlink["block"]["blocks"]
+    assert len(blocks) == 8 and nvlink["block"]["block_sizes"][0] == 18
+    for block in blocks:
+        trays = hostlist.expand_hostlist(block["nodes"])
+        assert len(trays) == 18 and len({plan.devices[n].rack for n in trays}) == 1  # one block = one rack
+    assert "SwitchType=switch/nvidia_imex" in files["slurm.conf"]
+    launch = nccl_files(plan)
+    assert "#SBATCH --segment=16" in launch["launch/train.sbatch"]
+    assert "NCCL_MNNVL_ENABLE=2" in launch["nccl/nccl.env"] and "NCCL_NVLS_ENABLE=2" in launch["nccl/nccl.env"]

@@ -51,8 +51,18 @@ def nccl_files(plan: Plan) -> dict[str, str]:
     server: GpuServer = plan.part(plan.devices_with("gpu-server")[0].name)  # type: ignore[assignment]
     files = {"nccl/nccl.env": nccl_env(plan, server, pod=False)}
     if split.slurm:
+        domain = domain_servers(server)
+        segment = slurm_segment(domain)
+        nodes = _job_servers(plan, split.slurm)
+        if segment:
+            nodes = max(segment, nodes // segment * segment)  # a whole number of segments
         files["launch/train.sbatch"] = render(
-            "launch/train.sbatch.j2", design=plan.name, nodes=_job_servers(plan, split.slurm), gpus=server.gpu.count
+            "launch/train.sbatch.j2",
+            design=plan.name,
+            nodes=nodes,
+            gpus=server.gpu.count,
+            segment=segment,
+            domain_servers=domain,
         )
     if split.kubernetes:
         files.update(training_job_files(plan, server, split.kubernetes))
@@ -84,6 +94,7 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
             f'"=$(for d in /sys/class/infiniband/*; do [ "$(cat "$d/device/device")" = 0x{device_id} ] && '
             "printf '%s:1,' \"${d##*/}\"; done | sed 's/,$//')\""
         )
+    domain = domain_servers(server)
     return render(
         "launch/nccl.env.j2",
         design=plan.name,
@@ -100,6 +111,9 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
         dscp=ROCE_QOS.dscp,
         priority=ROCE_QOS.priority,
         traffic_class=ROCE_QOS.traffic_class,
+        mnnvl=domain > 1,
+        domain_gpus=server.gpu.nvlink_domain_gpus,
+        domain_servers=domain,
     )
 
 
@@ -110,6 +124,23 @@ def compute_device_id(server: GpuServer) -> str | None:
     compute = ids.get("compute")
     others = {i for role, i in ids.items() if role != "compute"}
     return compute if compute and compute not in others else None
+
+
+def domain_servers(server: GpuServer) -> int:
+    """Servers (trays) one NVLink domain spans: 1 for an HGX board, 18 for an NVL72 rack's compute trays."""
+    return max(1, server.gpu.nvlink_domain_gpus // server.gpu.count)
+
+
+# A job's segment leaves this many servers of each NVLink domain free: NVIDIA recommends --segment=16 on NVL72
+# (18 trays) for large jobs, so a domain still takes a segment with two trays down (rack-scale-facts.md 3.1, 5).
+SEGMENT_SPARE_SERVERS = 2
+
+
+def slurm_segment(domain: int) -> int | None:
+    """The --segment of a multi-node NVLink job: the domain less two spare servers (16 of 18), or None."""
+    if domain <= 1:
+        return None
+    return max(1, domain - SEGMENT_SPARE_SERVERS)
 
 
 def _env_pairs(env: str) -> dict[str, str]:

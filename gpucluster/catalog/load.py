@@ -48,7 +48,7 @@ class Catalog:
             raise KeyError(part_id)
         return part
 
-    def ids(self, kind: type) -> list[str]:
+    def ids(self, kind: type | tuple[type, ...]) -> list[str]:
         return sorted(pid for pid, part in self.parts.items() if isinstance(part, kind))
 
     def of_kind(self, kind: type[PartT]) -> list[PartT]:

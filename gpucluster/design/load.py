@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 
 from gpucluster.catalog.load import Catalog, load_catalog
-from gpucluster.catalog.schema import Appliance, GpuServer, Pdu, Rack, StorageBlock, Switch
+from gpucluster.catalog.schema import Appliance, Cdu, GpuServer, Pdu, Rack, RackSystem, StorageBlock, Switch
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError, Problem
 from gpucluster.prices import load_price_list
@@ -70,10 +70,11 @@ def design_from_model(design: Design, catalog: Catalog | None = None) -> LoadedD
     return loaded
 
 
-_REFERENCES: list[tuple[tuple[str, ...], type, str]] = [
+_REFERENCES: list[tuple[tuple[str, ...], type | tuple[type, ...], str]] = [
     (("site", "rack"), Rack, "rack"),
     (("site", "pdu"), Pdu, "PDU"),
-    (("compute", "server"), GpuServer, "GPU server"),
+    (("site", "cdu"), Cdu, "coolant distribution unit"),
+    (("compute", "server"), (GpuServer, RackSystem), "GPU server or rack-scale system"),
     (("compute_fabric", "switch"), Switch, "switch"),
     (("compute_fabric", "fabric_manager"), Appliance, "fabric-manager appliance"),
     (("storage_network", "switch"), Switch, "switch"),

@@ -81,6 +81,21 @@ class Site(_Section):
         le=30,
         description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb)",
     )
+    coolant_temperature_rise_k: float | None = Field(
+        None,
+        gt=0,
+        le=30,
+        description="coolant temperature rise across a liquid-cooled rack: its flow follows from its liquid heat "
+        "(water); when omitted, the rack system's published flow per kW",
+    )
+    coolant_supply_c: float | None = Field(
+        None, ge=2, le=50, description="facility coolant supply temperature, for published flow-by-supply tables"
+    )
+    cdu: str = Field(
+        "auto",
+        description="coolant distribution unit (catalog) for liquid-cooled rack systems; auto: the smallest "
+        "in-row unit that serves a scalable unit's racks",
+    )
     cabling: Cabling = Cabling()
     paper: Literal["a4", "letter"] = Field(
         "a4", description="paper size of the rack cabling printouts (ISO A4 or US Letter)"

@@ -24,6 +24,7 @@ from gpucluster.plan.networks import (
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power import add_optics_power, choose_pdu, optics_allowance_w, pdus_needed
+from gpucluster.plan.rack_scale import add_rack_systems, place_rack_systems
 from gpucluster.plan.racks import RackPlanner, add_pdus, floor_order, pack_devices, rack_fit, servers_per_rack
 from gpucluster.plan.resolve import resolve, switch_technology
 from gpucluster.plan.totals import totals
@@ -59,7 +60,14 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     plan.settings["pdu"] = pdu.id
 
     say("servers and appliances")
-    add_gpu_servers(plan, r, design.compute.hostname_prefix)
+    system = r.rack_system
+    domains = []
+    if system is not None:
+        domains = add_rack_systems(plan, r, design.compute.hostname_prefix)
+        plan.settings["rack_system"] = system.id
+        plan.settings["nvlink_domains"] = len(domains)
+    else:
+        add_gpu_servers(plan, r, design.compute.hostname_prefix)
     add_appliances(plan, r)
     plan.findings += _scalable_unit_warnings(plan, r)
     say("compute fabric")
@@ -76,8 +84,16 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
     server_w = r.server.power_max_w + max(
         (optics_w.get(d.name, 0.0) for d in plan.devices_with("gpu-server")), default=0
     )
-    per_rack, packing = _servers_per_rack(loaded, plan, r, planner, server_w)
-    plan.findings += packing
+    in_rack: dict = {}
+    if system is not None:
+        per_rack = system.compute_trays
+        try:
+            in_rack = place_rack_systems(plan, planner, system, domains)
+        except ValueError as exc:
+            raise DesignError([Problem(*loaded.where("compute", "server"), "compute.server", str(exc))]) from None
+    else:
+        per_rack, packing = _servers_per_rack(loaded, plan, r, planner, server_w)
+        plan.findings += packing
     plan.settings["servers_per_rack"] = per_rack
     try:
         pack_devices(plan, planner, per_rack)
@@ -88,7 +104,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         return pdus_needed(load_w, inlets, pdu, feed)
 
     say("out-of-band management network")
-    placeholders = reserve_oob_switches(plan, planner, r, count_pdus)
+    placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack)
     order = floor_order(planner)
     planner.layout(plan, order)
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}

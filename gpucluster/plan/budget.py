@@ -12,16 +12,24 @@ Formulas and constants (hardware-facts §4-5; each constant's source is beside i
   design's temperature rise dT; m³/h = CFM x 60 x 0.0283168.
 * liquid-cooled parts give their catalog ``cooling.liquid_fraction`` of their heat to liquid, the rest
   (and all optics) to the air.
+* coolant flow of a liquid-cooled rack system: with the design's coolant temperature rise dT, water's
+  L/min = kW / (4.18 kJ/kg K x dT) / 0.996 kg/L x 60; without it, the system's published flow per kW of
+  liquid heat (catalog); the published flow at the site's supply temperature beside it where the catalog has
+  a flow-by-supply table (linear between its points).
+* coolant distribution units per scalable unit: enough units for its racks (the unit's rack limit) and its
+  liquid heat (its capacity), plus one (N+1).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
-from gpucluster.catalog.schema import Pdu
+from gpucluster.catalog.schema import Cdu, FlowPoint, Pdu, RackSystem
 from gpucluster.design.schema import Site
 from gpucluster.plan.model import Finding, Plan
 from gpucluster.plan.power import (
@@ -50,6 +58,9 @@ AIR_SENSIBLE_HEAT_FACTOR = 1.085  # BTU/h per CFM per °F for standard air (insi
 FAHRENHEIT_PER_KELVIN = 1.8
 M3_PER_FT3 = 0.028316846592  # exact: 1 ft = 0.3048 m
 HOURS_PER_YEAR = 8760.0  # 365 days x 24 h
+WATER_KJ_PER_KG_K = 4.18  # specific heat of water at 20-40 °C, 4.18 kJ/(kg K) (engineering tables)
+WATER_KG_PER_L = 0.996  # density of water at about 30 °C
+CDU_SPARES = 1  # N+1 coolant distribution units per group of racks they serve
 
 SOURCES = {
     "BTU/h per W": "insideHPC, Calculating CFMs for HPC power and cooling (3,412 BTU/h per kW): "
@@ -60,6 +71,8 @@ SOURCES = {
     "circuit": "P = sqrt(3) x V_LL x I (three-phase), V x I (single-phase); continuous load at most 80 % of the "
     "breaker (NEC): https://cal53.calculator.city/3-phase-pdu-calculator/ ; 415 V 3-phase 60 A = 34.5 kW at 80 %, "
     "matching the Raritan PX3-5878 (hardware-facts §5)",
+    "coolant flow": "Q = P / (c_p x dT): water c_p 4.18 kJ/(kg K), 0.996 kg/L; published rack flows in the catalog "
+    "(OCP MGX 130 L/min per 120 kW rack, Lenovo GB300 flow by supply temperature; rack-scale-facts.md 1.3)",
     "PUE": "facility power / IT power; industry average 1.56-1.58 (Uptime Institute 2023-2024), hyperscale 1.1-1.2: "
     "https://intelligence.uptimeinstitute.com/resource/large-data-centers-are-mostly-more-efficient-analysis-confirms",
     "switch maximum with optics": "QM9700 1.72 kW max with active cables, 0.747 kW typical with passive cables "
@@ -83,6 +96,50 @@ def airflow_cfm(watts: float, rise_k: float) -> float:
 
 def cfm_to_m3_per_h(cfm: float) -> float:
     return cfm * 60.0 * M3_PER_FT3
+
+
+def water_flow_l_per_min(watts: float, rise_k: float) -> float:
+    """Water that carries `watts` of heat away at a temperature rise of `rise_k` kelvin."""
+    return watts / 1000.0 / (WATER_KJ_PER_KG_K * rise_k) / WATER_KG_PER_L * 60.0
+
+
+def flow_at_supply(points: list[FlowPoint], supply_c: float) -> float | None:
+    """The published rack flow at a supply temperature, linear between the table's points; None outside it."""
+    table = sorted((p.supply_c, p.flow_l_per_min) for p in points)
+    for (t0, f0), (t1, f1) in itertools.pairwise(table):
+        if t0 <= supply_c <= t1:
+            return f0 + (f1 - f0) * (supply_c - t0) / (t1 - t0)
+    if table and supply_c == table[0][0]:
+        return table[0][1]
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RackCoolant:
+    """The liquid loop of one rack-scale system's rack."""
+
+    rack: str
+    system: str  # catalog id
+    su: int | None
+    liquid_w: float
+    air_w: float
+    flow_l_per_min: float
+    basis: str  # how the flow was found
+    published_flow_l_per_min: float | None  # the vendor's flow at the site's supply temperature, where published
+
+
+@dataclass(frozen=True, slots=True)
+class CduGroup:
+    """The coolant distribution units serving one scalable unit's liquid-cooled racks."""
+
+    name: str  # "SU 1"
+    cdu: str  # catalog id
+    racks: int
+    liquid_w: float
+    flow_l_per_min: float
+    needed: int  # units for the racks and the heat
+    units: int  # with the spare (N+1)
+    capacity_w: float  # of the units without the spare
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +228,8 @@ class Budget:
     pdu_kva: float  # its input rating
     circuit_usable_w: float  # continuous power one circuit carries (feed and PDU)
     findings: list[Finding] = field(default_factory=list)
+    coolant: list[RackCoolant] = field(default_factory=list)  # liquid-cooled rack systems
+    cdus: list[CduGroup] = field(default_factory=list)
 
     @property
     def facility_max_w(self) -> float:
@@ -232,7 +291,10 @@ def power_budget(plan: Plan) -> Budget:
         )
     rows = _groups(racks, lambda r: r.row, by_name, plan)
     sus = _groups([r for r in racks if r.su is not None], lambda r: f"SU {r.su}", by_name, plan)
+    coolant = _coolant(plan, racks, site)
     return Budget(
+        coolant=coolant,
+        cdus=_cdus(plan, coolant, site),
         name=plan.name,
         site=site,
         rise_k=site.air_temperature_rise_k,
@@ -249,6 +311,70 @@ def power_budget(plan: Plan) -> Budget:
         circuit_usable_w=circuit_w(pdu, feed),
         findings=[f for f in rule_findings if f.severity != "ok"],
     )
+
+
+def _coolant(plan: Plan, racks: list[RackBudget], site: Site) -> list[RackCoolant]:
+    result = []
+    for budget in racks:
+        rack = plan.racks[budget.name]
+        if not rack.rack_system or budget.load.liquid_w <= 0:
+            continue
+        system = cast(RackSystem, plan.catalog_parts[rack.rack_system])
+        liquid = budget.load.liquid_w
+        if site.coolant_temperature_rise_k:
+            flow = water_flow_l_per_min(liquid, site.coolant_temperature_rise_k)
+            basis = f"water, {site.coolant_temperature_rise_k:g} K rise"
+        else:
+            flow = liquid / 1000.0 * system.coolant_flow_l_per_min_per_kw
+            basis = f"{system.coolant_flow_l_per_min_per_kw:g} L/min per kW (catalog)"
+        published = (
+            flow_at_supply(system.coolant_flow_by_supply, site.coolant_supply_c)
+            if site.coolant_supply_c is not None
+            else None
+        )
+        result.append(RackCoolant(rack.name, system.id, rack.su, liquid, budget.load.air_w, flow, basis, published))
+    return result
+
+
+def choose_cdu(plan: Plan, site: Site, racks: int, liquid_w: float) -> Cdu:
+    """The design's CDU, or the smallest in-row unit that serves `racks` racks and `liquid_w` with one unit."""
+    parts = plan.catalog_parts
+    if site.cdu != "auto":
+        return cast(Cdu, parts[site.cdu])
+    units = sorted((p for p in parts.values() if isinstance(p, Cdu) and p.placement == "in-row"), key=_cdu_key)
+    fitting = [u for u in units if (u.max_racks or racks) >= racks and u.capacity_kw * 1000 >= liquid_w]
+    return (fitting or units)[0 if fitting else -1]
+
+
+def _cdu_key(unit: Cdu) -> tuple[float, str]:
+    return (unit.capacity_kw, unit.id)
+
+
+def _cdus(plan: Plan, coolant: list[RackCoolant], site: Site) -> list[CduGroup]:
+    groups: dict[int | None, list[RackCoolant]] = defaultdict(list)
+    for rack in coolant:
+        groups[rack.su].append(rack)
+    result = []
+    for su, members in sorted(groups.items(), key=lambda item: item[0] or 0):
+        liquid = sum(r.liquid_w for r in members)
+        unit = choose_cdu(plan, site, len(members), liquid)
+        needed = max(
+            math.ceil(len(members) / unit.max_racks) if unit.max_racks else 1,
+            math.ceil(liquid / (unit.capacity_kw * 1000)),
+        )
+        result.append(
+            CduGroup(
+                name=f"SU {su}" if su is not None else "cluster",
+                cdu=unit.id,
+                racks=len(members),
+                liquid_w=liquid,
+                flow_l_per_min=sum(r.flow_l_per_min for r in members),
+                needed=needed,
+                units=needed + CDU_SPARES,
+                capacity_w=needed * unit.capacity_kw * 1000,
+            )
+        )
+    return result
 
 
 def _device_budget(plan: Plan, name: str, power: DevicePower) -> DeviceBudget:
@@ -300,9 +426,12 @@ def _circuit_kinds(plan: Plan, racks: list[RackBudget]) -> list[CircuitKind]:
     counts: dict[tuple[str, str, float], int] = defaultdict(int)
     for rack in racks:
         pdus = plan.racks[rack.name].pdus
-        if not pdus:
+        if plan.racks[rack.name].rack_system:
+            kind = f"{feed.voltage_v:g} V {feed.phases}-phase {feed.breaker_a:g} A, one per power shelf"
+        elif not pdus:
             continue
-        kind = circuit_kind(feed, cast(Pdu, plan.part(pdus[0])))
+        else:
+            kind = circuit_kind(feed, cast(Pdu, plan.part(pdus[0])))
         for feed_name in rack.circuits.feeds:
             counts[(kind, feed_name, rack.circuits.circuit_usable_w)] += rack.circuits.circuits_per_feed
     return [CircuitKind(kind, feed_name, n, usable) for (kind, feed_name, usable), n in sorted(counts.items())]

@@ -102,7 +102,9 @@ def build_clos(
     ``leaf_part`` serves the hosts; ``upper_part`` (default: the same model) forms the tiers
     above. A leaf model with separate access and uplink ports (SN2201) takes hosts on its
     access ports and ``leaf_uplinks`` of its uplink ports (default all of them). ``plane`` builds one
-    plane of a multi-plane fabric: its switches are named ``<network>-p<plane>-...`` and carry the plane.
+    plane of a multi-plane fabric: its switches are named ``<network>-p<plane>-...`` and carry the plane. On a leaf
+    without separate uplink ports, ``leaf_uplinks`` is the fewest uplinks a leaf takes (as far as its free
+    ports go), so that leaves with an odd host count still give the tier above an even number to spread.
     """
     upper_part = upper_part or leaf_part
     prefix = f"{network}-p{plane}" if plane else network
@@ -146,6 +148,7 @@ def build_clos(
             uplinks = leaf_uplinks or len(up_pool)
             break
         uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in groups)
+        uplinks = max(uplinks, min(leaf_uplinks or 0, capacity - max(used.values())))
         too_full = [g for g in groups if used[id(g)] + uplinks > capacity]
         if not too_full:
             break

@@ -43,6 +43,7 @@ class Device:
     spare: bool = False  # hot-spare GPU server
     pod: int | None = None  # for switches above the leaf: the block of the tier below they serve
     plane: int | None = None  # for switches of a multi-plane compute fabric: the plane (1-based)
+    nvlink_domain: str | None = None  # GPU servers and trays of a rack-scale system: the NVLink domain they share
 
 
 @dataclass(slots=True)
@@ -96,6 +97,8 @@ class RackPlan:
     power_max_w: float = 0.0
     power_typical_w: float = 0.0
     pdus: list[str] = field(default_factory=list)
+    rack_system: str | None = None  # catalog id of the rack-scale system this rack is (its shelves replace PDUs)
+    nvlink_domain: str | None = None  # the NVLink domain the rack holds (a rack-scale system's)
 
 
 @dataclass(slots=True)

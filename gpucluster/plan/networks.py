@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
-from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, StorageBlock, Switch
+from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackSystem, StorageBlock, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports
 from gpucluster.plan.model import Device, Plan
 
@@ -52,6 +52,7 @@ class Resolved:
     object_capacity_asked_tb: float | None = None
     object_throughput_asked_gbytes_per_s: float | None = None
     object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)
+    rack_system: RackSystem | None = None  # the design names a rack-scale system; `server` is its compute tray
 
     @property
     def servers(self) -> int:
@@ -168,6 +169,9 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         last = last_su[first]
         return f"su{first:02d}-r{rail}" if last == first else f"su{first:02d}-{last:02d}-r{rail}"
 
+    # A rack-scale SU's rail (8 racks x 18 trays = 144 ports) does not fill whole leaves: a non-blocking leaf still
+    # takes half its ports up, so the spines divide the uplinks evenly (29 uplinks per leaf would need 29 spines).
+    floor = r.compute_switch.radix // 2 if r.rack_system is not None and r.compute_oversubscription == 1 else None
     results = []
     for plane in range(1, r.planes + 1):
         groups: dict[tuple[int, int], LeafGroup] = {}
@@ -191,6 +195,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
                 groups=list(groups.values()),
                 leaf_part=r.compute_switch,
                 plane=plane if r.planes > 1 else None,
+                leaf_uplinks=floor,
             )
         )
     return results

@@ -16,7 +16,7 @@ from gpucluster.catalog.ports import device_ports
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.networks import Resolved
-from gpucluster.plan.racks import Cluster, RackPlanner, floor_order, rack_inlets
+from gpucluster.plan.racks import Cluster, RackPlanner, _Rack, floor_order, rack_inlets
 
 PDU_NETWORK_PORT = "net"  # a rack PDU's one network port (the catalog lists no ports for PDUs)
 
@@ -54,20 +54,27 @@ def _build(plan: Plan, r: Resolved, groups: list[LeafGroup]) -> ClosResult:
 
 
 def reserve_oob_switches(
-    plan: Plan, planner: RackPlanner, r: Resolved, count_pdus: Callable[[float, dict[str, int]], int]
+    plan: Plan,
+    planner: RackPlanner,
+    r: Resolved,
+    count_pdus: Callable[[float, dict[str, int]], int],
+    in_rack: dict[str, list[Device]] | None = None,
 ) -> dict[str, list[Device]]:
     """Reserve rack space for the out-of-band switches each cluster needs.
 
     Their number depends on the PDUs (each has a network port), and the PDUs on the rack load,
-    which the switches add to: grow the reservation until it covers every port.
+    which the switches add to: grow the reservation until it covers every port. A rack-scale system
+    brings its own access switches (``in_rack``: NVLink domain -> the slots of its in-rack switches),
+    which serve its rack alone.
     """
     access_ports = sum(g.port_count for g in r.oob_switch.port_groups("access"))
-    reserved: dict[str, list[Device]] = {}
+    reserved: dict[str, list[Device]] = dict(in_rack or {})
     catalog = planner.catalog
 
     def ports(cluster: Cluster) -> int:
-        devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
-        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog.parts, rack.devices)) for rack in cluster.racks)
+        racks = [rack for rack in cluster.racks if not rack.system]
+        devices = [d for rack in racks for d in rack.devices if not d.name.startswith("~")]
+        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog.parts, rack.devices)) for rack in racks)
         return len(oob_ports(plan, catalog, devices)) + pdus
 
     def needed(cluster: Cluster) -> int:
@@ -82,7 +89,7 @@ def reserve_oob_switches(
 
     central = planner.cluster("central")
     reserve(central, r.oob_switch.id, "management", 1, "central")
-    if sum(ports(c) for c in planner.clusters.values()) <= access_ports:
+    if not in_rack and sum(ports(c) for c in planner.clusters.values()) <= access_ports:
         return reserved  # a small cluster: one access switch, in the central racks, serves every port
     clusters = [planner.clusters[name] for name in floor_order(planner) if name != "central"]
     for cluster in clusters:
@@ -93,10 +100,16 @@ def reserve_oob_switches(
         count = needed(central)
         reserve(central, r.oob_switch.id, "management", count, "central")
         leaves = [(planner.clusters[name].su, len(reserved.get(name, []))) for name in order]
+        leaves += [(rack.su, len(reserved[rack.nvlink_domain])) for rack in _system_racks(planner, order)]
         upper = _oob_upper_switches(r, leaves)
         reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
         if needed(central) <= len(reserved["central"]):
             return reserved
+
+
+def _system_racks(planner: RackPlanner, order: list[str]) -> list[_Rack]:
+    """The racks of rack-scale systems, in floor order (each has its own out-of-band access switches)."""
+    return [rack for name in order for rack in planner.clusters[name].racks if rack.system and rack.nvlink_domain]
 
 
 def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> int:
@@ -122,10 +135,14 @@ def build_oob_network(
     groups = []
     for name in order:
         cluster = planner.clusters[name]
-        devices = [d for rack in cluster.racks for d in rack.devices if not d.name.startswith("~")]
+        devices = [d for rack in cluster.racks if not rack.system for d in rack.devices if not d.name.startswith("~")]
         rack_names = {d.rack for d in devices}
         devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
         groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
+    systems = _system_racks(planner, order)
+    for rack in systems:
+        devices = [d for d in rack.devices if not d.name.startswith("~")]
+        groups.append(LeafGroup(str(rack.nvlink_domain), oob_ports(plan, planner.catalog, devices), su=rack.su))
     result = _build(plan, r, groups)
     plan.tiers += result.tiers
     if sum(t.switches for t in result.tiers) == 1:  # one access switch serves every port
@@ -135,6 +152,10 @@ def build_oob_network(
         leaves = [plan.devices[n] for n in result.leaves.get(name, []) if n not in placed]
         placed.update(d.name for d in leaves)
         _fill(plan, reserved.get(name, []), leaves)
+    for rack in systems:
+        _fill(
+            plan, reserved[str(rack.nvlink_domain)], [plan.devices[n] for n in result.leaves[str(rack.nvlink_domain)]]
+        )
     _fill(plan, reserved.get("aggregation", []), [d for d in plan.switches("oob") if (d.tier or 0) > 1])
 
 

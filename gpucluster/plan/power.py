@@ -27,7 +27,7 @@ from typing import cast
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
-from gpucluster.catalog.schema import Pdu, Transceiver
+from gpucluster.catalog.schema import Pdu, PowerShelf, RackSystem, Transceiver
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.cables import CAGE_ACCEPTS
 from gpucluster.plan.model import Cable, Plan, RackPlan
@@ -296,6 +296,8 @@ class RackCircuits:
 
 def rack_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
     """The circuits of one rack against its maximum load and its power cords."""
+    if rack.rack_system:
+        return shelf_circuits(plan, rack, feed)
     feeds = ("A", "B") if feed.redundancy == "2N" else ("A",)
     pdus = [cast(Pdu, plan.part(name)) for name in rack.pdus]
     per_feed = len(pdus) // len(feeds)
@@ -315,6 +317,34 @@ def rack_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
         inlets=sum(inlets.values()),
         outlets=sum(sum(p.outlets.values()) for p in pdus),
         outlets_ok=outlets_ok and (bool(pdus) or not inlets),
+    )
+
+
+def shelf_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
+    """A rack-scale system's power: one facility circuit per power shelf, each shelf delivering the smaller of its
+    rating and its circuit's continuous power (shelf conversion losses are not published and not modelled). With
+    N+N half the shelves stand on feed A and half on feed B, and either half carries the rack; with N+1 all but one
+    shelf carry it."""
+    system = cast(RackSystem, plan.catalog_parts[str(rack.rack_system)])
+    shelf = cast(PowerShelf, plan.catalog_parts[system.power_shelf])
+    shelves = system.power_shelves
+    two_feeds = system.power_shelf_redundancy == "N+N"
+    feeds = ("A", "B") if two_feeds else ("A",)
+    carrying = {"N+N": shelves // 2, "N+1": shelves - 1, "N": shelves}[system.power_shelf_redundancy]
+    usable = min(usable_circuit_kw(feed) * 1000.0, shelf.rating_w)
+    load = rack.power_max_w
+    return RackCircuits(
+        rack=rack.name,
+        feeds=feeds,
+        circuits_per_feed=shelves // len(feeds),
+        circuit_usable_w=usable,
+        capacity_w=carrying * usable,
+        load_max_w=load,
+        circuit_load_w=load / shelves,
+        circuit_load_failover_w=load / carrying if carrying else 0.0,
+        inlets=shelves,
+        outlets=shelves,
+        outlets_ok=True,
     )
 
 

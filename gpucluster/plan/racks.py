@@ -28,6 +28,9 @@ class _Rack:
     devices: list[Device] = field(default_factory=list)
     next_u: int = 1
     power_max_w: float = 0.0
+    part: str | None = None  # the rack's catalog id when not the site's (a rack-scale system ships in its own)
+    system: str | None = None  # catalog id of the rack-scale system the rack is
+    nvlink_domain: str | None = None
 
     def fits(self, device: Device, power_w: float, budget_w: float) -> bool:
         return self.next_u + math.ceil(device.u_height) - 1 <= self.height_u and self.power_max_w + power_w <= budget_w
@@ -133,19 +136,21 @@ class RackPlanner:
                 rack_name = f"{_row_letters(row)}{position + 1:02d}"
                 plan.racks[rack_name] = RackPlan(
                     name=rack_name,
-                    part=self.rack_part.id,
+                    part=rack.part or self.rack_part.id,
                     row=row,
                     position=position,
                     x_mm=position * pitch,
                     y_mm=row * self.site.row_pitch_mm,
                     purpose=rack.purpose,
-                    height_u=self.height_u,
+                    height_u=rack.height_u,
                     su=rack.su,
                     devices=[d.name for d in rack.devices],
                     power_max_w=rack.power_max_w,
                     power_typical_w=sum(
                         float(getattr(self.catalog.parts[d.part], "power_typical_w", 0.0)) for d in rack.devices
                     ),
+                    rack_system=rack.system,
+                    nvlink_domain=rack.nvlink_domain,
                 )
                 for device in rack.devices:
                     device.rack = rack_name
@@ -186,6 +191,8 @@ def add_pdus(
     if pdu is None:
         return
     for rack in plan.racks.values():
+        if rack.rack_system:
+            continue  # power shelves on the rack's busbar, no PDUs
         devices = [plan.devices[n] if n in plan.devices else reserved[n] for n in rack.devices]
         count = count_for(rack.power_max_w, rack_inlets(catalog.parts, devices))
         for i in range(count):
@@ -220,6 +227,8 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
                 pod_sus.setdefault(link.b_device, set()).add(leaf.su)
     by_su: dict[int, list[Device]] = {}
     for device in plan.devices_with("gpu-server"):
+        if device.nvlink_domain is not None:
+            continue  # a rack-scale system's tray, placed with its rack (plan/rack_scale.py)
         by_su.setdefault(device.su or 1, []).append(device)
     for su, servers in sorted(by_su.items()):
         cluster = planner.cluster(f"su{su:02d}", su)

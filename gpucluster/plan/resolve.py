@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.schema import Appliance, GpuServer, StorageBlock, Switch
+from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.networks import Resolved, manager_slots, technology_of
@@ -19,6 +19,8 @@ SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
 INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "How the plan is built"
+# DGX SuperPOD RA (DGX GB200), Architecture: "each SU contains 8 DGX GB200 systems" (rack-scale-facts.md 2).
+RACK_SYSTEMS_PER_SU = 8
 
 
 def switch_technology(fabric: str) -> str:
@@ -28,7 +30,11 @@ def switch_technology(fabric: str) -> str:
 
 def resolve(loaded: LoadedDesign) -> Resolved:
     design, catalog = loaded.design, loaded.catalog
-    server = catalog.get(design.compute.server, GpuServer)
+    named = catalog.parts[design.compute.server]
+    system = named if isinstance(named, RackSystem) else None
+    server = catalog.get(system.compute_tray if system else design.compute.server, GpuServer)
+    if system is None:
+        _refuse_a_lone_tray(loaded, server)
     rails = sum(g.port_count for g in server.port_groups("compute"))
     if rails == 0:
         _fail(loaded, ("compute", "server"), f"{server.id} has no compute-fabric ports in the catalog")
@@ -46,6 +52,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             )
         production = gpus // server.gpu.count
     su = design.compute_fabric.scalable_unit_servers
+    if system is not None:
+        su = _rack_system_sizes(loaded, system, server, production)
 
     fabric = design.compute_fabric
     port_technology = technology_of(server.port_groups("compute")) or "infiniband-ndr"
@@ -74,7 +82,16 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     planes = _planes(loaded, server, technology)
 
     spares = design.compute.spare_servers
-    if spares is None:
+    if system is not None:
+        spares = spares or 0
+        if spares % system.compute_trays:
+            _fail(
+                loaded,
+                ("compute", "spare_servers"),
+                f"{spares} spare trays is not a whole number of {system.model} racks ({system.compute_trays} "
+                "trays each): a rack-scale system is bought and placed whole; give spare racks' trays or 0",
+            )
+    elif spares is None:
         spares = default_spares(production, su, rails, manager, managers if manager else 0)
 
     network = design.storage_network
@@ -162,6 +179,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         object_capacity_asked_tb=spec.capacity_tb if spec else None,
         object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
         object_shared=shared,
+        rack_system=system,
     )
 
 
@@ -184,6 +202,45 @@ def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
             f"{server.id}'s compute port {can}; use {native or 1}",
         )
     return asked
+
+
+def _refuse_a_lone_tray(loaded: LoadedDesign, server: GpuServer) -> None:
+    """A tray of a rack-scale system only exists inside its rack: a design names the system."""
+    systems = [p for p in loaded.catalog.of_kind(RackSystem) if p.compute_tray == server.id]
+    if systems:
+        _fail(
+            loaded,
+            ("compute", "server"),
+            f"{server.id} is a compute tray of the {systems[0].model}; name the rack-scale system "
+            f"({', '.join(s.id for s in systems)}), which is placed whole",
+        )
+
+
+def _rack_system_sizes(loaded: LoadedDesign, system: RackSystem, tray: GpuServer, trays: int) -> int:
+    """Whole racks only (one rack, one NVLink domain), and scalable units of whole racks: 8 racks per SU as the
+    GB200 SuperPOD RA unless the design says otherwise. Returns the trays of one scalable unit."""
+    per_rack = system.compute_trays
+    if trays % per_rack:
+        gpus = per_rack * tray.gpu.count
+        racks = trays / per_rack
+        _fail(
+            loaded,
+            ("compute", "gpus" if loaded.design.compute.gpus is not None else "servers"),
+            f"{trays * tray.gpu.count} GPUs ({trays} trays) is not a whole number of {system.model} racks "
+            f"({gpus} GPUs, {per_rack} trays each); use {math.floor(racks) * gpus or gpus} or "
+            f"{math.ceil(racks) * gpus} GPUs",
+        )
+    fabric = loaded.design.compute_fabric
+    if "scalable_unit_servers" not in fabric.model_fields_set:
+        return RACK_SYSTEMS_PER_SU * per_rack
+    if fabric.scalable_unit_servers % per_rack:
+        _fail(
+            loaded,
+            ("compute_fabric", "scalable_unit_servers"),
+            f"a scalable unit of {system.model} racks holds whole racks: a multiple of {per_rack} trays "
+            f"(the RA's SU is {RACK_SYSTEMS_PER_SU} racks = {RACK_SYSTEMS_PER_SU * per_rack} trays)",
+        )
+    return fabric.scalable_unit_servers
 
 
 def default_spares(production: int, su: int, rails: int, manager: Appliance | None, managers: int) -> int:

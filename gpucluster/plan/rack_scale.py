@@ -1,0 +1,167 @@
+"""Rack-scale NVLink systems (GB200/GB300 NVL72): each is one rack and one NVLink domain, placed whole.
+
+A rack system's compute trays are the plan's GPU servers (a tray is a Slurm node and a host); its NVLink
+switch trays, power shelves and in-rack management switches stand at the U positions of the system's
+elevation (catalog ``layout``). Nothing else goes into such a rack and a domain is never split. Every GPU has
+one NVLink link to every switch chip of its domain (18 per GPU, 1,296 per NVL72 rack), on the rack's copper
+backplane: those links are the ``nvlink`` network, counted and analysed but never cabled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
+from gpucluster.plan.model import Device, Link, Plan
+from gpucluster.plan.networks import Resolved
+from gpucluster.plan.racks import RackPlanner
+
+# NVLink 5: 1.8 TB/s per GPU over 18 links, both directions (GB200 RA network fabrics) = 50 GB/s each way
+# per link = 400 Gb/s per direction (derived; the unit every other link's speed_gbps is in).
+NVLINK_LINK_GBPS_PER_GBYTES_PER_S = 8 / 2  # GB/s both directions -> Gb/s one direction
+
+
+@dataclass(frozen=True, slots=True)
+class Domain:
+    """One rack system of the plan: its NVLink domain name, scalable unit and devices by kind."""
+
+    name: str  # nvl001 ...
+    su: int
+    trays: tuple[str, ...]
+    switch_trays: tuple[str, ...]
+    shelves: tuple[str, ...]
+    management_slots: int  # in-rack management switches (placed with the out-of-band network)
+
+
+def domain_name(index: int) -> str:
+    """The name of the index-th (1-based) NVLink domain; Slurm blocks and Kubernetes cliques use it too."""
+    return f"nvl{index:03d}"
+
+
+def add_rack_systems(plan: Plan, r: Resolved, prefix: str) -> list[Domain]:
+    """Every rack system's devices, in scalable units of whole racks: trays (GPU servers, numbered on from one
+    across the cluster), switch trays and power shelves. Spare racks are the last racks, their trays hot spares."""
+    system = r.rack_system
+    assert system is not None
+    tray = r.server
+    catalog = plan.catalog_parts
+    switch_tray = catalog[system.nvlink_switch_tray]
+    shelf = catalog[system.power_shelf]
+    racks = r.servers // system.compute_trays
+    spare_racks = r.spare_servers // system.compute_trays
+    racks_per_su = r.su_servers // system.compute_trays
+    width = max(3, len(str(r.servers)))
+    domains = []
+    for index in range(1, racks + 1):
+        name = domain_name(index)
+        su = (index - 1) // racks_per_su + 1
+        spare = index > racks - spare_racks
+        trays = []
+        for t in range(system.compute_trays):
+            number = (index - 1) * system.compute_trays + t + 1
+            device = Device(f"{prefix}{number:0{width}d}", tray.id, "gpu-server", u_height=tray.u_height, su=su)
+            device.spare = spare
+            device.nvlink_domain = name
+            trays.append(plan.add(device).name)
+        switches = []
+        for s in range(1, system.nvlink_switch_trays + 1):
+            device = Device(
+                f"{name}-nvsw{s}", switch_tray.id, "nvlink-switch-tray", u_height=switch_tray.u_height, su=su
+            )
+            device.nvlink_domain = name
+            switches.append(plan.add(device).name)
+        shelves = [
+            plan.add(Device(f"{name}-ps{s}", shelf.id, "power-shelf", u_height=shelf.u_height, su=su)).name
+            for s in range(1, system.power_shelves + 1)
+        ]
+        domains.append(Domain(name, su, tuple(trays), tuple(switches), tuple(shelves), system.management_switches))
+    return domains
+
+
+def add_nvlink_links(plan: Plan, system: RackSystem, domains: list[Domain]) -> None:
+    """One backplane link from every GPU to every switch chip of its domain: GPU g of the domain (0-based over
+    its trays) takes access port g + 1 of each chip."""
+    tray = plan.catalog_parts[system.compute_tray]
+    switch_tray = plan.catalog_parts[system.nvlink_switch_tray]
+    assert isinstance(tray, GpuServer) and isinstance(switch_tray, NvlinkSwitchTray)
+    gpus = tray.gpu.count
+    chips = switch_tray.switch_chips
+    speed = tray.gpu.nvlink_bandwidth_gbytes_per_s / system.nvlink_links_per_gpu * NVLINK_LINK_GBPS_PER_GBYTES_PER_S
+    gpu_ports = [f"GPU{g}-NVL{c}" for g in range(gpus) for c in range(system.nvlink_links_per_gpu)]
+    links = plan.links
+    for domain in domains:
+        for t, tray_name in enumerate(domain.trays):
+            for g in range(gpus):
+                index = t * gpus + g
+                for c in range(system.nvlink_links_per_gpu):
+                    switch = domain.switch_trays[c // chips]
+                    links.append(
+                        Link(
+                            "nvlink",  # type: ignore[arg-type]
+                            0,
+                            tray_name,
+                            gpu_ports[g * system.nvlink_links_per_gpu + c],
+                            switch,
+                            f"chip{c % chips + 1}-acp{index + 1}",
+                            speed,
+                            rail=None,
+                            purpose="gpu",
+                        )
+                    )
+
+
+def place_rack_systems(
+    plan: Plan, planner: RackPlanner, system: RackSystem, domains: list[Domain]
+) -> dict[str, list[Device]]:
+    """Each domain in a rack of its own, in its scalable unit's cluster, every tray at its elevation's U. Returns
+    the placeholders standing where the in-rack management switches go (filled by the out-of-band network)."""
+    rack_part = planner.catalog.parts[system.rack]
+    height = getattr(rack_part, "u_height", planner.height_u)
+    if system.height_u > height:
+        raise ValueError(f"{system.id} needs {system.height_u}U; its rack {system.rack} has {height}U")
+    reserved: dict[str, list[Device]] = {}
+    management = planner.catalog.parts[system.management_switch]
+    for domain in domains:
+        cluster = planner.cluster(f"su{domain.su:02d}", domain.su)
+        rack = planner.new_rack(cluster, "compute")
+        rack.height_u = height
+        rack.part = system.rack
+        rack.system = system.id
+        rack.nvlink_domain = domain.name
+        queues = {
+            "compute-tray": [plan.devices[n] for n in domain.trays],
+            "nvlink-switch-tray": [plan.devices[n] for n in domain.switch_trays],
+            "power-shelf": [plan.devices[n] for n in domain.shelves],
+            "management-switch": [
+                Device(f"~{domain.name}-{i}", management.id, "switch", u_height=management.u_height)
+                for i in range(domain.management_slots)
+            ],
+        }
+        reserved[domain.name] = list(queues["management-switch"])
+        u = 1
+        for slot in system.layout:
+            for _ in range(slot.count):
+                device = queues[slot.item].pop(0)
+                device.u_position = u
+                u += math.ceil(device.u_height)
+                rack.devices.append(device)
+                rack.power_max_w += planner.power_w(device)
+        rack.next_u = u
+    return reserved
+
+
+def shelf_capacity_w(plan: Plan, system: RackSystem) -> tuple[float, float]:
+    """(usable, nameplate) watts of a rack system's shelves: nameplate is every PSU at its rating; usable keeps
+    the redundancy (N+N: half the shelves carry the rack; N+1: all but one)."""
+    shelf = plan.catalog_parts[system.power_shelf]
+    assert isinstance(shelf, PowerShelf)
+    nameplate = system.power_shelves * shelf.rating_w
+    carrying = {"N+N": system.power_shelves // 2, "N+1": system.power_shelves - 1, "N": system.power_shelves}
+    return carrying[system.power_shelf_redundancy] * shelf.rating_w, nameplate
+
+
+def rack_system_of(catalog: Catalog, part_id: str | None) -> RackSystem | None:
+    part = catalog.parts.get(part_id or "")
+    return part if isinstance(part, RackSystem) else None
