@@ -51,7 +51,14 @@ def test_stages_run_from_the_smallest_scope_to_the_whole_fabric() -> None:
     assert stages == sorted(stages)
     order = list(dict.fromkeys(t.test for t in tests))
     assert order == [
-        "cabling", "dcgm-diag", "gpu-burn", "nccl-in-server", "ib-write-bw", "nccl-rail", "nccl-su", "nccl-fabric"
+        "cabling",
+        "dcgm-diag",
+        "gpu-burn",
+        "nccl-in-server",
+        "ib-write-bw",
+        "nccl-rail",
+        "nccl-su",
+        "nccl-fabric",
     ]
     assert len([t for t in tests if t.test == "nccl-su"]) == 4
     fabric = next(t for t in tests if t.test == "nccl-fabric")

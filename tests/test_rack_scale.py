@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import write_design
 from pydantic import ValidationError
@@ -12,6 +14,8 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
 
 NVL72 = ("gb200-nvl72", "gb300-nvl72")
+# NVIDIA/k8s-dra-driver-gpu v25.12.0 CRDs, copied from the release (first line of each file names the commit)
+UPSTREAM = Path(__file__).resolve().parent / "upstream"
 
 
 @pytest.mark.parametrize("system_id", NVL72)
@@ -285,3 +289,26 @@ def test_slurm_gets_one_block_per_nvl72_rack_and_jobs_a_segment_of_16(gb200_1su)
     launch = nccl_files(plan)
     assert "#SBATCH --segment=16" in launch["launch/train.sbatch"]
     assert "NCCL_MNNVL_ENABLE=2" in launch["nccl/nccl.env"] and "NCCL_NVLS_ENABLE=2" in launch["nccl/nccl.env"]
+
+
+def test_a_kubernetes_nvl72_cluster_gets_a_compute_domain_the_crd_accepts(tmp_path):
+    import jsonschema
+    import yaml
+
+    from gpucluster.artifacts.nccl import nccl_files
+
+    path = _nvl72(tmp_path, "scheduler: {kind: kubernetes}\n", gpus=144)
+    plan = plan_design(load_design(path))
+    files = nccl_files(plan)
+    [domain] = list(yaml.safe_load_all(files["launch/compute-domain.yaml"]))
+    assert domain["kind"] == "ComputeDomain"
+    crd = yaml.safe_load(
+        (UPSTREAM / "dra-driver-gpu" / "dra-driver-gpu-v25.12.0.resource.nvidia.com_computedomains.yaml").read_text()
+    )
+    [version] = [v for v in crd["spec"]["versions"] if f"{crd['spec']['group']}/{v['name']}" == domain["apiVersion"]]
+    schema = version["schema"]["openAPIV3Schema"]
+    jsonschema.validate(domain, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**domain, "spec": {"numNodes": 0}}, schema)  # the channel is required
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    assert f"resourceClaimTemplateName: {template}" in files["launch/compute-domain.yaml"]

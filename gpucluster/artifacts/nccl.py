@@ -66,7 +66,36 @@ def nccl_files(plan: Plan) -> dict[str, str]:
         )
     if split.kubernetes:
         files.update(training_job_files(plan, server, split.kubernetes))
+        if domain_servers(server) > 1:
+            namespace, _nodes = _job_team(plan, split.kubernetes, server)
+            files["launch/compute-domain.yaml"] = COMPUTE_DOMAIN_HEADER + dump_yaml([compute_domain(namespace)])
     return files
+
+
+# NVIDIA DRA driver for GPUs (k8s-dra-driver-gpu v25.12.0): ComputeDomain, resource.nvidia.com/v1beta1. The driver
+# runs the IMEX daemons of the nodes a job lands on and injects an IMEX channel into each pod that claims it.
+COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
+COMPUTE_DOMAIN = "train-imex"
+IMEX_CLAIM = "imex-channel"
+COMPUTE_DOMAIN_HEADER = f"""\
+# Multi-node NVLink for the training job: apply before the job. The NVIDIA DRA driver (k8s-dra-driver-gpu) starts
+# the IMEX daemons of the nodes the job's pods land on and creates the ResourceClaimTemplate
+# {COMPUTE_DOMAIN}-channel; each pod of the job claims its IMEX channel from it (NCCL MNNVL needs the channel):
+#   pod spec:        resourceClaims: [{{name: {IMEX_CLAIM}, resourceClaimTemplateName: {COMPUTE_DOMAIN}-channel}}]
+#   container spec:  resources: {{claims: [{{name: {IMEX_CLAIM}}}]}}
+# (the launch template's job kind gives its pods' spec where the kind's CRD allows it).
+"""
+
+
+def compute_domain(namespace: str) -> dict:
+    """The job's ComputeDomain: numNodes 0, as the driver recommends with IMEX daemons on DNS names (its default);
+    the controller creates the ResourceClaimTemplate the job's pods claim their IMEX channel from."""
+    return {
+        "apiVersion": COMPUTE_DOMAIN_API,
+        "kind": "ComputeDomain",
+        "metadata": {"name": COMPUTE_DOMAIN, "namespace": namespace},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": f"{COMPUTE_DOMAIN}-channel"}}},
+    }
 
 
 def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
