@@ -13,7 +13,9 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
+from gpucluster.catalog.schema import RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.power import cage_modules, device_powers, module_power_w
@@ -46,6 +48,8 @@ _ROLE_SECTION = {
     "storage": "storage",
     "object-storage": "storage",
     "pdu": "racks-power",
+    "nvlink-switch-tray": "compute",
+    "power-shelf": "racks-power",
 }
 NETWORK_TITLES = {"compute": "compute fabric", "storage": "storage", "inband": "in-band", "oob": "out-of-band"}
 
@@ -233,9 +237,13 @@ def _device_lines(plan: Plan) -> list[BomLine]:
 
 def _rack_lines(plan: Plan) -> list[BomLine]:
     by_part: dict[str, Counter[str]] = defaultdict(Counter)
+    systems: Counter[str] = Counter()
     for rack in plan.racks.values():
         by_part[rack.part][rack.purpose] += 1
-    lines = []
+        if rack.rack_system:
+            systems[rack.rack_system] += 1
+    lines = [_rack_system_line(plan, system_id, count) for system_id, count in sorted(systems.items())]
+    lines += _cdu_lines(plan)
     for part_id, purposes in by_part.items():
         part = plan.catalog_parts[part_id]
         lines.append(
@@ -251,6 +259,52 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
             )
         )
     return lines
+
+
+def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
+    """A rack-scale system is ordered as one rack; its trays, shelves and switches are itemised on their own lines
+    (quantity there = racks x per rack), its rack (MGX, with busbar and manifolds) on the racks line."""
+    system = cast(RackSystem, plan.catalog_parts[system_id])
+    contents = (
+        f"{system.compute_trays} compute trays, {system.nvlink_switch_trays} NVLink switch trays, "
+        f"{system.power_shelves} power shelves, {system.management_switches} management switches per rack, "
+        "itemised below; NVLink backplane, busbar, manifolds and blind-mate quick disconnects included"
+    )
+    return BomLine(
+        section="compute",
+        kind="rack-system",
+        network="",
+        item=system_id,
+        quantity=count,
+        weight_kg=system.weight_kg,
+        notes=contents,
+        **_facts(system),  # type: ignore[arg-type]
+    )
+
+
+def _cdu_lines(plan: Plan) -> list[BomLine]:
+    """Coolant distribution units for the liquid-cooled rack systems (N+1 per scalable unit, plan/budget.py)."""
+    from gpucluster.plan.budget import power_budget  # the budget reads the plan's rules; import on use
+
+    if not any(rack.rack_system for rack in plan.racks.values()):
+        return []
+    units: Counter[str] = Counter()
+    notes: dict[str, list[str]] = defaultdict(list)
+    for group in power_budget(plan).cdus:
+        units[group.cdu] += group.units
+        notes[group.cdu].append(f"{group.name}: {group.needed}+1 for {group.racks} racks")
+    return [
+        BomLine(
+            section="racks-power",
+            kind="cdu",
+            network="",
+            item=cdu,
+            quantity=n,
+            notes="; ".join(notes[cdu]),
+            **_facts(plan.catalog_parts[cdu]),  # type: ignore[arg-type]
+        )
+        for cdu, n in sorted(units.items())
+    ]
 
 
 def _cable_lines(plan: Plan) -> list[BomLine]:

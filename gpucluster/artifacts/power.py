@@ -152,6 +152,7 @@ def _context(budget: Budget) -> dict:
     cost = budget.annual_cost
     return {
         "b": budget,
+        "racks_by_name": {r.name: r for r in budget.racks},
         "site": site,
         "feed": feed,
         "kw": _kw,

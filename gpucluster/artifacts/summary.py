@@ -13,11 +13,23 @@ def summary_lines(plan: Plan) -> list[str]:
     t = plan.totals
     s = plan.settings
     units = t["scalable_units"]
-    lines = [
-        f"{plan.name}: {t['production_gpus']:,} GPUs on {t['production_servers']:,} {s['server']} servers "
-        f"+ {t['spare_servers']} spare, {units} scalable unit{'s' if units != 1 else ''} of "
-        f"{s['scalable_unit_servers']}",
-    ]
+    system = s.get("rack_system")
+    if system:  # a rack-scale system: racks (NVLink domains) of compute trays
+        per_rack = int(s["servers_per_rack"])
+        spare = int(t["spare_servers"]) // per_rack
+        head = (
+            f"{plan.name}: {t['production_gpus']:,} GPUs in {int(t['production_servers']) // per_rack:,} {system} "
+            f"racks ({t['production_servers']:,} {s['server']}s; one {per_rack * int(s['gpus_per_server'])}-GPU NVLink "
+            f"domain per rack) + {spare} spare rack{'s' if spare != 1 else ''}, {units} scalable "
+            f"unit{'s' if units != 1 else ''} of {int(s['scalable_unit_servers']) // per_rack} racks"
+        )
+    else:
+        head = (
+            f"{plan.name}: {t['production_gpus']:,} GPUs on {t['production_servers']:,} {s['server']} servers "
+            f"+ {t['spare_servers']} spare, {units} scalable unit{'s' if units != 1 else ''} of "
+            f"{s['scalable_unit_servers']}"
+        )
+    lines = [head]
     for network in NETWORKS:
         tiers = [tier for tier in plan.tiers if tier.network == network]
         if not tiers:
@@ -41,7 +53,8 @@ def summary_lines(plan: Plan) -> list[str]:
         lines.append(f"  object   {object_storage_figures(s)}")
     lines += scheduler_lines(plan)
     racks = ", ".join(f"{n} {k}" for k, n in t["racks_by_purpose"].items())
-    lines.append(f"  racks    {t['racks']} ({racks}), {s['servers_per_rack']} servers per compute rack")
+    per = "trays per rack-scale system" if system else "servers per compute rack"
+    lines.append(f"  racks    {t['racks']} ({racks}), {s['servers_per_rack']} {per}")
     lines.append(
         f"  power    IT {t['it_power_max_kw']:,.1f} kW maximum, {t['it_power_typical_kw']:,.1f} kW typical; "
         f"{t['cables']:,} cables"
