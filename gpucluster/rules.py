@@ -364,72 +364,71 @@ def _rack_system_power_and_cooling(facts: dict) -> list[Finding]:
     """A rack-scale system's power shelves carry its sustained (typical) draw with their redundancy kept (N+N: on
     half the shelves) and its maximum within their nameplate; a maximum beyond the redundant capacity is a
     warning (the shelves lose their redundancy at peak). Its liquid heat needs direct liquid cooling with the
-    capacity for it: an air-cooled or rear-door site cannot take it."""
-    findings = []
+    capacity for it: an air-cooled or rear-door site cannot take it. Racks with the same finding share one."""
     racks = [rack for rack in facts["racks"] if "rack_system" in rack]
+    if not racks:
+        return []
     capacity = facts["cooling_capacity_kw"]
     name = "rack-system-power-and-cooling"
+    grouped: dict[tuple[str, str, str], list[str]] = {}
     for rack in racks:
         system = rack["rack_system"]
-        what = f"rack {rack['name']} ({system['system']})"
         shelves = f"{system['shelves']} x {system['shelf_kw']:g} kW shelves"
         usable = system["usable_kw"]
+        found: list[tuple[str, str]] = []
         if usable is not None and rack["power_typical_kw"] > usable + 1e-9:
-            findings.append(
-                Finding(
-                    name,
+            found.append(
+                (
                     "error",
-                    f"{what} draws {rack['power_typical_kw']:.1f} kW sustained, more than its {shelves} deliver with "
+                    f"sustained draw {rack['power_typical_kw']:.1f} kW, more than its {shelves} deliver with "
                     f"{system['redundancy']} on {system['circuit_kw']:g} kW circuits ({usable:.1f} kW)",
-                    rack["name"],
                 )
             )
         elif rack["power_max_kw"] > system["nameplate_kw"] + 1e-9:
-            findings.append(
-                Finding(
-                    name,
+            found.append(
+                (
                     "error",
-                    f"{what} peaks at {rack['power_max_kw']:.1f} kW, over its {shelves}' nameplate "
+                    f"peak {rack['power_max_kw']:.1f} kW, over its {shelves}' nameplate "
                     f"({system['nameplate_kw']:.1f} kW)",
-                    rack["name"],
                 )
             )
         elif usable is not None and rack["power_max_kw"] > usable + 1e-9:
-            findings.append(
-                Finding(
-                    name,
+            found.append(
+                (
                     "warning",
-                    f"{what} peaks at {rack['power_max_kw']:.1f} kW, over the {usable:.1f} kW its {shelves} deliver "
-                    f"with {system['redundancy']}: at peak the shelves are not redundant",
-                    rack["name"],
+                    f"peak {rack['power_max_kw']:.1f} kW, over the {usable:.1f} kW its {shelves} deliver with "
+                    f"{system['redundancy']}: at peak the shelves are not redundant",
                 )
             )
         liquid = rack.get("liquid_max_kw", 0.0)
         if facts["cooling"] != "liquid":
-            findings.append(
-                Finding(
-                    name,
+            found.append(
+                (
                     "error",
-                    f"{what} sends {liquid:.1f} kW to liquid: a {facts['cooling']}-cooled site cannot take it; it "
-                    "needs direct liquid cooling (site.cooling: liquid) with coolant distribution units",
-                    rack["name"],
+                    f"{liquid:.1f} kW to liquid: a {facts['cooling']}-cooled site cannot take it; it needs "
+                    "direct liquid cooling (site.cooling: liquid) with coolant distribution units",
                 )
             )
         elif capacity is not None and liquid > capacity + 1e-9:
-            findings.append(
-                Finding(
-                    name,
+            found.append(
+                (
                     "error",
-                    f"{what} sends {liquid:.1f} kW to liquid, beyond the {capacity:g} kW per rack the site's "
-                    "liquid cooling removes",
-                    rack["name"],
+                    f"{liquid:.1f} kW to liquid, beyond the {capacity:g} kW per rack the site's liquid cooling removes",
                 )
             )
-    if not racks:
-        return []
+        for severity, text in found:
+            grouped.setdefault((severity, system["system"], text), []).append(rack["name"])
+    findings = []
+    for (severity, model, text), names in grouped.items():
+        who = f"rack {names[0]} ({model})" if len(names) == 1 else f"{len(names)} {model} racks ({_rack_list(names)})"
+        findings.append(Finding(name, severity, f"{who}: {text}", names[0]))  # type: ignore[arg-type]
     return findings or [
         Finding(name, "ok", "every rack-scale system within its power shelves and the site's liquid cooling")
     ]
+
+
+def _rack_list(names: list[str], shown: int = 4) -> str:
+    return ", ".join(names) if len(names) <= shown else f"{', '.join(names[: shown - 1])}, ... {names[-1]}"
 
 
 def _spares(facts: dict) -> list[Finding]:
