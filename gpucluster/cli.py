@@ -264,7 +264,7 @@ def size_command(
     from pydantic import ValidationError
 
     from gpucluster.catalog.load import load_catalog
-    from gpucluster.catalog.schema import GpuServer
+    from gpucluster.catalog.schema import GpuServer, RackSystem
     from gpucluster.design.schema import Workload
     from gpucluster.training.starter import plan_starter
 
@@ -305,10 +305,10 @@ def size_command(
             click.echo(f"error: {flags.get(field, '--' + field)}: {problem['msg']}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     server = server or "dgx-h100"
-    if not isinstance(catalog.parts.get(server), GpuServer):
+    if not isinstance(catalog.parts.get(server), (GpuServer, RackSystem)):
+        choices = ", ".join(catalog.ids((GpuServer, RackSystem)))
         click.echo(
-            f"error: --server: unknown GPU server {server!r}; the catalog has: {', '.join(catalog.ids(GpuServer))}",
-            err=True,
+            f"error: --server: unknown GPU server or rack-scale system {server!r}; the catalog has: {choices}", err=True
         )
         sys.exit(EXIT_BAD_INPUT)
     name = name or f"{server}-{workload.model_parameters_b:g}b".replace(".", "-")

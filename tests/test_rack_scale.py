@@ -312,3 +312,33 @@ def test_a_kubernetes_nvl72_cluster_gets_a_compute_domain_the_crd_accepts(tmp_pa
         jsonschema.validate({**domain, "spec": {"numNodes": 0}}, schema)  # the channel is required
     template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
     assert f"resourceClaimTemplateName: {template}" in files["launch/compute-domain.yaml"]
+
+
+def test_size_counts_whole_nvl72_racks_and_writes_a_design_that_plans(tmp_path):
+    from click.testing import CliRunner
+
+    from gpucluster.cli import main
+
+    out = tmp_path / "sized.yaml"
+    result = CliRunner().invoke(
+        main,
+        [
+            "size",
+            "--server",
+            "gb200-nvl72",
+            "--parameters-b",
+            "70",
+            "--tokens-b",
+            "2000",
+            "--days",
+            "30",
+            "-o",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "x gb200-nvl72 racks" in result.output
+    plan = plan_design(load_design(out))
+    racks = [rack for rack in plan.racks.values() if rack.rack_system == "gb200-nvl72"]
+    assert racks and plan.totals["gpus"] == 72 * len(racks)
+    assert not [f for f in plan.findings if f.severity == "error"]

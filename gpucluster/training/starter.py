@@ -63,7 +63,11 @@ def plan_starter(
         days = a.time_to_train_days or 0.0
         # goodput falls as the job grows, so overshoot the ratio a little to settle in fewer rounds
         wanted_servers = max(servers + 1, math.ceil(servers * (days / aim) ** 1.2)) if days > aim else servers
+        wanted_servers = sizing.whole(wanted_servers)  # a rack-scale system grows by whole racks
         wanted_spares = a.spares_needed if a.spares_needed > a.spares_have else spares
+        if a.domains is not None:  # spare racks, for racks short of their segment (in-rack trays cover the rest)
+            needed = a.domains.spare_racks_needed * a.domains.trays_per_rack
+            wanted_spares = needed if a.domains.spare_racks_needed > a.domains.spare_racks_have else spares
         if (wanted_servers, wanted_spares) == (servers, spares):
             break
         servers, spares = wanted_servers, wanted_spares
