@@ -10,7 +10,7 @@ reliability-facts.md section 5) or its derivation from the plan's fabric.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Link, Plan
@@ -72,16 +72,36 @@ IB_WRITE_BW_ARGS = "-s 8388608 -F --report_gbits"  # Azure's ib_write_bw GPUDire
 # Order: the cabling first (a miswired or degraded cable would fail every bandwidth test it carries), then the
 # smallest scope first, so a failure names one server or one link before a larger test involves
 # it; the long stress before the performance measurements, so the figures are of hardware that survived.
+# A plan numbers the stages it has 0, 1, 2 ... in this order (present_stages); the NVLink-domain stages exist only
+# where servers share an NVLink domain (rack-scale systems), and run before any test of the compute fabric.
 STAGES: tuple[tuple[int, str, str, str], ...] = (
     (0, "cabling", "network", "Cabling check: discover each network (ibnetdiscover, LLDP), compare it with the plan"),
     (1, "dcgm-diag", "server", "DCGM diagnostics (quick check of every GPU before hours of load)"),
     (2, "gpu-burn", "server", "GPU stress: sustained load on every GPU, no errors, no thermal throttling"),
     (3, "nccl-in-server", "server", "NVLink all-reduce across the GPUs inside each server"),
-    (4, "ib-write-bw", "link", "RDMA write bandwidth of every compute HCA and its link, pair by pair"),
-    (5, "nccl-rail", "rail", "NCCL all-reduce along each rail (one GPU per server, one HCA each)"),
-    (6, "nccl-su", "su", "NCCL all-reduce across each scalable unit (every GPU, every rail)"),
-    (7, "nccl-fabric", "fabric", "NCCL all-reduce across the whole compute fabric"),
+    (4, "imex", "nvlink-domain", "IMEX: every server of each NVLink domain has joined its IMEX domain"),
+    (5, "nccl-nvlink-domain", "nvlink-domain", "NVLink all-reduce across every GPU of each NVLink domain"),
+    (6, "ib-write-bw", "link", "RDMA write bandwidth of every compute HCA and its link, pair by pair"),
+    (7, "nccl-rail", "rail", "NCCL all-reduce along each rail (one GPU per server, one HCA each)"),
+    (8, "nccl-su", "su", "NCCL all-reduce across each scalable unit (every GPU, every rail)"),
+    (9, "nccl-fabric", "fabric", "NCCL all-reduce across the whole compute fabric"),
 )
+# IMEX: `nvidia-imex-ctl -N` "Gets the full status of the entire IMEX domain" (NVIDIA IMEX Service for NVLink
+# Networks guide, "IMEX Service Command Service", https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/
+# cmdservice.html); the domain is whole when every node reports READY. NCCL over multi-node NVLink needs it.
+IMEX_COMMAND = "nvidia-imex-ctl -N -H"
+IMEX_SOURCE = (
+    "NVIDIA IMEX guide, IMEX Service Command Service (nvidia-imex-ctl -N: full status of the IMEX domain); every "
+    "server of the NVLink domain (plan) READY"
+)
+
+
+def present_stages(tests: Iterable[BurnInTest]) -> list[tuple[int, str, str, str]]:
+    """The stages a plan's tests use, numbered on from the first (0, the cabling check) in the order to run them."""
+    names = {t.test for t in tests}
+    present = [stage for stage in STAGES if stage[1] in names]
+    first = present[0][0] if present else 1
+    return [(number, name, scope, text) for number, (_n, name, scope, text) in enumerate(present, first)]
 
 
 _STAGE = {stage[0]: stage for stage in STAGES}
@@ -216,7 +236,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
             gbits = round(mine.speed_gbps * fraction, 1)
             tests.append(
                 test(
-                    4,
+                    6,
                     f"{client}-{server}:rail{rail}",
                     [client, server],
                     metric="bw_average",
@@ -231,6 +251,50 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
             )
     if len(servers) > 1:
         tests += _multi_node_tests(plan, servers, ports, gpu, nvlink_gbytes, test)
+    tests += _nvlink_domain_tests(plan, servers, gpu, nvlink_gbytes, nvlink_source, test)
+    tests.sort(key=lambda t: t.stage)  # stable: each stage keeps its order
+    numbers = {name: number for number, name, _scope, _text in present_stages(tests)}
+    return [replace(t, stage=numbers[t.test]) for t in tests]
+
+
+def _nvlink_domain_tests(
+    plan: Plan,
+    servers: list[str],
+    gpu: object,
+    nvlink_gbytes: float,
+    nvlink_source: str,
+    test: Callable[..., BurnInTest],
+) -> list[BurnInTest]:
+    """Per NVLink domain that spans servers (a rack-scale system's rack): its IMEX domain whole, then an all-reduce
+    across all its GPUs over the NVLink switch trays, before any compute-fabric test."""
+    domains: dict[str, list[str]] = {}
+    for name in servers:
+        domain = plan.devices[name].nvlink_domain
+        if domain:
+            domains.setdefault(domain, []).append(name)
+    tests = []
+    per_node = gpu.count  # type: ignore[attr-defined]
+    for domain, nodes in sorted(domains.items()):
+        if len(nodes) < 2:
+            continue
+        tests.append(
+            test(4, domain, nodes, metric="ready_nodes", comparison=">=", threshold=len(nodes), unit="nodes",
+                 source=IMEX_SOURCE, command=IMEX_COMMAND)
+        )  # fmt: skip
+        tests.append(
+            test(
+                5,
+                domain,
+                nodes,
+                metric="busbw",
+                comparison=">=",
+                threshold=nvlink_gbytes,
+                unit="GB/s",
+                source=f"{nvlink_source}; every GPU of the domain has the same NVLink bandwidth to the switch trays "
+                "as inside a tray (catalog nvlink_bandwidth_gbytes_per_s), so the in-server threshold holds across it",
+                command=f"NCCL_MNNVL_ENABLE=1 srun --ntasks-per-node={per_node} all_reduce_perf {NCCL_ARGS} -g 1",
+            )
+        )
     return tests
 
 
@@ -330,14 +394,14 @@ def _multi_node_tests(
             f"srun --ntasks-per-node=1 all_reduce_perf {NCCL_ARGS} -g 1"
         )
         if len(nodes) > 1:
-            tests.append(nccl(5, f"rail{rail}", nodes, 1, command, rail=rail))
+            tests.append(nccl(7, f"rail{rail}", nodes, 1, command, rail=rail))
     by_su: dict[int, list[str]] = {}
     for node in servers:
         by_su.setdefault(plan.devices[node].su or 1, []).append(node)
     command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"  # type: ignore[attr-defined]
-    tests += [nccl(6, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
+    tests += [nccl(8, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
     if len(by_su) > 1:
-        tests.append(nccl(7, "all", servers, len(rails), command))
+        tests.append(nccl(9, "all", servers, len(rails), command))
     return tests
 
 

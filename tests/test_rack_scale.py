@@ -342,3 +342,20 @@ def test_size_counts_whole_nvl72_racks_and_writes_a_design_that_plans(tmp_path):
     racks = [rack for rack in plan.racks.values() if rack.rack_system == "gb200-nvl72"]
     assert racks and plan.totals["gpus"] == 72 * len(racks)
     assert not [f for f in plan.findings if f.severity == "error"]
+
+
+def test_burn_in_checks_imex_and_an_all_reduce_across_each_nvl72_domain_before_the_fabric(gb200_1su):
+    from gpucluster.burn_in import burn_in_tests
+
+    _loaded, plan = gb200_1su
+    tests = burn_in_tests(plan)
+    order = list(dict.fromkeys(t.test for t in tests))
+    assert order.index("imex") < order.index("nccl-nvlink-domain") < order.index("ib-write-bw")
+    assert [t.stage for t in tests] == sorted(t.stage for t in tests)
+    assert sorted({t.stage for t in tests}) == list(range(1, len(order) + 1))  # stages numbered 1, 2, 3 ...
+    domain = [t for t in tests if t.test == "nccl-nvlink-domain"]
+    in_server = next(t for t in tests if t.test == "nccl-in-server")
+    assert len(domain) == 8 and all(len(t.nodes) == 18 and len(t.racks) == 1 for t in domain)
+    assert all(t.threshold == in_server.threshold for t in domain)
+    imex = [t for t in tests if t.test == "imex"]
+    assert [t.threshold for t in imex] == [18] * 8

@@ -20,12 +20,13 @@ from gpucluster.burn_in import (
     DCGM_DIAG_LEVEL,
     GPU_BURN_SECONDS,
     IB_WRITE_BW_ARGS,
+    IMEX_COMMAND,
     NCCL_ARGS,
-    STAGES,
     BurnInTest,
     RailPort,
     burn_in_tests,
     discovery_port,
+    present_stages,
     rail_ports,
 )
 from gpucluster.design.load import LoadedDesign
@@ -44,7 +45,10 @@ SCRIPTS = (
     "gpu-burn.sbatch",
     "nccl-all-reduce.sbatch",
     "ib-write-bw.sbatch",
+    "imex-check.sbatch",
 )
+# the stages whose tests run nccl-all-reduce.sbatch on several servers (run-burn-in.sh's generic branch)
+MULTI_NODE_NCCL = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -54,6 +58,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     ports = rail_ports(plan, sorted(d.name for d in plan.devices_with("gpu-server")))
     context = _script_context(plan, tests, ports)
     for name in SCRIPTS:
+        if name == "imex-check.sbatch" and not context["imex"]:
+            continue  # no NVLink domain spans servers
         path = out / name
         path.write_text(render(f"burn_in/{name}.j2", **context), encoding="utf-8")
         path.chmod(0o755)
@@ -95,8 +101,7 @@ def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
         "partition": PARTITION,
         "stages": [
             {"stage": number, "test": name, "scope": scope, "description": text}
-            for number, name, scope, text in STAGES
-            if any(t.stage == number for t in tests)
+            for number, name, scope, text in present_stages(tests)
         ],
         "tests": tests,  # in the order to run them; orjson writes each dataclass as an object
     }
@@ -104,19 +109,21 @@ def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
 
 def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict:
     """What the script and README templates need: node lists, pairs, rails and each stage's threshold."""
-    by_stage = {number: [t for t in tests if t.stage == number] for number, *_ in STAGES}
+    by_name: dict[str, list[BurnInTest]] = {}
+    for t in tests:
+        by_name.setdefault(t.test, []).append(t)
     rail_ports = next(iter(ports.values()), {})
-    pairs = dict.fromkeys(t.nodes for t in by_stage[4])
+    pairs = dict.fromkeys(t.nodes for t in by_name.get("ib-write-bw", []))
     roce = plan.settings.get("compute_fabric") == "roce"
 
-    def first(stage: int) -> BurnInTest | None:
-        return by_stage[stage][0] if by_stage[stage] else None
+    def first(name: str) -> BurnInTest | None:
+        return by_name[name][0] if by_name.get(name) else None
 
     return {
         "design": plan.name,
         "partition": PARTITION,
-        "stages": [s for s in STAGES if by_stage[s[0]]],
-        "servers": [t.subject for t in by_stage[1]],
+        "stages": present_stages(tests),
+        "servers": [t.subject for t in by_name.get("dcgm-diag", [])],
         "pairs": [f"{client} {server}" for client, server in pairs],
         "rails": [f"{rail}:{port.hca or '-'}:{port.gpu}" for rail, port in sorted(rail_ports.items())],
         "hcas_known": all(p.hca for rails in ports.values() for p in rails.values()),
@@ -131,8 +138,10 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
         "ib_write_bw_port": IB_WRITE_BW_PORT,
         # GID index: 0 on InfiniBand (Azure's -x 0); RoCE v2 usually sits at index 3 (check with show_gids)
         "ib_gid_index": 3 if roce else 0,
-        "in_server": first(3),
-        "ib_write_bw": first(4),
+        "in_server": first("nccl-in-server"),
+        "ib_write_bw": first("ib-write-bw"),
+        "imex": [{"test": t, "nodes": _hostlist(t.nodes), "count": len(t.nodes)} for t in by_name.get("imex", [])],
+        "imex_command": IMEX_COMMAND,
         "multi_node": [
             {
                 "test": t,
@@ -141,11 +150,12 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
                 "gpu": ports[t.nodes[0]][t.rail].gpu if t.rail else "",
                 "hca": (ports[t.nodes[0]][t.rail].hca or "-") if t.rail else "",
             }
-            for t in by_stage[5] + by_stage[6] + by_stage[7]
+            for name in MULTI_NODE_NCCL
+            for t in by_name.get(name, [])
         ],
         "thresholds": _threshold_table(tests),
         "tests": len(tests),
-        "cabling": _cabling_context(plan, by_stage[0]),
+        "cabling": _cabling_context(plan, by_name.get("cabling", [])),
     }
 
 
