@@ -432,6 +432,10 @@ def _rack_list(names: list[str], shown: int = 4) -> str:
 
 
 def _spares(facts: dict) -> list[Finding]:
+    domains = (facts.get("checkpoint") or {}).get("domain_spares")
+    if domains and domains["in_rack_spares"] > 0:
+        trays = domains["racks"] * domains["in_rack_spares"]
+        return [Finding("spare-servers", "ok", f"{trays} in-rack spare trays outside the jobs' NVLink segments")]
     if facts["spare_servers"] > 0:
         return [Finding("spare-servers", "ok", f"{facts['spare_servers']} hot-spare servers")]
     return [
@@ -571,6 +575,19 @@ def _spares_cover_repairs(facts: dict) -> list[Finding]:
     c = facts.get("checkpoint")
     if not c:
         return []
+    domains = c.get("domain_spares")
+    if domains:  # rack-scale systems: in-rack spare trays outside each job segment, spare racks beyond that
+        enough = domains["spare_racks_have"] >= domains["spare_racks_needed"]
+        return [
+            Finding(
+                "spares-cover-repairs",
+                "ok" if enough else "advisory",
+                f"each rack keeps {domains['in_rack_spares']} trays outside the job's segment of {domains['segment']}; "
+                f"a rack has more in repair at once with probability {domains['p_rack_short']:.1e}, which "
+                f"{domains['spare_racks_needed']} spare racks cover with {c['spares']['confidence']:.0%} confidence "
+                f"(the plan has {domains['spare_racks_have']})",
+            )
+        ]
     spares = c["spares"]
     if spares["have"] >= spares["needed"]:
         return [

@@ -359,3 +359,28 @@ def test_burn_in_checks_imex_and_an_all_reduce_across_each_nvl72_domain_before_t
     assert all(t.threshold == in_server.threshold for t in domain)
     imex = [t for t in tests if t.test == "imex"]
     assert [t.threshold for t in imex] == [18] * 8
+
+
+def test_a_failed_tray_degrades_its_domain_and_spare_racks_cover_racks_short_of_their_segment():
+    from gpucluster.training.reliability import domain_spares
+
+    # 18 trays, segment 16: a rack survives two trays in repair; it falls short with the Poisson tail P(X > 2)
+    spares = domain_spares(
+        racks=128, trays_per_rack=18, segment=16, failures_per_tray_year=2.0, repair_hours=72, confidence=0.95
+    )
+    mean = 18 * 2.0 * 72 / (365.25 * 24)
+    import math
+
+    tail = 1 - math.exp(-mean) * (1 + mean + mean**2 / 2)
+    assert spares.in_rack_spares == 2 and spares.p_rack_short == pytest.approx(tail)
+    assert spares.spare_racks_needed >= 1  # 128 racks x P(short) ~ 0.2 racks short at once
+    fewer = domain_spares(128, 18, 18, 2.0, 72, 0.95)  # no tray kept spare: any failure leaves the rack short
+    assert fewer.p_rack_short > spares.p_rack_short and fewer.spare_racks_needed > spares.spare_racks_needed
+
+
+def test_the_rack_scale_plan_reports_in_rack_spare_trays_and_spare_racks(gb200_1su):
+    _loaded, plan = gb200_1su
+    domains = plan.settings["checkpoint"]["domain_spares"]
+    assert (domains["racks"], domains["segment"], domains["in_rack_spares"]) == (8, 16, 2)
+    spares = next(f for f in plan.findings if f.rule.endswith("spare-servers"))
+    assert spares.severity == "ok" and "16 in-rack spare trays" in spares.message

@@ -138,6 +138,7 @@ class CheckpointAnalysis:
     spares_needed: int
     spares_have: int
     server_failures_per_year: float  # per server, failures that take it out for repair
+    domains: rel.DomainSpares | None = None  # rack-scale systems: spare trays in each rack against spare racks
     notes: list[str] = field(default_factory=list)
     staging_shared: bool = False  # object storage is the filesystem's own store: nothing to stage
 
@@ -228,6 +229,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     server_failures = gpu.count * by_kind["gpu"] + by_kind["server"] + nics_per_server * by_kind["nic_optics"]
     spares = rel.spares_needed(len(servers), server_failures, workload.repair_hours, workload.spare_confidence)
 
+    domains = _domain_spares(plan, server_part, server_failures, workload)
     notes = []
     if workload.checkpoint_mode == "async" and background_s >= interval_s:
         notes.append("the background write takes longer than the interval: checkpoints would queue")
@@ -269,6 +271,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         spares_needed=spares,
         spares_have=len(spare_names),
         server_failures_per_year=server_failures,
+        domains=domains,
         notes=notes,
         staging_shared=bool(plan.settings.get("object_storage_shared")),
     )
@@ -283,6 +286,24 @@ def _run_days(workload: Workload, compute_days: float | None, goodput: float) ->
     if compute_days:
         return compute_days / goodput, "the time to train on this plan"
     return DEFAULT_RUN_DAYS, "a default (the workload gives no days and no tokens)"
+
+
+def _domain_spares(plan: Plan, tray: object, failures: float, workload: Workload) -> rel.DomainSpares | None:
+    """For a rack-scale system: each rack keeps the trays outside the job's segment (2 of an NVL72's 18 with
+    --segment=16) as in-rack spares; spare racks cover racks with more trays than that in repair at once."""
+    from gpucluster.artifacts.nccl import domain_servers, slurm_segment  # the segment the launch template uses
+
+    per_rack = domain_servers(tray)  # type: ignore[arg-type]
+    segment = slurm_segment(per_rack)
+    if segment is None:
+        return None
+    racks = {d.nvlink_domain for d in plan.devices_with("gpu-server") if d.nvlink_domain and not d.spare}
+    spare_racks = {d.nvlink_domain for d in plan.devices_with("gpu-server") if d.nvlink_domain and d.spare}
+    if not racks:
+        return None
+    return rel.domain_spares(
+        len(racks), per_rack, segment, failures, workload.repair_hours, workload.spare_confidence, len(spare_racks)
+    )
 
 
 def checkpoint_facts(plan: Plan) -> dict:
@@ -310,6 +331,18 @@ def checkpoint_facts(plan: Plan) -> dict:
             "confidence": a.workload.spare_confidence,
             "repair_hours": a.workload.repair_hours,
         },
+        "domain_spares": (
+            {
+                "racks": a.domains.racks,
+                "segment": a.domains.segment,
+                "in_rack_spares": a.domains.in_rack_spares,
+                "p_rack_short": round(a.domains.p_rack_short, 9),
+                "spare_racks_needed": a.domains.spare_racks_needed,
+                "spare_racks_have": a.domains.spare_racks_have,
+            }
+            if a.domains
+            else None
+        ),
     }
 
 

@@ -164,6 +164,50 @@ def spares_needed(servers: int, failures_per_server_year: float, repair_hours: f
     return spares
 
 
+@dataclass(frozen=True)
+class DomainSpares:
+    """Spares of a rack-scale system whose jobs take a segment of each NVLink domain (16 of an NVL72's 18 trays):
+    a rack keeps serving its segment while at most ``in_rack_spares`` trays are in repair; beyond that the job
+    needs another rack (a spare rack)."""
+
+    racks: int
+    trays_per_rack: int
+    segment: int
+    trays_in_repair_per_rack: float  # mean
+    p_rack_short: float  # P(more trays of one rack in repair at once than it keeps spare)
+    spare_racks_needed: int
+    spare_racks_have: int
+
+    @property
+    def in_rack_spares(self) -> int:
+        return self.trays_per_rack - self.segment
+
+
+def domain_spares(
+    racks: int,
+    trays_per_rack: int,
+    segment: int,
+    failures_per_tray_year: float,
+    repair_hours: float,
+    confidence: float,
+    spare_racks_have: int = 0,
+) -> DomainSpares:
+    """Trays of one rack in repair at once are Poisson (mean trays x rate x repair time); a rack falls short of
+    its segment when more than its spare trays are out, and spare racks cover the racks short at once (a
+    Poisson quantile of racks x that probability, as spares_needed does for servers)."""
+    mean = trays_per_rack * failures_per_tray_year * repair_hours / HOURS_PER_JULIAN_YEAR
+    spare = trays_per_rack - segment
+    term = math.exp(-mean)
+    covered = term
+    for k in range(1, spare + 1):
+        term *= mean / k
+        covered += term
+    p_short = max(0.0, 1.0 - covered)
+    short_per_year = racks * p_short * HOURS_PER_JULIAN_YEAR / repair_hours if repair_hours else 0.0
+    needed = spares_needed(racks, short_per_year / racks if racks else 0.0, repair_hours, confidence)
+    return DomainSpares(racks, trays_per_rack, segment, mean, p_short, needed, spare_racks_have)
+
+
 def _z(confidence: float) -> float:
     """Standard normal quantile."""
     return statistics.NormalDist().inv_cdf(confidence)
