@@ -126,6 +126,7 @@ class Cluster(pulumi.ComponentResource):
                     detail,
                     prefix,
                     child,
+                    plan.catalog_parts.get(str(plan.settings.get("rack_system"))),  # type: ignore[arg-type]
                 )
             )
 

@@ -384,3 +384,20 @@ def test_the_rack_scale_plan_reports_in_rack_spare_trays_and_spare_racks(gb200_1
     assert (domains["racks"], domains["segment"], domains["in_rack_spares"]) == (8, 16, 2)
     spares = next(f for f in plan.findings if f.rule.endswith("spare-servers"))
     assert spares.severity == "ok" and "16 in-rack spare trays" in spares.message
+
+
+def test_the_pulumi_tree_has_a_rack_system_per_nvlink_domain_with_its_trays(gb200_1su):
+    from gpucluster.components import Cluster
+    from gpucluster.components.offline import run_offline
+
+    _loaded, plan = gb200_1su
+    run = run_offline(lambda: Cluster(plan.name, plan, "device"))
+    systems = run.of_type("gpu-cluster:compute:RackSystem")
+    assert len(systems) == 8
+    first = systems[0]
+    assert first.inputs["compute_trays"] == 18 and first.inputs["gpus"] == 72
+    assert first.inputs["nvlink_links"] == 1296 and first.inputs["power_shelves"] == 8
+    trays = [r for r in run.of_type("gpu-cluster:compute:GpuServer") if r.parent == first.urn]
+    assert len(trays) == 18
+    su = run.of_type("gpu-cluster:compute:ScalableUnit")[0]
+    assert all(s.parent == su.urn for s in systems)
