@@ -45,7 +45,10 @@ def test_missing_required_section_points_at_the_document(tmp_path):
 
 def test_unknown_catalog_part_suggests_the_nearest_and_lists_the_catalog(tmp_path):
     [problem] = _problems(tmp_path, "name: x\ncompute:\n  server: dgx-h10\n  servers: 4\n")
-    assert "design.yaml:3:3: compute.server: unknown GPU server 'dgx-h10' (did you mean 'dgx-h100'?)" in problem
+    assert (
+        "design.yaml:3:3: compute.server: unknown GPU server or rack-scale system 'dgx-h10' (did you mean 'dgx-h100'?)"
+        in problem
+    )
     assert "dgx-b200" in problem
 
 

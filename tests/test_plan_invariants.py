@@ -72,7 +72,14 @@ def check_invariants(plan: Plan) -> None:
             for u in range(device.u_position, device.u_position + math.ceil(device.u_height)):
                 assert u not in occupied, f"{name} overlaps {occupied[u]} at {rack.name} U{u}"
                 occupied[u] = name
-        assert rack.power_max_w <= budget_w + 1e-6, f"rack {rack.name} over budget"
+        if rack.rack_system:  # a rack-scale system: its power shelves are its budget, its trays one NVLink domain
+            system = catalog_parts[rack.rack_system]
+            shelves_w = system.power_shelves * catalog_parts[system.power_shelf].rating_w
+            assert rack.power_max_w <= shelves_w, f"rack {rack.name} over its shelves"
+            servers = [plan.devices[n] for n in rack.devices if plan.devices[n].role == "gpu-server"]
+            assert {d.nvlink_domain for d in servers} == {rack.nvlink_domain} and not rack.pdus
+        else:
+            assert rack.power_max_w <= budget_w + 1e-6, f"rack {rack.name} over budget"
     for device in plan.devices.values():
         assert device.rack in plan.racks, f"{device.name} is in no rack"
 

@@ -203,7 +203,20 @@ def _reference_superpod_on_n_feeds() -> Plan:
     )
 
 
+def _nvl72_on_an_air_cooled_site() -> Plan:
+    loaded, _plan = planned("gb200-nvl72-1su")
+    return _with("gb200-nvl72-1su", site=loaded.design.site.model_copy(update={"cooling": "air"}))
+
+
+def _gb300_peaks_over_its_redundant_shelves() -> Plan:
+    """GB300 NVL72 at NVIDIA's 'up to 142 kW': above the 132 kW its 8 x 33 kW shelves give with N+N."""
+    loaded, _plan = planned("gb200-nvl72-1su")
+    return _with("gb200-nvl72-1su", compute=loaded.design.compute.model_copy(update={"server": "gb300-nvl72"}))
+
+
 VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
+    ("rack-system-power-and-cooling", "error", _nvl72_on_an_air_cooled_site),
+    ("rack-system-power-and-cooling", "warning", _gb300_peaks_over_its_redundant_shelves),
     ("compute-fabric-gpu-only", "error", _storage_on_the_compute_fabric),
     ("compute-fabric-non-blocking", "advisory", _oversubscribed_fabric),
     ("rack-power-and-cooling", "error", _rack_over_its_power_budget),
