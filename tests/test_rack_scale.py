@@ -352,7 +352,7 @@ def test_burn_in_checks_imex_and_an_all_reduce_across_each_nvl72_domain_before_t
     order = list(dict.fromkeys(t.test for t in tests))
     assert order.index("imex") < order.index("nccl-nvlink-domain") < order.index("ib-write-bw")
     assert [t.stage for t in tests] == sorted(t.stage for t in tests)
-    assert sorted({t.stage for t in tests}) == list(range(1, len(order) + 1))  # stages numbered 1, 2, 3 ...
+    assert sorted({t.stage for t in tests}) == list(range(len(order)))  # stages 0 (cabling), 1, 2 ...
     domain = [t for t in tests if t.test == "nccl-nvlink-domain"]
     in_server = next(t for t in tests if t.test == "nccl-in-server")
     assert len(domain) == 8 and all(len(t.nodes) == 18 and len(t.racks) == 1 for t in domain)
