@@ -84,6 +84,14 @@ CASES: dict[str, tuple[str, list[str]]] = {
             *_only("plan", "power", "checkpoint", "report"),
         ],
     ),
+    "plan-gb200-9216": (
+        "gpucluster build, 9,216 GPUs in 128 GB200 NVL72 racks (plan.json)",
+        [*GPUCLUSTER, "build", str(BENCH / "gb200-9216.yaml"), "-o", "{out}", "--only", "plan"],
+    ),
+    "build-gb200-9216": (
+        "gpucluster build, 9,216 GPUs in 128 GB200 NVL72 racks (every artifact)",
+        [*GPUCLUSTER, "build", str(BENCH / "gb200-9216.yaml"), "-o", "{out}"],
+    ),
     "plan-131072": (
         "gpucluster build, 131,072 GPUs (plan.json)",
         [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
