@@ -401,3 +401,16 @@ def test_the_pulumi_tree_has_a_rack_system_per_nvlink_domain_with_its_trays(gb20
     assert len(trays) == 18
     su = run.of_type("gpu-cluster:compute:ScalableUnit")[0]
     assert all(s.parent == su.urn for s in systems)
+
+
+def test_monitoring_lists_each_rack_s_switch_tray_and_shelf_management_ports(gb200_1su):
+    from gpucluster.artifacts.monitoring import rack_system_bmcs
+
+    _loaded, plan = gb200_1su
+    racks = rack_system_bmcs(plan)
+    assert len(racks) == 8
+    first = racks[0]
+    assert len(first["nvlink_switch_trays"]) == 9 and len(first["power_shelves"]) == 8
+    in_rack = {n for n in plan.racks[first["rack"]].devices if plan.devices[n].role == "switch"}
+    ports = [p for tray in first["nvlink_switch_trays"] for p in tray["ports"].values()]
+    assert len(ports) == 27 and all(p.split(":")[0] in in_rack for p in ports)

@@ -135,9 +135,13 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         path = out / "slurm" / name
         path.write_text(render(f"monitoring/{name}.j2", job_map_dir=JOB_MAP_DIR), encoding="utf-8")
         path.chmod(0o755)
+    rack_bmcs = rack_system_bmcs(plan)
+    if rack_bmcs:
+        _dump(out / "rack-system-bmcs.yml", rack_bmcs)
     (out / "README.md").write_text(
         render(
             "monitoring/README.md.j2",
+            rack_systems=len(rack_bmcs),
             design=plan.name,
             alerts=alerts,
             dcgm_port=DCGM_EXPORTER_PORT,
@@ -177,6 +181,33 @@ _Dumper.add_representer(str, _str)
 
 
 # --- scrape targets -----------------------------------------------------------------------------------------
+
+
+def rack_system_bmcs(plan: Plan) -> list[dict]:
+    """Per rack-scale system's rack: the management ports of its NVLink switch trays and power shelves and the
+    in-rack switch port each is cabled to. DCGM sees neither (it reports each GPU's own NVLink counters, which
+    the alerts read); NVOS and the trays' and shelves' BMCs (Redfish) expose them, as they do the rack's coolant
+    and leak sensors."""
+    peer: dict[tuple[str, str], str] = {}
+    for link in plan.links_on("oob"):
+        peer[(link.a_device, link.a_port)] = f"{link.b_device}:{link.b_port}"
+    result = []
+    for rack in sorted(plan.racks.values(), key=lambda r: r.name):
+        if not rack.rack_system:
+            continue
+        entry: dict[str, object] = {"rack": rack.name, "nvlink_domain": rack.nvlink_domain, "system": rack.rack_system}
+        for role, key in (("nvlink-switch-tray", "nvlink_switch_trays"), ("power-shelf", "power_shelves")):
+            devices = [plan.devices[n] for n in rack.devices if plan.devices[n].role == role]
+            entry[key] = [
+                {
+                    "name": d.name,
+                    "u": d.u_position,
+                    "ports": {port: switch for (dev, port), switch in sorted(peer.items()) if dev == d.name},
+                }
+                for d in sorted(devices, key=lambda d: d.u_position)
+            ]
+        result.append(entry)
+    return result
 
 
 def server_leaves(plan: Plan) -> dict[str, dict[int, str]]:
