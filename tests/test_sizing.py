@@ -59,7 +59,10 @@ def test_size_writes_a_starter_design_that_loads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("args", "words"),
-    [(["--mfu", "2"], "error: --mfu"), (["--server", "dgx-h1000"], "unknown GPU server or rack-scale system 'dgx-h1000'")],
+    [
+        (["--mfu", "2"], "error: --mfu"),
+        (["--server", "dgx-h1000"], "unknown GPU server or rack-scale system 'dgx-h1000'"),
+    ],
 )
 def test_size_rejects_bad_input_with_exit_2(tmp_path: Path, args: list[str], words: str) -> None:
     base = ["size", "--parameters-b", "8", "--tokens-b", "300", "--days", "10", "-o", str(tmp_path / "x.yaml")]

@@ -10,10 +10,14 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import (
     Appliance,
     Cable,
+    Cdu,
     GpuServer,
     Nic,
+    NvlinkSwitchTray,
     Pdu,
+    PowerShelf,
     Rack,
+    RackSystem,
     StorageBlock,
     Switch,
     Transceiver,
@@ -100,6 +104,41 @@ def _pdu(p: Pdu) -> list[tuple[str, str]]:
     return [("voltage_v", f"{p.voltage_v:g} V {p.phases}-phase {p.current_a:g} A"), ("outlets", outlets)]
 
 
+def _rack_system(p: RackSystem) -> list[tuple[str, str]]:
+    return [
+        ("compute_trays", f"{p.compute_trays} compute trays ({p.compute_tray})"),
+        ("nvlink_switch_trays", f"{p.nvlink_switch_trays} NVLink switch trays"),
+        ("power_shelves", f"{p.power_shelves} power shelves, {p.power_shelf_redundancy}"),
+        ("published_power_w", f"{p.published_power_w / 1000:,.0f} kW per rack"),
+        ("liquid_fraction", f"{p.liquid_fraction:.0%} of its heat to liquid"),
+    ]
+
+
+def _nvlink_switch_tray(p: NvlinkSwitchTray) -> list[tuple[str, str]]:
+    return [
+        ("switch_chips", f"{p.switch_chips} NVLink switch chips"),
+        ("nvlink_ports_per_chip", f"{p.nvlink_ports_per_chip} ports per chip"),
+        *_rack_figures(p),
+    ]
+
+
+def _power_shelf(p: PowerShelf) -> list[tuple[str, str]]:
+    return [
+        ("psus", f"{p.psus.count} x {p.psus.rating_w / 1000:g} kW PSUs = {p.rating_w / 1000:g} kW"),
+        ("output", p.output),
+        ("u_height", f"{p.u_height:g}U"),
+    ]
+
+
+def _cdu(p: Cdu) -> list[tuple[str, str]]:
+    return [
+        ("placement", p.placement),
+        ("capacity_kw", f"{p.capacity_kw:,.0f} kW"),
+        ("max_racks", f"up to {p.max_racks} racks" if p.max_racks else "racks not limited"),
+        ("pump_redundancy", f"pumps {p.pump_redundancy}"),
+    ]
+
+
 @dataclass(frozen=True)
 class PartKind:
     name: str  # as the command takes it
@@ -117,6 +156,10 @@ PART_KINDS = (
     PartKind("cable", Cable, _cable),
     PartKind("rack", Rack, _rack),
     PartKind("pdu", Pdu, _pdu),
+    PartKind("rack-system", RackSystem, _rack_system),
+    PartKind("nvlink-switch-tray", NvlinkSwitchTray, _nvlink_switch_tray),
+    PartKind("power-shelf", PowerShelf, _power_shelf),
+    PartKind("cdu", Cdu, _cdu),
 )
 
 

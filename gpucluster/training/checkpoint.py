@@ -309,6 +309,20 @@ def _domain_spares(plan: Plan, tray: object, failures: float, workload: Workload
 def checkpoint_facts(plan: Plan) -> dict:
     """The plain-JSON summary the design rule reads (rules.py, the Pulumi policy pack)."""
     a = analyse_checkpoints(plan)
+    facts = _checkpoint_facts(plan, a)
+    if a.domains:  # rack-scale systems only (absent, not None, elsewhere: Pulumi drops None properties)
+        facts["domain_spares"] = {
+            "racks": a.domains.racks,
+            "segment": a.domains.segment,
+            "in_rack_spares": a.domains.in_rack_spares,
+            "p_rack_short": round(a.domains.p_rack_short, 9),
+            "spare_racks_needed": a.domains.spare_racks_needed,
+            "spare_racks_have": a.domains.spare_racks_have,
+        }
+    return facts
+
+
+def _checkpoint_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
     return {
         "workload": "assumed" if a.assumed else "design",
         "model_parameters_b": a.workload.model_parameters_b,
@@ -331,18 +345,6 @@ def checkpoint_facts(plan: Plan) -> dict:
             "confidence": a.workload.spare_confidence,
             "repair_hours": a.workload.repair_hours,
         },
-        "domain_spares": (
-            {
-                "racks": a.domains.racks,
-                "segment": a.domains.segment,
-                "in_rack_spares": a.domains.in_rack_spares,
-                "p_rack_short": round(a.domains.p_rack_short, 9),
-                "spare_racks_needed": a.domains.spare_racks_needed,
-                "spare_racks_have": a.domains.spare_racks_have,
-            }
-            if a.domains
-            else None
-        ),
     }
 
 
