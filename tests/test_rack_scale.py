@@ -414,3 +414,19 @@ def test_monitoring_lists_each_rack_s_switch_tray_and_shelf_management_ports(gb2
     in_rack = {n for n in plan.racks[first["rack"]].devices if plan.devices[n].role == "switch"}
     ports = [p for tray in first["nvlink_switch_trays"] for p in tray["ports"].values()]
     assert len(ports) == 27 and all(p.split(":")[0] in in_rack for p in ports)
+
+
+def test_slurm_26_05_loads_the_nvl72_blocks_one_per_rack(gb200_1su, current_slurm, load_slurm):
+    import hostlist
+
+    from gpucluster.artifacts.slurm import slurm_files
+
+    _loaded, plan = gb200_1su
+    loaded = load_slurm(current_slurm, slurm_files(plan, version="26.05"))
+    assert not loaded.problems, loaded.problems
+    blocks = [r for r in loaded.topologies["nvlink"] if "BlockName" in r]
+    assert len(blocks) == len([r for r in plan.racks.values() if r.rack_system]) == 8
+    for block in blocks:
+        trays = hostlist.expand_hostlist(block["Nodes"])
+        assert len(trays) == 18 and len({plan.devices[n].rack for n in trays}) == 1
+        assert {plan.devices[n].nvlink_domain for n in trays} == {block["BlockName"]}
