@@ -186,6 +186,13 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         for manager in plan.devices_with("fabric-manager"):
             part = catalog.get(manager.part, Appliance)
             for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
+                if r.rack_system is not None:
+                    # a rack-scale SU's rails fill their leaves with trays (no server slot to give up, as the RA's
+                    # UFM takes on HGX SUs): the fabric managers get a leaf of their own, so every rail keeps the
+                    # same leaves over the same trays
+                    groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, sus[0], None))
+                    groups[(0, 0)].ports.append(port)
+                    continue
                 groups[(sus[0], rail % r.rails + 1)].ports.append(port)
                 rail += 1
         results.append(
