@@ -112,7 +112,8 @@ def test_size_from_a_design_takes_its_site_and_server_and_agrees_with_checkpoint
     assert result.exit_code == 0, result.output
     document = yaml.safe_load(out.read_text())
     assert document["compute"]["server"] == "dgx-h200"
-    assert document["site"] == {"rack_power_budget_kw": 40.0}  # rear-door cooling is the default
+    # the design's 40 kW budget (rear-door cooling is the default), racks packed to it: 3 DGX H200 each
+    assert document["site"] == {"rack_power_budget_kw": 40.0, "servers_per_rack": 3}
     assert document["workload"]["model_parameters_b"] == 405 and document["workload"]["training_tokens_b"] == 1000
     loaded = load_design(out)
     plan = plan_design(loaded)
@@ -125,6 +126,7 @@ def test_size_from_a_design_takes_its_site_and_server_and_agrees_with_checkpoint
     sizing = [f for f in plan.findings if f.rule in {"rule:workload-fits-plan", "rule:checkpoint-write-time"}]
     sizing += [f for f in plan.findings if f.rule == "rule:spares-cover-repairs"]
     assert sizing and all(f.severity == "ok" for f in sizing), [f.message for f in sizing]
+    assert not [f for f in plan.findings if f.subject == "site.servers_per_rack"]
 
 
 def test_size_without_a_workload_names_the_missing_options(tmp_path: Path) -> None:

@@ -157,6 +157,8 @@ def _servers_per_rack(
             f"{r.server.u_height:g}U) does not fit a {planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW "
             "budget",
         )
+    most = fit.most if fit.cooling > 0 else min(fit.power, fit.height)  # beyond the cooling: the rule warns
+    plan.settings["servers_per_rack_fit"] = most  # the most power, height and cooling allow
     if site.servers_per_rack is not None:
         n = site.servers_per_rack
         if n > min(fit.power, fit.height):
@@ -168,7 +170,6 @@ def _servers_per_rack(
                 f"({site.rack_power_budget_kw:g} kW, {planner.height_u}U) takes at most {min(fit.power, fit.height)}",
             )
         return n, []
-    most = fit.most if fit.cooling > 0 else min(fit.power, fit.height)  # beyond the cooling: the rule warns
     chosen = servers_per_rack(most, r.su_servers)
     if chosen >= most:
         return chosen, []

@@ -2,8 +2,9 @@
 
 The 6·N·D sizing assumes a goodput before any plan exists; the starter design is then planned, and the plan's
 own training figures (the training model at the plan's goodput, its failure model's spares) decide: servers
-are added until the plan trains in the target days, and the spares the failure model asks for are set, so the
-design `size` writes draws no finding against itself from the workload rules.
+are added until the plan trains in the target days, the spares the failure model asks for are set, and racks
+are packed to what the site allows where dividing the SU evenly would leave budget unused, so the design `size`
+writes draws no finding against what it chose.
 """
 
 from __future__ import annotations
@@ -56,9 +57,11 @@ def plan_starter(
     sizing = size(catalog, server_id, workload)
     servers, spares = sizing.servers, None
     aim = (workload.target_days or 0.0) * TARGET_MARGIN  # below the rule's warning line
+    site = dict(site or {})
     for _round in range(MAX_ROUNDS):
-        current = replace(sizing, servers=servers)
-        plan = _plan_text(starter_design(current, name, site=site, catalog=catalog_files, spare_servers=spares), folder)
+        current, planned_site = replace(sizing, servers=servers), site
+        text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares)
+        plan = _plan_text(text, folder)
         a = analyse_checkpoints(plan)
         days = a.time_to_train_days or 0.0
         # goodput falls as the job grows, so overshoot the ratio a little to settle in fewer rounds
@@ -68,18 +71,24 @@ def plan_starter(
         if a.domains is not None:  # spare racks, for racks short of their segment (in-rack trays cover the rest)
             needed = a.domains.spare_racks_needed * a.domains.trays_per_rack
             wanted_spares = needed if a.domains.spare_racks_needed > a.domains.spare_racks_have else spares
-        if (wanted_servers, wanted_spares) == (servers, spares):
+        # racks packed to what the site allows when dividing the SU evenly would leave budget unused
+        per_rack = int(plan.settings.get("servers_per_rack") or 0)  # type: ignore[call-overload]
+        fit = int(plan.settings.get("servers_per_rack_fit") or per_rack)  # type: ignore[call-overload]
+        wanted_site = site
+        if "servers_per_rack" not in site and fit > per_rack:
+            wanted_site = {**site, "servers_per_rack": fit}
+        if (wanted_servers, wanted_spares, wanted_site) == (servers, spares, site):
             break
-        servers, spares = wanted_servers, wanted_spares
+        servers, spares, site = wanted_servers, wanted_spares, wanted_site
     else:  # the last round's changes were not planned: write what was
-        servers, spares = current.servers, _planned_spares(plan)
+        servers, spares, site = current.servers, _planned_spares(plan), planned_site
     lines = [
         f"planned: {a.gpus:,} GPUs train in {days:,.1f} days ({a.compute_days or 0:,.1f} days of compute / "
         f"{a.goodput:.1%} goodput at the {a.interval_s / 60:,.0f}-min checkpoint interval), as checkpoint.md says; "
         f"sized to finish within {TARGET_MARGIN:.0%} of the target",
         f"spares: {a.spares_have} (the failure model asks for {a.spares_needed})",
     ]
-    text = starter_design(current, name, site=site, catalog=catalog_files, spare_servers=spares, notes=lines)
+    text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares, notes=lines)
     return Starter(text, current, a, [f for f in plan.findings if f.severity != "ok"], lines)
 
 
