@@ -8,7 +8,7 @@ import pulumi
 
 from gpucluster.design.load import design_from_model
 from gpucluster.design.schema import Design
-from gpucluster.plan import plan_design
+from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Plan
 from gpucluster.scheduling import scheduler_split
 

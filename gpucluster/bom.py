@@ -19,6 +19,7 @@ from gpucluster.catalog.schema import RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.power import cage_modules, device_powers, module_power_w
+from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.prices import PriceList, load_price_list
 
@@ -35,23 +36,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 )
 SECTION_TITLES = dict(SECTIONS)
 _SECTION_ORDER = {key: i for i, (key, _title) in enumerate(SECTIONS)}
-_NETWORK_SECTION = {
-    "compute": "compute-fabric",
-    "storage": "storage-network",
-    "inband": "management-networks",
-    "oob": "management-networks",
-}
-_ROLE_SECTION = {
-    "gpu-server": "compute",
-    "fabric-manager": "compute-fabric",
-    "management-server": "management-networks",
-    "storage": "storage",
-    "object-storage": "storage",
-    "pdu": "racks-power",
-    "nvlink-switch-tray": "compute",
-    "power-shelf": "racks-power",
-}
-NETWORK_TITLES = {"compute": "compute fabric", "storage": "storage", "inband": "in-band", "oob": "out-of-band"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +132,8 @@ def build_bom(plan: Plan, prices: PriceList | None = None) -> Bom:
     )
 
 
-_KIND_ORDER = ("gpu-server", "fabric-manager", "management-server", "switch", "storage", "object-storage")
-_NETWORK_ORDER = ("compute", "storage", "inband", "oob", "")
+_KIND_ORDER = tuple(ROLES)  # device lines in the registry's order; racks, cables and optics after them
+_NETWORK_ORDER = (*NETWORK_NAMES, "")
 
 
 def _sort_key(line: BomLine) -> tuple:
@@ -196,11 +180,11 @@ def _device_lines(plan: Plan) -> list[BomLine]:
     groups: dict[tuple[str, str, str, str], list[Device]] = defaultdict(list)
     for device in plan.devices.values():
         if device.role == "switch":
-            section = _NETWORK_SECTION[device.network or "compute"]
+            section = NETWORK_INFO[device.network or "compute"].bom_section
         elif device.spare:
             section = "spares"
         else:
-            section = _ROLE_SECTION[device.role]
+            section = ROLES[device.role].bom_section
         groups[(section, device.role, device.network or "", device.part)].append(device)
     lines = []
     for (section, role, network, part_id), devices in groups.items():
@@ -209,7 +193,7 @@ def _device_lines(plan: Plan) -> list[BomLine]:
         if role == "switch":
             tiers = Counter(d.tier or 1 for d in devices)
             notes = ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
-            notes = f"{NETWORK_TITLES[network]}: {notes}"
+            notes = f"{NETWORK_INFO[network].short}: {notes}"
         elif role == "gpu-server":
             gpus = getattr(getattr(part, "gpu", None), "count", 0)
             notes = f"{len(devices) * gpus:,} GPUs"
@@ -380,7 +364,7 @@ def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
     }
     for network, tiers in t["switches"].items():
         if tiers:
-            counts[f"Switches, {NETWORK_TITLES[network]}"] = sum(tiers.values())
+            counts[f"Switches, {NETWORK_INFO[network].short}"] = sum(tiers.values())
     counts["Switches"] = t["switches_total"]
     counts["Cables"] = t["cables"]
     counts["Transceivers"] = sum(line.quantity for line in lines if line.kind == "transceiver")

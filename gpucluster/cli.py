@@ -19,7 +19,7 @@ from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError, MissingSystemLibrary
-from gpucluster.plan import plan_design
+from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Plan
 
 EXIT_BAD_INPUT = 2

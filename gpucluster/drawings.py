@@ -21,7 +21,8 @@ from itertools import groupby
 
 import networkx as nx
 
-from gpucluster.plan.model import NETWORKS, Device, Plan
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.registry import NETWORK_INFO, ROLES, purpose_colour, tint
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.templating import render
 
@@ -29,34 +30,12 @@ DETAIL_MAX_PER_LEVEL = 36  # one box per device up to this many devices on every
 MAX_BOXES_PER_LEVEL = 12  # above it, kinds merge per SU, then SUs or pods into ranges
 FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
 
-PURPOSE_COLOURS = {"compute": "#4C72B0", "network": "#55A868", "storage": "#C44E52", "management": "#8172B2"}
-KIND_COLOURS = {
-    "gpu-server": "#4C72B0",
-    "fabric-manager": "#DD8452",
-    "storage": "#C44E52",
-    "object-storage": "#DA8BC3",
-    "management-server": "#8172B2",
-    "pdu": "#937860",
-    "switch": "#55A868",
-    "hosts": "#64748B",
-}
-OTHER_SWITCH_COLOUR = "#8C8C8C"
-NETWORK_COLOURS = {"compute": "#1F4E8C", "storage": "#A23B3B", "inband": "#5B4A8B", "oob": "#6B6B6B"}
-NETWORK_TITLES = {
-    "compute": "Compute fabric",
-    "storage": "Storage network",
-    "inband": "In-band management network",
-    "oob": "Out-of-band management network",
-}
-_KIND_ORDER = ("gpu-server", "fabric-manager", "storage", "object-storage", "management-server")
-_KIND_NAMES = {
-    "gpu-server": ("GPU server", "GPU servers"),
-    "fabric-manager": ("fabric manager", "fabric managers"),
-    "storage": ("storage block", "storage blocks"),
-    "object-storage": ("object-storage block", "object-storage blocks"),
-    "management-server": ("management server", "management servers"),
-    "pdu": ("PDU", "PDUs"),
-}
+HOSTS_COLOUR = "#64748B"  # a box that merges hosts of several roles
+OTHER_SWITCH_COLOUR = "#8C8C8C"  # a switch of another network (by its management port)
+# Hosts on a drawing: the roles with a drawing order, in it; the other kinds after them, by name
+_KIND_ORDER = tuple(
+    r.name for r in sorted(ROLES.values(), key=lambda r: r.drawing_order or 0) if r.drawing_order is not None
+)
 
 # Layout, in SVG user units (CSS pixels at 100 %)
 _WIDTH = 1000.0
@@ -295,21 +274,16 @@ def _kind_text(kind: str, count: int, level: int) -> str:
     if kind.endswith("-switch"):
         network = kind.removesuffix("-switch")
         return f"{count:,} {network} switch{'es' if count != 1 else ''}"
-    singular, plural = _KIND_NAMES.get(kind, (kind, kind + "s"))
+    entry = ROLES.get(kind)
+    singular, plural = (entry.label, entry.plural) if entry else (kind, kind + "s")
     return f"{count:,} {singular if count == 1 else plural}"
 
 
 def _colour(group: _Group) -> str:
     if len(group.kinds) > 1:
-        return KIND_COLOURS["hosts"]
-    kind = next(iter(group.kinds))
-    return KIND_COLOURS.get(kind, OTHER_SWITCH_COLOUR)
-
-
-def _tint(colour: str, amount: float = 0.82) -> str:
-    """The colour mixed with white, for box fills that keep text readable."""
-    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    return "#{:02X}{:02X}{:02X}".format(*(round(c + (255 - c) * amount) for c in (red, green, blue)))
+        return HOSTS_COLOUR
+    entry = ROLES.get(next(iter(group.kinds)))
+    return entry.colour if entry else OTHER_SWITCH_COLOUR
 
 
 def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detailed: bool) -> Drawing:
@@ -351,7 +325,7 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
                     round(y, 1),
                     round(box_width, 1),
                     round(height, 1),
-                    _tint(colour),
+                    tint(colour),
                     colour,
                     lines,
                     title,
@@ -389,10 +363,10 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
         labels.append(Label(width - 8.0, (upper[1] + lower[0]) / 2, (name, f"{count:,} links", speed), anchor="end"))
     return Drawing(
         network=network,
-        title=NETWORK_TITLES.get(network, network),
+        title=NETWORK_INFO[network].title,
         width=round(width, 1),
         height=round(height, 1),
-        colour=NETWORK_COLOURS.get(network, "#444444"),
+        colour=NETWORK_INFO[network].colour,
         boxes=tuple(boxes),
         bundles=tuple(bundles),
         labels=tuple(labels),
@@ -533,7 +507,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
     for rack in racks:
         width, depth = sizes[rack.name]
         x, y, w, h = (rack.y_mm, rack.x_mm, depth, width) if turned else (rack.x_mm, rack.y_mm, width, depth)
-        colour = PURPOSE_COLOURS.get(rack.purpose, "#937860")
+        colour = purpose_colour(rack.purpose)
         share = min(1.0, rack.power_max_w / budget_w) if budget_w else 0.0
         su = f" SU {rack.su}" if rack.su is not None else ""
         load = f"{rack.power_max_w / 1000:,.1f} kW max, {rack.power_typical_w / 1000:,.1f} kW typical"
@@ -544,7 +518,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
                 y=y,
                 width=w,
                 depth=h,
-                fill=_tint(colour, 0.75),
+                fill=tint(colour, 0.75),
                 stroke=colour,
                 bar_height=round(h * share, 1),
                 over_budget=rack.power_max_w > budget_w,
@@ -604,4 +578,4 @@ def _row_letter(rack: str) -> str:
 
 def networks_drawn(plan: Plan) -> Iterable[str]:
     """The networks the plan has graphs for, in the order the report shows them."""
-    return [n for n in NETWORKS if n in plan.graphs and plan.graphs[n].number_of_nodes()]
+    return [n for n in plan.networks() if n in plan.graphs and plan.graphs[n].number_of_nodes()]

@@ -8,9 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from gpucluster.design.load import LoadedDesign
-from gpucluster.errors import DesignError, Problem
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Plan
 
 # Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
 # efficiency on GB200 NVL72 with Slurm block scheduling", 2026-05-07: topology/block in 23.11, topology.yaml
@@ -196,43 +194,6 @@ def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
     return sides
 
 
-def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_server: int) -> None:
-    """Scheduler settings that depend on the cluster's size: the split leaves servers on both sides, and the
-    teams' quotas fit the GPUs Kubernetes runs."""
-    scheduler = loaded.design.scheduler
-    problems = []
-    kubernetes_servers = production_servers
-    if scheduler.kind == "both":
-        kubernetes_servers = scheduler.kubernetes_servers or 0
-        if kubernetes_servers >= production_servers:
-            problems.append(
-                Problem(
-                    *loaded.where("scheduler", "kubernetes_servers"),
-                    "scheduler.kubernetes_servers",
-                    f"{kubernetes_servers} leaves no production server for Slurm; the design has "
-                    f"{production_servers} (use at most {production_servers - 1})",
-                )
-            )
-    teams = scheduler.kubernetes.teams
-    gpus = kubernetes_servers * gpus_per_server
-    quota = sum(t.gpus for t in teams)
-    if teams and quota > gpus and not problems:
-        problems.append(
-            Problem(
-                *loaded.where("scheduler", "kubernetes", "teams"),
-                "scheduler.kubernetes.teams",
-                f"the teams' quotas add up to {quota} GPUs; Kubernetes runs {gpus} production GPUs",
-            )
-        )
-    if problems:
-        raise DesignError(problems)
-
-
-def slurm_version(plan: Plan) -> tuple[int, int]:
-    year, _, month = plan.design.scheduler.slurm.version.partition(".")  # type: ignore[attr-defined]
-    return int(year), int(month)
-
-
 def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
     """The compute fabric above ``servers``: merged leaf groups with their servers, the plan's upper switches
     with the groups or switches under them, and each server's group per tier (for topology labels)."""
@@ -359,26 +320,11 @@ def _group_name(plan: Plan, tier_name: str, switches: frozenset[str], tier: int)
 
 
 def nvlink_domains(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[tuple[str, ...]]:
-    """Servers that share one NVLink domain (NVL72-class racks), in plan order: consecutive servers of one
-    rack, ``nvlink_domain_gpus / gpus per server`` at a time (the domain's NVLink switch trays sit in the
-    rack). Empty when every server is its own NVLink domain (HGX 8-GPU boards)."""
-    devices = [plan.devices[name] for name in servers]
-    if not devices:
-        return []
-    if all(d.nvlink_domain for d in devices):  # a rack-scale system's trays know their domain
-        members: dict[str, list[str]] = defaultdict(list)
-        for device in devices:
-            members[str(device.nvlink_domain)].append(device.name)
-        return [tuple(names) for names in members.values()]
-    gpu = plan.part(devices[0].name).gpu  # type: ignore[attr-defined]
-    per_domain = gpu.nvlink_domain_gpus // gpu.count
-    if per_domain <= 1:
-        return []
-    by_rack: dict[str, list[Device]] = defaultdict(list)
-    for device in devices:
-        by_rack[device.rack].append(device)
-    domains = []
-    for members in by_rack.values():
-        for start in range(0, len(members), per_domain):
-            domains.append(tuple(d.name for d in members[start : start + per_domain]))
-    return domains
+    """Servers that share one NVLink domain (Device.nvlink_domain, set by the planner), in plan order.
+    Empty when every server is its own NVLink domain (HGX 8-GPU boards)."""
+    domains: dict[str, list[str]] = defaultdict(list)
+    for name in servers:
+        domain = plan.devices[name].nvlink_domain
+        if domain is not None:
+            domains[domain].append(name)
+    return [tuple(members) for members in domains.values()]

@@ -37,8 +37,8 @@ from gpucluster.components.policy import (
     policies,
 )
 from gpucluster.design.schema import ComputeFabric, ObjectStorage, Workload
-from gpucluster.plan import refresh_findings
 from gpucluster.plan.model import Finding, Link, Plan
+from gpucluster.rules import refresh_findings
 
 PACK = ROOT / "policy-pack"
 

@@ -14,8 +14,8 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import PowerFeed
 from gpucluster.errors import DesignError
 from gpucluster.plan.budget import airflow_cfm, btu_per_h, cfm_to_m3_per_h, power_budget, refrigeration_tons
-from gpucluster.plan.power import circuit_kva, device_power, usable_circuit_kw
-from gpucluster.rules import RULES, check_rules, cooling_needed
+from gpucluster.plan.power import circuit_kva, cooling_needed, device_power, usable_circuit_kw
+from gpucluster.rules import RULES, check_rules
 
 
 @cache

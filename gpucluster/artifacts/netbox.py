@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import islice
 from pathlib import Path
-from typing import get_args
 
 import yaml
 
@@ -37,9 +36,10 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Pdu
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import DeviceRole, Plan
+from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power import pdu_outlet_names, power_cords, rack_feeds
+from gpucluster.plan.registry import ROLES
 from gpucluster.progress import track
 
 FOLDER = "netbox"
@@ -79,15 +79,6 @@ _HOST_OSFP_RHS = {"400gbase-x-osfp": "400gbase-x-osfp-rhs"}
 _DEVICE_KINDS = ("gpu_server", "switch", "appliance", "storage_block", "pdu")
 # NetBox DeviceAirflowChoices has no "liquid"; a liquid-cooled part's air path is left unset.
 _AIRFLOW = {"front-to-rear", "rear-to-front", "passive"}
-_ROLE_COLOR = {
-    "gpu-server": "4caf50",
-    "switch": "2196f3",
-    "fabric-manager": "9c27b0",
-    "management-server": "607d8b",
-    "storage": "ff9800",
-    "object-storage": "ffc107",
-    "pdu": "795548",
-}
 _RACK_WIDTH_IN = 19  # EIA-310 19-inch equipment racks (NetBox RackWidthChoices)
 PDU_INPUT = "input"  # a PDU's power port (its inlet cord to the feed)
 _CABLE_COLUMNS = [
@@ -107,6 +98,12 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     emit_netbox_files(plan, save)
 
 
+def _device_role(name: str) -> list[str]:
+    """A DeviceRoleImportForm row: name, slug and colour (six hex digits, no '#') from the role registry."""
+    entry = ROLES[name]
+    return [entry.netbox_role, entry.netbox_role, entry.colour.removeprefix("#").lower()]
+
+
 def netbox_files(plan: Plan) -> dict[str, str]:
     """File name (under netbox/) -> its text."""
     files: dict[str, str] = {}
@@ -123,7 +120,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
     files = {
         f"{SHARED}/01-manufacturers.csv": _manufacturers_csv(sorted({t.manufacturer for t in packaged.values()})),
         f"{SHARED}/02-device-roles.csv": _csv(
-            ["name", "slug", "color"], [[r, r, _ROLE_COLOR.get(r, "9e9e9e")] for r in get_args(DeviceRole)]
+            ["name", "slug", "color"], [_device_role(entry.name) for entry in ROLES.values()]
         ),
         f"{SHARED}/03-device-types.yaml": _device_types_yaml(packaged[p] for p in sorted(packaged)),
     }
@@ -379,7 +376,7 @@ def _devices(plan: Plan, site: str) -> Iterator[list[object]]:
         yield (
             [
                 d.name,
-                d.role,
+                ROLES[d.role].netbox_role,
                 part.vendor,  # type: ignore[attr-defined]
                 part.model,  # type: ignore[attr-defined]
                 "planned",

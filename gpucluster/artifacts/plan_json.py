@@ -108,7 +108,7 @@ def _device(d) -> dict:
         "u_position": d.u_position,
         "u_height": d.u_height,
     }
-    for key in ("su", "network", "tier", "rail", "pod"):
+    for key in ("su", "network", "tier", "rail", "pod", "nvlink_domain"):
         value = getattr(d, key)
         if value is not None:
             record[key] = value

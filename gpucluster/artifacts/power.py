@@ -15,11 +15,11 @@ from matplotlib.figure import Figure
 
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
-from gpucluster.drawings import PURPOSE_COLOURS  # the floor plan's colours, so chart and report agree
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
-from gpucluster.rules import COOLING_CAPACITY_KW
+from gpucluster.plan.power import COOLING_CAPACITY_KW
+from gpucluster.plan.registry import purpose_colour
 from gpucluster.templating import render
 
 CHART = "power-racks"
@@ -65,7 +65,7 @@ def write_chart(budget: Budget, folder: Path) -> None:
         FigureCanvasAgg(figure)
         axes = figure.add_subplot()
         xs = range(len(racks))
-        colours = [PURPOSE_COLOURS.get(r.purpose, "#937860") for r in racks]
+        colours = [purpose_colour(r.purpose) for r in racks]
         # one collection of bars per series (a patch per bar took seconds per thousand racks to lay out and draw)
         _bars(axes, [r.load.max_w / 1000 for r in racks], colours, alpha=0.45)
         _bars(axes, [r.load.typical_w / 1000 for r in racks], colours, alpha=1.0)
@@ -89,7 +89,7 @@ def write_chart(budget: Budget, folder: Path) -> None:
             linewidth=1.2,
         )
         for purpose in sorted({r.purpose for r in racks}):
-            axes.bar([0], [0], color=PURPOSE_COLOURS.get(purpose, "#937860"), label=f"{purpose} (typical / max)")
+            axes.bar([0], [0], color=purpose_colour(purpose), label=f"{purpose} (typical / max)")
         step = max(1, math.ceil(len(racks) / 40))  # at most 40 rack labels: tick text dominates drawing time
         axes.set_xticks(list(xs)[::step], [r.name for r in racks][::step], rotation=90)
         axes.set_xlim(-0.6, len(racks) - 0.4)

@@ -52,6 +52,7 @@ from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.registry import elevation_fill
 from gpucluster.progress import track
 from gpucluster.templating import render
 
@@ -74,6 +75,11 @@ class Slot:
     name: str
     model: str
     role: str
+
+    @property
+    def fill(self) -> str:
+        """Its box's colour: the role's, tinted (plan/registry.py), in the SVG and the PDF alike."""
+        return elevation_fill(self.role)
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,7 +473,7 @@ class _Elevation(Flowable):
         for slot in page.slots:
             y = (slot.u - 1) * unit
             h = max(slot.height_u, 1) * unit
-            c.setFillColor(_ROLE_FILL.get(slot.role, colors.Color(0.9, 0.9, 0.9)))
+            c.setFillColor(colors.HexColor(slot.fill))
             c.setLineWidth(0.4)
             c.rect(left + 1, y + 0.5, rail - 2, h - 1, fill=1)
             c.setFillColor(colors.black)
@@ -475,16 +481,6 @@ class _Elevation(Flowable):
             size = _fitting_size(text, FONT, min(7.0, max(unit * 0.7, 4.0)), rail - 6)
             c.setFont(FONT, size)
             c.drawString(left + 3, y + h / 2 - size * 0.35, text)
-
-
-_ROLE_FILL = {
-    "gpu-server": colors.Color(0.80, 0.92, 0.80),
-    "switch": colors.Color(0.80, 0.88, 0.97),
-    "fabric-manager": colors.Color(0.90, 0.83, 0.95),
-    "management-server": colors.Color(0.88, 0.90, 0.92),
-    "storage": colors.Color(1.00, 0.90, 0.76),
-    "object-storage": colors.Color(1.00, 0.95, 0.76),
-}
 
 
 class _Labels(Flowable):

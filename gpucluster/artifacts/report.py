@@ -27,8 +27,6 @@ from gpucluster.drawings import (
     DETAIL_MAX_PER_LEVEL,
     FLOOR_LABEL_MAX_RACKS,
     MAX_BOXES_PER_LEVEL,
-    NETWORK_TITLES,
-    PURPOSE_COLOURS,
     floor_plan,
     network_drawing,
     networks_drawn,
@@ -36,6 +34,7 @@ from gpucluster.drawings import (
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.rules import RULE_PREFIX
 from gpucluster.scheduling import scheduler_sides
 from gpucluster.templating import render
@@ -219,7 +218,7 @@ def _network(plan: Plan, network: str) -> dict:
     hops = analysis.get("hops", {})
     return {
         "id": network,
-        "title": NETWORK_TITLES.get(network, network),
+        "title": NETWORK_INFO[network].title,
         "svg": Markup(drawing.svg()),
         "detailed": drawing.detailed,
         "devices": f"{drawing.devices:,}",
@@ -251,7 +250,7 @@ def _floor(plan: Plan) -> dict:
         "labelled": floor.labelled,
         "racks": len(floor.racks),
         "budget_kw": f"{floor.budget_kw:g}",
-        "legend": [(p, PURPOSE_COLOURS.get(p, "#937860")) for p in purposes],
+        "legend": [(p, purpose_colour(p)) for p in purposes],
         "over_budget": [r.name for r in floor.racks if r.over_budget],
     }
 
@@ -392,7 +391,7 @@ def _elevations(plan: Plan, folder: Path) -> list[dict[str, str]]:
     for rack in sorted(plan.racks.values(), key=lambda r: r.name):
         first.setdefault(rack.purpose, rack.name)
     shown = []
-    for purpose in sorted(first, key=lambda p: (list(PURPOSE_COLOURS).index(p) if p in PURPOSE_COLOURS else 99, p)):
+    for purpose in sorted(first, key=lambda p: (list(RACK_PURPOSES).index(p) if p in RACK_PURPOSES else 99, p)):
         name = first[purpose]
         path = folder / RACK_ELEVATIONS / f"{name}.svg"
         if path.is_file():

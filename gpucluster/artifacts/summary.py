@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import NETWORKS, Plan
+from gpucluster.plan.model import Plan
 from gpucluster.scheduling import scheduler_sides
 
 
@@ -30,7 +30,7 @@ def summary_lines(plan: Plan) -> list[str]:
             f"{s['scalable_unit_servers']}"
         )
     lines = [head]
-    for network in NETWORKS:
+    for network in plan.networks():
         tiers = [tier for tier in plan.tiers if tier.network == network]
         if not tiers:
             continue

@@ -11,12 +11,12 @@ from collections import Counter
 
 import networkx as nx
 
-from gpucluster.plan.model import NETWORKS, Plan, Tier
+from gpucluster.plan.model import Plan, Tier
 
 
 def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
     """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
-    merged: dict[str, dict[tuple[str, str], list]] = {network: {} for network in NETWORKS}
+    merged: dict[str, dict[tuple[str, str], list]] = {network: {} for network in plan.networks()}
     for link in plan.links:
         key = (link.a_device, link.b_device)
         edge = merged[link.network].get(key)
@@ -51,7 +51,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
     A multi-plane fabric is analysed plane by plane (each plane must connect every host port on it) and
     gains what losing a whole plane costs."""
     results: dict[str, dict] = {}
-    for network in NETWORKS:
+    for network in plan.networks():
         graph = plan.graphs[network]
         tiers = [t for t in plan.tiers if t.network == network]
         if graph.number_of_nodes() == 0:

@@ -31,24 +31,21 @@ from typing import cast
 
 from gpucluster.catalog.schema import Cdu, FlowPoint, Pdu, RackSystem
 from gpucluster.design.schema import Site
-from gpucluster.plan.model import Finding, Plan
+from gpucluster.plan.model import RULE_PREFIX, Finding, Plan
 from gpucluster.plan.power import (
+    COOLING_SOURCES,
     DevicePower,
     RackCircuits,
     circuit_kind,
     circuit_kva,
     circuit_w,
-    device_powers,
-    rack_circuits,
-    rack_devices,
-)
-from gpucluster.rules import (
-    COOLING_SOURCES,
-    RULE_PREFIX,
     cooling_against_site,
     cooling_capacity_kw,
     cooling_needed,
+    device_powers,
     liquid_heat_w,
+    rack_circuits,
+    rack_devices,
 )
 
 # 1 W = 3.412142 BTU(IT)/h (1 BTU/h = 0.29307107 W); insideHPC's airflow formula uses 3,412.

@@ -23,6 +23,7 @@ from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.model import Cable, Device, Finding, Link, Plan
+from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.progress import track
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
@@ -34,7 +35,6 @@ CAGE_ACCEPTS = {
     "qsfp112": ("qsfp112", "qsfp56", "qsfp28"),
     "qsfp56": ("qsfp56", "qsfp28"),
 }
-NETWORK_PREFIX = {"compute": "C", "storage": "S", "inband": "I", "oob": "O"}
 
 
 class NoCableFits(ValueError):
@@ -48,6 +48,9 @@ class End:
     cage_type: str
     ports_per_cage: int
     switch: bool
+
+
+BACKPLANE = End("backplane", 1, False)  # a link on a system's backplane or cable cartridge: no cable to order
 
 
 @dataclass(frozen=True)
@@ -123,8 +126,11 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     optics = catalog.of_kind(Transceiver)
     lookup = _EndLookup(catalog)
     links, devices = plan.links, plan.devices
+    uncabled = {name for name, entry in NETWORK_INFO.items() if not entry.cabled}
     ends = [
         (lookup.end(devices[link.a_device], link.a_port), lookup.end(devices[link.b_device], link.b_port))
+        if link.network not in uncabled
+        else (BACKPLANE, BACKPLANE)
         for link in links
     ]
     by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)  # twin-port cages only
@@ -137,10 +143,14 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     by_id = {c.id: c for c in parts}
     part_number = cache(lambda cable_id, length: by_id[cable_id].part_number_for(length))
     lengths = run_lengths_m(plan, links, routing)
-    technology_of = {network: _technology(plan, network) for network in NETWORK_PREFIX}
+    technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
     groups = _two_link_groups(links, ends, by_cage)
     counters: dict[str, int] = defaultdict(int)
     done = bytearray(len(links))
+    if uncabled:
+        for index, link in enumerate(links):
+            if link.network in uncabled:
+                done[index] = 1  # counted in the totals, no cable
     for index, link in track(enumerate(links), len(links), "links"):
         if done[index]:
             continue
@@ -169,7 +179,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         choice, group = best[2], best[3]
         for i in group:
             done[i] = 1
-        prefix = NETWORK_PREFIX[link.network]
+        prefix = NETWORK_INFO[link.network].cable_prefix
         counters[prefix] += 1
         plan.cables.append(
             Cable(

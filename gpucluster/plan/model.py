@@ -1,8 +1,8 @@
 """The physical plan: plain typed data that every artifact is a view of.
 
-Devices stand in racks at U positions; links join (device, port) to (device, port) on one of
-four networks; cables carry one or more links (a twin-port copper cable carries two). The
-networkx graphs are derived from the links, one per network.
+Devices stand in racks at U positions; links join (device, port) to (device, port) on one of the
+networks (plan/registry.py); cables carry one or more links (a twin-port copper cable carries two;
+backplane links have none). The networkx graphs are derived from the links, one per network.
 """
 
 from __future__ import annotations
@@ -12,18 +12,13 @@ from typing import Literal
 
 import networkx as nx
 
-NetworkName = Literal["compute", "storage", "inband", "oob"]
-NETWORKS: tuple[NetworkName, ...] = ("compute", "storage", "inband", "oob")
+from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
 
-DeviceRole = Literal[
-    "gpu-server",
-    "switch",
-    "fabric-manager",
-    "management-server",
-    "storage",
-    "object-storage",
-    "pdu",
-]
+NetworkName = str  # a key of plan/registry.py NETWORK_INFO
+NETWORKS: tuple[NetworkName, ...] = NETWORK_NAMES
+DeviceRole = str  # a key of plan/registry.py ROLES
+
+RULE_PREFIX = "rule:"  # findings from design rules (gpucluster/rules.py) carry their rule's name after this prefix
 
 
 @dataclass(slots=True)
@@ -161,6 +156,10 @@ class Plan:
     def add(self, device: Device) -> Device:
         if device.name in self.devices:
             raise ValueError(f"duplicate device name {device.name}")
+        if device.role not in ROLES:
+            raise ValueError(f"{device.name}: unknown device role {device.role!r} (plan/registry.py ROLES)")
+        if device.network is not None and device.network not in NETWORK_INFO:
+            raise ValueError(f"{device.name}: unknown network {device.network!r} (plan/registry.py NETWORK_INFO)")
         self.devices[device.name] = device
         return device
 
@@ -173,6 +172,11 @@ class Plan:
             for d in self.devices.values()
             if d.role == "switch" and d.network == network and (tier is None or d.tier == tier)
         ]
+
+    def networks(self) -> list[NetworkName]:
+        """The plan's networks in registry order: those every design has, and any other that has links."""
+        used = {link.network for link in self.links}
+        return [name for name in NETWORKS if NETWORK_INFO[name].every_design or name in used]
 
     def links_on(self, network: str) -> list[Link]:
         return [link for link in self.links if link.network == network]

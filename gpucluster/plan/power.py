@@ -1,4 +1,5 @@
-"""Power: what each device draws with its optics, and how each rack's load reaches it over PDUs and circuits.
+"""Power and cooling: what each device draws with its optics, how each rack's load reaches it over PDUs and
+circuits, and the cooling that removes its heat.
 
 A circuit's usable power is its apparent power (sqrt(3) x V_LL x I for three-phase, V x I for
 single-phase) times the continuous-load fraction (NEC 80 % rule), at power factor 1: a 415 V
@@ -457,3 +458,53 @@ def power_cords(plan: Plan) -> list[PowerCord]:
                         turn[feed] = (turn[feed] + attempt + 1) % len(pdus)
                         break
     return cords
+
+
+# Heat one rack's cooling can remove, by cooling type, when the design does not say
+# (hardware-facts §5: air ~25-30 kW practical with containment; active rear-door heat exchangers
+# up to ~60 kW; direct liquid cooling 50-120+ kW per rack, GB200/GB300 NVL72 ~120-140 kW).
+COOLING_CAPACITY_KW = {"air": 30.0, "rear-door": 60.0, "liquid": 140.0}
+COOLING_SOURCES = {
+    "air": "https://www.yobitel.com/knowledge-base/rear-door-heat-exchanger (air ~25-30 kW with containment)",
+    "rear-door": "https://www.coolnetpower.com/blog/how-much-heat-can-a-rear-door-heat-exchanger-remove/ (active RDHx)",
+    "liquid": "https://ai-infrastructure.net/datacentre-physical/ (DLC 50-120+ kW; NVL72 ~120-140 kW)",
+}
+
+
+def cooling_capacity_kw(site: object) -> float:
+    capacity = getattr(site, "cooling_capacity_kw", None)
+    return float(capacity) if capacity else COOLING_CAPACITY_KW[getattr(site, "cooling", "air")]
+
+
+def liquid_heat_w(part: object, power_w: float) -> float:
+    """The share of a part's heat its liquid loop takes (catalog `cooling`); the rest goes to the air."""
+    cooling = getattr(part, "cooling", None)
+    if cooling is None or cooling.method != "liquid":
+        return 0.0
+    return power_w * cooling.liquid_fraction
+
+
+def cooling_needed(air_kw: float, liquid_kw: float) -> str:
+    """The cooling a rack needs by its density: the lightest type whose default capacity takes its
+    air-side heat (air, then rear-door); beyond that, or with liquid-cooled parts, direct liquid."""
+    if liquid_kw > 0:
+        return "liquid"
+    for kind in ("air", "rear-door"):
+        if air_kw <= COOLING_CAPACITY_KW[kind] + 1e-9:
+            return kind
+    return "liquid"
+
+
+def cooling_against_site(air_kw: float, liquid_kw: float, site_cooling: str, capacity_kw: float) -> str:
+    """What a rack needs against what the site gives: the heat its cooling takes of its capacity, and where the
+    rack needs more (or could do with less) than the site's type."""
+    needed = cooling_needed(air_kw, liquid_kw)
+    heat = air_kw + liquid_kw if site_cooling == "liquid" else air_kw
+    text = f"{site_cooling}: {heat:.1f} of {capacity_kw:g} kW"
+    if liquid_kw > 0 and site_cooling != "liquid":
+        return f"{text}; needs a coolant loop for {liquid_kw:.1f} kW"
+    if heat > capacity_kw + 1e-9:
+        return f"{text}; over by {heat - capacity_kw:.1f} kW (needs {needed})"
+    if needed != site_cooling:
+        return f"{text} ({needed} alone would do)"
+    return text

@@ -18,6 +18,7 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.schema import Site
 from gpucluster.plan.model import Device, Plan, RackPlan
+from gpucluster.plan.registry import NETWORK_INFO, ROLES
 
 
 @dataclass
@@ -212,6 +213,7 @@ def rack_inlets(parts: Mapping[str, object], devices: list[Device]) -> dict[str,
     return inlets
 
 
+_CENTRAL_ROLES = ("storage", "management-server", "object-storage")  # stand in the hall's central racks
 _CENTRAL_SPARE_U = 2  # room kept for the out-of-band switches when the central devices share one rack
 
 
@@ -243,15 +245,12 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             last = max(pod_sus[device.name])
             planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
         elif device.role == "switch" and (device.tier != 1 or device.su is None):
-            purpose = {"compute": "network", "storage": "storage"}.get(device.network or "", "management")
-            central_devices.append((purpose, device))
-        elif device.role == "storage":
-            central_devices.append(("storage", device))
+            central_devices.append((NETWORK_INFO[device.network or "oob"].rack_purpose, device))
         elif device.role == "fabric-manager":
             # UFM appliances cable to SU 1's leaves (the RA gives them a server slot there): stand beside them
-            planner.place(planner.cluster("su01", 1), "network", device)
-        elif device.role in ("management-server", "object-storage"):
-            central_devices.append(("management", device))
+            planner.place(planner.cluster("su01", 1), ROLES[device.role].rack_purpose, device)
+        elif device.role in _CENTRAL_ROLES:
+            central_devices.append((ROLES[device.role].rack_purpose, device))
     # A small cluster's central devices share one rack (with room for its out-of-band switches);
     # larger ones get network, storage and management racks of their own.
     units = sum(math.ceil(d.u_height) for _purpose, d in central_devices) + _CENTRAL_SPARE_U
@@ -272,3 +271,22 @@ def floor_order(planner: RackPlanner) -> list[str]:
     sus = sorted((name for name in planner.clusters if name != "central"), key=lambda n: _by_su(planner, n))
     half = len(sus) // 2
     return [*sus[:half], "central", *sus[half:]]
+
+
+def assign_nvlink_domains(plan: Plan) -> None:
+    """Servers whose NVLink domain spans several of them (NVL72-class systems) share it with the servers
+    racked beside them: ``nvlink_domain_gpus / gpus per server`` consecutive servers of one rack, the
+    domain's NVLink switch trays sitting in that rack. A server that is its own domain (HGX 8-GPU) keeps
+    ``nvlink_domain`` unset."""
+    by_rack: dict[str, list[Device]] = {}
+    for device in plan.devices_with("gpu-server"):
+        if device.nvlink_domain is None:  # a rack-scale system's trays have theirs from plan/rack_scale.py
+            by_rack.setdefault(device.rack, []).append(device)
+    for rack, members in by_rack.items():
+        gpu = getattr(plan.catalog_parts[members[0].part], "gpu", None)
+        per_domain = gpu.nvlink_domain_gpus // gpu.count if gpu is not None else 1
+        if per_domain <= 1:
+            continue
+        for start in range(0, len(members), per_domain):
+            for device in members[start : start + per_domain]:
+                device.nvlink_domain = f"{rack}-nvl{start // per_domain + 1}"

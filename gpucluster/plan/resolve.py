@@ -9,7 +9,6 @@ from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageB
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.networks import Resolved, manager_slots, technology_of
-from gpucluster.scheduling import check_scheduler
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level; the 4-SU rows are four times these.
@@ -283,3 +282,35 @@ def _storage_block(
 
 def _fail(loaded: LoadedDesign, loc: tuple[str, ...], message: str) -> None:
     raise DesignError([Problem(*loaded.where(*loc), ".".join(loc), message)])
+
+
+def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_server: int) -> None:
+    """Scheduler settings that depend on the cluster's size: the split leaves servers on both sides, and the
+    teams' quotas fit the GPUs Kubernetes runs."""
+    scheduler = loaded.design.scheduler
+    problems = []
+    kubernetes_servers = production_servers
+    if scheduler.kind == "both":
+        kubernetes_servers = scheduler.kubernetes_servers or 0
+        if kubernetes_servers >= production_servers:
+            problems.append(
+                Problem(
+                    *loaded.where("scheduler", "kubernetes_servers"),
+                    "scheduler.kubernetes_servers",
+                    f"{kubernetes_servers} leaves no production server for Slurm; the design has "
+                    f"{production_servers} (use at most {production_servers - 1})",
+                )
+            )
+    teams = scheduler.kubernetes.teams
+    gpus = kubernetes_servers * gpus_per_server
+    quota = sum(t.gpus for t in teams)
+    if teams and quota > gpus and not problems:
+        problems.append(
+            Problem(
+                *loaded.where("scheduler", "kubernetes", "teams"),
+                "scheduler.kubernetes.teams",
+                f"the teams' quotas add up to {quota} GPUs; Kubernetes runs {gpus} production GPUs",
+            )
+        )
+    if problems:
+        raise DesignError(problems)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gpucluster.plan.fabric import TIER_NAMES
-from gpucluster.plan.model import NETWORKS, Plan
+from gpucluster.plan.model import Plan
 
 
 def tier_name(tier: int) -> str:
@@ -21,12 +21,13 @@ def link_tier_name(tier: int) -> str:
 def totals(plan: Plan) -> dict:
     servers = plan.devices_with("gpu-server")
     gpus_per_server = int(plan.settings.get("gpus_per_server", 0))
-    switches: dict[str, dict[str, int]] = {n: {} for n in NETWORKS}
+    networks = plan.networks()
+    switches: dict[str, dict[str, int]] = {n: {} for n in networks}
     for device in plan.devices.values():
         if device.role == "switch" and device.network and device.tier:
             per = switches[device.network]
             per[tier_name(device.tier)] = per.get(tier_name(device.tier), 0) + 1
-    links: dict[str, dict[str, int]] = {n: {} for n in NETWORKS}
+    links: dict[str, dict[str, int]] = {n: {} for n in networks}
     for link in plan.links:
         per = links[link.network]
         key = link_tier_name(link.tier)

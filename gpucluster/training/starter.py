@@ -18,7 +18,7 @@ from pathlib import Path
 from gpucluster.catalog.load import Catalog
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Workload
-from gpucluster.plan import plan_design
+from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Finding, Plan
 from gpucluster.rules import TARGET_MARGIN
 from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints

@@ -1,0 +1,31 @@
+"""The pipeline: the stages in order, each importing only the ones before it.
+
+design -> catalog -> physical plan (plan/) -> derived models (analyses, totals, checkpoint and failure
+model, burn-in plan; the power budget and the schedulers' view are computed by the views that need them)
+-> design rules (rules.py) -> views (artifacts/, components/). tests/test_imports.py checks the order.
+"""
+
+from __future__ import annotations
+
+from gpucluster.burn_in import burn_in_plan
+from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.analysis import analyse
+from gpucluster.plan.build import Progress, build_physical_plan
+from gpucluster.plan.model import Plan
+from gpucluster.plan.totals import totals
+from gpucluster.rules import refresh_findings
+from gpucluster.training.checkpoint import checkpoint_facts
+
+__all__ = ["Progress", "plan_design", "refresh_findings"]
+
+
+def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
+    """Run every stage up to the design rules: the plan every view reads."""
+    say = progress or (lambda _message: None)
+    plan = build_physical_plan(loaded, say)
+    plan.analysis = analyse(plan)
+    plan.totals = totals(plan)
+    plan.settings["checkpoint"] = checkpoint_facts(plan)
+    plan.burn_in = burn_in_plan(plan)
+    refresh_findings(plan)
+    return plan

@@ -1,0 +1,328 @@
+"""The physical-plan stage: a validated design becomes devices, racks, links, cables and graphs.
+
+The later stages (derived models, design rules) run in gpucluster/pipeline.py; nothing here imports them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from gpucluster.catalog.schema import Rack
+from gpucluster.design.load import LoadedDesign
+from gpucluster.errors import DesignError, Problem
+from gpucluster.plan.analysis import build_graphs
+from gpucluster.plan.cables import NoCableFits, add_cables
+from gpucluster.plan.fabric import merge_planes
+from gpucluster.plan.model import Finding, Plan
+from gpucluster.plan.networks import (
+    Resolved,
+    add_appliances,
+    add_gpu_servers,
+    build_compute_fabric,
+    build_inband,
+    build_storage_network,
+    manager_slots,
+)
+from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
+from gpucluster.plan.power import (
+    add_optics_power,
+    choose_pdu,
+    cooling_capacity_kw,
+    liquid_heat_w,
+    optics_allowance_w,
+    pdus_needed,
+)
+from gpucluster.plan.rack_scale import add_rack_systems, place_rack_systems
+from gpucluster.plan.racks import (
+    RackPlanner,
+    add_pdus,
+    assign_nvlink_domains,
+    floor_order,
+    pack_devices,
+    rack_fit,
+    servers_per_rack,
+)
+from gpucluster.plan.resolve import resolve, switch_technology
+
+__all__ = ["Progress", "build_physical_plan"]
+
+Progress = Callable[[str], None]
+
+
+def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
+    """The physical plan of a loaded design: devices, racks, links, cables, device power and graphs."""
+    design, catalog = loaded.design, loaded.catalog
+    r = resolve(loaded)
+    plan = Plan(name=design.name, design=design, catalog_parts=catalog.parts)
+    plan.settings.update(_settings(r))
+    site = design.site
+    feed = site.power_feed
+    pdu = choose_pdu(catalog, feed, site.pdu)
+    if pdu is None:
+        raise DesignError(
+            [
+                Problem(
+                    *loaded.where("site", "power_feed"),
+                    "site.power_feed",
+                    f"no PDU in the catalog takes a {feed.voltage_v:g} V {feed.phases}-phase {feed.breaker_a:g} A "
+                    "feed; name one with site.pdu or add one in a catalog file",
+                )
+            ]
+        )
+    plan.settings["pdu"] = pdu.id
+
+    say("servers and appliances")
+    system = r.rack_system
+    domains = []
+    if system is not None:
+        domains = add_rack_systems(plan, r, design.compute.hostname_prefix)
+        plan.settings["rack_system"] = system.id
+        plan.settings["nvlink_domains"] = len(domains)
+    else:
+        add_gpu_servers(plan, r, design.compute.hostname_prefix)
+    add_appliances(plan, r)
+    plan.findings += _scalable_unit_warnings(plan, r)
+    say("compute fabric")
+    plan.tiers += merge_planes(build_compute_fabric(plan, r, catalog))
+    say("storage network")
+    plan.tiers += build_storage_network(plan, r, catalog).tiers
+    say("in-band management network")
+    plan.tiers += build_inband(plan, r, catalog).tiers
+
+    say("racks")
+    rack_part = catalog.get(site.rack, Rack)
+    optics_w = optics_allowance_w(plan, catalog)
+    planner = RackPlanner(catalog, site, rack_part, optics_w)
+    server_w = r.server.power_max_w + max(
+        (optics_w.get(d.name, 0.0) for d in plan.devices_with("gpu-server")), default=0
+    )
+    in_rack: dict = {}
+    if system is not None:
+        per_rack = system.compute_trays
+        try:
+            in_rack = place_rack_systems(plan, planner, system, domains)
+        except ValueError as exc:
+            raise DesignError([Problem(*loaded.where("compute", "server"), "compute.server", str(exc))]) from None
+    else:
+        per_rack, packing = _servers_per_rack(loaded, plan, r, planner, server_w)
+        plan.findings += packing
+    plan.settings["servers_per_rack"] = per_rack
+    try:
+        pack_devices(plan, planner, per_rack)
+    except ValueError as exc:
+        raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+
+    def count_pdus(load_w: float, inlets: dict[str, int]) -> int:
+        return pdus_needed(load_w, inlets, pdu, feed)
+
+    say("out-of-band management network")
+    placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack)
+    order = floor_order(planner)
+    planner.layout(plan, order)
+    assign_nvlink_domains(plan)
+    slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
+    add_pdus(plan, catalog, pdu, count_pdus, two_feeds=feed.redundancy == "2N", reserved=slots)
+    build_oob_network(plan, planner, r, order, placeholders)
+
+    say("cables")
+    try:
+        add_cables(plan, catalog, site.cabling)
+    except NoCableFits as exc:
+        raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+    plan.device_power = add_optics_power(plan)
+    say("graph analyses")
+    plan.graphs = build_graphs(plan)
+    plan.findings += unweighed_parts(plan)
+    return plan
+
+
+def _servers_per_rack(
+    loaded: LoadedDesign, plan: Plan, r: Resolved, planner: RackPlanner, server_w: float
+) -> tuple[int, list[Finding]]:
+    """GPU servers per compute rack: ``site.servers_per_rack`` when the architect sets it (within the power
+    budget and the height; beyond the cooling the rule warns), else the most that fit power, height and
+    cooling and divide the SU evenly, with an advisory when that leaves budget unused that a setting would use."""
+    site = planner.site
+    heat_w = server_w if site.cooling == "liquid" else server_w - liquid_heat_w(r.server, server_w)
+    fit = rack_fit(
+        r.server.u_height, server_w, heat_w, planner.height_u, planner.budget_w, cooling_capacity_kw(site) * 1000
+    )
+    each = f"{r.server.id} ({server_w / 1000:.2f} kW each with its optics, {r.server.u_height:g}U)"
+    if min(fit.power, fit.height) == 0:
+        _fail_at(
+            loaded,
+            ("site", "rack_power_budget_kw"),
+            f"one {r.server.model} ({r.server.power_max_w / 1000:.1f} kW, {server_w / 1000:.2f} kW with its optics, "
+            f"{r.server.u_height:g}U) does not fit a {planner.height_u}U rack with a {site.rack_power_budget_kw:g} kW "
+            "budget",
+        )
+    most = fit.most if fit.cooling > 0 else min(fit.power, fit.height)  # beyond the cooling: the rule warns
+    plan.settings["servers_per_rack_fit"] = most  # the most power, height and cooling allow
+    if site.servers_per_rack is not None:
+        n = site.servers_per_rack
+        if n > min(fit.power, fit.height):
+            limit = "power budget" if fit.power < fit.height else "rack height"
+            _fail_at(
+                loaded,
+                ("site", "servers_per_rack"),
+                f"{n} x {each} need {n * server_w / 1000:.1f} kW and {n * r.server.u_height:g}U; the {limit} "
+                f"({site.rack_power_budget_kw:g} kW, {planner.height_u}U) takes at most {min(fit.power, fit.height)}",
+            )
+        return n, []
+    chosen = servers_per_rack(most, r.su_servers)
+    if chosen >= most:
+        return chosen, []
+    racks_now, racks_full = (_compute_racks(plan, n) for n in (chosen, most))
+    return chosen, [
+        Finding(
+            "planning",
+            "advisory",
+            f"compute racks hold {chosen} x {r.server.id} ({chosen * server_w / 1000:.1f} kW of the "
+            f"{site.rack_power_budget_kw:g} kW budget) so each {r.su_servers}-server SU divides evenly; {most} fit "
+            f"the budget, height and {site.cooling} cooling: site.servers_per_rack: {most} packs them in "
+            f"{racks_full} compute racks instead of {racks_now}",
+            "site.servers_per_rack",
+        )
+    ]
+
+
+def _compute_racks(plan: Plan, per_rack: int) -> int:
+    """Compute racks when each SU's servers fill racks of ``per_rack`` (as pack_devices packs them)."""
+    per_su: dict[int, int] = {}
+    for server in plan.devices_with("gpu-server"):
+        per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
+    return sum(math.ceil(n / per_rack) for n in per_su.values())
+
+
+def _fail_at(loaded: LoadedDesign, loc: tuple[str, ...], message: str) -> None:
+    raise DesignError([Problem(*loaded.where(*loc), ".".join(loc), message)])
+
+
+def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
+    """A nearly empty last scalable unit still needs a leaf per rail: say what it costs and which design
+    fields would fill the units before it exactly."""
+    per_su: dict[int, int] = {}
+    for server in plan.devices_with("gpu-server"):
+        per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
+    last = max(per_su)
+    if not (last > 1 and per_su[last] * 2 < r.su_servers):
+        return []
+    slots = (last - 1) * r.su_servers
+    taken = manager_slots(r.fabric_manager, r.fabric_managers, r.rails)
+    production, spares = r.production_servers, r.spare_servers
+    fixes = []
+    if production + taken <= slots:
+        fixes.append(f"compute.spare_servers: {slots - taken - production} (the free slots of {last - 1} units)")
+    elif taken and production <= slots and r.compute_switch.subnet_manager:
+        fixes.append(
+            f"compute_fabric.fabric_managers: 0 (the {r.compute_switch.id} switches run an on-board subnet manager; "
+            f"no UFM slot) with compute.spare_servers: {slots - production}"
+        )
+    fits = slots - taken - spares
+    if fits > 0:
+        fixes.append(f"compute.servers: {fits} (compute.gpus: {fits * r.server.gpu.count})")
+    down_ports = r.compute_switch.radix * r.compute_oversubscription / (1 + r.compute_oversubscription)
+    wider = math.ceil((production + spares + taken) / (last - 1))
+    if wider <= down_ports:
+        fixes.append(
+            f"compute_fabric.scalable_unit_servers: {wider} (a {r.compute_switch.id} leaf serves {down_ports:g})"
+        )
+    return [
+        Finding(
+            "planning",
+            "warning",
+            f"scalable unit {last} holds {per_su[last]} of {r.su_servers} servers but needs its own {r.rails} leaves "
+            f"and their uplinks; {last - 1} units hold {slots} slots ({production} servers + {spares} spares"
+            + (f" + {taken} fabric-manager slot{'s' if taken > 1 else ''}" if taken else "")
+            + " need "
+            + f"{production + spares + taken}). To fill {last - 1} units exactly, set "
+            + ("; or ".join(fixes) if fixes else "fewer servers or spares"),
+            f"su{last:02d}",
+        )
+    ]
+
+
+def _object_storage_delivered(r: Resolved) -> dict[str, object]:
+    """Object storage as delivered (its own blocks, or its share of the filesystem's) and as asked."""
+    if r.object_capacity_asked_tb is None:
+        return {"object_storage_capacity_tb": None, "object_storage_read_gbytes_per_s": None}
+    if r.object_shared:
+        capacity, read = r.object_capacity_asked_tb, r.pfs_blocks * r.pfs_block.read_gbytes_per_s
+    else:
+        assert r.object_block is not None
+        capacity = r.object_blocks * r.object_block.capacity_tb
+        read = r.object_blocks * r.object_block.read_gbytes_per_s
+    return {
+        "object_storage_capacity_tb": capacity,
+        "object_storage_read_gbytes_per_s": read,
+        "object_storage_asked": {
+            "capacity_tb": r.object_capacity_asked_tb,
+            "throughput_gbytes_per_s": r.object_throughput_asked_gbytes_per_s,
+        },
+    }
+
+
+def unweighed_parts(plan: Plan) -> list[Finding]:
+    """Rack weights (BOM, printouts, floor loading) add the catalog's weight_kg of every racked part: a part
+    without one would weigh nothing there, so say which and how many."""
+    missing: dict[str, int] = {}
+    for device in plan.devices.values():
+        part = plan.catalog_parts.get(device.part)
+        racked = device.rack and part is not None and getattr(part, "u_height", None)
+        if racked and not getattr(part, "weight_kg", None):
+            missing[device.part] = missing.get(device.part, 0) + 1
+    if not missing:
+        return []
+    parts = ", ".join(f"{n} x {part}" for part, n in sorted(missing.items()))
+    return [
+        Finding(
+            "catalog",
+            "warning",
+            f"rack weights leave out {sum(missing.values())} devices the catalog gives no weight for ({parts}): "
+            "add weight_kg from the vendor's datasheet in a design catalog file (catalog:)",
+            "weight_kg",
+        )
+    ]
+
+
+def _settings(r: Resolved) -> dict[str, object]:
+    return {
+        "server": r.server.id,
+        "gpus_per_server": r.server.gpu.count,
+        "gpu_model": r.server.gpu.model,
+        "production_servers": r.production_servers,
+        "spare_servers": r.spare_servers,
+        "scalable_unit_servers": r.su_servers,
+        "rails": r.rails,
+        "compute_planes": r.planes,
+        "compute_technology": switch_technology(r.compute_technology),
+        "compute_fabric": r.compute_technology,
+        "compute_switch": r.compute_switch.id,
+        "compute_oversubscription": r.compute_oversubscription,
+        "fabric_manager": r.fabric_manager.id if r.fabric_manager else None,
+        "fabric_managers": r.fabric_managers,
+        "storage_technology": r.storage_switch.technology,
+        "storage_switch": r.storage_switch.id,
+        "parallel_filesystem_block": r.pfs_block.id,
+        "parallel_filesystem_blocks": r.pfs_blocks,
+        # as delivered: what the planned blocks give (the design's figures are under *_asked)
+        "parallel_filesystem_read_gbytes_per_s": r.pfs_blocks * r.pfs_block.read_gbytes_per_s,
+        "parallel_filesystem_write_gbytes_per_s": r.pfs_blocks * r.pfs_block.write_gbytes_per_s,
+        "parallel_filesystem_capacity_tb": r.pfs_blocks * r.pfs_block.capacity_tb,
+        "parallel_filesystem_asked": {
+            "capacity_tb": r.pfs_capacity_asked_tb,
+            "read_gbytes_per_s": r.pfs_read_gbytes_per_s,
+            "write_gbytes_per_s": r.pfs_write_gbytes_per_s,
+        },
+        "object_storage_block": r.object_block.id if r.object_block else None,
+        "object_storage_blocks": r.object_blocks,
+        "object_storage_shared": r.object_shared,
+        **_object_storage_delivered(r),
+        "inband_technology": "ethernet",
+        "inband_switch": r.inband_switch.id,
+        "inband_oversubscription": r.inband_oversubscription,
+        "oob_technology": "ethernet",
+        "oob_switch": r.oob_switch.id,
+        "oob_aggregation_switch": r.oob_aggregation_switch.id,
+    }
