@@ -166,7 +166,7 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     has the counts of GPUs, servers, switches per network, cables and racks)."""
     t = plan.totals
     figures: dict[str, tuple[float, str, int]] = {}
-    for network in NETWORKS:
+    for network in plan.networks():
         for tier, n in t["switches"][network].items():  # type: ignore[index]
             figures[f"{network} {tier} switches"] = (n, "", 0)
         figures[f"{network} links"] = (sum(t["links"][network].values()), "", 0)  # type: ignore[index]
