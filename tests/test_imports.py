@@ -48,6 +48,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.cli",
             "gpucluster.components",
             "gpucluster.templates",
+            "gpucluster.training.starter",  # `gpucluster size`: plans a starter design (runs the pipeline)
             "gpucluster.verify",  # the plan against what the cluster reports (a view that reads discovery files)
         ),
     ),
