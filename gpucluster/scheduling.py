@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
 
 # Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
@@ -328,3 +329,20 @@ def nvlink_domains(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[tup
         if domain is not None:
             domains[domain].append(name)
     return [tuple(members) for members in domains.values()]
+
+
+def domain_servers(server: GpuServer) -> int:
+    """Servers (trays) one NVLink domain spans: 1 for an HGX board, 18 for an NVL72 rack's compute trays."""
+    return max(1, server.gpu.nvlink_domain_gpus // server.gpu.count)
+
+
+# A job's segment leaves this many servers of each NVLink domain free: NVIDIA recommends --segment=16 on NVL72
+# (18 trays) for large jobs, so a domain still takes a segment with two trays down (rack-scale-facts.md 3.1, 5).
+SEGMENT_SPARE_SERVERS = 2
+
+
+def slurm_segment(domain: int) -> int | None:
+    """The --segment of a multi-node NVLink job: the domain less two spare servers (16 of 18), or None."""
+    if domain <= 1:
+        return None
+    return max(1, domain - SEGMENT_SPARE_SERVERS)

@@ -22,6 +22,8 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.prices",
             "gpucluster.design",
             "gpucluster.catalog",
+            "gpucluster.progress",  # progress display: any stage reports through it
+            "gpucluster.profiling",  # --profile: stage and writer timings
         ),
     ),
     ("physical plan", ("gpucluster.plan",)),

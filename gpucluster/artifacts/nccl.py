@@ -21,7 +21,7 @@ from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.scheduling import fabric_tree, scheduler_split
+from gpucluster.scheduling import domain_servers, fabric_tree, scheduler_split, slurm_segment
 from gpucluster.templating import render
 
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
@@ -153,23 +153,6 @@ def compute_device_id(server: GpuServer) -> str | None:
     compute = ids.get("compute")
     others = {i for role, i in ids.items() if role != "compute"}
     return compute if compute and compute not in others else None
-
-
-def domain_servers(server: GpuServer) -> int:
-    """Servers (trays) one NVLink domain spans: 1 for an HGX board, 18 for an NVL72 rack's compute trays."""
-    return max(1, server.gpu.nvlink_domain_gpus // server.gpu.count)
-
-
-# A job's segment leaves this many servers of each NVLink domain free: NVIDIA recommends --segment=16 on NVL72
-# (18 trays) for large jobs, so a domain still takes a segment with two trays down (rack-scale-facts.md 3.1, 5).
-SEGMENT_SPARE_SERVERS = 2
-
-
-def slurm_segment(domain: int) -> int | None:
-    """The --segment of a multi-node NVLink job: the domain less two spare servers (16 of 18), or None."""
-    if domain <= 1:
-        return None
-    return max(1, domain - SEGMENT_SPARE_SERVERS)
 
 
 def _env_pairs(env: str) -> dict[str, str]:

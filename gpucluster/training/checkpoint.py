@@ -291,7 +291,7 @@ def _run_days(workload: Workload, compute_days: float | None, goodput: float) ->
 def _domain_spares(plan: Plan, tray: object, failures: float, workload: Workload) -> rel.DomainSpares | None:
     """For a rack-scale system: each rack keeps the trays outside the job's segment (2 of an NVL72's 18 with
     --segment=16) as in-rack spares; spare racks cover racks with more trays than that in repair at once."""
-    from gpucluster.artifacts.nccl import domain_servers, slurm_segment  # the segment the launch template uses
+    from gpucluster.scheduling import domain_servers, slurm_segment  # the segment the launch template uses
 
     per_rack = domain_servers(tray)  # type: ignore[arg-type]
     segment = slurm_segment(per_rack)
