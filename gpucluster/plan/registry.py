@@ -30,131 +30,36 @@ class Role:
 
     name: str  # the plan's id, e.g. "gpu-server"
     label: str  # a reader's name for one, e.g. "GPU server"
-    plural: str  # e.g. "GPU servers"
     colour: str  # "#RRGGBB": drawings, charts, NetBox; boxes with text fill with its tint()
     rack_purpose: str  # the kind of rack it stands in (RACK_PURPOSES); "" for zero-U parts and switches,
     # which stand where their network puts them (Network.rack_purpose)
     bom_section: str  # the BOM section its lines go to (gpucluster.bom.SECTIONS); switches: their network's
-    netbox_role: str  # the slug of its NetBox device role
-    drawing_order: int | None  # hosts on a network drawing come in this order; None: after those, by name
+    drawing_order: int | None = None  # hosts on a network drawing come in this order; None: after those, by name
+    plural: str = ""  # e.g. "power shelves"; empty: the label and an s
+    netbox_role: str = ""  # the slug of its NetBox device role; empty: the name
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plural", self.plural or self.label + "s")
+        object.__setattr__(self, "netbox_role", self.netbox_role or self.name)
 
 
 _ROLES = (
-    Role(
-        name="gpu-server",
-        label="GPU server",
-        plural="GPU servers",
-        colour="#4C72B0",
-        rack_purpose="compute",
-        bom_section="compute",
-        netbox_role="gpu-server",
-        drawing_order=0,
-    ),
+    Role("gpu-server", "GPU server", "#4C72B0", "compute", "compute", drawing_order=0),
     # A tray of a rack-scale NVLink system (GB200/GB300 NVL72): its GPUs, CPUs and NICs; a node to the schedulers
-    Role(
-        name="compute-tray",
-        label="compute tray",
-        plural="compute trays",
-        colour="#64B5CD",
-        rack_purpose="compute",
-        bom_section="compute",
-        netbox_role="compute-tray",
-        drawing_order=1,
-    ),
+    Role("compute-tray", "compute tray", "#64B5CD", "compute", "compute", drawing_order=1),
     # The NVLink switch trays of a rack-scale system: its NVLink domain's switches, on the rack's cable cartridges
-    Role(
-        name="nvlink-switch-tray",
-        label="NVLink switch tray",
-        plural="NVLink switch trays",
-        colour="#CCB974",
-        rack_purpose="compute",
-        bom_section="compute",
-        netbox_role="nvlink-switch-tray",
-        drawing_order=2,
-    ),
-    Role(
-        name="fabric-manager",
-        label="fabric manager",
-        plural="fabric managers",
-        colour="#DD8452",
-        rack_purpose="network",
-        bom_section="compute-fabric",
-        netbox_role="fabric-manager",
-        drawing_order=3,
-    ),
-    Role(
-        name="storage",
-        label="storage block",
-        plural="storage blocks",
-        colour="#C44E52",
-        rack_purpose="storage",
-        bom_section="storage",
-        netbox_role="storage",
-        drawing_order=4,
-    ),
-    Role(
-        name="object-storage",
-        label="object-storage block",
-        plural="object-storage blocks",
-        colour="#DA8BC3",
-        rack_purpose="management",
-        bom_section="storage",
-        netbox_role="object-storage",
-        drawing_order=5,
-    ),
-    Role(
-        name="management-server",
-        label="management server",
-        plural="management servers",
-        colour="#8172B2",
-        rack_purpose="management",
-        bom_section="management-networks",
-        netbox_role="management-server",
-        drawing_order=6,
-    ),
+    Role("nvlink-switch-tray", "NVLink switch tray", "#CCB974", "compute", "compute", drawing_order=2),
+    Role("fabric-manager", "fabric manager", "#DD8452", "network", "compute-fabric", drawing_order=3),
+    Role("storage", "storage block", "#C44E52", "storage", "storage", drawing_order=4),
+    Role("object-storage", "object-storage block", "#DA8BC3", "management", "storage", drawing_order=5),
+    Role("management-server", "management server", "#8172B2", "management", "management-networks", drawing_order=6),
     # Switches stand where their network puts them (Network.rack_purpose) and count in its BOM section
-    Role(
-        name="switch",
-        label="switch",
-        plural="switches",
-        colour="#55A868",
-        rack_purpose="",
-        bom_section="",
-        netbox_role="switch",
-        drawing_order=None,
-    ),
-    Role(
-        name="pdu",
-        label="PDU",
-        plural="PDUs",
-        colour="#937860",
-        rack_purpose="",
-        bom_section="racks-power",
-        netbox_role="pdu",
-        drawing_order=None,
-    ),
+    Role("switch", "switch", "#55A868", "", "", plural="switches"),
+    Role("pdu", "PDU", "#937860", "", "racks-power"),
     # The power shelves of a rack-scale system: its PSUs feeding the rack's DC busbar
-    Role(
-        name="power-shelf",
-        label="power shelf",
-        plural="power shelves",
-        colour="#8C613C",
-        rack_purpose="compute",
-        bom_section="racks-power",
-        netbox_role="power-shelf",
-        drawing_order=None,
-    ),
+    Role("power-shelf", "power shelf", "#8C613C", "compute", "racks-power", plural="power shelves"),
     # A coolant distribution unit (in-rack or in-row): it feeds the liquid loop of liquid-cooled racks
-    Role(
-        name="coolant-distribution-unit",
-        label="coolant distribution unit",
-        plural="coolant distribution units",
-        colour="#2A9D8F",
-        rack_purpose="compute",
-        bom_section="racks-power",
-        netbox_role="coolant-distribution-unit",
-        drawing_order=None,
-    ),
+    Role("coolant-distribution-unit", "coolant distribution unit", "#2A9D8F", "compute", "racks-power"),
 )
 ROLES: dict[str, Role] = {role.name: role for role in _ROLES}
 
@@ -170,66 +75,20 @@ class Network:
     bom_section: str  # the BOM section of its switches (gpucluster.bom.SECTIONS)
     cable_prefix: str  # first letter of its cable ids and labels (C0001 ...)
     rack_purpose: str  # the rack its switches above the SU leaves stand in (RACK_PURPOSES)
-    cabled: bool  # its links run over orderable cables; False: on a backplane (counted, no cable)
-    every_design: bool  # planned for every design; False: present only where a part has such links
+    cabled: bool = True  # its links run over orderable cables; False: on a backplane (counted, no cable)
+    every_design: bool = True  # planned for every design; False: present only where a part has such links
 
 
 _NETWORKS = (
+    Network("compute", "Compute fabric", "compute fabric", "#1F4E8C", "compute-fabric", "C", "network"),
+    Network("storage", "Storage network", "storage", "#A23B3B", "storage-network", "S", "storage"),
+    Network("inband", "In-band management network", "in-band", "#5B4A8B", "management-networks", "I", "management"),
     Network(
-        name="compute",
-        title="Compute fabric",
-        short="compute fabric",
-        colour="#1F4E8C",
-        bom_section="compute-fabric",
-        cable_prefix="C",
-        rack_purpose="network",
-        cabled=True,
-        every_design=True,
-    ),
-    Network(
-        name="storage",
-        title="Storage network",
-        short="storage",
-        colour="#A23B3B",
-        bom_section="storage-network",
-        cable_prefix="S",
-        rack_purpose="storage",
-        cabled=True,
-        every_design=True,
-    ),
-    Network(
-        name="inband",
-        title="In-band management network",
-        short="in-band",
-        colour="#5B4A8B",
-        bom_section="management-networks",
-        cable_prefix="I",
-        rack_purpose="management",
-        cabled=True,
-        every_design=True,
-    ),
-    Network(
-        name="oob",
-        title="Out-of-band management network",
-        short="out-of-band",
-        colour="#6B6B6B",
-        bom_section="management-networks",
-        cable_prefix="O",
-        rack_purpose="management",
-        cabled=True,
-        every_design=True,
+        "oob", "Out-of-band management network", "out-of-band", "#6B6B6B", "management-networks", "O", "management"
     ),
     # GPU-to-GPU links of a rack-scale NVLink domain through its switch trays, on the rack's cable cartridges
     Network(
-        name="nvlink",
-        title="NVLink domain",
-        short="NVLink",
-        colour="#76B900",
-        bom_section="compute",
-        cable_prefix="N",
-        rack_purpose="compute",
-        cabled=False,
-        every_design=False,
+        "nvlink", "NVLink domain", "NVLink", "#76B900", "compute", "N", "compute", cabled=False, every_design=False
     ),
 )
 NETWORK_INFO: dict[str, Network] = {network.name: network for network in _NETWORKS}
