@@ -63,6 +63,7 @@ def nccl_files(plan: Plan) -> dict[str, str]:
             gpus=server.gpu.count,
             segment=segment,
             domain_servers=domain,
+            rendezvous_port=RENDEZVOUS_PORT,
         )
     if split.kubernetes:
         files.update(training_job_files(plan, server, split.kubernetes))

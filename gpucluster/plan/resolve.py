@@ -13,7 +13,6 @@ from gpucluster.plan.networks import Resolved, manager_slots, technology_of
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level; the 4-SU rows are four times these.
 SU_STORAGE_GBYTES_PER_S = {"good": (15.0, 7.0), "better": (40.0, 20.0), "best": (125.0, 62.0)}
-SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"
 
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
