@@ -189,7 +189,7 @@ PREPARE: dict[str, list[str]] = {
 class Run(NamedTuple):
     wall_s: float
     peak_mib: float  # the largest ru_maxrss of the process and its workers (the kernel's; not their sum)
-    tree_mib: float  # the peak, sampled every second, of the proportional set size summed over the process tree
+    tree_mib: float  # the peak, sampled every 2 s, of the proportional set size summed over the process tree
     status: int
     cpu_s: float  # user + system, the process and every worker it waited for
     stderr: str
@@ -220,7 +220,7 @@ def run_once(command: list[str]) -> Run:
         done = threading.Event()
 
         def sample() -> None:
-            while not done.wait(1.0):
+            while not done.wait(2.0):
                 peak_tree[0] = max(peak_tree[0], pss_mib(_tree(process.pid)))
 
         sampler = threading.Thread(target=sample, daemon=True)
