@@ -18,7 +18,7 @@ from gpucluster.artifacts import ARTIFACTS, default_jobs, write_artifacts
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
-from gpucluster.errors import DesignError, MissingSystemLibrary
+from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Plan
 
@@ -60,8 +60,10 @@ class _Timed:
 
 
 def _fail(error: DesignError) -> None:
-    for problem in error.problems:
+    for problem in error.problems[:MAX_REPORTED]:
         click.echo(f"error: {problem}", err=True)
+    if len(error.problems) > MAX_REPORTED:
+        click.echo(f"error: ... and {len(error.problems) - MAX_REPORTED:,} more problems", err=True)
     sys.exit(EXIT_BAD_INPUT)
 
 
@@ -88,10 +90,10 @@ def _write_file(path: Path, text: str) -> None:
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _plan(design: Path, say: Callable[[str], None]) -> Plan:
+def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> Plan:
     """Load and plan a design; bad input exits with status 2."""
     try:
-        return plan_design(load_design(design), say)
+        return plan_design(load_design(design, data_dirs), say)
     except DesignError as error:
         _fail(error)
         raise
@@ -108,6 +110,15 @@ def _out_file_option(help_text: str) -> Callable:
         "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
     )
 
+
+data_dir_option = click.option(
+    "--data-dir",
+    "data_dirs",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    multiple=True,
+    help="Another folder the design's catalog files and price list may be read from (repeatable); by default "
+    "only the design's own folder.",
+)
 
 progress_option = click.option(
     "--progress/--no-progress",
@@ -137,12 +148,13 @@ def main() -> None:
 
 @main.command()
 @click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@data_dir_option
 @progress_option
-def validate(design: Path, progress: bool | None) -> None:
+def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -> None:
     """Check DESIGN and print a one-screen summary, or every problem with its file:line:column
     (and every failed design rule); exit status 2 when there is one."""
     with _display(progress) as say:
-        plan = _plan(design, say)
+        plan = _plan(design, say, data_dirs)
     _refuse_rule_errors(plan)
     click.echo("ok")
     for line in summary_lines(plan):
@@ -173,9 +185,16 @@ def validate(design: Path, progress: bool | None) -> None:
     help="Print (to stderr) each planning stage's and each writer's wall and CPU seconds and memory, and the "
     "build's peak memory.",
 )
+@data_dir_option
 @progress_option
 def build(
-    design: Path, out_dir: Path, only: tuple[str, ...], jobs: int | None, profile: bool, progress: bool | None
+    design: Path,
+    out_dir: Path,
+    only: tuple[str, ...],
+    jobs: int | None,
+    profile: bool,
+    data_dirs: tuple[Path, ...],
+    progress: bool | None,
 ) -> None:
     """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/."""
     start = time.perf_counter()
@@ -187,7 +206,7 @@ def build(
         with _display(progress) as display:
             timed = _Timed(display, stopwatch)
             timed("load design")
-            loaded = load_design(design)
+            loaded = load_design(design, data_dirs)
             plan = plan_design(loaded, timed)
             stopwatch.stop()
             sampler.sample([], force=True)
@@ -341,15 +360,18 @@ def size_command(
     show_default=True,
     help="Build both designs and compare the files they generate (configs, scripts, plan.json) in the review.",
 )
+@data_dir_option
 @progress_option
-def diff(old: Path, new: Path, out_dir: Path, files: bool, progress: bool | None) -> None:
+def diff(old: Path, new: Path, out_dir: Path, files: bool, data_dirs: tuple[Path, ...], progress: bool | None) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf."""
     with _display(progress) as say:
-        _diff(old, new, out_dir, files, say)
+        _diff(old, new, out_dir, files, say, data_dirs)
 
 
-def _diff(old: Path, new: Path, out_dir: Path, files: bool, say: Callable[[str], None]) -> None:
+def _diff(
+    old: Path, new: Path, out_dir: Path, files: bool, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()
+) -> None:
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
     from gpucluster.bom import bom_for
@@ -359,7 +381,7 @@ def _diff(old: Path, new: Path, out_dir: Path, files: bool, say: Callable[[str],
     try:
         planned = []
         for design in (old, new):
-            loaded = load_design(design)
+            loaded = load_design(design, data_dirs)
             planned.append((loaded, plan_design(loaded, say)))
     except DesignError as error:
         _fail(error)
@@ -391,19 +413,29 @@ def _diff(old: Path, new: Path, out_dir: Path, files: bool, say: Callable[[str],
 @click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--runs", type=click.IntRange(2, 100_000), default=1000, show_default=True, help="Simulated runs.")
 @click.option(
-    "--days", type=click.FloatRange(min=0, min_open=True), default=None, help="Run length (default: the workload's)."
+    "--days",
+    type=click.FloatRange(min=0, max=3650, min_open=True),
+    default=None,
+    help="Run length in days, up to 3650 (default: the workload's).",
 )
 @click.option(
     "--interval",
     "minutes",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, max=10_080, min_open=True),
     multiple=True,
     help="Checkpoint interval in minutes to compare (repeatable; default: around Daly's optimum).",
 )
 @click.option("--seed", type=int, default=None, help="Random seed (default: one fixed seed, so runs repeat).")
+@data_dir_option
 @progress_option
 def simulate(
-    design: Path, runs: int, days: float | None, minutes: tuple[float, ...], seed: int, progress: bool | None
+    design: Path,
+    runs: int,
+    days: float | None,
+    minutes: tuple[float, ...],
+    seed: int,
+    data_dirs: tuple[Path, ...],
+    progress: bool | None,
 ) -> None:
     """Simulate training runs on DESIGN with failures and checkpoints; compare checkpoint intervals."""
     from gpucluster.training import analyse_checkpoints, compare_intervals, comparison_lines
@@ -411,7 +443,7 @@ def simulate(
 
     seed = DEFAULT_SEED if seed is None else seed
     with _display(progress) as say:
-        plan = _plan(design, say)
+        plan = _plan(design, say, data_dirs)
         analysis = analyse_checkpoints(plan)
         say("simulation")
         results = compare_intervals(analysis, runs=runs, days=days, minutes=list(minutes) or None, seed=seed)

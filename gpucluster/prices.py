@@ -19,18 +19,21 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpucluster.errors import DesignError, Problem
+from gpucluster.limits import Name, Text
+from gpucluster.yamlsource import decode_utf8, read_limited
 
 PRICE_COLUMNS = ("part_number", "unit_price", "currency", "note")
+MAX_PRICE_LIST_BYTES = 8 << 20  # 8 MiB: a quote for every part in the catalog is a few kB
 _REQUIRED = PRICE_COLUMNS[:3]
 
 
 class _Row(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
 
-    part_number: str = Field(min_length=1)
-    unit_price: float = Field(ge=0, allow_inf_nan=False)
+    part_number: Name = Field(min_length=1)
+    unit_price: float = Field(ge=0, le=1e12, allow_inf_nan=False)
     currency: str = Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. USD")
-    note: str = ""
+    note: Text = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +58,13 @@ class PriceList:
 def load_price_list(path: Path | str) -> PriceList:
     """Read a price-list CSV; every bad row is reported as file:line:column, nothing half-read."""
     path = Path(path)
+    text = decode_utf8(read_limited(path, "price list", MAX_PRICE_LIST_BYTES), str(path))
+    reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the price list: {exc}")]) from None
-    rows = list(csv.reader(io.StringIO(text)))
+        rows = list(reader)
+    except csv.Error as exc:  # a NUL byte, a field beyond the csv module's size limit, a stray quote
+        problem = Problem(str(path), reader.line_num, 1, "", f"not a readable CSV row: {exc}")
+        raise DesignError([problem]) from None
     header = [cell.strip() for cell in rows[0]] if rows else []
     problems = [
         Problem(str(path), 1, header.index(name) + 1 if name in header else 1, name, message)
@@ -85,7 +90,7 @@ def load_price_list(path: Path | str) -> PriceList:
                 problems.append(Problem(str(path), line, column, name, error["msg"]))
             continue
         if row.part_number in prices:
-            problems.append(Problem(str(path), line, 1, "part_number", f"{row.part_number!r} is priced twice"))
+            problems.append(Problem(str(path), line, 1, "part_number", f"{row.part_number[:60]!r} is priced twice"))
             continue
         prices[row.part_number] = Price(row.unit_price, row.currency, row.note)
     if problems:
@@ -97,7 +102,7 @@ def _header_problems(header: list[str]) -> list[tuple[str, str]]:
     expected = ", ".join(PRICE_COLUMNS)
     if not header:
         return [("", f"empty price list; the first row names the columns: {expected}")]
-    problems = [(name, f"unknown column; allowed: {expected}") for name in header if name not in PRICE_COLUMNS]
+    problems = [(name[:40], f"unknown column; allowed: {expected}") for name in header if name not in PRICE_COLUMNS]
     problems += [(name, f"missing column; the header must name {expected}") for name in _REQUIRED if name not in header]
     problems += [(name, "column named twice") for name in sorted(set(header)) if header.count(name) > 1]
     return problems

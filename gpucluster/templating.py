@@ -7,18 +7,37 @@ from functools import cache
 import jinja2
 
 
+def markdown_text(value: object) -> str:
+    """Free text in a Markdown line: HTML special characters as entities (a Markdown viewer renders raw HTML)
+    and '|' escaped (it would split a table cell)."""
+    text = str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("|", "\\|")
+
+
 @cache
 def environment() -> jinja2.Environment:
     """Templates from templates/ (installed as gpucluster.templates); undefined names are errors,
     so a template cannot silently print nothing."""
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("gpucluster.templates", ""),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=jinja2.select_autoescape(["html", "htm", "xml", "svg"]),
+        autoescape=escapes,
     )
+    env.filters["md"] = markdown_text
+    return env
+
+
+MARKUP_SUFFIXES = (".html", ".htm", ".xml", ".svg")
+
+
+def escapes(template_name: str | None) -> bool:
+    """Markup templates are autoescaped, whether named page.html or page.html.j2 (jinja's select_autoescape
+    looks only at the last suffix, so rack-elevation.svg.j2 went unescaped); every other output (configs,
+    scripts, Markdown) is written as text and keeps free text to one line instead (gpucluster.limits)."""
+    return (template_name or "").removesuffix(".j2").endswith(MARKUP_SUFFIXES)
 
 
 def render(template: str, **context: object) -> str:

@@ -1,9 +1,18 @@
-"""YAML loading that remembers where every value stands, so errors can point at file:line:column."""
+"""YAML loading that remembers where every value stands, so errors can point at file:line:column.
+
+A design or catalog comes from a user, so the loader bounds what a file can make it do before any of it is
+built: the file's size, how deep collections nest, how many aliases it uses and how many values those aliases
+expand to (an alias bomb or a quadratic chain is refused at the alias that crosses the limit, after building at
+most the limit). It builds the data from the parser's event stream in one pass, so every problem it finds (a
+control character, bytes that are not UTF-8, a list or mapping used as a key, a duplicate key, a tab where
+YAML wants spaces) is reported with its line and column.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -11,62 +20,246 @@ from gpucluster.errors import DesignError, Problem
 
 Positions = dict[tuple, tuple[int, int]]
 
-# libyaml's parser where PyYAML was built with it (the same nodes and marks, much faster)
+MAX_FILE_BYTES = 1 << 20  # 1 MiB: a design is a few kB, the largest packaged catalog file 34 kB
+MAX_DEPTH = 32  # nested collections; a design nests 4 deep, a catalog 5
+MAX_ALIASES = 100  # alias uses per file
+MAX_VALUES = 100_000  # values in the file once its aliases are expanded
+
+# libyaml's parser where PyYAML was built with it (the same events and marks, much faster)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_CONSTRUCTOR = yaml.SafeLoader("")  # turns one scalar node into its Python value (bool, int, float, str ...)
+_CONSTRUCTOR = yaml.SafeLoader("")  # resolves and constructs one scalar (bool, int, float, str ...)
+_STR_TAG, _FLOAT_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:float"
+_FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+# Characters YAML 1.1 does not allow in a stream (its c-printable set, section 5.1), found before parsing so
+# they are reported at their line and column rather than as a reader error.
+_NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
-def load_yaml_with_positions(path: Path | str) -> tuple[Any, Positions]:
+def read_limited(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file no larger than `limit`; anything else (a folder, a device, a pipe, a file
+    too large) is a located error that quotes nothing of the file."""
+    try:
+        if not path.is_file():
+            reason = "no such file" if not path.exists() else "not a regular file"
+            raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {reason}")])
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {exc.strerror}")]) from None
+    if len(data) > limit:
+        message = f"the {what} is larger than {limit // 1024:,} KiB, the largest supported"
+        raise DesignError([Problem(str(path), 0, 0, "", message)])
+    return data
+
+
+def decode_utf8(data: bytes, filename: str) -> str:
+    """UTF-8 text (a leading byte-order mark dropped); bytes that are not UTF-8 are reported at their line and
+    column."""
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        message = f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot start or continue a character"
+        raise DesignError([Problem(filename, line, column, "", message)]) from None
+
+
+def load_yaml_with_positions(path: Path | str, what: str = "file") -> tuple[Any, Positions]:
     """Parse a YAML file into plain data plus a map from each value's path to its (line, column)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DesignError([Problem(str(path), 0, 0, "", f"cannot read file: {exc.strerror}")]) from None
-    except UnicodeDecodeError:
-        raise DesignError([Problem(str(path), 0, 0, "", "not UTF-8 text")]) from None
-    return parse_yaml_with_positions(text, str(path))
+    return parse_yaml_with_positions(decode_utf8(read_limited(path, what), str(path)), str(path))
 
 
 def parse_yaml_with_positions(text: str, filename: str) -> tuple[Any, Positions]:
+    bad = _NOT_PRINTABLE.search(text)
+    if bad:
+        line, column = _line_column(text, bad.start())
+        message = f"control character U+{ord(bad.group()):04X} is not allowed in YAML; remove it"
+        raise DesignError([Problem(filename, line, column, "", message)])
+    builder = _Builder(filename)
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        for event in yaml.parse(text, Loader=_LOADER):
+            builder.add(event)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
+        mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (0, 0)
-        raise DesignError([Problem(filename, line, col, "", f"YAML syntax: {exc.problem}")]) from None
-    positions: Positions = {}
-    problems: list[Problem] = []
-    try:
-        data = _build(node, (), positions, problems, filename) if node is not None else None
+        message = f"YAML syntax: {exc.problem or exc.context}"
+        if mark is not None and _char_at(text, mark.line, mark.column) == "\t":
+            message += " (a tab cannot indent YAML; use spaces)"
+        raise DesignError([Problem(filename, line, col, "", message)]) from None
+    except yaml.YAMLError as exc:  # a reader or emitter error without a mark
+        raise DesignError([Problem(filename, 0, 0, "", f"YAML: {type(exc).__name__}")]) from None
+    except _Stop:
+        pass
     finally:
         _CONSTRUCTOR.constructed_objects.clear()  # the constructor remembers every node it built
-    if problems:
-        raise DesignError(problems)
-    return data, positions
+    if builder.problems:
+        raise DesignError(builder.problems)
+    return builder.result, builder.positions
 
 
-def _build(node: yaml.Node, path: tuple, positions: Positions, problems: list[Problem], filename: str) -> Any:
-    positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
-    if isinstance(node, yaml.MappingNode):
-        result: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = _scalar(key_node)
-            if key in result:
-                line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
-                problems.append(Problem(filename, line, col, _dotted((*path, key)), "duplicate key"))
-                continue
-            result[key] = _build(value_node, (*path, key), positions, problems, filename)
-            # a field is reported at its key, not at its value
-            positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-        return result
-    if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*path, i), positions, problems, filename) for i, item in enumerate(node.value)]
-    return _scalar(node)
+class _Stop(Exception):
+    """A limit was crossed: the problem is recorded, the rest of the file is not read."""
 
 
-def _scalar(node: yaml.Node) -> Any:
-    return _CONSTRUCTOR.construct_object(node, deep=True)
+class _Frame:
+    __slots__ = ("anchor", "key", "key_mark", "path", "start_count", "value")
+
+    def __init__(self, path: tuple, value: dict | list, anchor: str | None, start_count: int):
+        self.path = path
+        self.value = value
+        self.key: object = _NO_KEY
+        self.key_mark: tuple[int, int] = (0, 0)
+        self.anchor = anchor
+        self.start_count = start_count
+
+
+_NO_KEY = object()
+
+
+class _Builder:
+    """Plain data from a stream of parser events, with each value's position, within the limits above."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.stack: list[_Frame] = []
+        self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, values it holds)
+        self.aliases = 0
+        self.count = 0
+        self.documents = 0
+        self.result: Any = None
+        self.positions: Positions = {}
+        self.problems: list[Problem] = []
+
+    def add(self, event: yaml.Event) -> None:
+        if isinstance(event, yaml.DocumentStartEvent):
+            self.documents += 1
+            if self.documents > 1:
+                self._stop(event, "", "a design or catalog file holds one YAML document; remove the second '---'")
+        elif isinstance(event, yaml.ScalarEvent):
+            self._count(event, 1)
+            value = self._scalar(event)
+            if event.anchor:
+                self.anchors[event.anchor] = (value, 1)
+            self._attach(value, _mark(event), collection=False)
+        elif isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if len(self.stack) >= MAX_DEPTH:
+                self._stop(event, self._where(), f"collections nest more than {MAX_DEPTH} deep, the most supported")
+            self._count(event, 1)
+            path = self._child_path(event)
+            self.positions.setdefault(path, _mark(event))
+            value: dict | list = {} if isinstance(event, yaml.MappingStartEvent) else []
+            self.stack.append(_Frame(path, value, event.anchor, self.count))
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            frame = self.stack.pop()
+            if frame.anchor:
+                self.anchors[frame.anchor] = (frame.value, self.count - frame.start_count + 1)
+            self._attach(frame.value, self.positions[frame.path], collection=True)
+        elif isinstance(event, yaml.AliasEvent):
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                self._stop(event, self._where(), f"more than {MAX_ALIASES} aliases, the most supported")
+            if event.anchor not in self.anchors:
+                message = f"alias *{event.anchor} names no anchor defined before it (or its own, which would recurse)"
+                self._stop(event, self._where(), message)
+            value, size = self.anchors[event.anchor]
+            self._count(event, size)
+            self._attach(value, _mark(event), collection=isinstance(value, (dict, list)))
+
+    def _count(self, event: yaml.Event, size: int) -> None:
+        self.count += size
+        if self.count > MAX_VALUES:
+            message = f"more than {MAX_VALUES:,} values once aliases are expanded, the most supported"
+            self._stop(event, self._where(), message)
+
+    def _scalar(self, event: yaml.ScalarEvent) -> Any:
+        tag = event.tag
+        if tag is None or tag == "!":
+            tag = _CONSTRUCTOR.resolve(yaml.ScalarNode, event.value, event.implicit)
+            if tag == _STR_TAG and event.implicit[0] and _FLOAT_1_2.fullmatch(event.value):
+                tag = _FLOAT_TAG  # YAML 1.2 reads 1e15 as a number; YAML 1.1 wanted 1.0e+15
+        if tag == "tag:yaml.org,2002:merge":
+            self._stop(event, self._where(), "merge keys (<<) are not supported; write the fields out")
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        try:
+            return _CONSTRUCTOR.construct_object(node, deep=True)
+        except yaml.YAMLError as exc:
+            self._stop(event, self._where(), f"cannot read this value: {getattr(exc, 'problem', None) or exc}")
+        except ValueError:  # e.g. an integer of more digits than Python converts
+            self._stop(event, self._where(), f"cannot read this value (tag {tag}); it is too long or malformed")
+
+    def _child_path(self, event: yaml.Event) -> tuple:
+        if not self.stack:
+            return ()
+        frame = self.stack[-1]
+        if isinstance(frame.value, list):
+            return (*frame.path, len(frame.value))
+        if frame.key is _NO_KEY:
+            return (*frame.path, "<key>")
+        return (*frame.path, frame.key)
+
+    def _attach(self, value: Any, mark: tuple[int, int], collection: bool) -> None:
+        if not self.stack:
+            self.result = value
+            self.positions.setdefault((), mark)
+            return
+        frame = self.stack[-1]
+        if isinstance(frame.value, list):
+            self.positions.setdefault((*frame.path, len(frame.value)), mark)
+            frame.value.append(value)
+            return
+        if frame.key is _NO_KEY:  # this value is a key
+            where = self._where()
+            if collection:
+                message = "a key must be a plain name, not a list or mapping ('? [a, b]' or '? {a: 1}')"
+                self.problems.append(Problem(self.filename, *mark, where, message))
+                raise _Stop
+            if not isinstance(value, str):
+                shown = "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
+                message = f"a key must be text, not {type(value).__name__} {shown}; quote it if it is meant as text"
+                self.problems.append(Problem(self.filename, *mark, where, message))
+                frame.key, frame.key_mark = None, mark
+                return
+            frame.key, frame.key_mark = value, mark
+            return
+        key, frame.key = frame.key, _NO_KEY
+        if key is None:  # the key was refused
+            return
+        if key in frame.value:
+            line, column = frame.key_mark
+            self.problems.append(Problem(self.filename, line, column, _dotted((*frame.path, key)), "duplicate key"))
+            return
+        frame.value[key] = value
+        # a field is reported at its key, not at its value
+        self.positions[(*frame.path, key)] = frame.key_mark
+
+    def _where(self) -> str:
+        if not self.stack:
+            return ""
+        frame = self.stack[-1]
+        if isinstance(frame.value, list):
+            return _dotted((*frame.path, len(frame.value)))
+        return _dotted(frame.path if frame.key is _NO_KEY or frame.key is None else (*frame.path, frame.key))
+
+    def _problem(self, event: yaml.Event, field: str, message: str) -> None:
+        self.problems.append(Problem(self.filename, *_mark(event), field, message))
+
+    def _stop(self, event: yaml.Event, field: str, message: str) -> NoReturn:
+        self._problem(event, field, message)
+        raise _Stop
+
+
+def _mark(event: yaml.Event) -> tuple[int, int]:
+    return (event.start_mark.line + 1, event.start_mark.column + 1)
+
+
+def _line_column(text: str, index: int) -> tuple[int, int]:
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
+
+
+def _char_at(text: str, line: int, column: int) -> str:
+    lines = text.split("\n", line + 1)
+    return lines[line][column : column + 1] if line < len(lines) else ""
 
 
 def locate(positions: Positions, loc: tuple) -> tuple[int, int]:

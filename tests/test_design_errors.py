@@ -104,7 +104,7 @@ def test_bad_design_exits_2_prints_every_problem_and_writes_nothing(tmp_path):
 def test_missing_design_file_exits_2_without_traceback(tmp_path):
     result = CliRunner().invoke(main, ["validate", str(tmp_path / "nope.yaml")])
     assert result.exit_code == 2
-    assert "nope.yaml: cannot read file" in result.output
+    assert "nope.yaml: cannot read the design: no such file" in result.output
     assert "Traceback" not in result.output
 
 

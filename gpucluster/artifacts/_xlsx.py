@@ -3,11 +3,14 @@ formats, sheets a buyer can filter and print, and text that can never become a f
 
 from __future__ import annotations
 
+import csv
+import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import xlsxwriter
 from xlsxwriter.format import Format
@@ -23,8 +26,11 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 PAPER_A4, PAPER_A3 = 9, 8  # Excel paper codes
 
 
+_PLAIN_NUMBER = re.compile(r"[-+]?[0-9][0-9,]*(\.[0-9]+)?|[-+]")  # a signed number or a lone dash is no formula
+
+
 def needs_quote(text: str) -> bool:
-    return text.startswith(FORMULA_TRIGGERS)
+    return text.startswith(FORMULA_TRIGGERS) and not _PLAIN_NUMBER.fullmatch(text)
 
 
 def csv_safe(value: object) -> object:
@@ -32,6 +38,21 @@ def csv_safe(value: object) -> object:
     if isinstance(value, str) and needs_quote(value):
         return "'" + value
     return value
+
+
+class GuardedCsvWriter:
+    """The one way we write CSV: csv.writer with every cell through csv_safe, so no text from a design,
+    catalog or price list opens as a formula in a spreadsheet (OWASP CSV injection)."""
+
+    def __init__(self, handle: TextIO):
+        self._writer = csv.writer(handle, lineterminator="\n")
+
+    def writerow(self, row: Iterable[object]) -> None:
+        self._writer.writerow([csv_safe(cell) for cell in row])
+
+    def writerows(self, rows: Iterable[Iterable[object]]) -> None:
+        for row in rows:
+            self.writerow(row)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ formula carries its computed value, so viewers that do not recalculate show numb
 
 from __future__ import annotations
 
-import csv
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -20,8 +19,8 @@ from gpucluster.artifacts._xlsx import (
     PAPER_A3,
     Book,
     Column,
+    GuardedCsvWriter,
     column_range,
-    csv_safe,
     fit_row_height,
     needs_quote,
     print_setup,
@@ -92,10 +91,10 @@ def write_csv(bom: Bom, path: Path) -> None:
     """The line items as CSV (extended values computed; formula-like text quoted with an apostrophe)."""
     fields = _fields(bom.price_list is not None)
     with open(path, "w", encoding="utf-8", newline="") as out:
-        writer = csv.writer(out, lineterminator="\n")
+        writer = GuardedCsvWriter(out)
         writer.writerow([f.column.header for f in fields])
         for line in bom.lines:
-            writer.writerow([csv_safe(_csv_value(f.value(line))) for f in fields])
+            writer.writerow([_csv_value(f.value(line)) for f in fields])
 
 
 def _csv_value(value: object) -> object:

@@ -8,13 +8,13 @@ once per plan); this module renders them.
 
 from __future__ import annotations
 
-import csv
 import io
 from pathlib import Path
 
 import hostlist
 import orjson
 
+from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.burn_in import (
     DCGM_DIAG_LEVEL,
@@ -77,7 +77,7 @@ _CSV_COLUMNS = ("order", "stage", "id", "test", "scope", "subject", "nodes", "ra
 
 def expected_results_csv(tests: list[BurnInTest]) -> str:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = GuardedCsvWriter(buffer)
     writer.writerow((*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source"))
     for order, t in enumerate(tests, 1):
         writer.writerow(

@@ -20,7 +20,6 @@ and "Standardized Labeling of the Data Center", T. Fries): here ``<site>.<rack>-
 
 from __future__ import annotations
 
-import csv
 import datetime
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import NamedTuple
 
 import xlsxwriter
 
-from gpucluster.artifacts._xlsx import print_setup
+from gpucluster.artifacts._xlsx import GuardedCsvWriter, needs_quote, print_setup
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
 from gpucluster.plan.power import cable_ends
@@ -228,7 +227,7 @@ def workbook_name(network: str) -> str:
 def write_csv(plan: Plan, path: Path) -> None:
     """Every column of every cable, in cable order."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
+        writer = GuardedCsvWriter(handle)
         writer.writerow(COLUMNS)
         writer.writerows(track(cable_rows(plan), len(plan.cables), "cables"))
 
@@ -241,6 +240,7 @@ def write_workbook(plan: Plan, network: str, path: Path) -> None:
     )
     workbook.set_properties({"title": f"{plan.name} cable schedule: {network}", "created": _CREATED})
     header = workbook.add_format({"bold": True, "bg_color": "#DDDDDD", "border": 1})
+    quoted = workbook.add_format({"quote_prefix": True})  # text that looks like a formula stays text when edited
     sheet = workbook.add_worksheet(network)
     for col, (_name, width) in enumerate(XLSX_COLUMNS):
         sheet.set_column(col, col, width)
@@ -256,6 +256,8 @@ def write_workbook(plan: Plan, network: str, path: Path) -> None:
             value = row[i]
             if i in _NUMERIC:
                 write_number(r, c, value)
+            elif value and needs_quote(value):
+                write_string(r, c, value, quoted)
             elif value:
                 write_string(r, c, value)
     sheet.autofilter(0, 0, max(r, 1), len(XLSX_COLUMNS) - 1)

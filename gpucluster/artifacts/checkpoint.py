@@ -71,7 +71,7 @@ def _rows(a: CheckpointAnalysis, results: list[IntervalResult]) -> list[dict]:
             "loss": duration(r.loss_per_failure_s),
         }
         if r.runs is None:
-            row |= {"sim": "background write too long", "failures": "-", "lost_gpu_h": "-"}
+            row |= {"sim": r.not_simulated, "failures": "-", "lost_gpu_h": "-"}
         else:
             s = r.runs.summary()
             row |= {

@@ -21,7 +21,6 @@ NetBox cable per link, labelled with the schedule's cable ID and the link (``C00
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import yaml
 
+from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Pdu
@@ -471,7 +471,7 @@ def _split(emit: Callable[[str, str], None], stem: str, header: list[str], rows:
 
 def _csv(header: list[str], rows: list[list[object]]) -> str:
     handle = io.StringIO()
-    writer = csv.writer(handle, lineterminator="\n")
+    writer = GuardedCsvWriter(handle)
     writer.writerow(header)
     writer.writerows(rows)
     return handle.getvalue()

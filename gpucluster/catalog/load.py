@@ -96,12 +96,14 @@ def _load(files: tuple[Path, ...]) -> Catalog:
     catalog = Catalog()
     problems: list[Problem] = []
     for path in files:
-        data, positions = load_yaml_with_positions(path)
+        data, positions = load_yaml_with_positions(path, "catalog file")
         try:
             parsed = CatalogFile.model_validate(data)
         except ValidationError as exc:
             for error in exc.errors():
                 loc = tuple(error["loc"])
+                if len(loc) > 2 and loc[0] == "parts":  # drop the part kind pydantic adds (parts.0.gpu_server.model)
+                    loc = loc[:2] + loc[3:]
                 problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), error["msg"]))
             continue
         for key, text in parsed.sources.items():

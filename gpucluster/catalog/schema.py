@@ -17,7 +17,19 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from gpucluster.limits import (
+    MAX_LIST_ITEMS,
+    MAX_NAME_CHARS,
+    MAX_PORTS_PER_DEVICE,
+    PORT_NAME,
+    DeviceName,
+    Name,
+    Phases,
+    Text,
+    format_template,
+)
 
 MIB_PER_GB = 1024
 
@@ -42,7 +54,17 @@ Media = Literal["dac", "acc", "aoc", "mmf", "smf", "cat6"]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A catalog file is user input too: wrong types are refused, never converted, and numbers are finite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+
+def _port_template(template: str) -> str:
+    return format_template(template, frozenset({"cage", "sub", "sub0", "index"}))
+
+
+def _part_number_template(template: str) -> str:
+    return format_template(template, frozenset({"length_m", "length_dm"}))
 
 
 class PortGroup(_Strict):
@@ -50,25 +72,32 @@ class PortGroup(_Strict):
 
     role: PortRole
     cage_type: CageType
-    cages: int = Field(gt=0)
-    ports_per_cage: int = Field(default=1, gt=0, description="logical ports per cage (2 = twin-port OSFP)")
-    speed_gbps: float = Field(gt=0)
+    cages: int = Field(gt=0, le=MAX_PORTS_PER_DEVICE)
+    ports_per_cage: int = Field(default=1, gt=0, le=8, description="logical ports per cage (2 = twin-port OSFP)")
+    speed_gbps: float = Field(gt=0, le=100_000)
     technology: Technology | None = None
-    name_format: str = Field(
+    name_format: Annotated[str, Field(max_length=64), AfterValidator(_port_template)] = Field(
         description="port name; {cage} (cage number, from number_from), {sub} (1-based sub-port), {sub0} "
         "(0-based sub-port, as Cumulus names split ports swp1s0) and {index} (1-based logical port within "
         "the group) are substituted",
     )
-    number_from: int = Field(default=1, ge=0, description="the number the first cage of the group carries")
+    number_from: int = Field(default=1, ge=0, le=100_000, description="the number the first cage of the group carries")
     rails: list[int] | None = Field(
-        default=None, description="compute ports: the rail (GPU index + 1) of each logical port, in group order"
-    )
-    os_devices: list[str] | None = Field(
-        default=None, description="host RDMA device per logical port, in rail order (NCCL_IB_HCA)"
-    )
-    netdevs: list[str] | None = Field(default=None, description="host network interface per logical port")
-    ethernet_netdevs: list[str] | None = Field(
         default=None,
+        max_length=MAX_PORTS_PER_DEVICE,
+        description="compute ports: the rail (GPU index + 1) of each logical port, in group order",
+    )
+    os_devices: list[DeviceName] | None = Field(
+        default=None,
+        max_length=MAX_PORTS_PER_DEVICE,
+        description="host RDMA device per logical port, in rail order (NCCL_IB_HCA)",
+    )
+    netdevs: list[DeviceName] | None = Field(
+        default=None, max_length=MAX_PORTS_PER_DEVICE, description="host network interface per logical port"
+    )
+    ethernet_netdevs: list[DeviceName] | None = Field(
+        default=None,
+        max_length=MAX_PORTS_PER_DEVICE,
         description="VPI ports: the host network interface per logical port when the port runs Ethernet (RoCE); "
         "netdevs names them in the group's own technology",
     )
@@ -109,6 +138,14 @@ class PortGroup(_Strict):
 
     @model_validator(mode="after")
     def _device_lists_match_ports(self) -> PortGroup:
+        if self.port_count > MAX_PORTS_PER_DEVICE:
+            raise ValueError(f"{self.port_count} ports; at most {MAX_PORTS_PER_DEVICE} per device are supported")
+        last = self.number_from + self.cages - 1
+        for cage, sub, index in ((self.number_from, 1, 1), (last, self.ports_per_cage, self.port_count)):
+            name = self.name_format.format(cage=cage, sub=sub, sub0=sub - 1, index=index)
+            if not PORT_NAME.fullmatch(name):
+                allowed = "1-64 letters, digits, spaces and _ . / : -"
+                raise ValueError(f"name_format gives the port name {name!r}; a port name is {allowed}")
         if self.rails is not None and sorted(self.rails) != list(range(1, self.port_count + 1)):
             raise ValueError(f"rails must list 1..{self.port_count} once each")
         for name in ("os_devices", "netdevs", "ethernet_netdevs"):
@@ -119,35 +156,35 @@ class PortGroup(_Strict):
 
 
 class Psus(_Strict):
-    count: int = Field(gt=0)
-    rating_w: float = Field(gt=0)
-    redundancy: str = Field(description='e.g. "4+2" or "1+1"')
-    inlet: str = Field(description="IEC 60320 inlet, e.g. C20")
+    count: int = Field(gt=0, le=64)
+    rating_w: float = Field(gt=0, le=100_000)
+    redundancy: Name = Field(description='e.g. "4+2" or "1+1"')
+    inlet: Name = Field(description="IEC 60320 inlet, e.g. C20")
 
 
 class _Part(_Strict):
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
-    vendor: str
-    model: str
-    part_number: str | None = None
-    description: str = ""
-    sources: dict[str, str] = Field(default_factory=dict)
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,63}$")
+    vendor: Name
+    model: Name
+    part_number: Name | None = None
+    description: Text = ""
+    sources: dict[Name, Text] = Field(default_factory=dict, max_length=MAX_LIST_ITEMS)
 
 
 class _RackMounted(_Part):
-    u_height: float = Field(ge=0, description="rack units; 0 for zero-U (side-mounted) parts")
-    weight_kg: float | None = Field(default=None, gt=0)
-    depth_mm: float | None = Field(default=None, gt=0)
-    power_typical_w: float = Field(ge=0)
-    power_max_w: float = Field(ge=0)
+    u_height: float = Field(ge=0, le=60, description="rack units; 0 for zero-U (side-mounted) parts")
+    weight_kg: float | None = Field(default=None, gt=0, le=10_000)
+    depth_mm: float | None = Field(default=None, gt=0, le=5_000)
+    power_typical_w: float = Field(ge=0, le=1_000_000)
+    power_max_w: float = Field(ge=0, le=1_000_000)
     power_max_includes_optics: bool = Field(
         default=False,
         description="power_max_w already covers modules or active cables in every cage (e.g. a switch maximum "
         "'with active cables'); otherwise the plan adds the optics it puts in the device's cages",
     )
     airflow: Airflow = "front-to-rear"
-    airflow_cfm: float | None = Field(default=None, gt=0)
-    ports: list[PortGroup] = Field(default_factory=list)
+    airflow_cfm: float | None = Field(default=None, gt=0, le=100_000)
+    ports: list[PortGroup] = Field(default_factory=list, max_length=64)
     psus: Psus | None = None
 
     @model_validator(mode="after")
@@ -161,21 +198,23 @@ class _RackMounted(_Part):
 
 
 class Gpu(_Strict):
-    model: str
-    count: int = Field(gt=0)
-    memory_gb: float = Field(gt=0)
-    tdp_w: float = Field(gt=0)
-    bf16_dense_tflops: float = Field(gt=0, description="dense (no sparsity) BF16 peak per GPU")
+    model: Name
+    count: int = Field(gt=0, le=72)
+    memory_gb: float = Field(gt=0, le=100_000)
+    tdp_w: float = Field(gt=0, le=100_000)
+    bf16_dense_tflops: float = Field(gt=0, le=1_000_000, description="dense (no sparsity) BF16 peak per GPU")
     gres_type: str = Field(pattern=r"^[a-z0-9_]+$", description="Slurm GRES type, e.g. h100")
-    nvlink_domain_gpus: int = Field(gt=0, description="GPUs in one NVLink domain (8 for HGX, 72 for NVL72)")
-    nvlink_bandwidth_gbytes_per_s: float = Field(gt=0, description="per GPU, total both directions")
+    nvlink_domain_gpus: int = Field(
+        gt=0, le=MAX_PORTS_PER_DEVICE, description="GPUs in one NVLink domain (8 for HGX, 72 for NVL72)"
+    )
+    nvlink_bandwidth_gbytes_per_s: float = Field(gt=0, le=1_000_000, description="per GPU, total both directions")
 
 
 class Cpu(_Strict):
-    model: str
-    sockets: int = Field(gt=0)
-    cores_per_socket: int = Field(gt=0)
-    threads_per_core: int = Field(gt=0)
+    model: Name
+    sockets: int = Field(gt=0, le=64)
+    cores_per_socket: int = Field(gt=0, le=4_096)
+    threads_per_core: int = Field(gt=0, le=16)
 
 
 class Cooling(_Strict):
@@ -189,9 +228,11 @@ class GpuServer(_RackMounted):
     kind: Literal["gpu_server"]
     gpu: Gpu
     cpu: Cpu
-    memory_gb: float = Field(gt=0)
-    os_reserved_memory_gb: float = Field(ge=0, description="memory the OS keeps (Slurm RealMemory is the rest)")
-    local_nvme_tb: float | None = Field(default=None, ge=0)
+    memory_gb: float = Field(gt=0, le=1_000_000)
+    os_reserved_memory_gb: float = Field(
+        ge=0, le=1_000_000, description="memory the OS keeps (Slurm RealMemory is the rest)"
+    )
+    local_nvme_tb: float | None = Field(default=None, ge=0, le=100_000)
     cooling: Cooling = Cooling()
 
     @property
@@ -236,10 +277,10 @@ class StorageBlock(_RackMounted):
 
     kind: Literal["storage_block"]
     tier: Literal["parallel-filesystem", "object"]
-    filesystems: list[str] = Field(min_length=1, description="filesystem or protocol kinds it serves")
-    capacity_tb: float = Field(gt=0, description="usable capacity, decimal TB")
-    read_gbytes_per_s: float = Field(gt=0)
-    write_gbytes_per_s: float = Field(gt=0)
+    filesystems: list[Name] = Field(min_length=1, max_length=64, description="filesystem or protocol kinds it serves")
+    capacity_tb: float = Field(gt=0, le=1_000_000, description="usable capacity, decimal TB")
+    read_gbytes_per_s: float = Field(gt=0, le=1_000_000)
+    write_gbytes_per_s: float = Field(gt=0, le=1_000_000)
 
     @model_validator(mode="after")
     def _reachable(self) -> StorageBlock:
@@ -250,9 +291,9 @@ class StorageBlock(_RackMounted):
 
 class Nic(_Part):
     kind: Literal["nic"]
-    ports: list[PortGroup]
-    power_typical_w: float = Field(ge=0)
-    power_max_w: float = Field(ge=0)
+    ports: list[PortGroup] = Field(max_length=64)
+    power_typical_w: float = Field(ge=0, le=10_000)
+    power_max_w: float = Field(ge=0, le=10_000)
 
 
 def speaks(technology: Technology | list[Technology] | None, wanted: str | None) -> bool:
@@ -265,37 +306,37 @@ def speaks(technology: Technology | list[Technology] | None, wanted: str | None)
 class Transceiver(_Part):
     kind: Literal["transceiver"]
     cage_type: CageType
-    ports: int = Field(gt=0, description="logical ports it serves (2 = twin-port)")
-    speed_gbps: float = Field(gt=0, description="per logical port")
+    ports: int = Field(gt=0, le=8, description="logical ports it serves (2 = twin-port)")
+    speed_gbps: float = Field(gt=0, le=100_000, description="per logical port")
     technology: Technology | list[Technology] = Field(description="one, or several for dual-protocol optics")
     media: Literal["mmf", "smf"]
-    reach_m: float = Field(gt=0)
+    reach_m: float = Field(gt=0, le=1_000_000)
     end: Literal["switch", "host", "any"] = Field(
         description="finned top for switch cages, flat top for host cages; any where the form factor has one kind"
     )
-    power_typical_w: float | None = Field(default=None, ge=0)
-    power_max_w: float = Field(ge=0)
+    power_typical_w: float | None = Field(default=None, ge=0, le=1_000)
+    power_max_w: float = Field(ge=0, le=1_000)
 
 
 class Cable(_Part):
     kind: Literal["cable"]
     media: Media
     technology: Technology | list[Technology] | None = Field(default=None, description="None: any (e.g. Cat6)")
-    speed_gbps: float = Field(gt=0, description="per logical link it carries")
-    links: int = Field(default=1, gt=0, description="logical links one cable carries (2 = twin-port straight)")
-    split: int = Field(default=1, gt=0, description="far ends per near end (2 = 1:2 splitter)")
+    speed_gbps: float = Field(gt=0, le=100_000, description="per logical link it carries")
+    links: int = Field(default=1, gt=0, le=8, description="logical links one cable carries (2 = twin-port straight)")
+    split: int = Field(default=1, gt=0, le=8, description="far ends per near end (2 = 1:2 splitter)")
     end_a: CageType
     end_b: CageType
-    reach_m: float = Field(gt=0)
-    lengths_m: list[float] = Field(min_length=1, description="orderable lengths")
+    reach_m: float = Field(gt=0, le=1_000_000)
+    lengths_m: list[float] = Field(min_length=1, max_length=MAX_LIST_ITEMS, description="orderable lengths")
     length_step_m: float | None = Field(
-        default=None, gt=0, description="made to order: any multiple of this step up to the reach, beyond lengths_m"
+        default=None, ge=0.01, description="made to order: any multiple of this step up to the reach, beyond lengths_m"
     )
-    part_number_format: str | None = Field(
-        default=None, description="vendor part number for a length; {length_m} is substituted"
-    )
-    power_per_end_w: float = Field(default=0.0, ge=0, description="active cables only")
-    weight_kg_per_m: float | None = Field(default=None, gt=0)
+    part_number_format: (
+        Annotated[str, Field(max_length=MAX_NAME_CHARS), AfterValidator(_part_number_template)] | None
+    ) = Field(default=None, description="vendor part number for a length; {length_m} is substituted")
+    power_per_end_w: float = Field(default=0.0, ge=0, le=1_000, description="active cables only")
+    weight_kg_per_m: float | None = Field(default=None, gt=0, le=1_000)
 
     def orderable_length_m(self, run_length_m: float) -> float | None:
         """Shortest orderable length that covers the run, or None when no length does."""
@@ -315,23 +356,25 @@ class Cable(_Part):
 
 class Rack(_Part):
     kind: Literal["rack"]
-    u_height: int = Field(gt=0)
-    width_mm: float = Field(gt=0)
-    depth_mm: float = Field(gt=0)
-    max_load_kg: float | None = Field(default=None, gt=0)
-    weight_kg: float | None = Field(default=None, gt=0)
+    u_height: int = Field(gt=0, le=60)
+    width_mm: float = Field(ge=100, le=5_000)
+    depth_mm: float = Field(ge=100, le=5_000)
+    max_load_kg: float | None = Field(default=None, gt=0, le=100_000)
+    weight_kg: float | None = Field(default=None, gt=0, le=10_000)
 
 
 class Pdu(_Part):
     kind: Literal["pdu"]
-    u_height: float = Field(ge=0)
-    voltage_v: float = Field(gt=0, description="line-to-line for three-phase")
-    phases: Literal[1, 3]
-    current_a: float = Field(gt=0, description="input breaker rating")
-    outlets: dict[str, int] = Field(description="IEC 60320 outlet type -> count")
-    weight_kg: float | None = Field(default=None, gt=0)
-    power_typical_w: float = Field(default=0.0, ge=0, description="the PDU's own draw")
-    power_max_w: float = Field(default=0.0, ge=0)
+    u_height: float = Field(ge=0, le=60)
+    voltage_v: float = Field(gt=0, le=1_000, description="line-to-line for three-phase")
+    phases: Phases
+    current_a: float = Field(gt=0, le=1_000, description="input breaker rating")
+    outlets: dict[Name, Annotated[int, Field(ge=0, le=1_000)]] = Field(
+        max_length=64, description="IEC 60320 outlet type -> count"
+    )
+    weight_kg: float | None = Field(default=None, gt=0, le=10_000)
+    power_typical_w: float = Field(default=0.0, ge=0, le=100_000, description="the PDU's own draw")
+    power_max_w: float = Field(default=0.0, ge=0, le=100_000)
     switched: bool = False
     metered: bool = True
 
@@ -452,8 +495,8 @@ Part = Annotated[
 
 
 class CatalogFile(_Strict):
-    sources: dict[str, str] = Field(default_factory=dict)
-    parts: list[Part] = Field(default_factory=list)
+    sources: dict[Name, Text] = Field(default_factory=dict, max_length=MAX_LIST_ITEMS)
+    parts: list[Part] = Field(default_factory=list, max_length=MAX_LIST_ITEMS)
 
 
 # role: our classification; the part ids a rack system names are references, not facts

@@ -5,8 +5,10 @@ from __future__ import annotations
 import difflib
 import types
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,26 +34,25 @@ class LoadedDesign:
         return str(self.path), line, column
 
 
-def load_design(path: Path | str) -> LoadedDesign:
-    """Read and validate a design file; raises DesignError listing every located problem."""
+def load_design(path: Path | str, data_dirs: Sequence[Path | str] = ()) -> LoadedDesign:
+    """Read and validate a design file; raises DesignError listing every located problem. The catalog files and
+    price list it names are read from its own folder, or from one of `data_dirs` (folders the user named on the
+    command line), and from nowhere else."""
     path = Path(path)
-    data, positions = load_yaml_with_positions(path)
+    data, positions = load_yaml_with_positions(path, "design")
     if not isinstance(data, dict):
         raise DesignError([Problem(str(path), 1, 1, "", "a design is a YAML mapping (name:, compute:, ...)")])
     try:
         design = Design.model_validate(data)
     except ValidationError as exc:
         raise DesignError([_problem(str(path), positions, error) for error in exc.errors()]) from None
-    catalog_files = [(path.parent / extra) for extra in design.catalog]
-    for index, extra in enumerate(catalog_files):
-        if not extra.is_file():
-            line, col = locate(positions, ("catalog", index))
-            raise DesignError([Problem(str(path), line, col, f"catalog.{index}", f"no such file: {extra}")])
+    folders = (path.parent, *(Path(d) for d in data_dirs))
+    catalog_files = [
+        _side_file(path, positions, folders, ("catalog", index), extra, (".yaml", ".yml"))
+        for index, extra in enumerate(design.catalog)
+    ]
     if design.bom.price_list is not None:
-        prices = path.parent / design.bom.price_list
-        if not prices.is_file():
-            line, col = locate(positions, ("bom", "price_list"))
-            raise DesignError([Problem(str(path), line, col, "bom.price_list", f"no such file: {prices}")])
+        prices = _side_file(path, positions, folders, ("bom", "price_list"), design.bom.price_list, (".csv",))
         load_price_list(prices)  # its own located errors, before anything is planned
     catalog = load_catalog(catalog_files)
     loaded = LoadedDesign(design, catalog, path, positions)
@@ -68,6 +69,35 @@ def design_from_model(design: Design, catalog: Catalog | None = None) -> LoadedD
     if problems:
         raise DesignError(problems)
     return loaded
+
+
+def _side_file(
+    design: Path, positions: Positions, folders: tuple[Path, ...], loc: tuple, value: str, suffixes: tuple[str, ...]
+) -> Path:
+    """A catalog or price-list file the design names: relative to the design's folder (or a --data-dir folder),
+    inside one of them once links are followed, with the expected suffix. A path that leads elsewhere is refused
+    before the file is opened, so nothing of a foreign file is read or quoted."""
+    line, col = locate(positions, loc)
+    field = ".".join(str(p) for p in loc)
+
+    def refuse(message: str) -> NoReturn:
+        raise DesignError([Problem(str(design), line, col, field, message)])
+
+    if not value.lower().endswith(suffixes):
+        refuse(f"{value!r} is not a {' or '.join(suffixes)} file")
+    roots = [folder.resolve() for folder in folders]
+    candidates = [Path(value)] if Path(value).is_absolute() else [folder / value for folder in folders]
+    inside = [c for c in candidates if any(c.resolve().is_relative_to(root) for root in roots)]
+    if not inside:
+        where = ", ".join(str(folder) for folder in folders)
+        refuse(
+            f"{value!r} leads outside the design's folder; catalog files and price lists are read only from "
+            f"{where} (name another folder with --data-dir)"
+        )
+    for candidate in inside:
+        if candidate.is_file():
+            return candidate
+    refuse(f"no such file: {inside[0]}")
 
 
 _REFERENCES: list[tuple[tuple[str, ...], type | tuple[type, ...], str]] = [
@@ -114,19 +144,41 @@ def _problem(filename: str, positions: Positions, error: dict) -> Problem:
     line, col = locate(positions, loc)
     field = ".".join(str(p) for p in loc)
     kind = error["type"]
+    value = error.get("input")
+    ctx = error.get("ctx", {})
     if kind == "extra_forbidden":
         allowed = _allowed_fields(Design, loc[:-1])
         hint = _did_you_mean(str(loc[-1]), allowed)
         message = f"unknown field{hint}; allowed here: {', '.join(allowed)}"
+    elif isinstance(value, bool) and kind in ("int_type", "float_type", "literal_error"):
+        message = f"expected a number, not the boolean {str(value).lower()} (YAML reads yes/no/on/off as booleans)"
     elif kind == "literal_error":
-        message = f"{error['input']!r} is not allowed; expected {error['ctx']['expected']}"
+        message = f"{_shown(value)} is not allowed; expected {ctx['expected']}"
     elif kind == "missing":
         message = "required field is missing"
+    elif kind == "less_than_equal":
+        message = f"{_shown(value)} is more than {_number(ctx['le'])}, the largest supported value"
+    elif kind == "greater_than_equal":
+        message = f"{_shown(value)} is less than {_number(ctx['ge'])}, the smallest allowed value"
+    elif kind == "too_long":
+        message = f"{ctx['actual_length']:,} entries; at most {ctx['max_length']:,} are supported"
+    elif kind == "string_too_long":
+        message = f"text of {len(value):,} characters; at most {ctx['max_length']:,} are allowed"
     else:
         message = error["msg"]
-        if "input" in error and not isinstance(error["input"], (dict, list)):
-            message += f" (got {error['input']!r})"
+        if "input" in error and not isinstance(value, (dict, list)):
+            message += f" (got {_shown(value)})"
     return Problem(filename, line, col, field, message)
+
+
+def _shown(value: object) -> str:
+    """A value as the user wrote it, cut short: an error message never echoes a long text back."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:,g}" if isinstance(value, float) else str(value)
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:

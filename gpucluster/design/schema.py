@@ -7,13 +7,28 @@ Units are in field names (``_kw``, ``_mm``, ``_gbytes_per_s`` is gigabytes per s
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gpucluster.limits import (
+    MAX_CAPACITY_TB,
+    MAX_CATALOG_FILES,
+    MAX_GPUS,
+    MAX_LIST_ITEMS,
+    MAX_SERVERS,
+    MAX_THROUGHPUT_GBYTES_PER_S,
+    Phases,
+    Text,
+)
+
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Strict: a YAML value of the wrong type is refused, never converted (a string is not a number, a boolean
+    not a count), and a number must be finite."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def _ratio(value: object) -> object:
@@ -21,18 +36,21 @@ def _ratio(value: object) -> object:
     if isinstance(value, str) and ":" in value:
         down, _, up = value.partition(":")
         try:
-            return float(down) / float(up)
+            down_f, up_f = float(down), float(up)
         except ValueError:
             raise ValueError(f"ratio {value!r} is not of the form 'down:up', e.g. '2:1'") from None
+        if not (math.isfinite(down_f) and math.isfinite(up_f) and down_f > 0 and up_f > 0):
+            raise ValueError(f"ratio {value!r} needs two positive numbers, e.g. '2:1'")
+        return down_f / up_f
     return value
 
 
 class PowerFeed(_Section):
     """One rack power circuit as the site provides it."""
 
-    voltage_v: float = Field(415, gt=0, description="line-to-line voltage for three-phase feeds")
-    phases: Literal[1, 3] = 3
-    breaker_a: float = Field(60, gt=0, description="circuit breaker rating")
+    voltage_v: float = Field(415, gt=0, le=1000, description="line-to-line voltage for three-phase feeds")
+    phases: Phases = 3
+    breaker_a: float = Field(60, gt=0, le=1000, description="circuit breaker rating")
     redundancy: Literal["N", "2N"] = Field(
         "2N", description="2N: A and B feeds, each able to carry the whole rack; N: load shared by all circuits"
     )
@@ -44,8 +62,8 @@ class PowerFeed(_Section):
 class Cabling(_Section):
     """How cables are routed, for run lengths."""
 
-    tray_height_above_rack_m: float = Field(0.3, ge=0, description="overhead tray above the rack top")
-    slack_m: float = Field(0.5, ge=0, description="fixed slack per cable (service loop)")
+    tray_height_above_rack_m: float = Field(0.3, ge=0, le=10, description="overhead tray above the rack top")
+    slack_m: float = Field(0.5, ge=0, le=100, description="fixed slack per cable (service loop)")
     slack_fraction: float = Field(0.1, ge=0, le=1, description="slack as a share of the routed length")
 
 
@@ -55,7 +73,7 @@ class Site(_Section):
     name: str = Field("DC1", pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,15}$", description="site code used in labels")
     rack: str = Field("legrand-nvidpd13", description="rack model from the catalog")
     rack_height_u: int | None = Field(None, gt=0, le=60, description="defaults to the rack model's height")
-    rack_power_budget_kw: float = Field(45.0, gt=0, description="maximum IT load per rack (nameplate maximum)")
+    rack_power_budget_kw: float = Field(45.0, gt=0, le=1000, description="maximum IT load per rack (nameplate maximum)")
     servers_per_rack: int | None = Field(
         None,
         gt=0,
@@ -65,15 +83,17 @@ class Site(_Section):
     )
     cooling: Literal["air", "rear-door", "liquid"] = "rear-door"
     cooling_capacity_kw: float | None = Field(
-        None, gt=0, description="heat one rack's cooling can remove; defaults by cooling type"
+        None, gt=0, le=1000, description="heat one rack's cooling can remove; defaults by cooling type"
     )
-    rack_pitch_mm: float | None = Field(None, gt=0, description="rack-to-rack spacing in a row; defaults to rack width")
-    row_pitch_mm: float = Field(2400, gt=0, description="row-to-row spacing (rack depth plus aisle)")
+    rack_pitch_mm: float | None = Field(
+        None, ge=100, le=5000, description="rack-to-rack spacing in a row; defaults to rack width"
+    )
+    row_pitch_mm: float = Field(2400, ge=500, le=20_000, description="row-to-row spacing (rack depth plus aisle)")
     racks_per_row: int = Field(20, gt=0, le=200)
     power_feed: PowerFeed = PowerFeed()
     pdu: str | None = Field(None, description="PDU model from the catalog; chosen from the power feed when omitted")
     pue: float = Field(1.3, ge=1.0, le=3.0, description="power usage effectiveness of the facility")
-    electricity_price_per_kwh: float | None = Field(None, ge=0)
+    electricity_price_per_kwh: float | None = Field(None, ge=0, le=100)
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
     air_temperature_rise_k: float = Field(
         11.1,
@@ -106,11 +126,12 @@ class Compute(_Section):
     """The GPU servers."""
 
     server: str = Field("dgx-h100", description="GPU server model from the catalog")
-    gpus: int | None = Field(None, gt=0, description="production GPUs (give gpus or servers)")
-    servers: int | None = Field(None, gt=0, description="production servers (give gpus or servers)")
+    gpus: int | None = Field(None, gt=0, le=MAX_GPUS, description="production GPUs (give gpus or servers)")
+    servers: int | None = Field(None, gt=0, le=MAX_SERVERS, description="production servers (give gpus or servers)")
     spare_servers: int | None = Field(
         None,
         ge=0,
+        le=MAX_SERVERS,
         description="hot spares, racked and cabled; default one per scalable unit where the units have a free slot",
     )
     hostname_prefix: str = Field("gpu", pattern=r"^[a-z][a-z0-9-]{0,15}$")
@@ -171,21 +192,30 @@ class ParallelFilesystem(_Section):
     kind: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "ontap"] = "lustre"
     block: str | None = Field(None, description="building block from the catalog; default fits the kind")
     capacity_tb: float | None = Field(
-        None, gt=0, description="usable capacity; default: what the building blocks the throughput needs hold"
+        None,
+        gt=0,
+        le=MAX_CAPACITY_TB,
+        description="usable capacity; default: what the building blocks the throughput needs hold",
     )
     performance_level: PerformanceLevel = Field(
         "better", description="SuperPOD RA storage guideline level for default throughput"
     )
-    read_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate read; default from the level")
-    write_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate write; default from the level")
+    read_gbytes_per_s: float | None = Field(
+        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate read; default from the level"
+    )
+    write_gbytes_per_s: float | None = Field(
+        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate write; default from the level"
+    )
 
 
 class ObjectStorage(_Section):
     """The cheaper tier where raw data and finished models live, staged to the fast tier when needed."""
 
     block: str | None = Field(None, description="object-storage building block from the catalog")
-    capacity_tb: float = Field(gt=0)
-    throughput_gbytes_per_s: float | None = Field(None, gt=0, description="aggregate read throughput wanted")
+    capacity_tb: float = Field(gt=0, le=MAX_CAPACITY_TB)
+    throughput_gbytes_per_s: float | None = Field(
+        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate read throughput wanted"
+    )
     shared_with_parallel_filesystem: bool = Field(
         False,
         description="serve S3 from the parallel filesystem's own blocks (a platform such as VAST presents the same "
@@ -228,12 +258,15 @@ class Team(_Section):
     a Kueue ClusterQueue in the cluster's cohort."""
 
     name: str = Field(pattern=_RFC1123_LABEL, description="team name: its namespace, ClusterQueue and LocalQueue")
-    gpus: int = Field(ge=0, description="guaranteed GPUs (Kueue nominalQuota; Run:ai 'deserved' quota)")
+    gpus: int = Field(ge=0, le=MAX_GPUS, description="guaranteed GPUs (Kueue nominalQuota; Run:ai 'deserved' quota)")
     borrowing_limit_gpus: int | None = Field(
-        None, ge=0, description="GPUs the team may borrow beyond its quota from others' idle quota; null: no limit"
+        None,
+        ge=0,
+        le=MAX_GPUS,
+        description="GPUs the team may borrow beyond its quota from others' idle quota; null: no limit",
     )
     lending_limit_gpus: int | None = Field(
-        None, ge=0, description="GPUs of its quota the team lends to others when idle; null: all of it"
+        None, ge=0, le=MAX_GPUS, description="GPUs of its quota the team lends to others when idle; null: all of it"
     )
 
     @model_validator(mode="after")
@@ -280,7 +313,9 @@ class KubernetesSettings(_Section):
         "pytorchjob (Training Operator v1; Kueue 0.19 needs its kubeflow.org/pytorchjob integration turned on)",
     )
     teams: list[Team] = Field(
-        default_factory=list, description="GPU quotas per team (Kueue ClusterQueues); default: one queue with all GPUs"
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="GPU quotas per team (Kueue ClusterQueues); default: one queue with all GPUs",
     )
     gpu_operator: GpuOperatorSettings = GpuOperatorSettings()
     rdma: Literal["shared", "sriov"] = Field(
@@ -309,7 +344,7 @@ class KubernetesSettings(_Section):
 class Scheduler(_Section):
     kind: Literal["slurm", "kubernetes", "both"] = "slurm"
     kubernetes_servers: int | None = Field(
-        None, ge=1, description="with 'both': servers given to Kubernetes (the rest run Slurm)"
+        None, ge=1, le=MAX_SERVERS, description="with 'both': servers given to Kubernetes (the rest run Slurm)"
     )
     slurm: SlurmSettings = SlurmSettings()
     kubernetes: KubernetesSettings = KubernetesSettings()
@@ -344,7 +379,7 @@ class Workload(_Section):
     """The training job the cluster is for (sizing, checkpoints, failure analysis, simulation)."""
 
     model_parameters_b: float = Field(gt=0, le=100_000, description="model size in billions of parameters")
-    training_tokens_b: float | None = Field(None, gt=0, description="training tokens in billions")
+    training_tokens_b: float | None = Field(None, gt=0, le=1_000_000, description="training tokens in billions")
     target_days: float | None = Field(None, gt=0, le=3650, description="wall-clock days the run should take")
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
     mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43)")
@@ -375,7 +410,9 @@ class Workload(_Section):
     )
     global_batch_tokens_m: float = Field(16.0, gt=0, le=10_000, description="tokens per step in millions")
     dataset_bytes_per_token: float = Field(4.0, gt=0, le=64, description="tokenised dataset size per token")
-    dataset_tb: float | None = Field(None, gt=0, description="dataset size to stage; default tokens x bytes per token")
+    dataset_tb: float | None = Field(
+        None, gt=0, le=MAX_CAPACITY_TB, description="dataset size to stage; default tokens x bytes per token"
+    )
     failure_rates: FailureRates = FailureRates()
     repair_hours: float = Field(72.0, gt=0, le=8760, description="time to repair a failed GPU server and return it")
     spare_confidence: float = Field(
@@ -397,8 +434,12 @@ class Design(_Section):
     """One GPU training cluster."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$", description="used for output folder and cluster names")
-    description: str = ""
-    catalog: list[str] = Field(default_factory=list, description="extra catalog files, relative to the design")
+    description: Text = ""
+    catalog: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_CATALOG_FILES,
+        description="extra catalog files, relative to the design (or to a folder given with --data-dir)",
+    )
     site: Site = Site()
     compute: Compute
     compute_fabric: ComputeFabric = ComputeFabric()

@@ -190,9 +190,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
                 cable_part=choice.cable.id,
                 part_number=part_number(choice.cable.id, choice.length_m),
                 length_m=choice.length_m,
-                run_length_m=length
-                if len(group) == 1
-                else max(lengths[i] for i in group),
+                run_length_m=length if len(group) == 1 else max(lengths[i] for i in group),
                 a_transceiver=choice.a_transceiver.id if choice.a_transceiver else None,
                 b_transceiver=choice.b_transceiver.id if choice.b_transceiver else None,
             )

@@ -8,6 +8,7 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
+from gpucluster.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
 from gpucluster.plan.networks import Resolved, manager_slots, technology_of
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
@@ -49,6 +50,14 @@ def resolve(loaded: LoadedDesign) -> Resolved:
                 f"{math.ceil(gpus / server.gpu.count) * server.gpu.count}",
             )
         production = gpus // server.gpu.count
+    count_field = ("compute", "servers") if design.compute.servers is not None else ("compute", "gpus")
+    if production * server.gpu.count > MAX_GPUS:
+        _fail(
+            loaded,
+            count_field,
+            f"{production:,} {server.model} servers hold {production * server.gpu.count:,} GPUs; the largest "
+            f"supported cluster is {MAX_GPUS:,} GPUs ({MAX_GPUS // server.gpu.count:,} of these servers)",
+        )
     su = design.compute_fabric.scalable_unit_servers
     if system is not None:
         su = _rack_system_sizes(loaded, system, server, production)
@@ -64,6 +73,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             ("compute_fabric", "switch"),
             f"{compute_switch.id} is a {compute_switch.technology} switch; the compute fabric is {technology}",
         )
+    _has_fabric_ports(loaded, ("compute_fabric", "switch"), compute_switch, "the compute fabric")
     manager: Appliance | None = None
     managers = fabric.fabric_managers
     if fabric.fabric_manager == "auto":
@@ -91,6 +101,12 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             )
     elif spares is None:
         spares = default_spares(production, su, rails, manager, managers if manager else 0)
+    elif spares > production:
+        _fail(
+            loaded,
+            ("compute", "spare_servers"),
+            f"{spares} hot spares for {production} production servers; at most one spare per server ({production})",
+        )
 
     network = design.storage_network
     storage_port_technology = technology_of(server.port_groups("storage")) or "infiniband-ndr"
@@ -98,6 +114,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     storage_switch = _switch(
         loaded, ("storage_network", "switch"), network.switch or DEFAULT_SWITCH[storage_technology]
     )
+    _has_fabric_ports(loaded, ("storage_network", "switch"), storage_switch, "the storage network")
 
     pfs = design.parallel_filesystem
     block = _storage_block(loaded, pfs.block, pfs.kind, "parallel-filesystem", ("parallel_filesystem", "block"))
@@ -121,11 +138,14 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     # a shared object store takes its capacity and throughput from the filesystem's blocks
     shared_tb = spec.capacity_tb if spec and shared else 0.0
     shared_read = (spec.throughput_gbytes_per_s or 0.0) if spec and shared else 0.0
-    blocks = max(
-        1,
-        math.ceil((read + shared_read) / block.read_gbytes_per_s),
-        math.ceil(write / block.write_gbytes_per_s),
-        math.ceil(((pfs.capacity_tb or 0) + shared_tb) / block.capacity_tb),
+    blocks = _blocks(
+        loaded,
+        block,
+        {
+            ("parallel_filesystem", "read_gbytes_per_s"): (read + shared_read) / block.read_gbytes_per_s,
+            ("parallel_filesystem", "write_gbytes_per_s"): write / block.write_gbytes_per_s,
+            ("parallel_filesystem", "capacity_tb"): ((pfs.capacity_tb or 0) + shared_tb) / block.capacity_tb,
+        },
     )
     capacity = blocks * block.capacity_tb  # as delivered
 
@@ -133,10 +153,14 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     object_blocks = 0
     if spec and not shared:
         object_block = _storage_block(loaded, spec.block, None, "object", ("object_storage", "block"))
-        object_blocks = max(
-            1,
-            math.ceil(spec.capacity_tb / object_block.capacity_tb),
-            math.ceil((spec.throughput_gbytes_per_s or 0) / object_block.read_gbytes_per_s),
+        object_blocks = _blocks(
+            loaded,
+            object_block,
+            {
+                ("object_storage", "capacity_tb"): spec.capacity_tb / object_block.capacity_tb,
+                ("object_storage", "throughput_gbytes_per_s"): (spec.throughput_gbytes_per_s or 0)
+                / object_block.read_gbytes_per_s,
+            },
         )
 
     mgmt = design.management
@@ -144,6 +168,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     inband_switch = _switch(
         loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
     )
+    _has_fabric_ports(loaded, ("management", "inband_switch"), inband_switch, "the in-band management network")
     check_scheduler(loaded, production, server.gpu.count)
     return Resolved(
         server=server,
@@ -277,6 +302,32 @@ def _storage_block(
     if not fitting:
         _fail(loaded, loc, f"the catalog has no {tier} building block for {kind or 'object storage'}")
     return fitting[0]
+
+
+def _has_fabric_ports(loaded: LoadedDesign, loc: tuple[str, ...], switch: Switch, network: str) -> None:
+    """A switch that carries a network's tiers needs ports that go down or up (an access switch such as the
+    SN2201 has only 1G edge ports and a few uplinks)."""
+    if switch.radix == 0:
+        _fail(
+            loaded,
+            loc,
+            f"{switch.id} has no fabric ports (role 'fabric') in the catalog, so it cannot carry {network}; "
+            "choose a switch with fabric ports",
+        )
+
+
+def _blocks(loaded: LoadedDesign, block: StorageBlock, needs: dict[tuple[str, ...], float]) -> int:
+    """The building blocks that meet every need (capacity, read, write), each need given as blocks; more than
+    MAX_STORAGE_BLOCKS is refused at the field that asks for them."""
+    loc, most = max(needs.items(), key=lambda item: item[1])
+    if most > MAX_STORAGE_BLOCKS:
+        _fail(
+            loaded,
+            loc,
+            f"needs {most:,.0f} {block.id} building blocks; at most {MAX_STORAGE_BLOCKS:,} are supported "
+            "(use a smaller value or a larger building block)",
+        )
+    return max(1, *(math.ceil(need) for need in needs.values()))
 
 
 def _fail(loaded: LoadedDesign, loc: tuple[str, ...], message: str) -> None:

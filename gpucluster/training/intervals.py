@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from gpucluster.training.checkpoint import CheckpointAnalysis
-from gpucluster.training.simulate import JobModel, Runs, simulate
+from gpucluster.training.simulate import JobModel, Runs, SimulationRefused, simulate
 
 DEFAULT_SEED = 20240721  # any fixed seed: the same design always gives the same figures
 DALY_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0)  # intervals tried around Daly's optimum
@@ -20,7 +20,8 @@ class IntervalResult:
     interval_s: float
     goodput: float  # Daly's complete model
     loss_per_failure_s: float  # expected work thrown away per failure (analytic)
-    runs: Runs | None  # None when the interval cannot run (an async write longer than the interval)
+    runs: Runs | None  # None when the interval cannot run or be simulated
+    not_simulated: str = ""  # why runs is None
 
     @property
     def label(self) -> str:
@@ -80,9 +81,12 @@ def compare_intervals(
         try:
             model = job_model(a, interval_s)
         except ValueError:
-            results.append(IntervalResult(labels, interval_s, goodput, loss, None))
+            results.append(IntervalResult(labels, interval_s, goodput, loss, None, "background write too long"))
             continue
-        results.append(
-            IntervalResult(labels, interval_s, goodput, loss, simulate(model, runs, horizon_s=horizon, seed=seed))
-        )
+        try:
+            simulated = simulate(model, runs, horizon_s=horizon, seed=seed)
+        except SimulationRefused as refused:
+            results.append(IntervalResult(labels, interval_s, goodput, loss, None, f"not simulated: {refused}"))
+            continue
+        results.append(IntervalResult(labels, interval_s, goodput, loss, simulated))
     return results

@@ -53,7 +53,7 @@ def comparison_lines(a: CheckpointAnalysis, results: list[IntervalResult], days:
     ]
     for r in results:
         if r.runs is None:
-            lines.append(f"{duration(r.interval_s):>10}  {r.label:14} {r.goodput:7.2%}  (background write too long)")
+            lines.append(f"{duration(r.interval_s):>10}  {r.label:14} {r.goodput:7.2%}  ({r.not_simulated})")
             continue
         s = r.runs.summary()
         lines.append(

@@ -76,6 +76,35 @@ class Runs:
         }
 
 
+MAX_FAILURE_CYCLES = 10_000  # failures per run the loop steps through (one vectorised step each, ~0.1 ms)
+MAX_RESTART_ATTEMPTS = 100.0  # mean restarts per failure (each interrupted restart is one more draw)
+
+
+class SimulationRefused(ValueError):
+    """The run would take the simulator too long to step through; the message says why."""
+
+
+def check_work(model: JobModel, horizon_s: float | None, work_s: float | None) -> None:
+    """Refuse a run the simulator cannot step through in seconds: its loop advances every run by one failure
+    cycle per step, and a restart interrupted by failures is drawn again, so the work grows with the failures
+    a run sees and with e^(rate x restart)."""
+    rate = model.rate_per_s
+    if rate <= 0:
+        return
+    restarts = math.exp(min(rate * model.restart_s, 700.0))
+    if restarts > MAX_RESTART_ATTEMPTS:
+        raise SimulationRefused(
+            f"a restart of {model.restart_s / 60:,.0f} min is interrupted by failures {restarts - 1:,.3g} times "
+            f"on average (job MTBF {1 / rate / 60:,.3g} min): the job never runs"
+        )
+    horizon = horizon_s if horizon_s is not None else (work_s or 0) / max(1e-9, 1 - rate * model.interval_s) * 2
+    if horizon * rate > MAX_FAILURE_CYCLES:
+        raise SimulationRefused(
+            f"a run sees about {horizon * rate:,.0f} failures; the simulator steps through at most "
+            f"{MAX_FAILURE_CYCLES:,} per run (shorten the run or lower the failure rates)"
+        )
+
+
 def simulate(
     model: JobModel,
     runs: int,
@@ -88,6 +117,7 @@ def simulate(
     of compute is checkpointed (whichever is given; with both, whichever comes first)."""
     if horizon_s is None and work_s is None:
         raise ValueError("give horizon_s or work_s")
+    check_work(model, horizon_s, work_s)
     rng = np.random.default_rng(seed)
     kinds = sorted(k for k, v in model.failures_per_hour.items() if v > 0)
     rate = model.rate_per_s

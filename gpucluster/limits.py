@@ -1,0 +1,88 @@
+"""What a design, catalog or price list may hold: the largest counts and sizes the tool plans, and the shapes of
+free text, checked when the input is read so that nothing absurd is ever allocated or written.
+
+Every count and size in the input schemas is bounded by one of these figures, so an error names the field and
+the largest supported value. Free text is one line without control characters (it reaches comment lines of
+configuration files and scripts, labels and spreadsheet cells); names that reach a configuration value or a
+shell command unquoted (device names, port names) are restricted to the characters such names use.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+# The largest cluster the tool plans: the 131,072-GPU build is the one the benchmarks (bench/) hold to their
+# time and memory figures; beyond it nothing is measured, so nothing is promised.
+MAX_GPUS = 131_072
+MAX_SERVERS = MAX_GPUS  # a one-GPU server; the design check also bounds servers x GPUs per server by MAX_GPUS
+MAX_STORAGE_BLOCKS = 4_096  # building blocks of one filesystem or object store
+MAX_CAPACITY_TB = 10_000_000  # 10 EB
+MAX_THROUGHPUT_GBYTES_PER_S = 1_000_000  # 1 PB/s
+MAX_TEXT_CHARS = 2_000  # a description or a citation
+MAX_NAME_CHARS = 200  # a vendor, model or part number
+MAX_LIST_ITEMS = 1_000  # entries in a list the schema allows to grow (teams, lengths, devices)
+MAX_CATALOG_FILES = 32
+MAX_PORTS_PER_DEVICE = 4_096  # logical ports across a device's port groups
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    """Free text is one line: a newline or control character could end a comment line in a generated config
+    or script and start a command."""
+    found = _CONTROL.search(text)
+    if found:
+        raise ValueError(
+            f"must be one line of text without control characters; found U+{ord(found.group()):04X} "
+            f"at character {found.start() + 1}"
+        )
+    return text
+
+
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_one_line)]
+"""A description or citation: one line, at most MAX_TEXT_CHARS characters."""
+
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS), AfterValidator(_one_line)]
+"""A vendor, model, part number or similar short label: one line, at most MAX_NAME_CHARS characters."""
+
+DEVICE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
+DeviceName = Annotated[str, Field(pattern=DEVICE_NAME_PATTERN)]
+"""An operating-system device or interface name (mlx5_0, ibp12s0, eth0): it is written unquoted into
+NCCL_IB_HCA and into test commands, so only the characters such names use."""
+
+PORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _./:-]{0,63}$")
+
+
+def format_template(template: str, fields: frozenset[str]) -> str:
+    """A name template (str.format) that substitutes only the given plain fields with a short numeric format:
+    no attribute or index access ({cage.__class__}), no conversion, no width that could allocate without
+    bound ({cage:>999999999})."""
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"not a valid name template: {exc}") from None
+    for _, field_name, spec, conversion in parts:
+        if field_name is None:
+            continue
+        if field_name not in fields:
+            allowed = ", ".join("{" + f + "}" for f in sorted(fields))
+            raise ValueError(f"{{{field_name}}} cannot be substituted; allowed: {allowed}")
+        if conversion or not re.fullmatch(r"0?[1-9]?(\.[0-9])?[df]?", spec or ""):
+            raise ValueError(f"format {{{field_name}:{spec}}} is not allowed; use a short number format like :03.0f")
+    return template
+
+
+def _not_bool(value: Any) -> Any:
+    """A YAML `yes`, `no`, `true` or `on` is a boolean, refused where a number is chosen from a list (a number
+    field refuses it in strict mode, but a choice of numbers would take `true` as 1)."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number, not the boolean {str(value).lower()}")
+    return value
+
+
+Phases = Annotated[Literal[1, 3], BeforeValidator(_not_bool)]
+"""Single- or three-phase power."""
