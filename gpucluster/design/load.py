@@ -133,7 +133,7 @@ def check_references(loaded: LoadedDesign) -> list[Problem]:
                 Problem(
                     *loaded.where(*loc),
                     ".".join(loc),
-                    f"unknown {noun} {value!r}{hint}; the catalog has: {', '.join(choices)}",
+                    f"unknown {noun} {_shown(value)}{hint}; the catalog has: {', '.join(choices)}",
                 )
             )
     return problems
