@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_FIELD_CHARS = 120  # a field path is cut short: a key can be as long as the file it stands in
+MAX_REPORTED = 50  # problems printed for one input; the rest are counted
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -17,7 +20,8 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}:{self.column}" if self.line else self.file
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        field = self.field if len(self.field) <= MAX_FIELD_CHARS else self.field[: MAX_FIELD_CHARS - 3] + "..."
+        return f"{where}: {field}: {self.message}" if field else f"{where}: {self.message}"
 
 
 class DesignError(Exception):

@@ -26,7 +26,7 @@ MAX_TEXT_CHARS = 2_000  # a description or a citation
 MAX_NAME_CHARS = 200  # a vendor, model or part number
 MAX_LIST_ITEMS = 1_000  # entries in a list the schema allows to grow (teams, lengths, devices)
 MAX_CATALOG_FILES = 32
-MAX_PORTS_PER_DEVICE = 4_096  # logical ports across a device's port groups
+MAX_PORTS_PER_DEVICE = 1_024  # logical ports across a device's port groups (the largest switch has 144)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 

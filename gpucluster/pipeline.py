@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from gpucluster.burn_in import burn_in_plan
 from gpucluster.design.load import LoadedDesign
+from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import analyse
 from gpucluster.plan.build import Progress, build_physical_plan
 from gpucluster.plan.model import Plan
@@ -20,9 +21,14 @@ __all__ = ["Progress", "plan_design", "refresh_findings"]
 
 
 def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
-    """Run every stage up to the design rules: the plan every view reads."""
+    """Run every stage up to the design rules: the plan every view reads. A design the planner cannot build
+    that no located check caught first (a device no rack can hold, a tier no switch can close) is still bad
+    input: it is reported against the design file, never as a traceback."""
     say = progress or (lambda _message: None)
-    plan = build_physical_plan(loaded, say)
+    try:
+        plan = build_physical_plan(loaded, say)
+    except ValueError as exc:
+        raise DesignError([Problem(str(loaded.path), 0, 0, "", f"cannot plan this design: {exc}")]) from None
     plan.analysis = analyse(plan)
     plan.totals = totals(plan)
     plan.settings["checkpoint"] = checkpoint_facts(plan)

@@ -34,7 +34,7 @@ def test_hostile_input_ends_in_a_located_error_and_writes_nothing(name: str, cor
     assert outcome.returncode == 2, f"{name}: exit {outcome.returncode}\n{output[-3000:]}"
     assert "Traceback" not in output, output[-3000:]
     assert case.expect in outcome.stderr, f"{name}: expected {case.expect!r} in\n{outcome.stderr[:2000]}"
-    lines = [line for line in outcome.stderr.splitlines() if line.startswith("error: ")]
+    lines = [line for line in outcome.stderr.splitlines() if line.lower().startswith("error: ")]
     assert lines, outcome.stderr
     if name.startswith("argv-") or name in WHOLE_FILE:
         assert str(case.design) in outcome.stderr

@@ -121,6 +121,7 @@ _FEEDS = [
 def designs(draw: st.DrawFn) -> Design:
     server = draw(st.sampled_from(_SERVERS))
     max_kw = load_catalog().get(server, GpuServer).power_max_w / 1000
+    servers = draw(st.integers(min_value=1, max_value=200))
     return Design.model_validate(
         {
             "name": "random",
@@ -132,8 +133,8 @@ def designs(draw: st.DrawFn) -> Design:
             },
             "compute": {
                 "server": server,
-                "servers": draw(st.integers(min_value=1, max_value=200)),
-                "spare_servers": draw(st.none() | st.integers(min_value=0, max_value=3)),
+                "servers": servers,
+                "spare_servers": draw(st.none() | st.integers(min_value=0, max_value=min(3, servers))),
             },
             "compute_fabric": {
                 "scalable_unit_servers": draw(st.sampled_from([4, 8, 16, 32])),

@@ -191,6 +191,14 @@ class _RackMounted(_Part):
     def _typical_not_above_max(self) -> _RackMounted:
         if self.power_typical_w > self.power_max_w:
             raise ValueError("power_typical_w exceeds power_max_w")
+        if sum(group.port_count for group in self.ports) > MAX_PORTS_PER_DEVICE:
+            raise ValueError(f"more than {MAX_PORTS_PER_DEVICE} ports; that many per device are not supported")
+        seen: set[str] = set()
+        for group in self.ports:
+            for name, _ in group.port_names():
+                if name in seen:
+                    raise ValueError(f"port name {name!r} is used twice; each port needs its own name")
+                seen.add(name)
         return self
 
     def port_groups(self, role: str) -> list[PortGroup]:

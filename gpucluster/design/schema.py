@@ -48,14 +48,14 @@ def _ratio(value: object) -> object:
 class PowerFeed(_Section):
     """One rack power circuit as the site provides it."""
 
-    voltage_v: float = Field(415, gt=0, le=1000, description="line-to-line voltage for three-phase feeds")
+    voltage_v: float = Field(415, ge=100, le=1000, description="line-to-line voltage for three-phase feeds")
     phases: Phases = 3
-    breaker_a: float = Field(60, gt=0, le=1000, description="circuit breaker rating")
+    breaker_a: float = Field(60, ge=10, le=1000, description="circuit breaker rating")
     redundancy: Literal["N", "2N"] = Field(
         "2N", description="2N: A and B feeds, each able to carry the whole rack; N: load shared by all circuits"
     )
     continuous_load_fraction: float = Field(
-        0.8, gt=0, le=1, description="usable share of a breaker's rating for continuous load (NEC 80 % rule)"
+        0.8, ge=0.5, le=1, description="usable share of a breaker's rating for continuous load (NEC 80 % rule)"
     )
 
 

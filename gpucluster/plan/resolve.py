@@ -37,6 +37,13 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     rails = sum(g.port_count for g in server.port_groups("compute"))
     if rails == 0:
         _fail(loaded, ("compute", "server"), f"{server.id} has no compute-fabric ports in the catalog")
+    for role, network in (("storage", "storage network"), ("inband", "in-band management network")):
+        if not server.port_groups(role):
+            _fail(
+                loaded,
+                ("compute", "server"),
+                f"{server.id} has no {role} ports in the catalog; the plan puts every GPU server on the {network}",
+            )
     if design.compute.servers is not None:
         production = design.compute.servers
     else:
@@ -89,6 +96,13 @@ def resolve(loaded: LoadedDesign) -> Resolved:
 
     planes = _planes(loaded, server, technology)
 
+    if manager is not None and manager_slots(manager, managers, rails) >= su:
+        _fail(
+            loaded,
+            ("compute_fabric", "scalable_unit_servers"),
+            f"{managers} x {manager.id} take {manager_slots(manager, managers, rails)} server slots of scalable unit "
+            f"1, which holds {su}: no server would fit; use larger scalable units or fewer fabric managers",
+        )
     spares = design.compute.spare_servers
     if system is not None:
         spares = spares or 0
@@ -169,6 +183,16 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
     )
     _has_fabric_ports(loaded, ("management", "inband_switch"), inband_switch, "the in-band management network")
+    oob_switch = _switch(loaded, ("management", "oob_switch"), mgmt.oob_switch)
+    oob_ports = {role: sum(g.port_count for g in oob_switch.port_groups(role)) for role in ("access", "uplink")}
+    if oob_ports["access"] == 0 or oob_ports["uplink"] + oob_switch.radix < 2:
+        _fail(
+            loaded,
+            ("management", "oob_switch"),
+            f"{oob_switch.id} has no access ports and two uplinks for the out-of-band network (e.g. sn2201)",
+        )
+    oob_aggregation = _switch(loaded, ("management", "oob_aggregation_switch"), mgmt.oob_aggregation_switch)
+    _has_fabric_ports(loaded, ("management", "oob_aggregation_switch"), oob_aggregation, "the out-of-band uplinks")
     check_scheduler(loaded, production, server.gpu.count)
     return Resolved(
         server=server,
@@ -194,8 +218,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         object_blocks=object_blocks,
         inband_switch=inband_switch,
         inband_oversubscription=INBAND_OVERSUBSCRIPTION,
-        oob_switch=catalog.get(mgmt.oob_switch, Switch),
-        oob_aggregation_switch=catalog.get(mgmt.oob_aggregation_switch, Switch),
+        oob_switch=oob_switch,
+        oob_aggregation_switch=oob_aggregation,
         management_server=catalog.get(mgmt.management_server, Appliance),
         management_servers=mgmt.management_servers,
         pfs_capacity_asked_tb=pfs.capacity_tb,
