@@ -43,3 +43,36 @@ def test_hostile_input_ends_in_a_located_error_and_writes_nothing(name: str, cor
     assert SECRET not in output
     assert not out.exists() or not any(out.iterdir()), f"{name}: wrote {sorted(out.rglob('*'))[:5]}"
     assert len(outcome.stderr) < 20_000, "an error message never echoes the input at length"
+
+
+ABSURD_WORKLOAD = (
+    "name: absurd\ncompute: {servers: 4}\n"
+    "workload: {model_parameters_b: 70, run_days: 3650, restart_minutes: 1440,"
+    " failure_rates: {gpu: 100, server: 100, software: 100}}\n"
+)
+
+
+def test_an_absurd_workload_builds_in_seconds_and_says_why_it_was_not_simulated(tmp_path):
+    """Schema-valid but absurd: tens of thousands of failures per run. The analytic figures stand; the simulator
+    refuses each interval with its reason instead of stepping through them for minutes."""
+    design = tmp_path / "absurd.yaml"
+    design.write_text(ABSURD_WORKLOAD, encoding="utf-8")
+    out = tmp_path / "out"
+    outcome = run_case(
+        Case("absurd", design, ""), out, args=["build", str(design), "-o", str(out), "--only", "checkpoint"]
+    )
+    assert outcome.returncode == 0, outcome.stderr[-2000:]
+    text = (out / "absurd" / "checkpoint.md").read_text(encoding="utf-8")
+    assert "not simulated: a r" in text  # a run ... failures, or a restart ... interrupted: the reason
+
+
+def test_simulate_refuses_more_work_than_it_can_do_with_the_reason(tmp_path):
+    design = tmp_path / "absurd.yaml"
+    design.write_text(ABSURD_WORKLOAD, encoding="utf-8")
+    outcome = run_case(
+        Case("absurd", design, ""),
+        tmp_path / "out",
+        args=["simulate", str(design), "--runs", "100000", "--days", "3650"],
+    )
+    assert outcome.returncode == 0, outcome.stderr[-2000:]
+    assert "not simulated" in outcome.stdout and "Traceback" not in outcome.stderr

@@ -77,6 +77,7 @@ class Runs:
 
 
 MAX_FAILURE_CYCLES = 10_000  # failures per run the loop steps through (one vectorised step each, ~0.1 ms)
+MAX_RUN_CYCLES = 10_000_000  # failure cycles over all runs (each run is an element of every step's arrays)
 MAX_RESTART_ATTEMPTS = 100.0  # mean restarts per failure (each interrupted restart is one more draw)
 
 
@@ -84,7 +85,7 @@ class SimulationRefused(ValueError):
     """The run would take the simulator too long to step through; the message says why."""
 
 
-def check_work(model: JobModel, horizon_s: float | None, work_s: float | None) -> None:
+def check_work(model: JobModel, horizon_s: float | None, work_s: float | None, runs: int = 1) -> None:
     """Refuse a run the simulator cannot step through in seconds: its loop advances every run by one failure
     cycle per step, and a restart interrupted by failures is drawn again, so the work grows with the failures
     a run sees and with e^(rate x restart)."""
@@ -98,10 +99,14 @@ def check_work(model: JobModel, horizon_s: float | None, work_s: float | None) -
             f"on average (job MTBF {1 / rate / 60:,.3g} min): the job never runs"
         )
     horizon = horizon_s if horizon_s is not None else (work_s or 0) / max(1e-9, 1 - rate * model.interval_s) * 2
-    if horizon * rate > MAX_FAILURE_CYCLES:
+    if not math.isfinite(horizon):
+        raise SimulationRefused("the run has no finite length")
+    cycles = horizon * rate
+    most = min(MAX_FAILURE_CYCLES, MAX_RUN_CYCLES // max(runs, 1))
+    if cycles > most:
         raise SimulationRefused(
-            f"a run sees about {horizon * rate:,.0f} failures; the simulator steps through at most "
-            f"{MAX_FAILURE_CYCLES:,} per run (shorten the run or lower the failure rates)"
+            f"a run sees about {cycles:,.0f} failures; the simulator steps through at most {most:,} per run "
+            f"at {runs:,} runs (shorten the run, lower the failure rates or simulate fewer runs)"
         )
 
 
@@ -117,7 +122,7 @@ def simulate(
     of compute is checkpointed (whichever is given; with both, whichever comes first)."""
     if horizon_s is None and work_s is None:
         raise ValueError("give horizon_s or work_s")
-    check_work(model, horizon_s, work_s)
+    check_work(model, horizon_s, work_s, runs)
     rng = np.random.default_rng(seed)
     kinds = sorted(k for k, v in model.failures_per_hour.items() if v > 0)
     rate = model.rate_per_s

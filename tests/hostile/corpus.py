@@ -99,10 +99,11 @@ def _limit_address_space() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_BYTES, ADDRESS_SPACE_BYTES))
 
 
-def run_case(case: Case, out: Path, timeout_s: float = TIMEOUT_S) -> Outcome:
-    """`gpucluster build` on the case in a subprocess under the address-space limit, with its wall time, CPU
-    time and peak resident memory (from wait4)."""
-    command = [sys.executable, "-m", "gpucluster.cli", "build", str(case.design), "-o", str(out), "--no-progress"]
+def run_case(case: Case, out: Path, timeout_s: float = TIMEOUT_S, args: list[str] | None = None) -> Outcome:
+    """`gpucluster build` on the case (or the command `args`) in a subprocess under the address-space limit, with
+    its wall time, CPU time and peak resident memory (from wait4)."""
+    args = args or ["build", str(case.design), "-o", str(out), "--no-progress"]
+    command = [sys.executable, "-m", "gpucluster.cli", *args]
     env = {**os.environ, "PYTHONWARNINGS": "ignore", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
     logs = out.parent / f".{case.name}.log"
     logs.mkdir(parents=True, exist_ok=True)
