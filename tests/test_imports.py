@@ -18,6 +18,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "gpucluster.errors",
             "gpucluster.yamlsource",
+            "gpucluster.limits",  # what an input may hold: bounds and free-text shapes
             "gpucluster.templating",
             "gpucluster.prices",
             "gpucluster.design",
