@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 import pytest
 from conftest import EXAMPLES, planned
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from gpucluster import design_from_model, plan_design
@@ -16,6 +17,7 @@ from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import GpuServer, RackSystem
 from gpucluster.design.schema import Design
+from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
 
 COMPUTE_PURPOSES = {"gpu", "fabric", "fabric-manager"}
@@ -151,7 +153,24 @@ def designs(draw: st.DrawFn) -> Design:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(designs())
 def test_random_valid_designs_keep_the_plan_invariants(design):
-    check_invariants(plan_design(design_from_model(design)))
+    try:
+        plan = plan_design(design_from_model(design))
+    except DesignError as error:
+        if not _beyond_twin_port_host_optics(str(error)):
+            raise
+        reject()  # a located design error the catalog cannot avoid (see below), not a planner fault
+    check_invariants(plan)
+
+
+# The catalog's only optic for a DGX's twin-port OSFP host cage is the flat-top SR8 (MMA4Z00-NS-FLT, 50 m
+# multimode): no sourced single-mode flat-top twin-port module. A random layout whose host-to-leaf run is longer
+# (one server per rack, short rows, a leaf serving many SUs) is refused with a located error, as a user sees it.
+_HOST_REACH = re.compile(r"no catalog cable reaches ([0-9.]+) m for the \S+ \S+ link \S+ \(osfp\) - \S+ \(osfp\)")
+
+
+def _beyond_twin_port_host_optics(message: str) -> bool:
+    found = _HOST_REACH.search(message)
+    return found is not None and float(found.group(1)) > 50
 
 
 def test_scalable_units_stand_on_the_floor_in_numeric_order_past_99(tmp_path):
