@@ -19,6 +19,7 @@ from gpucluster.catalog.schema import GpuServer, RackSystem
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import NETWORK_INFO
 
 COMPUTE_PURPOSES = {"gpu", "fabric", "fabric-manager"}
 
@@ -29,12 +30,14 @@ def check_invariants(plan: Plan) -> None:
     design = plan.design
 
     # Links join existing ports of the devices' catalog parts, each port at most once, at a speed both ends carry.
+    # (A backplane link, e.g. NVLink between a GPU and a switch chip, joins ports no catalog cage names.)
+    backplane = {name for name, entry in NETWORK_INFO.items() if not entry.cabled}
     used: Counter[tuple[str, str]] = Counter()
     for link in plan.links:
         for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
             assert device in plan.devices, f"link to unknown device {device}"
             used[(device, port)] += 1
-            if plan.devices[device].role == "pdu":
+            if plan.devices[device].role == "pdu" or link.network in backplane:
                 continue
             pools = device_ports(catalog_parts[plan.devices[device].part])
             speeds = [pool.speed_gbps for pool in pools.values() if port in pool.names]
@@ -88,7 +91,8 @@ def check_invariants(plan: Plan) -> None:
     # Every link has exactly one cable; the cable's orderable length covers the run within its media's reach.
     cables = {part.id: part for part in load_catalog().of_kind(CablePart)}
     carried = Counter(i for cable in plan.cables for i in cable.links)
-    assert len(carried) == len(plan.links) and set(carried.values()) == {1}
+    cabled = [i for i, link in enumerate(plan.links) if link.network not in backplane]
+    assert sorted(carried) == cabled and set(carried.values()) <= {1}  # backplane links: counted, never cabled
     for cable in plan.cables:
         part = cables[cable.cable_part]
         assert cable.run_length_m <= cable.length_m <= part.reach_m

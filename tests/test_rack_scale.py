@@ -430,3 +430,19 @@ def test_slurm_26_05_loads_the_nvl72_blocks_one_per_rack(gb200_1su, current_slur
         trays = hostlist.expand_hostlist(block["Nodes"])
         assert len(trays) == 18 and len({plan.devices[n].rack for n in trays}) == 1
         assert {plan.devices[n].nvlink_domain for n in trays} == {block["BlockName"]}
+
+
+def test_the_nvlink_backplane_is_counted_and_analysed_but_never_cabled(gb200_1su):
+    _loaded, plan = gb200_1su
+    links = plan.links_on("nvlink")
+    assert len(links) == 8 * 1296  # 72 GPUs x 18 links per rack
+    per_gpu: dict[tuple[str, str], set[str]] = {}
+    for link in links:
+        gpu = link.a_port.split("-")[0]
+        chip = f"{link.b_device}/{link.b_port.split('-')[0]}"
+        per_gpu.setdefault((link.a_device, gpu), set()).add(chip)
+        assert plan.devices[link.a_device].rack == plan.devices[link.b_device].rack
+    assert len(per_gpu) == 576 and all(len(chips) == 18 for chips in per_gpu.values())  # one link to every chip
+    cabled = {i for cable in plan.cables for i in cable.links}
+    assert not any(plan.links[i].network == "nvlink" for i in cabled)
+    assert plan.totals["links"]["nvlink"] == {"host-leaf": 8 * 1296}

@@ -56,6 +56,9 @@ def analyse(plan: Plan) -> dict[str, dict]:
         tiers = [t for t in plan.tiers if t.network == network]
         if graph.number_of_nodes() == 0:
             continue
+        if network == "nvlink":
+            results[network] = _nvlink_domains(plan, graph)
+            continue
         switches = _switch_graph(plan, graph)
         host_leaves = _host_leaves(plan, graph)
         planes = sorted({p for _, p in switches.nodes(data="plane") if p is not None})
@@ -92,6 +95,28 @@ def analyse(plan: Plan) -> dict[str, dict]:
             "plane_failure": _plane_failure(plan, graph, planes),
         }
     return results
+
+
+def _nvlink_domains(plan: Plan, graph: nx.Graph) -> dict:
+    """The NVLink backplanes: within each domain (a rack-scale system's rack) every GPU server reaches every other
+    through the domain's switch trays alone, one switch hop apart; domains are separate by design (between them
+    traffic runs on the compute fabric)."""
+    members: dict[str, list[str]] = {}
+    for node in graph.nodes:
+        members.setdefault(str(plan.devices[node].nvlink_domain), []).append(node)
+    whole = all(nx.is_connected(graph.subgraph(nodes)) for nodes in members.values())
+    links = sum(n for _a, _b, n in graph.edges(data="links"))
+    return {
+        "all_hosts_reach_each_other": whole,
+        "scope": "within each NVLink domain",
+        "domains": len(members),
+        "switch_components": nx.number_connected_components(graph),
+        "links": links,
+        "tiers": [],
+        "bisection_bandwidth_gbps": 0.0,
+        "hops": {"max_switch_hops": 1} if whole else {},
+        "single_switch_failure": {},
+    }
 
 
 def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:

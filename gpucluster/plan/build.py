@@ -33,7 +33,7 @@ from gpucluster.plan.power import (
     optics_allowance_w,
     pdus_needed,
 )
-from gpucluster.plan.rack_scale import add_rack_systems, place_rack_systems
+from gpucluster.plan.rack_scale import add_nvlink_links, add_rack_systems, place_rack_systems
 from gpucluster.plan.racks import (
     RackPlanner,
     add_pdus,
@@ -77,6 +77,7 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     domains = []
     if system is not None:
         domains = add_rack_systems(plan, r, design.compute.hostname_prefix)
+        add_nvlink_links(plan, system, domains)  # the backplane: network nvlink, counted, never cabled
         plan.settings["rack_system"] = system.id
         plan.settings["nvlink_domains"] = len(domains)
     else:
