@@ -4,13 +4,15 @@ leaves the previous output as it was)."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import importlib
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from gpucluster import profiling
@@ -99,42 +101,64 @@ def write_artifacts(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / plan.name
-    _recover(final)
-    staging = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", suffix=".tmp", dir=out_dir))
-    try:
-        chosen = set(only if only is not None else ARTIFACTS)
-        names = sorted(chosen, key=_order)
-        if jobs > 1 and len(names) > 1 and hasattr(os, "fork"):
-            from gpucluster.artifacts._workers import run_parallel
+    with _build_lock(out_dir):
+        _recover(final)
+        _remove_stale_staging(final)
+        staging = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", suffix=".tmp", dir=out_dir))
+        try:
+            chosen = set(only if only is not None else ARTIFACTS)
+            names = sorted(chosen, key=_order)
+            if jobs > 1 and len(names) > 1 and hasattr(os, "fork"):
+                from gpucluster.artifacts._workers import run_parallel
 
-            work = [(name, name in RUNS_LAST) for name in names]
-            jobs_of = functools.partial(writer_jobs, plan=plan)
-            run_parallel(plan, loaded, staging, work, jobs_of, jobs, say, costs, sampler)
-        else:
-            for name in names:
-                say(name)
-                start, cpu = time.perf_counter(), profiling.cpu_seconds()
-                writer(name)(plan, loaded, staging)
-                costs.append(
-                    profiling.Cost(
-                        name,
-                        "writer",
-                        "main",
-                        time.perf_counter() - start,
-                        profiling.cpu_seconds() - cpu,
-                        profiling.peak_rss_mib(),
-                        profiling.rss_mib(),
+                work = [(name, name in RUNS_LAST) for name in names]
+                jobs_of = functools.partial(writer_jobs, plan=plan)
+                run_parallel(plan, loaded, staging, work, jobs_of, jobs, say, costs, sampler)
+            else:
+                for name in names:
+                    say(name)
+                    start, cpu = time.perf_counter(), profiling.cpu_seconds()
+                    writer(name)(plan, loaded, staging)
+                    costs.append(
+                        profiling.Cost(
+                            name,
+                            "writer",
+                            "main",
+                            time.perf_counter() - start,
+                            profiling.cpu_seconds() - cpu,
+                            profiling.peak_rss_mib(),
+                            profiling.rss_mib(),
+                        )
                     )
-                )
-                sampler.sample([])
-            finish = getattr(say, "end", None)
-            if finish is not None and names:
-                finish(names[-1])
-        _swap(staging, final)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+                    sampler.sample([])
+                finish = getattr(say, "end", None)
+                if finish is not None and names:
+                    finish(names[-1])
+            _swap(staging, final)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     return final
+
+
+@contextlib.contextmanager
+def _build_lock(out_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the output folder for the build, so builds into one folder take turns and any
+    staging folder found while holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_staging(final: Path) -> None:
+    """Delete staging folders left by builds of this design that were killed mid-way (SIGKILL, power loss),
+    which no `finally` could remove."""
+    for stale in final.parent.glob(f".{final.name}.*.tmp"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def _order(name: str) -> tuple[bool, int, int]:
