@@ -78,7 +78,18 @@ def test_program_plans_the_default_design_into_one_rooted_tree(default_run: Offl
 def test_type_tokens_are_gpu_cluster_module_type(default_run: OfflineRun) -> None:
     types = {r.type for r in default_run.resources}
     assert all(re.fullmatch(r"gpu-cluster:[a-z]+:[A-Z][A-Za-z]+", t) for t in types)
-    assert types == set(PARENT_TYPE) - {"gpu-cluster:storage:ObjectStorage"}  # the design has no object storage
+    assert types == set(PARENT_TYPE)
+
+
+def test_the_default_design_registers_its_object_storage_tier_with_its_blocks(default_run: OfflineRun) -> None:
+    """The seed's staging tier (raw data and finished models in object storage) is in the default preview."""
+    _loaded, plan = planned("superpod-h200-4su")
+    [store] = default_run.of_type("gpu-cluster:storage:ObjectStorage")
+    blocks = [r for r in default_run.resources if r.parent == store.urn]
+    assert len(blocks) == len(plan.devices_with("object-storage")) == store.inputs["blocks"] == 12
+    assert {r.type for r in blocks} == {"gpu-cluster:storage:StorageBlock"}
+    assert store.inputs["block_model"] == "minio-aistor-datapod-node"
+    assert store.inputs["capacity_tb"] >= store.inputs["capacity_tb_wanted"] == 4900
 
 
 def test_tree_has_one_resource_per_server_switch_rack_and_appliance_at_device_granularity(
@@ -91,7 +102,9 @@ def test_tree_has_one_resource_per_server_switch_rack_and_appliance_at_device_gr
     assert counts["gpu-cluster:network:Switch"] == plan.totals["switches_total"]
     assert counts["gpu-cluster:network:SwitchTier"] == len(plan.tiers)
     assert counts["gpu-cluster:site:Rack"] == plan.totals["racks"]
-    assert counts["gpu-cluster:storage:StorageBlock"] == len(plan.devices_with("storage"))
+    assert counts["gpu-cluster:storage:StorageBlock"] == len(plan.devices_with("storage")) + len(
+        plan.devices_with("object-storage")
+    )
     assert counts["gpu-cluster:network:FabricManager"] == len(plan.devices_with("fabric-manager"))
     assert counts["gpu-cluster:scheduler:HeadNode"] == len(plan.devices_with("management-server"))
 

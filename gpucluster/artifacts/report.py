@@ -211,7 +211,9 @@ def _network(plan: Plan, network: str) -> dict:
                 "switch": result["switch"],
                 "cut_off": f"{result['host_ports_cut_off']:,}",
                 "hosts": f"{result['hosts_losing_a_port']:,}",
+                "hosts_cut_off": f"{result.get('hosts_cut_off', 0):,}",
                 "connected": "yes" if result["still_connected"] else "NO",
+                "services_lost": ", ".join(result.get("services_lost", [])) or "none",
                 "lost": f"{result['tier_bandwidth_lost_fraction']:.1%}",
             }
         )
@@ -239,7 +241,22 @@ def _network(plan: Plan, network: str) -> dict:
         "max_hops": hops.get("max_switch_hops"),
         "hop_counts": ", ".join(f"{n:,} at {h}" for h, n in hops.get("from_first_leaf", {}).items()),
         "failures": failures,
+        "worst_leaf": _worst_leaf(analysis.get("worst_leaf_failure", {})),
     }
+
+
+def _worst_leaf(worst: dict) -> str:
+    """One sentence on the leaf whose failure costs most, over every leaf of the network."""
+    if not worst:
+        return ""
+    services = worst["services_lost"]
+    cost = (
+        f"cuts off {worst['servers_cut_off']:,} GPU servers and {worst['storage_blocks_cut_off']:,} storage blocks"
+        if worst["hosts_cut_off"]
+        else "cuts no host off (every host has a port on another leaf)"
+    )
+    lost = f"; the {' and the '.join(services)} service is LOST (its appliances are unreachable)" if services else ""
+    return f"The worst single leaf failure ({worst['switch']}) {cost}{lost}."
 
 
 def _floor(plan: Plan) -> dict:

@@ -70,6 +70,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
                 "bisection_bandwidth_gbps": bisection_bandwidth_gbps(tiers),
                 "hops": _hops(switches, host_leaves) if reach["all_hosts_reach_each_other"] else {},
                 "single_switch_failure": _failures(plan, graph, switches, host_leaves, tiers),
+                "worst_leaf_failure": worst_leaf_failure(plan, network),
             }
             continue
         per_plane = {}
@@ -91,6 +92,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
             "bisection_bandwidth_gbps": bisection_bandwidth_gbps(tiers),
             "hops": first["hops"],
             "single_switch_failure": _failures(plan, graph, switches, host_leaves, tiers),
+            "worst_leaf_failure": worst_leaf_failure(plan, network),
             "planes": per_plane,
             "plane_failure": _plane_failure(plan, graph, planes),
         }
@@ -215,11 +217,71 @@ def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict
         remaining_leaves = {leaf: n for leaf, n in host_leaves.items() if leaf != failed and leaf in rest}
         hosts = sorted(n for n in graph.neighbors(failed) if graph.nodes[n]["role"] != "switch")
         up_share = (1 / tier.switches) if tier.switches else 0.0
+        cut_off = _hosts_cut_off(plan, graph.graph["network"], failed)
         results[tier.name] = {
             "switch": failed,
             "host_ports_cut_off": host_leaves.get(failed, 0),
             "hosts_losing_a_port": len(hosts),
+            "hosts_cut_off": len(cut_off),
+            **_service_loss(plan, graph.graph["network"], cut_off),
             "still_connected": _reachability(rest, remaining_leaves)["all_hosts_reach_each_other"],
             "tier_bandwidth_lost_fraction": round(up_share, 6),
         }
     return results
+
+
+# Host roles whose loss of every port on a network stops a service, not only that host: a parallel
+# filesystem whose appliance (its OSTs/MDTs) is cut off cannot serve the files striped over it.
+SERVICE_ROLES = {"storage": "parallel filesystem", "object-storage": "object storage"}
+
+
+def _leaves_of_hosts(plan: Plan, network: str) -> dict[str, set[str]]:
+    """Host -> the leaves its ports on this network land on."""
+    leaves: dict[str, set[str]] = {}
+    for link in plan.links:
+        if link.network == network and link.tier == 0:
+            leaves.setdefault(link.a_device, set()).add(link.b_device)
+    return leaves
+
+
+def _hosts_cut_off(plan: Plan, network: str, failed: str) -> list[str]:
+    """Hosts every one of whose ports on this network lands on the failed switch."""
+    return sorted(host for host, leaves in _leaves_of_hosts(plan, network).items() if leaves == {failed})
+
+
+def _service_loss(plan: Plan, network: str, cut_off: list[str]) -> dict:
+    """What the cut-off hosts cost beyond themselves: GPU servers without the network, and the storage
+    services whose appliances are unreachable (a failure of the service, not a share of its bandwidth)."""
+    roles = Counter(plan.devices[host].role for host in cut_off)
+    lost = sorted({SERVICE_ROLES[role] for role in roles if role in SERVICE_ROLES})
+    return {
+        "servers_cut_off": roles.get("gpu-server", 0),
+        "storage_blocks_cut_off": roles.get("storage", 0) + roles.get("object-storage", 0),
+        "services_lost": lost,
+    }
+
+
+def worst_leaf_failure(plan: Plan, network: str) -> dict:
+    """The single leaf whose failure costs most, over every leaf of the network (not a sample): the
+    servers it cuts off and the storage services it stops."""
+    host_leaves = _leaves_of_hosts(plan, network)
+    sole: dict[str, list[str]] = {}
+    for host, leaves in host_leaves.items():
+        if len(leaves) == 1:
+            sole.setdefault(next(iter(leaves)), []).append(host)
+    leaves = sorted({leaf for found in host_leaves.values() for leaf in found})
+    if not leaves:
+        return {}
+    worst = max(
+        leaves,
+        key=lambda leaf: (
+            bool(_service_loss(plan, network, sole.get(leaf, []))["services_lost"]),
+            len(sole.get(leaf, [])),
+            leaf == leaves[0],
+        ),
+    )
+    return {
+        "switch": worst,
+        "hosts_cut_off": len(sole.get(worst, [])),
+        **_service_loss(plan, network, sorted(sole.get(worst, []))),
+    }

@@ -209,16 +209,25 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
 
 
 def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
-    """Servers' storage ports (per scalable unit) and the storage blocks' ports on their own leaves."""
+    """Servers' storage ports (per scalable unit) and the storage blocks' ports on their own leaves, each
+    dual-homed as the RA does: a host's ports alternate between an a-side and a b-side leaf group, so one
+    leaf failure leaves every server and appliance with a path to the filesystem."""
     groups: dict[str, LeafGroup] = {}
     for server in plan.devices_with("gpu-server"):
-        label = f"su{server.su:02d}"
-        group = groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su))
-        group.ports.extend(host_ports(server.name, r.server, "storage", "storage"))
-    blocks = LeafGroup("pfs", [], r.storage_block_oversubscription)
+        for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
+            label = f"su{server.su:02d}-{'ab'[index % 2]}"
+            groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su)).ports.append(
+                port
+            )
     for block in plan.devices_with("storage"):
-        blocks.ports.extend(host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage"))
-    return build_clos(plan, network="storage", groups=[*groups.values(), blocks], leaf_part=r.storage_switch)
+        for index, port in enumerate(
+            host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage")
+        ):
+            label = f"pfs-{'ab'[index % 2]}"
+            groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
+    return build_clos(
+        plan, network="storage", groups=list(groups.values()), leaf_part=r.storage_switch, min_top_switches=2
+    )
 
 
 def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
