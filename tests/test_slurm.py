@@ -387,3 +387,53 @@ def test_scheduler_settings_get_located_errors(tmp_path, scheduler, message):
         plan_design(load_design(path))
     text = str(error.value)
     assert message in text and re.search(r"design\.yaml:\d+:\d+: scheduler", text), text
+
+
+def test_two_controllers_share_their_state_and_slurmdbd_runs_on_both_head_nodes():
+    _, plan = planned("superpod-h200-4su")
+    conf = slurm_files(plan)["slurm.conf"]
+    heads = [d.name for d in plan.devices_with("management-server")]
+    assert re.findall(r"^SlurmctldHost=(.*)$", conf, re.M) == heads[:2]
+    assert "StateSaveLocation=/cm/shared/apps/slurm/var/cm/statesave\n" in conf
+    assert f"AccountingStorageHost={heads[0]}\n" in conf and f"AccountingStorageBackupHost={heads[1]}\n" in conf
+    assert "MpiDefault=pmix\n" in conf
+
+
+def test_one_controller_keeps_its_state_locally_and_a_design_can_name_the_shared_path(tmp_path):
+    one = plan_design(
+        load_design(write_design(tmp_path, "name: one\ncompute: {servers: 4}\nmanagement: {management_servers: 1}\n"))
+    )
+    conf = slurm_files(one)["slurm.conf"]
+    assert "StateSaveLocation=/var/spool/slurmctld\n" in conf and "AccountingStorageBackupHost" not in conf
+    named = plan_design(
+        load_design(
+            write_design(
+                tmp_path,
+                "name: named\ncompute: {servers: 4}\nscheduler: {slurm: {state_save_location: /lustre/slurm/state}}\n",
+                "named.yaml",
+            )
+        )
+    )
+    assert "StateSaveLocation=/lustre/slurm/state\n" in slurm_files(named)["slurm.conf"]
+
+
+def test_a_state_path_with_spaces_or_a_newline_is_refused(tmp_path):
+    path = write_design(
+        tmp_path,
+        'name: bad\ncompute: {servers: 4}\nscheduler: {slurm: {state_save_location: "/x\\nMpiDefault=none"}}\n',
+    )
+    with pytest.raises(DesignError) as error:
+        load_design(path)
+    assert "state_save_location" in str(error.value)
+
+
+def test_pyxis_writes_plugstack_conf_and_none_writes_none(tmp_path):
+    _, plan = planned("superpod-h200-4su")
+    files = slurm_files(plan)
+    assert files["plugstack.conf"].splitlines()[-1] == "required spank_pyxis.so"
+    plain = plan_design(
+        load_design(
+            write_design(tmp_path, "name: plain\ncompute: {servers: 4}\nscheduler: {slurm: {containers: none}}\n")
+        )
+    )
+    assert "plugstack.conf" not in slurm_files(plain)

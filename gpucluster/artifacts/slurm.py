@@ -31,6 +31,10 @@ SLURM_NVIDIA_IMEX = (24, 5)
 # Slurm 26.05 deprecates the partition option OverSubscribe=EXCLUSIVE for Exclusive=NODE (slurm.conf(5) of 26.05.3,
 # "Exclusive": "This replaces the deprecated options OverSubscribe=EXCLUSIVE, ExclusiveUser, and ExclusiveTopo").
 SLURM_EXCLUSIVE_NODE = (26, 5)
+# Where slurmctld keeps its state when two controllers share it: Base Command Manager's shared tree, which the head
+# nodes export to each other (an assumption labelled in the report: BCM's layout, not an RA figure).
+SHARED_STATE_SAVE = "/cm/shared/apps/slurm/var/cm/statesave"
+LOCAL_STATE_SAVE = "/var/spool/slurmctld"
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -92,13 +96,21 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     cpus = server.threads
     real_memory_mb = server.usable_memory_mib
     heads = [d.name for d in plan.devices_with("management-server")]
+    controllers = heads[:2]
+    state_save = settings.state_save_location or (SHARED_STATE_SAVE if len(controllers) > 1 else LOCAL_STATE_SAVE)
     files["slurm.conf"] = render(
         "slurm/slurm.conf.j2",
         design=design,
         version=target,
         cluster_name=settings.cluster_name or _cluster_name(design),
-        controllers=heads[:2],
-        accounting_host=heads[2] if len(heads) > 2 else heads[0],
+        controllers=controllers,
+        state_save=state_save,
+        state_save_shared=len(controllers) > 1,
+        # slurmdbd runs beside slurmctld on the two head nodes, primary and backup, as Base Command Manager places
+        # it (the head nodes hold the accounting database); further management servers are login nodes
+        accounting_host=controllers[0],
+        accounting_backup_host=controllers[1] if len(controllers) > 1 else "",
+        pyxis=settings.containers == "pyxis",
         topology_plugin=plugin,
         topology_file=topology_file,
         switch_type="switch/nvidia_imex" if domains and release >= SLURM_NVIDIA_IMEX else "",
@@ -122,6 +134,8 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         gpus=server.gpu.count,
     )
     files["cgroup.conf"] = render("slurm/cgroup.conf.j2", design=design)
+    if settings.containers == "pyxis":
+        files["plugstack.conf"] = render("slurm/plugstack.conf.j2", design=design)
     return dict(sorted(files.items()))
 
 

@@ -251,6 +251,18 @@ class SlurmSettings(_Section):
     cluster_name: str | None = Field(
         None, pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Slurm ClusterName; default: the design name, '-' as '_'"
     )
+    state_save_location: str | None = Field(
+        None,
+        pattern=r"^/[A-Za-z0-9._/-]{1,200}$",
+        description="slurmctld's StateSaveLocation; with a backup controller it must be storage both head nodes "
+        "mount (default then: Base Command Manager's shared /cm/shared/apps/slurm/var/cm/statesave; with one "
+        "controller /var/spool/slurmctld)",
+    )
+    containers: Literal["pyxis", "none"] = Field(
+        "pyxis",
+        description="container runtime for jobs: pyxis (NVIDIA's SPANK plugin with Enroot, `srun --container-image`, "
+        "as DGX sites run containers; writes plugstack.conf) or none",
+    )
 
 
 class Team(_Section):
