@@ -82,6 +82,7 @@ def test_report_loads_in_chromium_without_console_errors_or_network_requests(bui
     assert images == [True] * (2 + len(purposes))  # power and goodput charts, an elevation per kind of rack
     assert sections == [
         "Warnings and design rules",
+        "Deviations from the reference architecture, and assumptions",
         "Compute fabric",
         "Storage network",
         "In-band management network",

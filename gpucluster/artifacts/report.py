@@ -23,6 +23,7 @@ from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
+from gpucluster.deviations import assumptions, deviations
 from gpucluster.drawings import (
     DETAIL_MAX_PER_LEVEL,
     FLOOR_LABEL_MAX_RACKS,
@@ -74,6 +75,8 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         description=getattr(plan.design, "description", "") or "",
         figures=_key_figures(plan, budget, checkpoint, bom),
         findings=_findings(plan),
+        deviations=[vars_of(d) for d in deviations(plan)],
+        assumptions=[vars_of(a) for a in assumptions(plan)],
         severity_counts=Counter(f.severity for f in plan.findings),
         severities=SEVERITIES,
         networks=[_network(plan, network) for network in networks_drawn(plan)],
@@ -93,6 +96,11 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         },
         style=Markup(render("report/style.css")),
     )
+
+
+def vars_of(record: object) -> dict[str, str]:
+    """A slotted record's fields, for the template."""
+    return {name: getattr(record, name) for name in record.__slots__}  # type: ignore[attr-defined]
 
 
 def _schedulers(plan: Plan) -> list[dict]:

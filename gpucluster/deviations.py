@@ -1,0 +1,164 @@
+"""Where a plan differs from the DGX SuperPOD reference architecture, and which catalog values it rests on that
+are derived or assumed rather than published: what a reviewer must know before signing the design.
+
+The RA's counts compared here are those of its fully tested configuration, the 4-SU, 127-node DGX H100 SuperPOD
+(RA-11333-001, Appendix A, Table 7, as compiled in shared/reference/hardware-facts.md section 1.3). They are
+compared only for a design of that shape (four 32-server SUs of DGX H100 or H200 on NDR InfiniBand), where a
+difference is a real deviation rather than a difference of size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpucluster.plan.model import Plan
+
+RA_SOURCE = "H100 RA (RA-11333-001) Appendix A, Table 7"
+# H100 RA Table 7 (4 SU, 127 nodes): role -> (count, what the RA lists)
+RA_4SU_COUNTS: dict[str, tuple[int, str]] = {
+    "inband": (8, "in-band Ethernet switches (SN4600C)"),
+    "oob": (8, "out-of-band switches (SN2201)"),
+    "storage": (16, "storage-fabric switches (QM9700)"),
+    "compute": (48, "compute-fabric switches (QM9700, 32 leaf + 16 spine)"),
+    "fabric-manager": (4, "UFM appliances (2 compute fabric, 2 storage fabric)"),
+    "management-server": (4, "BCM management servers"),
+    "gpu-server": (127, "DGX H100 systems"),
+}
+RA_SU_SERVERS = 32
+RA_STORAGE_SERVER_OVERSUBSCRIPTION = 4 / 3
+
+
+@dataclass(frozen=True, slots=True)
+class Deviation:
+    """One place the plan differs from the RA: what the RA has, what the plan has, and why."""
+
+    subject: str
+    reference: str
+    plan: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class Assumption:
+    """A catalog value this design uses that was derived or assumed, with its working."""
+
+    part: str
+    field: str
+    note: str
+
+
+def is_ra_4su_shape(plan: Plan) -> bool:
+    """Four 32-server SUs of DGX H100/H200 on NDR InfiniBand: the shape Table 7 describes."""
+    s = plan.settings
+    return (
+        s.get("server") in ("dgx-h100", "dgx-h200")
+        and s.get("scalable_unit_servers") == RA_SU_SERVERS
+        and s.get("compute_technology") == "infiniband-ndr"
+        and plan.totals.get("scalable_units") == 4
+    )
+
+
+def _switches(plan: Plan, network: str) -> int:
+    return sum(1 for d in plan.devices.values() if d.role == "switch" and d.network == network)
+
+
+def _count(plan: Plan, role: str) -> int:
+    return sum(1 for d in plan.devices.values() if d.role == role)
+
+
+WHY = {
+    "inband": "the planner gives every SU a bonded leaf pair and the head nodes, UFM and object storage a service "
+    "leaf pair under spines; the RA packs the in-band ports onto fewer leaves",
+    "oob": "the planner gives each SU its own access switches (every BMC, switch and PDU port) and counts the "
+    "aggregation pair separately; the RA's OOB switches uplink to the in-band core",
+    "storage": "the planner dual-homes servers and appliances over a-side and b-side leaves sized by the ports "
+    "the design's storage needs",
+    "fabric-manager": "the design's compute fabric has its own UFM pair; a storage-fabric UFM pair is not planned",
+    "management-server": "management.management_servers in the design",
+    "compute": "the compute fabric's tiers for this server count",
+    "gpu-server": "compute.servers and compute.spare_servers in the design",
+}
+
+
+def deviations(plan: Plan) -> list[Deviation]:
+    """Every place this plan differs from the RA: design choices first, then counts against Table 7."""
+    s = plan.settings
+    found: list[Deviation] = []
+    su = s.get("scalable_unit_servers")
+    if su != RA_SU_SERVERS:
+        found.append(
+            Deviation(
+                "Scalable unit", f"{RA_SU_SERVERS} servers", f"{su} servers", "compute_fabric.scalable_unit_servers"
+            )
+        )
+    over = float(s.get("compute_oversubscription") or 1)  # type: ignore[arg-type]
+    if over != 1:
+        found.append(
+            Deviation(
+                "Compute fabric",
+                "non-blocking (1:1) fat tree",
+                f"{over:g}:1 oversubscribed at the leaf",
+                "compute_fabric.oversubscription",
+            )
+        )
+    server = str(s.get("server", ""))
+    if not server.startswith("dgx-"):
+        found.append(
+            Deviation(
+                "GPU servers", "NVIDIA DGX systems", server, "an OEM server: the RA's tested figures do not apply"
+            )
+        )
+    redundancy = getattr(getattr(getattr(plan.design, "site", None), "power_feed", None), "redundancy", "2N")
+    if redundancy != "2N":
+        found.append(
+            Deviation(
+                "Power feeds",
+                "A and B feeds (2N)",
+                f"{redundancy} provisioning",
+                "site.power_feed.redundancy: a feed loss stops or caps racks",
+            )
+        )
+    if _count(plan, "fabric-manager"):
+        found.append(
+            Deviation(
+                "UFM cabling",
+                "the UFM pair on one 2 x 200G splitter fibre (Table 8, 980-9I557-00N030)",
+                "one straight fibre per UFM port, each to a different SU-1 leaf",
+                "each UFM keeps a path when one leaf fails",
+            )
+        )
+    if is_ra_4su_shape(plan):
+        counts = {
+            "inband": _switches(plan, "inband"),
+            "oob": _switches(plan, "oob"),
+            "storage": _switches(plan, "storage"),
+            "compute": _switches(plan, "compute"),
+            "fabric-manager": _count(plan, "fabric-manager"),
+            "management-server": _count(plan, "management-server"),
+            "gpu-server": _count(plan, "gpu-server"),
+        }
+        for key, (reference, what) in RA_4SU_COUNTS.items():
+            if counts[key] != reference:
+                found.append(Deviation(f"{what} ({RA_SOURCE})", f"{reference:,}", f"{counts[key]:,}", WHY[key]))
+    return found
+
+
+def used_parts(plan: Plan) -> list[str]:
+    """Catalog ids of every part this plan orders: devices, racks, cables, optics and the PDU model."""
+    ids = {d.part for d in plan.devices.values()} | {r.part for r in plan.racks.values()}
+    for cable in plan.cables:
+        ids.update(p for p in (cable.cable_part, cable.a_transceiver, cable.b_transceiver) if p)
+    if plan.settings.get("pdu"):
+        ids.add(str(plan.settings["pdu"]))
+    return sorted(i for i in ids if i in plan.catalog_parts)
+
+
+def assumptions(plan: Plan) -> list[Assumption]:
+    """Every catalog value of a part this plan uses whose source is derived or assumed, not published."""
+    found = []
+    for part_id in used_parts(plan):
+        part = plan.catalog_parts[part_id]
+        for field, source in sorted(getattr(part, "sources", {}).items()):
+            if source.startswith("derived") or "assum" in source.lower():
+                found.append(Assumption(part_id, field, source))
+    return found

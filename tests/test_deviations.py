@@ -1,0 +1,70 @@
+"""The report states where the plan deviates from the reference architecture, and every derived or assumed catalog
+value the design uses."""
+
+from __future__ import annotations
+
+from conftest import planned
+
+from gpucluster.artifacts.report import report_html
+from gpucluster.deviations import RA_4SU_COUNTS, RA_SOURCE, assumptions, deviations, is_ra_4su_shape, used_parts
+
+
+def test_the_4su_design_is_compared_with_table_7_and_every_difference_is_listed() -> None:
+    _loaded, plan = planned("superpod-h200-4su")
+    assert is_ra_4su_shape(plan)
+    listed = {d.subject.removesuffix(f" ({RA_SOURCE})"): d for d in deviations(plan) if RA_SOURCE in d.subject}
+    devices = list(plan.devices.values())
+    counts = {
+        "inband": sum(1 for d in devices if d.role == "switch" and d.network == "inband"),
+        "oob": sum(1 for d in devices if d.role == "switch" and d.network == "oob"),
+        "storage": sum(1 for d in devices if d.role == "switch" and d.network == "storage"),
+        "compute": sum(1 for d in devices if d.role == "switch" and d.network == "compute"),
+        **{
+            role: sum(1 for d in devices if d.role == role)
+            for role in ("fabric-manager", "management-server", "gpu-server")
+        },
+    }
+    for key, (reference, what) in RA_4SU_COUNTS.items():
+        if counts[key] == reference:
+            assert what not in listed, key
+        else:
+            assert listed[what].reference == f"{reference:,}" and listed[what].plan == f"{counts[key]:,}", key
+    assert counts["compute"] == 48 and counts["gpu-server"] == 127  # as Table 7: not listed
+    assert (
+        counts["inband"] != 8 and "in-band Ethernet switches (SN4600C)" in listed
+    )  # point 4 is open: the report says so
+    assert "UFM cabling" in {d.subject for d in deviations(plan)}
+
+
+def test_a_design_of_another_shape_is_not_held_to_table_7() -> None:
+    _loaded, plan = planned("lab-4-servers")
+    assert not is_ra_4su_shape(plan)
+    subjects = [d.subject for d in deviations(plan)]
+    assert not any("Table 7" in s for s in subjects)
+    assert "GPU servers" in subjects  # an OEM HGX server, not a DGX
+
+
+def test_every_derived_value_of_a_used_part_is_listed_and_no_unused_part() -> None:
+    _loaded, plan = planned("superpod-h200-4su")
+    used = set(used_parts(plan))
+    assert {"dgx-h200", "qm9700", "ddn-ai400x2", "minio-aistor-datapod-node"} <= used
+    assert "gb200-nvl72" not in used
+    listed = assumptions(plan)
+    assert {a.part for a in listed} <= used
+    expected = sum(
+        1
+        for part in used
+        for source in plan.catalog_parts[part].sources.values()
+        if source.startswith("derived") or "assum" in source.lower()
+    )
+    assert len(listed) == expected > 0
+
+
+def test_the_report_has_the_deviations_section(tmp_path) -> None:
+    _loaded, plan = planned("superpod-h200-4su")
+    html = report_html(plan, tmp_path)
+    assert "Deviations from the reference architecture, and assumptions" in html
+    for d in deviations(plan):
+        assert d.note.replace("'", "&#39;") in html
+    first = assumptions(plan)[0]
+    assert f"<code>{first.field}</code>" in html
