@@ -16,7 +16,7 @@ from gpucluster.plan.model import Plan
 RA_SOURCE = "H100 RA (RA-11333-001) Appendix A, Table 7"
 # H100 RA Table 7 (4 SU, 127 nodes): role -> (count, what the RA lists)
 RA_4SU_COUNTS: dict[str, tuple[int, str]] = {
-    "inband": (8, "in-band Ethernet switches (SN4600C)"),
+    "inband": (8, "in-band Ethernet switches"),
     "oob": (8, "out-of-band switches (SN2201)"),
     "storage": (16, "storage-fabric switches (QM9700)"),
     "compute": (48, "compute-fabric switches (QM9700, 32 leaf + 16 spine)"),
@@ -125,6 +125,15 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "the UFM pair on one 2 x 200G splitter fibre (Table 8, 980-9I557-00N030)",
                 "one straight fibre per UFM port, each to a different SU-1 leaf",
                 "each UFM keeps a path when one leaf fails",
+            )
+        )
+    if is_ra_4su_shape(plan) and s.get("inband_switch") != "sn4600c":
+        found.append(
+            Deviation(
+                f"In-band switch model ({RA_SOURCE})",
+                "SN4600C (64 x 100G)",
+                str(s.get("inband_switch")),
+                "management.inband_switch: 200G ports (the object store's) need faster leaves than SN4600C",
             )
         )
     if is_ra_4su_shape(plan):
