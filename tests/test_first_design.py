@@ -206,8 +206,12 @@ def test_the_summary_gives_storage_as_delivered_and_as_asked(brief: Plan) -> Non
 
     text = "\n".join(summary_lines(brief))
     # 2,000 TB asked of VAST at the RA's "better" level for 3 SUs: 4 boxes deliver 4 x 1,195.56 TB, 4 x 51 GB/s
-    assert "4 x vast-ceres-df3060-2cnode: delivered 4,782 TB, 204 GB/s read, 48 GB/s write" in text
-    assert "(asked 2,000 TB, 84 GB/s read, 42 GB/s write)" in text
+    assert "4 x vast-ceres-df3060-2cnode: the appliances deliver 4,782 TB, 204 GB/s read, 48 GB/s write" in text
+    # the target is named as the RA's level, not shown as if the appliances delivered it
+    assert (
+        "(target asked 2,000 TB, 84 GB/s read, 42 GB/s write, from the RA's 'better' level: 40/20 GB/s per SU x 2.09 "
+        "SUs (NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6))"
+    ) in text
     assert "5 x vast-ceres-df3060-2cnode-s3: delivered 5,978 TB, 132 GB/s read (asked 5,000 TB)" in text
     assert brief.settings["parallel_filesystem_capacity_tb"] == pytest.approx(4 * 1195.56)
 

@@ -84,11 +84,12 @@ def filesystem_figures(s: dict) -> str:
     """The parallel filesystem as delivered by its blocks, and what the design asked (both named)."""
     asked = s["parallel_filesystem_asked"]
     capacity = f"{asked['capacity_tb']:,.0f} TB, " if asked["capacity_tb"] else ""
+    basis = f", from {asked['basis']}" if asked.get("basis") else ""
     return (
-        f"{s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']}: delivered "
+        f"{s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']}: the appliances deliver "
         f"{s['parallel_filesystem_capacity_tb']:,.0f} TB, {s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
-        f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write (asked {capacity}"
-        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write)"
+        f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write (target asked {capacity}"
+        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write{basis})"
     )
 
 

@@ -315,6 +315,7 @@ def _settings(r: Resolved) -> dict[str, object]:
             "capacity_tb": r.pfs_capacity_asked_tb,
             "read_gbytes_per_s": r.pfs_read_gbytes_per_s,
             "write_gbytes_per_s": r.pfs_write_gbytes_per_s,
+            "basis": r.pfs_throughput_basis,
         },
         "object_storage_block": r.object_block.id if r.object_block else None,
         "object_storage_blocks": r.object_blocks,

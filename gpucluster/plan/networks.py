@@ -49,6 +49,8 @@ class Resolved:
     management_servers: int
     # what the design asked of storage (the blocks above are what is delivered); None: no figure asked
     pfs_capacity_asked_tb: float | None = None
+    # where the asked throughput came from: the design's own figures or the RA's per-SU level (named in views)
+    pfs_throughput_basis: str = ""
     object_capacity_asked_tb: float | None = None
     object_throughput_asked_gbytes_per_s: float | None = None
     object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)

@@ -14,6 +14,7 @@ from gpucluster.plan.networks import Resolved, manager_slots, technology_of
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level; the 4-SU rows are four times these.
 SU_STORAGE_GBYTES_PER_S = {"good": (15.0, 7.0), "better": (40.0, 20.0), "best": (125.0, 62.0)}
+SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"  # named in the summary's storage target
 
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
@@ -223,6 +224,10 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         management_server=catalog.get(mgmt.management_server, Appliance),
         management_servers=mgmt.management_servers,
         pfs_capacity_asked_tb=pfs.capacity_tb,
+        pfs_throughput_basis="the design's figures"
+        if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s
+        else f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
+        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})",
         object_capacity_asked_tb=spec.capacity_tb if spec else None,
         object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
         object_shared=shared,
