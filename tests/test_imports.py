@@ -36,6 +36,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.burn_in",
             "gpucluster.scheduling",
             "gpucluster.verify.expected",  # the links a discovery should find, from the plan
+            "gpucluster.deviations",  # the plan against the reference architecture and the catalog's assumptions
         ),
     ),
     ("design rules", ("gpucluster.rules",)),

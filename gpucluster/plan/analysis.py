@@ -11,6 +11,7 @@ from collections import Counter
 
 import networkx as nx
 
+from gpucluster.plan import registry
 from gpucluster.plan.model import Plan, Tier
 
 
@@ -230,11 +231,6 @@ def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict
     return results
 
 
-# Host roles whose loss of every port on a network stops a service, not only that host: a parallel
-# filesystem whose appliance (its OSTs/MDTs) is cut off cannot serve the files striped over it.
-SERVICE_ROLES = {"storage": "parallel filesystem", "object-storage": "object storage"}
-
-
 def _leaves_of_hosts(plan: Plan, network: str) -> dict[str, set[str]]:
     """Host -> the leaves its ports on this network land on."""
     leaves: dict[str, set[str]] = {}
@@ -253,7 +249,7 @@ def _service_loss(plan: Plan, network: str, cut_off: list[str]) -> dict:
     """What the cut-off hosts cost beyond themselves: GPU servers without the network, and the storage
     services whose appliances are unreachable (a failure of the service, not a share of its bandwidth)."""
     roles = Counter(plan.devices[host].role for host in cut_off)
-    lost = sorted({SERVICE_ROLES[role] for role in roles if role in SERVICE_ROLES})
+    lost = sorted({registry.role(name).service for name in roles if registry.role(name).service})
     return {
         "servers_cut_off": roles.get("gpu-server", 0),
         "storage_blocks_cut_off": roles.get("storage", 0) + roles.get("object-storage", 0),

@@ -37,6 +37,9 @@ class Role:
     drawing_order: int | None = None  # hosts on a network drawing come in this order; None: after those, by name
     plural: str = ""  # e.g. "power shelves"; empty: the label and an s
     netbox_role: str = ""  # the slug of its NetBox device role; empty: the name
+    # the service that stops when such a device is cut off from its network (a filesystem whose appliance is
+    # unreachable cannot serve the files striped over it): the failure analysis names it; empty: none
+    service: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plural", self.plural or self.label + "s")
@@ -50,8 +53,16 @@ _ROLES = (
     # The NVLink switch trays of a rack-scale system: its NVLink domain's switches, on the rack's cable cartridges
     Role("nvlink-switch-tray", "NVLink switch tray", "#CCB974", "compute", "compute", drawing_order=2),
     Role("fabric-manager", "fabric manager", "#DD8452", "network", "compute-fabric", drawing_order=3),
-    Role("storage", "storage block", "#C44E52", "storage", "storage", drawing_order=4),
-    Role("object-storage", "object-storage block", "#DA8BC3", "management", "storage", drawing_order=5),
+    Role("storage", "storage block", "#C44E52", "storage", "storage", drawing_order=4, service="parallel filesystem"),
+    Role(
+        "object-storage",
+        "object-storage block",
+        "#DA8BC3",
+        "management",
+        "storage",
+        drawing_order=5,
+        service="object storage",
+    ),
     Role("management-server", "management server", "#8172B2", "management", "management-networks", drawing_order=6),
     # Switches stand where their network puts them (Network.rack_purpose) and count in its BOM section
     Role("switch", "switch", "#55A868", "", "", plural="switches"),
