@@ -437,3 +437,14 @@ def test_pyxis_writes_plugstack_conf_and_none_writes_none(tmp_path):
         )
     )
     assert "plugstack.conf" not in slurm_files(plain)
+
+
+def test_slurm_26_05_takes_the_ha_accounting_pmix_and_plugstack_settings(current_slurm, load_slurm):
+    """slurmctld 26.05 loads the HA configs with plugstack.conf beside them, without complaint, and runs pmix."""
+    _, plan = planned("superpod-h200-4su")
+    files = slurm_files(plan)
+    assert "plugstack.conf" in files
+    loaded = load_slurm(current_slurm, files)
+    assert not loaded.problems, loaded.problems
+    config = dict(re.findall(r"^(\w+)\s+= (.*)$", loaded.config, re.M))
+    assert config["MpiDefault"] == "pmix"
