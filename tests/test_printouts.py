@@ -3,6 +3,7 @@ with pdftoppm), their HTML versions and the SVG elevations, all from one page mo
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import subprocess
@@ -14,7 +15,7 @@ from conftest import planned, write_design
 from pypdf import PdfReader
 
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts.printouts import rack_pages
+from gpucluster.artifacts.printouts import cord_cells, rack_html, rack_pages, rack_pdf
 
 A4_PT = (595.3, 841.9)
 LETTER_PT = (612.0, 792.0)
@@ -166,9 +167,10 @@ def test_html_and_svg_show_the_same_rack_as_the_pdf(lab):
     for name, page in rack_pages(plan).items():
         parser = _Cells()
         parser.feed((folder / "racks" / f"{name}.html").read_text(encoding="utf-8"))
-        devices, cables = parser.tables
+        devices, cables, *cords = parser.tables
         assert [row[1] for row in devices[1:]] == [s.name for s in page.slots + page.zero_u]
         assert [tuple(row) for row in cables[1:]] == [end.cells() for end in page.ends]
+        assert [tuple(row) for row in (cords[0][1:] if cords else [])] == [cord_cells(c) for c in page.cords]
         svg = ET.parse(folder / "racks" / f"{name}.svg").getroot()
         texts = " ".join("".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text"))
         for slot in page.slots:
@@ -187,3 +189,25 @@ def test_printouts_are_byte_identical_across_builds(tmp_path):
     assert files
     for path in files:
         assert (first / path).read_bytes() == (second / path).read_bytes(), path
+
+
+def test_each_rack_printout_maps_every_psu_to_its_pdu_outlet(tmp_path):
+    from gpucluster.plan.power import power_cords
+
+    _loaded, plan = planned("superpod-h100-1su")
+    pages = rack_pages(plan)
+    cords = power_cords(plan)
+    assert sum(len(p.cords) for p in pages.values()) == len(cords) > 0
+    for page in pages.values():
+        assert all(plan.devices[c.device].rack == page.rack.name for c in page.cords)
+        assert all(c.pdu in page.rack.pdus for c in page.cords)
+    server = next(d for d in plan.devices_with("gpu-server"))
+    page = pages[server.rack]
+    html = rack_html(page, "a4", "")
+    first = next(c for c in page.cords if c.device == server.name)
+    assert (
+        f"<td>{first.device}</td><td>{first.psu}</td><td>{first.feed}</td><td>{first.pdu}</td><td>{first.outlet}</td>"
+        in html
+    )
+    text = "".join(p.extract_text() for p in PdfReader(io.BytesIO(rack_pdf(page, "a4"))).pages)
+    assert f"{len(page.cords)} power cords, PSU to PDU outlet" in text and first.outlet in text

@@ -52,6 +52,7 @@ from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.power import PowerCord, power_cords
 from gpucluster.plan.registry import elevation_fill
 from gpucluster.progress import track
 from gpucluster.templating import render
@@ -125,6 +126,15 @@ class RackPage:
     slots: list[Slot] = field(default_factory=list)
     zero_u: list[Slot] = field(default_factory=list)
     ends: list[EndRow] = field(default_factory=list)
+    cords: list[PowerCord] = field(default_factory=list)  # PSU -> PDU outlet, for the installer who plugs them
+
+
+CORD_COLUMNS = ("Device", "PSU", "Feed", "PDU", "Outlet")
+
+
+def cord_cells(cord: PowerCord) -> tuple[str, ...]:
+    """One power cord's row, as the HTML and PDF printouts show it."""
+    return (cord.device, str(cord.psu), cord.feed, cord.pdu, cord.outlet)
 
 
 def rack_pages(plan: Plan) -> dict[str, RackPage]:
@@ -170,6 +180,8 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
     for rack_name, rows in keyed.items():
         rows.sort(key=lambda item: item[0])
         pages[rack_name].ends = [row for _, row in rows]
+    for cord in power_cords(plan):
+        pages[plan.devices[cord.device].rack].cords.append(cord)
     return pages
 
 
@@ -281,6 +293,16 @@ def rack_pdf(page: RackPage, paper: str) -> bytes:
         table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
         table.setStyle(_table_style(font_pt))
         story.append(table)
+    if page.cords:
+        story.append(
+            Paragraph(f"Rack {page.rack.name}: {len(page.cords)} power cords, PSU to PDU outlet", _STYLES["h2"])
+        )
+        rows = [CORD_COLUMNS, *(cord_cells(c) for c in page.cords)]
+        font_pt, widths = _fit(rows, width)
+        table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
+        table.setStyle(_table_style(font_pt))
+        story.append(table)
+    if page.ends:
         story.append(PageBreak())
         story.append(Paragraph(f"Rack {page.rack.name}: cable labels, one per cable end", _STYLES["h2"]))
         story.append(_Labels(page.ends, width))
