@@ -167,10 +167,12 @@ def test_html_and_svg_show_the_same_rack_as_the_pdf(lab):
     for name, page in rack_pages(plan).items():
         parser = _Cells()
         parser.feed((folder / "racks" / f"{name}.html").read_text(encoding="utf-8"))
-        devices, cables, *cords = parser.tables
+        devices, cables, *rest = parser.tables
         assert [row[1] for row in devices[1:]] == [s.name for s in page.slots + page.zero_u]
         assert [tuple(row) for row in cables[1:]] == [end.cells() for end in page.ends]
-        assert [tuple(row) for row in (cords[0][1:] if cords else [])] == [cord_cells(c) for c in page.cords]
+        optics = rest.pop(0)[1:] if page.optics else []
+        assert [tuple(row) for row in optics] == page.optics
+        assert [tuple(row) for row in (rest[0][1:] if rest else [])] == [cord_cells(c) for c in page.cords]
         svg = ET.parse(folder / "racks" / f"{name}.svg").getroot()
         texts = " ".join("".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text"))
         for slot in page.slots:
@@ -211,3 +213,20 @@ def test_each_rack_printout_maps_every_psu_to_its_pdu_outlet(tmp_path):
     )
     text = "".join(p.extract_text() for p in PdfReader(io.BytesIO(rack_pdf(page, "a4"))).pages)
     assert f"{len(page.cords)} power cords, PSU to PDU outlet" in text and first.outlet in text
+
+
+def test_each_rack_has_an_optics_pick_list_that_adds_up_to_the_bom():
+    from gpucluster.bom import build_bom
+
+    _loaded, plan = planned("superpod-h100-1su")
+    pages = rack_pages(plan)
+    picked: dict[str, int] = {}
+    for page in pages.values():
+        for part_number, _model, modules, cages in page.optics:
+            assert int(modules) == len(cages.split(", "))
+            picked[part_number] = picked.get(part_number, 0) + int(modules)
+    ordered: dict[str, int] = {}
+    for line in build_bom(plan).lines:
+        if line.kind == "transceiver":
+            ordered[line.part_number] = ordered.get(line.part_number, 0) + line.quantity
+    assert picked == ordered and sum(picked.values()) > 0

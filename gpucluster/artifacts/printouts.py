@@ -52,7 +52,7 @@ from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, RackPlan
-from gpucluster.plan.power import PowerCord, power_cords
+from gpucluster.plan.power import PowerCord, cage_modules, power_cords
 from gpucluster.plan.registry import elevation_fill
 from gpucluster.progress import track
 from gpucluster.templating import render
@@ -127,6 +127,10 @@ class RackPage:
     zero_u: list[Slot] = field(default_factory=list)
     ends: list[EndRow] = field(default_factory=list)
     cords: list[PowerCord] = field(default_factory=list)  # PSU -> PDU outlet, for the installer who plugs them
+    optics: list[tuple[str, ...]] = field(default_factory=list)  # pick list: part number, model, modules, cages
+
+
+OPTICS_COLUMNS = ("Part number", "Model", "Modules", "Cages (device:cage)")
 
 
 CORD_COLUMNS = ("Device", "PSU", "Feed", "PDU", "Outlet")
@@ -182,6 +186,20 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
         pages[rack_name].ends = [row for _, row in rows]
     for cord in power_cords(plan):
         pages[plan.devices[cord.device].rack].cords.append(cord)
+    picks: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for (device, cage), module in sorted(cage_modules(plan).items()):
+        if module.transceiver and plan.devices[device].rack:
+            picks[plan.devices[device].rack][module.part].append(f"{device}:{cage}")
+    for rack_name, optics in picks.items():
+        pages[rack_name].optics = [
+            (
+                getattr(parts[optic], "part_number", None) or "",
+                getattr(parts[optic], "model", optic),
+                str(len(cages)),
+                ", ".join(cages),
+            )
+            for optic, cages in sorted(optics.items())
+        ]
     return pages
 
 
@@ -289,6 +307,13 @@ def rack_pdf(page: RackPage, paper: str) -> bytes:
     story.append(Paragraph(f"Rack {page.rack.name}: {len(page.ends)} cable ends, top device first", _STYLES["h2"]))
     if page.ends:
         rows = [CABLE_COLUMNS, *(end.cells() for end in page.ends)]
+        font_pt, widths = _fit(rows, width)
+        table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
+        table.setStyle(_table_style(font_pt))
+        story.append(table)
+    if page.optics:
+        story.append(Paragraph(f"Rack {page.rack.name}: optics pick list, one module per occupied cage", _STYLES["h2"]))
+        rows = [OPTICS_COLUMNS, *page.optics]
         font_pt, widths = _fit(rows, width)
         table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
         table.setStyle(_table_style(font_pt))
