@@ -222,11 +222,17 @@ def test_each_rack_has_an_optics_pick_list_that_adds_up_to_the_bom():
     pages = rack_pages(plan)
     picked: dict[str, int] = {}
     for page in pages.values():
-        for part_number, _model, modules, cages in page.optics:
-            assert int(modules) == len(cages.split(", "))
+        for device, part_number, _model, modules, _cages in page.optics:
+            assert plan.devices[device].rack == page.rack.name
             picked[part_number] = picked.get(part_number, 0) + int(modules)
     ordered: dict[str, int] = {}
     for line in build_bom(plan).lines:
         if line.kind == "transceiver":
             ordered[line.part_number] = ordered.get(line.part_number, 0) + line.quantity
     assert picked == ordered and sum(picked.values()) > 0
+
+
+def test_cage_ranges_read_at_a_glance():
+    from gpucluster.artifacts.printouts import _ranges
+
+    assert _ranges([3, 1, 2, 5, 7, 8]) == "1-3, 5, 7-8"

@@ -127,10 +127,21 @@ class RackPage:
     zero_u: list[Slot] = field(default_factory=list)
     ends: list[EndRow] = field(default_factory=list)
     cords: list[PowerCord] = field(default_factory=list)  # PSU -> PDU outlet, for the installer who plugs them
-    optics: list[tuple[str, ...]] = field(default_factory=list)  # pick list: part number, model, modules, cages
+    optics: list[tuple[str, ...]] = field(default_factory=list)  # pick list: device, part number, model, modules, cages
 
 
-OPTICS_COLUMNS = ("Part number", "Model", "Modules", "Cages (device:cage)")
+OPTICS_COLUMNS = ("Device", "Part number", "Model", "Modules", "Cages")
+
+
+def _ranges(numbers: list[int]) -> str:
+    """1, 2, 3, 5 -> '1-3, 5': a device's cages in a line an installer reads at a glance."""
+    runs: list[list[int]] = []
+    for n in sorted(numbers):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
 CORD_COLUMNS = ("Device", "PSU", "Feed", "PDU", "Outlet")
@@ -186,20 +197,23 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
         pages[rack_name].ends = [row for _, row in rows]
     for cord in power_cords(plan):
         pages[plan.devices[cord.device].rack].cords.append(cord)
-    picks: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    for (device, cage), module in sorted(cage_modules(plan).items()):
+    picks: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for (device, cage), module in cage_modules(plan).items():
         if module.transceiver and plan.devices[device].rack:
-            picks[plan.devices[device].rack][module.part].append(f"{device}:{cage}")
-    for rack_name, optics in picks.items():
-        pages[rack_name].optics = [
+            picks[(device, module.part)].append(cage)
+    for (device, optic), cages in picks.items():
+        pages[plan.devices[device].rack].optics.append(
             (
+                device,
                 getattr(parts[optic], "part_number", None) or "",
                 getattr(parts[optic], "model", optic),
                 str(len(cages)),
-                ", ".join(cages),
+                _ranges(cages),
             )
-            for optic, cages in sorted(optics.items())
-        ]
+        )
+    slot_order = {name: i for page in pages.values() for i, name in enumerate(s.name for s in page.slots)}
+    for page in pages.values():
+        page.optics.sort(key=lambda row: (slot_order.get(row[0], 1 << 20), row[0], row[1]))
     return pages
 
 
