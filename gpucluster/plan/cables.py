@@ -344,8 +344,10 @@ class _EndLookup:
 
 
 class _Chooser:
-    """_choose, remembered: the catalog candidates per kind of link (technology, speed, ends, links, split, media),
-    then the choice per length. Thousands of distinct lengths share a handful of candidate lists."""
+    """The first catalog cable, in media order (or of the one `media` given), that fits both ends and reaches,
+    remembered: the candidates per kind of link (technology, speed, ends, links, split, media), then the choice per
+    length. Thousands of distinct lengths share a handful of candidate lists. For a splitter (split 2) `end_a` is
+    the twin-port side and must be the cable's end_a."""
 
     def __init__(self, parts: list[CablePart], optics: list[Transceiver]):
         self.parts, self.optics = parts, optics
@@ -374,26 +376,6 @@ class _Chooser:
             candidates, self.optics, technology, speed_gbps, end_a, end_b, length_m
         )
         return choice
-
-
-def _choose(
-    parts: list[CablePart],
-    optics: list[Transceiver],
-    technology: str | None,
-    speed_gbps: float,
-    end_a: End,
-    end_b: End,
-    length_m: float,
-    links: int,
-    split: int,
-    media: str | None = None,
-) -> Choice | None:
-    """The first catalog cable, in media order (or of the one `media` given), that fits both ends and reaches.
-
-    For a splitter (split 2) `end_a` is the twin-port side and must be the cable's end_a.
-    """
-    candidates = _candidates(parts, technology, speed_gbps, end_a, end_b, links, split, media)
-    return _first_that_reaches(candidates, optics, technology, speed_gbps, end_a, end_b, length_m)
 
 
 def _candidates(
