@@ -20,6 +20,7 @@ import jsonschema
 import yaml
 
 UPSTREAM = Path(__file__).resolve().parent / "upstream"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the CRDs are megabytes of YAML
 _SCHEMA_KEYWORDS = (
     "enum",
     "pattern",
@@ -60,7 +61,7 @@ def crds() -> dict[tuple[str, str], Crd]:
         if "templates" in path.parts:  # Helm templates, not CRDs
             continue
         text = path.read_text(encoding="utf-8")
-        for document in yaml.safe_load_all(text):
+        for document in yaml.load_all(text, Loader=_LOADER):
             if not isinstance(document, dict) or document.get("kind") != "CustomResourceDefinition":
                 continue
             spec = document["spec"]
@@ -208,7 +209,7 @@ def check_custom_resource(document: dict) -> Checked:
 
 @cache
 def chart_values(chart: str) -> dict:
-    """A chart's values.yaml from tests/upstream/ (chart: 'gpu-operator' or 'network-operator')."""
+    """A chart's values.yaml from tests/upstream/ (chart: 'gpu-operator', 'network-operator' or 'dra-driver-gpu')."""
     (path,) = (UPSTREAM / chart).glob("*.values.yaml")
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
@@ -261,3 +262,46 @@ def webhook_schema(name: str) -> dict:
     """One of the Network Operator admission webhook's JSON schemas for device-plugin configs."""
     (path,) = (UPSTREAM / "network-operator").glob(f"webhook-schemas-*/{name}.json")
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+# Kueue's PodSet topology annotations (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go), and the rules its job
+# webhook and scheduler apply to them: pkg/controller/jobframework/tas_validation.go (ValidateTASPodSetRequest,
+# ValidateSliceSizeAnnotationUpperBound) and pkg/cache/scheduler/tas_flavor_snapshot.go (a PodSet's count a whole
+# number of slices). Not a CRD schema: Kueue checks annotations in Go, so the rules are restated here.
+KUEUE_REQUIRED = "kueue.x-k8s.io/podset-required-topology"
+KUEUE_PREFERRED = "kueue.x-k8s.io/podset-preferred-topology"
+KUEUE_UNCONSTRAINED = "kueue.x-k8s.io/podset-unconstrained-topology"
+KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+KUEUE_GROUP = "kueue.x-k8s.io/podset-group-name"
+
+
+def kueue_podset_problems(annotations: dict[str, str], count: int, levels: list[str]) -> list[str]:
+    """What Kueue would refuse in one PodSet's topology annotations (count: its pods; levels: the Topology's)."""
+    problems = []
+    found = [a for a in (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_UNCONSTRAINED) if a in annotations]
+    if len(found) > 1:
+        problems.append(f"more than one topology annotation: {found}")
+    for key in (KUEUE_REQUIRED, KUEUE_PREFERRED, KUEUE_SLICE_TOPOLOGY):
+        if key in annotations and annotations[key] not in levels:
+            problems.append(f"{key}: {annotations[key]} is not a level of the Topology {levels}")
+    slice_level, size = annotations.get(KUEUE_SLICE_TOPOLOGY), annotations.get(KUEUE_SLICE_SIZE)
+    if (slice_level is None) != (size is None):
+        problems.append(f"{KUEUE_SLICE_TOPOLOGY} and {KUEUE_SLICE_SIZE} go together")
+    if size is not None:
+        if not size.isdigit() or int(size) < 1:
+            problems.append(f"{KUEUE_SLICE_SIZE}: {size!r} is not a number of at least 1")
+        elif int(size) > count or count % int(size):
+            problems.append(f"{KUEUE_SLICE_SIZE}: {count} pods are not a whole number of slices of {size}")
+    if KUEUE_GROUP in annotations:
+        if size is not None or slice_level is not None:
+            problems.append(f"{KUEUE_GROUP} may not be set with slices")
+        if KUEUE_REQUIRED not in annotations and KUEUE_PREFERRED not in annotations:
+            problems.append(f"{KUEUE_GROUP} needs a required or preferred topology")
+        if annotations[KUEUE_GROUP].isdigit():
+            problems.append(f"{KUEUE_GROUP} must not be a number")
+    if slice_level is not None:
+        outer = annotations.get(KUEUE_REQUIRED) or annotations.get(KUEUE_PREFERRED)
+        if outer in levels and slice_level in levels and levels.index(slice_level) < levels.index(outer):
+            problems.append(f"slices at {slice_level} are above the PodSet's level {outer}")
+    return problems

@@ -19,9 +19,11 @@ import yaml
 from conftest import planned
 from k8s_upstream import (
     UPSTREAM,
+    chart_values,
     check_custom_resource,
     crds,
     json_schema,
+    kueue_podset_problems,
     values_problems,
     webhook_schema,
 )
@@ -39,6 +41,7 @@ from gpucluster.artifacts.kubernetes import (
 from gpucluster.artifacts.nccl import nccl_files
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Plan
+from gpucluster.scheduling import scheduler_split
 
 K8S_VERSION = "1.30"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -50,9 +53,10 @@ ACCELERATOR = "accelerator.topograph.run/domain"
 
 
 def _launch(plan: Plan) -> list[dict]:
+    """The launch templates' objects: the ComputeDomain (multi-node NVLink), the job and its runtime."""
     files = nccl_files(plan)
-    text = files.get("launch/trainjob.yaml") or files.get("launch/pytorchjob.yaml")
-    return list(yaml.safe_load_all(text)) if text else []
+    names = ("launch/compute-domain.yaml", "launch/trainjob.yaml", "launch/pytorchjob.yaml")
+    return [d for name in names if name in files for d in yaml.safe_load_all(files[name])]
 
 
 def _all(plan: Plan) -> list[dict]:
@@ -107,6 +111,17 @@ def _k8s_design(name: str, **kubernetes: object) -> Plan:
     return plan_design(design_from_model(model))
 
 
+def _on_kubernetes(example: str, **kubernetes: object) -> Plan:
+    """An example design (as written, defaults left to the planner) with Kubernetes running every server."""
+    from gpucluster import design_from_model, plan_design
+    from gpucluster.design.schema import Design
+
+    loaded, _ = planned(example)
+    scheduler = {"kind": "kubernetes", "kubernetes": kubernetes}
+    model = Design.model_validate({**loaded.design.model_dump(exclude_unset=True), "scheduler": scheduler})
+    return plan_design(design_from_model(model))
+
+
 @cache
 def _planned(design: str) -> Plan:
     """An example design; k8s-dgx-h100 (see _k8s_design); k8s-older: the same on the older generations; k8s-sriov:
@@ -117,6 +132,10 @@ def _planned(design: str) -> Plan:
         return _k8s_design(design, **OLDER)
     if design == "k8s-sriov":
         return _k8s_design(design, rdma="sriov")
+    if design == "gb200-k8s-older":  # one SU of GB200 NVL72 on Kubernetes, the older generations, the host's driver
+        return _on_kubernetes("gb200-nvl72-1su", **OLDER, gpu_operator={"driver": "host"})
+    if design == "gb300-k8s":  # the 4-SU GB300 NVL72 example on Kubernetes alone
+        return _on_kubernetes("gb300-nvl72-4su")
     if design.endswith("-k8s"):  # an example design on Kubernetes instead
         from gpucluster import design_from_model, plan_design
         from gpucluster.design.schema import Design
@@ -341,7 +360,7 @@ def test_nvlink_domains_label_the_accelerator_level(tmp_path):
         domains[labels[name][ACCELERATOR]].add(plan.devices[name].rack)
     assert len(domains) == 2 and all(len(racks) == 1 for racks in domains.values())
     levels = topology_levels(plan, servers)
-    assert levels[-2:] == [ACCELERATOR, "kubernetes.io/hostname"]
+    assert levels[-2:] == ["nvidia.com/gpu.clique", "kubernetes.io/hostname"]  # GFD's label of the NVLink domain
 
 
 def test_kubernetes_side_of_a_split_design_holds_only_its_servers():
@@ -457,16 +476,203 @@ def test_the_launch_job_fits_its_teams_quota(design):
         assert (queue_name, nodes) == ("research", 6)  # 48 GPUs: six of the leaf group's seven production servers
 
 
-def test_pytorchjob_master_and_workers_form_one_podset_group():
-    job = next(d for d in _launch(_planned("k8s-older")) if d["kind"] == "PyTorchJob")
-    groups = {
-        spec["template"]["metadata"]["annotations"]["kueue.x-k8s.io/podset-group-name"]
+@pytest.mark.parametrize(("design", "grouped"), [("gb200-k8s-older", True), ("k8s-older", False)])
+def test_pytorchjob_master_and_workers_form_one_podset_group(design, grouped):
+    """Master and workers are one PodSet group where the Topology has a level to keep them in; with none (one leaf
+    group, no NVLink domains) there is no group, which Kueue's webhook would refuse without a topology."""
+    job = next(d for d in _launch(_planned(design)) if d["kind"] == "PyTorchJob")
+    groups = [
+        spec["template"]["metadata"]["annotations"].get("kueue.x-k8s.io/podset-group-name")
         for spec in job["spec"]["pytorchReplicaSpecs"].values()
-    }
-    assert len(groups) == 1 and set(job["spec"]["pytorchReplicaSpecs"]) == {"Master", "Worker"}
+    ]
+    assert set(job["spec"]["pytorchReplicaSpecs"]) == {"Master", "Worker"}
+    assert (len(set(groups)) == 1 and None not in groups) if grouped else groups == [None, None]
 
 
 def test_older_generation_labels_take_the_designs_prefix():
     plan = _k8s_design("k8s-prefix", topology_labels="topograph-0", topology_label_prefix="topology.example.com")
     servers = [d.name for d in plan.devices_with("gpu-server")]
     assert "topology.example.com/leaf" in topology_labels(plan, servers)[servers[0]]
+
+
+# Multi-node NVLink (GB200/GB300 NVL72) on Kubernetes: the example with both schedulers (Kubernetes runs 72 trays), the
+# same example with Kubernetes alone (four SUs: leaf groups above the cliques), and one SU of GB200 on the older
+# generations (PyTorchJob, Kueue v1beta1) with the host's driver.
+MNNVL = ["gb300-nvl72-4su", "gb300-k8s", "gb200-k8s-older"]
+CLIQUE = "nvidia.com/gpu.clique"
+
+
+def _pod_templates(documents: list[dict]) -> list[tuple[dict, int]]:
+    """Each training PodSet's pod template, as the job controller builds it, and its pod count: a TrainJob's from
+    its runtime (a TrainingRuntime of the file, else none) with the job's runtime patch over it; a PyTorchJob's per
+    replica type."""
+    runtimes = {d["metadata"]["name"]: d for d in documents if d["kind"] == "TrainingRuntime"}
+    found = []
+    for job in documents:
+        if job["kind"] == "TrainJob":
+            runtime = runtimes.get(job["spec"]["runtimeRef"]["name"])
+            base = {}
+            if runtime:
+                base = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+            patch = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+            over = patch["template"]["spec"]["template"]
+            spec = {**base.get("spec", {}), **over.get("spec", {})}
+            if "affinity" in base.get("spec", {}) and "affinity" in over.get("spec", {}):
+                spec["affinity"] = {**base["spec"]["affinity"], **over["spec"]["affinity"]}
+            metadata = {**base.get("metadata", {}), **over.get("metadata", {})}
+            found.append(({"metadata": metadata, "spec": spec}, job["spec"]["trainer"]["numNodes"]))
+        elif job["kind"] == "PyTorchJob":
+            found += [(r["template"], r["replicas"]) for r in job["spec"]["pytorchReplicaSpecs"].values()]
+    return found
+
+
+@pytest.mark.parametrize("design", MNNVL)
+def test_training_pods_claim_the_compute_domain_s_imex_channel(design):
+    """Every training pod claims the ComputeDomain's channel template (pod resourceClaims + the training container's
+    resources.claims, as the DRA driver's docs/install.md pod does) in the ComputeDomain's namespace; the pod template
+    passes Kubernetes 1.37's strict PodTemplateSpec schema, and every object its upstream CRD."""
+    documents = _launch(_planned(design))
+    [domain] = [d for d in documents if d["kind"] == "ComputeDomain"]
+    template = domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    jobs = [d for d in documents if d["kind"] in ("TrainJob", "PyTorchJob")]
+    assert len(jobs) == 1 and jobs[0]["metadata"]["namespace"] == domain["metadata"]["namespace"]
+    pods = _pod_templates(documents)
+    assert pods
+    for pod, _count in pods:
+        _core("io.k8s.api.core.v1.PodTemplateSpec", pod)
+        claims = {c["name"]: c for c in pod["spec"]["resourceClaims"]}
+        assert [c["resourceClaimTemplateName"] for c in claims.values()] == [template]
+        [container] = pod["spec"]["containers"]
+        used = [c["name"] for c in container["resources"]["claims"]]
+        assert used and set(used) == set(claims)
+        assert int(container["resources"]["limits"]["nvidia.com/gpu"]) == 4  # the whole tray
+    for document in (d for d in documents if d["apiVersion"] != "v1"):
+        checked = check_custom_resource(document)
+        assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
+    trainjob = next((d for d in jobs if d["kind"] == "TrainJob"), None)
+    if trainjob:  # the trainer rebuilds the container's resources from resourcesPerNode, dropping its claims
+        assert "resourcesPerNode" not in trainjob["spec"]["trainer"]
+        runtime = next(d for d in documents if d["kind"] == "TrainingRuntime")
+        assert trainjob["spec"]["runtimeRef"] == {"name": runtime["metadata"]["name"], "kind": "TrainingRuntime"}
+        assert runtime["metadata"]["namespace"] == trainjob["metadata"]["namespace"]
+
+
+def test_a_claim_naming_no_pod_claim_fails_the_pod_check():
+    documents = _launch(_planned("gb300-nvl72-4su"))
+    pod, _count = _pod_templates(documents)[0]
+    pod["spec"]["resourceClaims"][0]["resourceClaimTemplate"] = "typo"  # not a PodResourceClaim field
+    with pytest.raises(jsonschema.ValidationError):
+        _core("io.k8s.api.core.v1.PodTemplateSpec", pod)
+
+
+def test_the_kueue_topology_has_the_nvlink_clique_below_the_fabric_levels():
+    """Four SUs on Kubernetes: the leaf groups, then the NVLink domain as GFD labels it (nvidia.com/gpu.clique), then
+    the host; the Topology passes Kueue's CRD and its CEL rules."""
+    plan = _planned("gb300-k8s")
+    servers = [d.name for d in plan.devices_with("gpu-server")]
+    levels = topology_levels(plan, servers)
+    assert levels == [TIER.format(0), CLIQUE, "kubernetes.io/hostname"]
+    [topology] = [d for d in kubernetes_manifests(plan)["kueue.yaml"] if d["kind"] == "Topology"]
+    assert [level["nodeLabel"] for level in topology["spec"]["levels"]] == levels
+    checked = check_custom_resource(topology)
+    assert checked.schema_errors == [] and checked.cel.failures == [] and checked.cel.run >= 1
+    # one clique per rack: each leaf group holds whole NVLink domains, so the clique level nests in the leaf level
+    labels = topology_labels(plan, servers)
+    leaf_of_domain: dict[str, set[str]] = defaultdict(set)
+    for name in servers:
+        leaf_of_domain[plan.devices[name].nvlink_domain].add(labels[name][TIER.format(0)])
+    assert len(leaf_of_domain) == 32 and all(len(leaves) == 1 for leaves in leaf_of_domain.values())
+
+
+@pytest.mark.parametrize("design", [*MNNVL, *EXAMPLES, "k8s-older"])
+def test_every_podset_s_topology_annotations_pass_kueue_s_rules(design):
+    plan = _planned(design)
+    servers = list(scheduler_split(plan).kubernetes)
+    levels = topology_levels(plan, servers)
+    pods = _pod_templates(_launch(plan))
+    assert pods
+    for pod, count in pods:
+        assert kueue_podset_problems(pod.get("metadata", {}).get("annotations", {}), count, levels) == []
+    assert kueue_podset_problems({"kueue.x-k8s.io/podset-slice-size": "16"}, 64, levels)  # the check can fail
+    assert kueue_podset_problems({"kueue.x-k8s.io/podset-group-name": "train"}, 1, levels)
+
+
+@pytest.mark.parametrize(("design", "slice_size", "nodes"), [("gb300-nvl72-4su", 16, 64), ("gb300-k8s", 16, 64)])
+def test_a_multi_node_nvlink_job_takes_slices_of_16_trays_each_in_one_clique(design, slice_size, nodes):
+    """Kueue's PodSet slices are Slurm's --segment on Kubernetes: 16 of a rack's 18 trays per slice, each slice in one
+    clique, the job a whole number of slices; its pods prefer the clique of the job's other pods."""
+    plan = _planned(design)
+    [(pod, count)] = _pod_templates(_launch(plan))
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["kueue.x-k8s.io/podset-slice-required-topology"] == CLIQUE
+    assert int(annotations["kueue.x-k8s.io/podset-slice-size"]) == slice_size and count == nodes
+    assert "--segment=16" in nccl_files(plan).get("launch/train.sbatch", "--segment=16")
+    node_terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert node_terms["nodeSelectorTerms"] == [{"matchExpressions": [{"key": CLIQUE, "operator": "Exists"}]}]
+    [term] = pod["spec"]["affinity"]["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == CLIQUE
+    selector = term["podAffinityTerm"]["labelSelector"]["matchExpressions"][0]
+    assert selector == {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "In", "values": ["train"]}
+
+
+def test_a_small_gb200_pytorchjob_prefers_one_nvlink_domain():
+    """The older generation: master and workers are one PodSet group (Kueue allows no slices in a group), preferring
+    the clique level when the job fits one NVLink domain; each pod claims the IMEX channel."""
+    plan = _planned("gb200-k8s-older")
+    job = next(d for d in _launch(plan) if d["kind"] == "PyTorchJob")
+    nodes = sum(r["replicas"] for r in job["spec"]["pytorchReplicaSpecs"].values())
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        annotations = replica["template"]["metadata"]["annotations"]
+        if nodes <= 18:
+            assert annotations["kueue.x-k8s.io/podset-preferred-topology"] == CLIQUE
+        assert replica["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] == "train-imex-channel"
+
+
+@pytest.mark.parametrize("design", ["gb300-nvl72-4su", "gb200-k8s-older"])
+def test_gpu_operator_and_dra_driver_values_for_grace_blackwell(design):
+    """What NVIDIA's docs ask of a GB200/GB300 cluster for ComputeDomains: CDI, GFD (the clique labels), the device
+    plugin kept (ComputeDomain-only DRA driver), driver 580 or later (the chart's default meets it), the ClusterPolicy
+    route; the DRA driver chart with GPUs off, the driver root where the driver is, and a kubelet plugin that
+    tolerates the GPU nodes' taint. Every key is the chart's (GPU Operator v26.7.0, DRA driver v25.12.0)."""
+    plan = _planned(design)
+    manifests = kubernetes_manifests(plan)
+    gpu = manifests["gpu-operator-values.yaml"][0]
+    assert values_problems(gpu, "gpu-operator") == []
+    assert gpu["cdi"]["enabled"] and gpu["gfd"]["enabled"] and gpu["devicePlugin"]["enabled"]
+    assert gpu["clusterPolicy"]["deployCR"] and not gpu["gpuCluster"]["deployCR"]
+    default_driver = tuple(int(x) for x in chart_values("gpu-operator")["driver"]["version"].split("."))
+    assert default_driver >= (580,) and not (gpu["driver"]["enabled"] and "version" in gpu["driver"])
+    [dra] = manifests["dra-driver-values.yaml"]
+    assert values_problems(dra, "dra-driver-gpu") == []
+    assert values_problems({"resources": {"gpu": {"enabled": False}}}, "dra-driver-gpu")  # the check can fail
+    assert dra["resources"] == {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}}
+    host = not gpu["driver"]["enabled"]
+    assert dra["nvidiaDriverRoot"] == ("/" if host else "/run/nvidia/driver")
+    tolerations = dra["kubeletPlugin"]["tolerations"]
+    for toleration in tolerations:
+        _core("io.k8s.api.core.v1.Toleration", toleration)
+    for node in manifests["nodes.yaml"]:  # every taint of a GPU node is tolerated by the plugin
+        for taint in node["spec"]["taints"]:
+            if node["metadata"]["labels"].get("gpucluster.io/hot-spare") == "true" and "hot-spare" in taint["key"]:
+                continue  # hot spares take no jobs, so no IMEX channel either
+            assert any(_tolerates(t, taint) for t in tolerations), taint
+    from gpucluster.artifacts.kubernetes import file_headers
+
+    header = file_headers(plan)["dra-driver-values.yaml"]
+    assert ("systemctl mask nvidia-imex.service" in header) is host
+    assert all(line.startswith("#") for line in header.splitlines())
+
+
+def _tolerates(toleration: dict, taint: dict) -> bool:
+    if toleration.get("effect") not in (None, "", taint["effect"]) or toleration.get("key") not in (None, taint["key"]):
+        return False
+    return toleration.get("operator") == "Exists" or toleration.get("value") == taint.get("value")
+
+
+def test_hgx_servers_get_no_dra_driver_or_clique_level():
+    plan = _planned("k8s-dgx-h100")
+    manifests = kubernetes_manifests(plan)
+    assert "dra-driver-values.yaml" not in manifests and "cdi" not in manifests["gpu-operator-values.yaml"][0]
+    servers = [d.name for d in plan.devices_with("gpu-server")]
+    assert CLIQUE not in topology_levels(plan, servers)
+    assert not any(d["kind"] in ("ComputeDomain", "TrainingRuntime") for d in _launch(plan))

@@ -10,7 +10,9 @@
   v26.4.1; Node Feature Discovery off, since the GPU Operator deploys it) and its NicClusterPolicy giving pods the
   compute HCAs;
 * ``kueue.yaml``: Kueue (v1beta2, or v1beta1 for older Kueue) Topology, ResourceFlavor, Cohort, and per team a
-  Namespace, ClusterQueue and LocalQueue.
+  Namespace, ClusterQueue and LocalQueue;
+* ``dra-driver-values.yaml`` (multi-node NVLink systems: GB200/GB300 NVL72): the NVIDIA DRA driver's Helm values
+  (chart v25.12.0) for ComputeDomains, the IMEX channels a training job's pods claim.
 
 Nothing is written when Slurm runs every server.
 """
@@ -51,6 +53,14 @@ TOPOGRAPH_FABRIC_TIER = "fabric.topograph.run/tier-{n}"
 TOPOGRAPH_ACCELERATOR = "accelerator.topograph.run/domain"
 TOPOGRAPH_0_PREFIX = "network.topology.nvidia.com"  # topograph up to 0.5 (its Helm value topologyNodeLabels)
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# GPU Feature Discovery labels every node whose GPUs report NVLink fabric IDs with nvidia.com/gpu.clique =
+# "<cluster UUID>.<clique ID>", one value per NVLink domain, read from NVML on the node (NVIDIA/k8s-device-plugin
+# v0.20.0, the GFD of GPU Operator v26.7.0: internal/lm/imex.go; the DRA driver's docs/install.md). Its values exist
+# only on the running cluster, so no file here writes them; placement keys on the label instead: the Kueue Topology's
+# NVLink-domain level and the pods' affinity. Kueue leaves a node without a level's label out of topology-aware
+# scheduling (kueue v0.19.2 pkg/util/tas/node.go NodeMatchesFlavor), so a tray whose NVLink fabric is down (no clique
+# label) takes no job placed by NVLink domain.
+CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
 # NicClusterPolicy component images: the ones Network Operator v26.4.1 releases with (Mellanox/network-operator
 # hack/release.yaml at tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd: RdmaSharedDevicePlugin and
@@ -92,8 +102,18 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         return
     out = folder / "kubernetes"
     out.mkdir()
+    headers = file_headers(plan)
     for name, documents in manifests.items():
-        (out / name).write_text(dump_yaml(documents), encoding="utf-8")
+        (out / name).write_text(headers.get(name, "") + dump_yaml(documents), encoding="utf-8")
+
+
+def file_headers(plan: Plan) -> dict[str, str]:
+    """Comment lines written above a file's YAML: how to use it, where the YAML alone does not say."""
+    servers = scheduler_split(plan).kubernetes
+    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    if not is_mnnvl(server):
+        return {}
+    return {"dra-driver-values.yaml": dra_driver_header(server, plan.design.scheduler.kubernetes.gpu_operator)}  # type: ignore[attr-defined]
 
 
 def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
@@ -103,9 +123,11 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
         return {}
     settings = plan.design.scheduler.kubernetes  # type: ignore[attr-defined]
     server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    mnnvl = {"dra-driver-values.yaml": [dra_driver_values(server, settings.gpu_operator)]} if is_mnnvl(server) else {}
     return {
         "nodes.yaml": node_manifests(plan, servers),
         "gpu-operator-values.yaml": [gpu_operator_values(plan, server, settings.gpu_operator)],
+        **mnnvl,
         "dcgm-metrics.yaml": [_dcgm_configmap()],
         "network-operator-values.yaml": [network_operator_values()],
         "network-operator.yaml": [
@@ -118,7 +140,7 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
     }
 
 
-HELM_VALUES_FILES = ("gpu-operator-values.yaml", "network-operator-values.yaml")
+HELM_VALUES_FILES = ("gpu-operator-values.yaml", "network-operator-values.yaml", "dra-driver-values.yaml")
 
 
 def _settings(plan: Plan) -> object:
@@ -174,16 +196,28 @@ def _tier_number(tier_name: str) -> int:
 
 
 def topology_levels(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[str]:
-    """Kueue Topology levels, coarse to fine: the fabric tiers from the top down, the NVLink domain, the host. A
-    level with one value on every server is left out: it tells Kueue nothing (a 1-SU cluster's leaf group)."""
+    """Kueue Topology levels, coarse to fine: the fabric tiers from the top down, the NVLink domain (GFD's clique
+    label) below them, the host. A level with one value on every server is left out: it tells Kueue nothing (a 1-SU
+    cluster's leaf group, a cluster of one NVLink domain)."""
     tree = fabric_tree(plan, servers)
     tiers = sorted({s.tier for s in tree.switches}, reverse=True)
     levels = [fabric_label(plan, t, tree.tier_names.get(t, f"tier{t}")) for t in tiers]
-    if nvlink_domains(plan, servers):
-        levels.append(accelerator_label(plan))
     labels = topology_labels(plan, servers)
     distinct = [level for level in levels if len({labels[n].get(level) for n in servers}) > 1]
+    if len(nvlink_domains(plan, servers)) > 1:
+        distinct.append(CLIQUE_LABEL)
     return [*distinct, HOSTNAME_LABEL]
+
+
+def nvlink_topology_level(plan: Plan, servers: tuple[str, ...] | list[str]) -> str | None:
+    """The Topology level of the NVLink domain (the clique label), or None when the servers share one domain or
+    have none (HGX boards: every server its own NVLink domain)."""
+    return CLIQUE_LABEL if CLIQUE_LABEL in topology_levels(plan, servers) else None
+
+
+def is_mnnvl(server: GpuServer) -> bool:
+    """A multi-node NVLink system: its NVLink domain spans several servers (an NVL72 rack's 18 compute trays)."""
+    return server.gpu.nvlink_domain_gpus > server.gpu.count
 
 
 def job_topology_level(plan: Plan, servers: tuple[str, ...] | list[str]) -> str | None:
@@ -239,7 +273,70 @@ def gpu_operator_values(plan: Plan, server: GpuServer, choices: object) -> dict:
     if not host_driver:
         # GPUDirect RDMA (nvidia-peermem) so NCCL moves data between GPU memory and the compute HCAs directly.
         values["driver"] = {"enabled": True, "rdma": {"enabled": True, "useHostMofed": True}}
+    if is_mnnvl(server):
+        values |= mnnvl_gpu_operator_values()
     return values
+
+
+# What multi-node NVLink systems need of the GPU Operator for ComputeDomains (GPU Operator docs, "NVIDIA DRA Driver for
+# GPUs", ComputeDomain tab: NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst at 9969eb15, 2026-02-19, the
+# procedure for DRA driver v25.12.0 next to the operator): CDI in the container runtime and NVIDIA driver 580 or later
+# ("both default in GPU Operator v25.10.0 and later"; v26.7.0's chart installs driver 595.91.07), the operator's
+# device plugin kept (the DRA driver then runs ComputeDomains only: its resources.gpus off), and GPU Feature Discovery,
+# which writes the nvidia.com/gpu.clique labels ComputeDomains need (DRA driver docs/prerequisites.md). The
+# ClusterPolicy route is kept: GPU Operator 26.7's own DRA route (GPUCluster, gpuCluster.deployCR) replaces the device
+# plugin and is a Technology Preview (gpu-operator/dra-intro-install.rst at c1d0dd56, 26.7.0).
+COMPUTE_DOMAIN_DRIVER_FLOOR = (580, 0, 0)
+
+
+def mnnvl_gpu_operator_values() -> dict[str, object]:
+    """The GPU Operator values ComputeDomains rely on, set explicitly so an edit that turns one off shows."""
+    return {
+        "cdi": {"enabled": True},
+        "gfd": {"enabled": True},
+        "devicePlugin": {"enabled": True},
+        "clusterPolicy": {"deployCR": True},
+        "gpuCluster": {"deployCR": False},
+    }
+
+
+# The operator's driver container installs under /run/nvidia/driver; a host driver (DGX OS) is at / (DRA driver
+# values.yaml nvidiaDriverRoot; GPU Operator docs as above).
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+DRA_DRIVER_CHART = "nvidia/nvidia-dra-driver-gpu"
+DRA_DRIVER_VERSION = "25.12.0"  # the release of the ComputeDomain CRDs in tests/upstream/dra-driver-gpu/
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
+
+
+def dra_driver_values(server: GpuServer, choices: object) -> dict:
+    """Helm values for the NVIDIA DRA driver (chart v25.12.0) running ComputeDomains only: GPUs stay with the GPU
+    Operator's device plugin (Kueue's quotas count nvidia.com/gpu); the driver root where the driver is; and the
+    kubelet plugin tolerates the GPU nodes' taint (the chart's default tolerations are none, so without this it
+    never runs on a tainted GPU node and no pod gets its IMEX channel)."""
+    driver = getattr(choices, "driver", "auto")
+    host_driver = driver == "host" or (driver == "auto" and _is_dgx(server))
+    return {
+        "nvidiaDriverRoot": "/" if host_driver else OPERATOR_DRIVER_ROOT,
+        "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
+        "kubeletPlugin": {"tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]},
+    }
+
+
+def dra_driver_header(server: GpuServer, choices: object) -> str:
+    """How to install the DRA driver with these values, and what a host driver needs first."""
+    lines = [
+        "NVIDIA DRA driver for ComputeDomains (multi-node NVLink), installed after the GPU Operator:",
+        f"  helm install nvidia-dra-driver-gpu {DRA_DRIVER_CHART} --version {DRA_DRIVER_VERSION} \\",
+        f"    --namespace {DRA_DRIVER_NAMESPACE} --create-namespace -f dra-driver-values.yaml",
+        "Needs Kubernetes 1.32 or later with DRA (on by default from 1.34; 1.34.2 or later recommended).",
+    ]
+    if dra_driver_values(server, choices)["nvidiaDriverRoot"] == "/":
+        lines += [
+            "The driver is the host's: install its nvidia-imex-* packages and, before the GPU Operator, run",
+            "  systemctl disable --now nvidia-imex.service && systemctl mask nvidia-imex.service",
+            "on every GPU node (the DRA driver runs the IMEX daemons itself; GPU Operator docs, DRA prerequisites).",
+        ]
+    return "".join(f"# {line}\n" for line in lines)
 
 
 def network_operator_values() -> dict:

@@ -1,17 +1,22 @@
 """NCCL settings and training launch templates from the plan: ``nccl/nccl.env`` (compute HCAs in rail order,
 the in-band interface for bootstrap, RoCE GID index and traffic class), ``launch/train.sbatch`` (torchrun across
-servers under Slurm) and ``launch/trainjob.yaml`` (the same as a Kubeflow Trainer v2 TrainJob queued by Kueue; or
-``launch/pytorchjob.yaml``, a Training Operator v1 PyTorchJob, for clusters that still run it)."""
+servers under Slurm) and ``launch/trainjob.yaml`` (the same as a Kubeflow Trainer v2 TrainJob queued by Kueue,
+with, on multi-node NVLink systems, the TrainingRuntime whose pods claim the IMEX channel of
+``launch/compute-domain.yaml``; or ``launch/pytorchjob.yaml``, a Training Operator v1 PyTorchJob, for clusters that
+still run it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from gpucluster.artifacts.kubernetes import (
+    CLIQUE_LABEL,
     GPU_RESOURCE,
     dump_yaml,
+    is_mnnvl,
     job_topology_level,
     kubernetes_teams,
+    nvlink_topology_level,
     rail_netdevs,
     rail_network_names,
     rdma_resources,
@@ -34,6 +39,22 @@ TRAINER_NODE = "node"
 PATCH_MANAGER = "gpucluster.io/launch-template"  # who owns the TrainJob's runtime patch (any name; ours)
 KUEUE_PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 KUEUE_PODSET_GROUP = "kueue.x-k8s.io/podset-group-name"  # PodSets of one group land in one topology domain
+# Kueue's PodSet slices (kueue v0.19.2 apis/kueue/v1beta2/topology_types.go): the PodSet is cut into slices of
+# podset-slice-size pods, each placed inside one domain of the named level; the Kubernetes form of Slurm's --segment.
+# Kueue's webhook allows them without a podset-group-name only (pkg/controller/jobframework/tas_validation.go).
+KUEUE_SLICE_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
+KUEUE_SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+# Pod labels naming the job a pod belongs to: JobSet's (Trainer v2 runs a TrainJob as a JobSet of its name; kubeflow/
+# trainer v2.3.0 docs/user-guides/megatron.md) and the Training Operator's (v1.9.4 pkg/apis/kubeflow.org/v1
+# common_types.go JobNameLabel).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+PYTORCHJOB_NAME_LABEL = "training.kubeflow.org/job-name"
+# Trainer v2 runtime for multi-node NVLink jobs, in the team's namespace: the pod template claims the IMEX channel.
+# A TrainJob cannot: its runtimePatches' pod spec has no resourceClaims (trainer v2.3.0 TrainJob CRD), and the
+# trainer rebuilds the node container's resources from resourcesPerNode keeping limits and requests only
+# (pkg/runtime/core/trainingruntime.go), so a claim there never reaches the container.
+MNNVL_RUNTIME = "torch-distributed-mnnvl"
+TRAINER_ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"  # marks the replicated job numNodes sizes
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -67,7 +88,7 @@ def nccl_files(plan: Plan) -> dict[str, str]:
         )
     if split.kubernetes:
         files.update(training_job_files(plan, server, split.kubernetes))
-        if domain_servers(server) > 1:
+        if is_mnnvl(server):
             namespace, _nodes = _job_team(plan, split.kubernetes, server)
             files["launch/compute-domain.yaml"] = COMPUTE_DOMAIN_HEADER + dump_yaml([compute_domain(namespace)])
     return files
@@ -78,13 +99,13 @@ def nccl_files(plan: Plan) -> dict[str, str]:
 COMPUTE_DOMAIN_API = "resource.nvidia.com/v1beta1"
 COMPUTE_DOMAIN = "train-imex"
 IMEX_CLAIM = "imex-channel"
+IMEX_CLAIM_TEMPLATE = f"{COMPUTE_DOMAIN}-channel"
 COMPUTE_DOMAIN_HEADER = f"""\
 # Multi-node NVLink for the training job: apply before the job. The NVIDIA DRA driver (k8s-dra-driver-gpu) starts
-# the IMEX daemons of the nodes the job's pods land on and creates the ResourceClaimTemplate
-# {COMPUTE_DOMAIN}-channel; each pod of the job claims its IMEX channel from it (NCCL MNNVL needs the channel):
-#   pod spec:        resourceClaims: [{{name: {IMEX_CLAIM}, resourceClaimTemplateName: {COMPUTE_DOMAIN}-channel}}]
-#   container spec:  resources: {{claims: [{{name: {IMEX_CLAIM}}}]}}
-# (the launch template's job kind gives its pods' spec where the kind's CRD allows it).
+# the IMEX daemons of the nodes the job's pods land on and creates the ResourceClaimTemplate {IMEX_CLAIM_TEMPLATE};
+# each pod of the job claims its IMEX channel from it (NCCL MNNVL needs the channel), as the launch template's pods
+# do: resourceClaims: [{{name: {IMEX_CLAIM}, resourceClaimTemplateName: {IMEX_CLAIM_TEMPLATE}}}] in the pod spec and
+# resources.claims: [{{name: {IMEX_CLAIM}}}] in the training container.
 """
 
 
@@ -95,8 +116,50 @@ def compute_domain(namespace: str) -> dict:
         "apiVersion": COMPUTE_DOMAIN_API,
         "kind": "ComputeDomain",
         "metadata": {"name": COMPUTE_DOMAIN, "namespace": namespace},
-        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": f"{COMPUTE_DOMAIN}-channel"}}},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": IMEX_CLAIM_TEMPLATE}}},
     }
+
+
+def imex_claims() -> list[dict[str, str]]:
+    """The pod's claim on the ComputeDomain's channel template (pod spec resourceClaims), as the DRA driver's
+    docs/install.md and demo/specs/imex/ write it."""
+    return [{"name": IMEX_CLAIM, "resourceClaimTemplateName": IMEX_CLAIM_TEMPLATE}]
+
+
+def clique_node_affinity() -> dict:
+    """Only nodes GFD labelled with an NVLink clique, as the pod of the DRA driver's install guide (docs/install.md)."""
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": CLIQUE_LABEL, "operator": "Exists"}]}]
+        }
+    }
+
+
+def clique_pod_affinity(job_label: str, job_name: str) -> dict:
+    """By preference, the clique the job's other pods run in (CoreWeave's IMEX guide: the clique label as the pod
+    affinity's topologyKey); Kueue's slices make it a requirement where Kueue places the job."""
+    return {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "podAffinityTerm": {
+                    "labelSelector": {"matchExpressions": [{"key": job_label, "operator": "In", "values": [job_name]}]},
+                    "topologyKey": CLIQUE_LABEL,
+                },
+            }
+        ]
+    }
+
+
+def nvlink_slices(plan: Plan, servers: tuple[str, ...], server: GpuServer, nodes: int) -> dict[str, str]:
+    """Kueue annotations keeping a multi-node NVLink job's pods in NVLink domains: slices of the Slurm segment (16 of
+    an NVL72's 18 trays), or one slice of the whole job when it is smaller, each inside one clique. Empty when the
+    servers have no NVLink-domain level (one domain, or HGX boards)."""
+    level = nvlink_topology_level(plan, servers)
+    segment = slurm_segment(domain_servers(server))
+    if level is None or segment is None:
+        return {}
+    return {KUEUE_SLICE_TOPOLOGY: level, KUEUE_SLICE_SIZE: str(min(segment, nodes))}
 
 
 def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
@@ -176,10 +239,15 @@ def _job_servers(plan: Plan, servers: tuple[str, ...]) -> int:
 def _job_team(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> tuple[str, int]:
     """The queue the Kubernetes template goes to and its size in servers: the team with the largest guaranteed
     quota, and no more servers than the first leaf group holds or that quota admits (at least one server: a team
-    whose quota holds less than a server's GPUs admits the job only by borrowing)."""
+    whose quota holds less than a server's GPUs admits the job only by borrowing). A multi-node NVLink job larger
+    than a segment takes whole segments, as the Slurm template does."""
     team = max(kubernetes_teams(plan, servers, server), key=lambda t: t.gpus)
     admitted = team.gpus // server.gpu.count
-    return team.name, max(1, min(_job_servers(plan, servers), admitted))
+    nodes = max(1, min(_job_servers(plan, servers), admitted))
+    segment = slurm_segment(domain_servers(server))
+    if segment and nodes > segment:
+        nodes = nodes // segment * segment
+    return team.name, nodes
 
 
 def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) -> dict[str, str]:
@@ -189,7 +257,9 @@ def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) 
     kind = plan.design.scheduler.kubernetes.training_job  # type: ignore[attr-defined]
     env = _env_pairs(nccl_env(plan, server, pod=True))
     if kind == "trainjob":
-        return {"launch/trainjob.yaml": dump_yaml([train_job(plan, server, nodes, namespace, level, env)])}
+        job = train_job(plan, server, servers, nodes, namespace, level, env)
+        runtime = [training_runtime(plan, server, namespace)] if is_mnnvl(server) else []
+        return {"launch/trainjob.yaml": dump_yaml([*runtime, job])}
     documents = [
         {
             "apiVersion": "v1",
@@ -197,7 +267,7 @@ def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) 
             "metadata": {"name": "nccl-env", "namespace": namespace},
             "data": env,
         },
-        pytorch_job(plan, server, nodes, namespace, level),
+        pytorch_job(plan, server, servers, nodes, namespace, level),
     ]
     return {"launch/pytorchjob.yaml": dump_yaml(documents)}
 
@@ -218,40 +288,96 @@ def _rail_annotations(plan: Plan, server: GpuServer, namespace: str) -> dict[str
     return {"k8s.v1.cni.cncf.io/networks": ",".join(names)} if names else {}
 
 
-def train_job(
-    plan: Plan, server: GpuServer, nodes: int, namespace: str, level: str | None, env: dict[str, str]
-) -> dict:
-    """A TrainJob (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1) on whole servers with the torch-distributed
-    runtime, queued to a team's LocalQueue. Its nodes are one PodSet, so Kueue keeps them together under one leaf
-    group where it can (preferred topology); the runtime patch adds that annotation, IPC_LOCK for RDMA's pinned
-    memory, and a memory-backed /dev/shm for NCCL."""
-    annotations = {**({KUEUE_PREFERRED_TOPOLOGY: level} if level else {}), **_rail_annotations(plan, server, namespace)}
-    pod_metadata = {"annotations": annotations} if annotations else {}
-    pod_spec = {
-        "containers": [
-            {
-                "name": TRAINER_NODE,
-                "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
-                "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-            }
-        ],
-        "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+def _pod_basics() -> tuple[dict, dict]:
+    """The training container's RDMA and NCCL needs (IPC_LOCK for RDMA's pinned memory, a memory-backed /dev/shm)
+    and the pod's volume for it."""
+    container = {
+        "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
+        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
     }
+    return container, {"volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}
+
+
+def training_runtime(plan: Plan, server: GpuServer, namespace: str) -> dict:
+    """A TrainingRuntime (Trainer v2, trainer.kubeflow.org/v1alpha1) in the team's namespace for multi-node NVLink
+    jobs: torch-distributed's one replicated job, whose pod claims the ComputeDomain's IMEX channel and takes whole
+    trays (every GPU, the compute HCAs), only on nodes with an NVLink clique label."""
+    container, volumes = _pod_basics()
+    resources = {"limits": _limits(plan, server), "claims": [{"name": IMEX_CLAIM}]}
+    pod_spec = {
+        "affinity": {"nodeAffinity": clique_node_affinity()},
+        "containers": [{"name": TRAINER_NODE, "image": PYTORCH_IMAGE, "resources": resources, **container}],
+        "resourceClaims": imex_claims(),
+        **volumes,
+    }
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": MNNVL_RUNTIME, "namespace": namespace},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": TRAINER_NODE,
+                            "template": {
+                                "metadata": {"labels": {TRAINER_ANCESTOR_LABEL: "trainer"}},
+                                "spec": {"template": {"spec": pod_spec}},
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def train_job(
+    plan: Plan,
+    server: GpuServer,
+    servers: tuple[str, ...],
+    nodes: int,
+    namespace: str,
+    level: str | None,
+    env: dict[str, str],
+) -> dict:
+    """A TrainJob (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1) on whole servers, queued to a team's
+    LocalQueue. Its nodes are one PodSet, so Kueue keeps them together under one leaf group where it can (preferred
+    topology); the runtime patch adds that annotation. On HGX servers it runs the torch-distributed runtime, the
+    patch adding IPC_LOCK for RDMA's pinned memory and a memory-backed /dev/shm for NCCL. A multi-node NVLink job
+    runs the namespace's MNNVL runtime (which claims the IMEX channel and sets the resources), its pods in slices of
+    one NVLink domain each and, by preference, in the clique of the job's other pods."""
+    mnnvl = is_mnnvl(server)
+    annotations = {
+        **({KUEUE_PREFERRED_TOPOLOGY: level} if level else {}),
+        **(nvlink_slices(plan, servers, server, nodes) if mnnvl else {}),
+        **_rail_annotations(plan, server, namespace),
+    }
+    pod_metadata = {"annotations": annotations} if annotations else {}
+    container, volumes = _pod_basics()
+    if mnnvl:
+        pod_spec: dict[str, object] = {"affinity": {"podAffinity": clique_pod_affinity(JOBSET_NAME_LABEL, "train")}}
+    else:
+        pod_spec = {"containers": [{"name": TRAINER_NODE, **container}], **volumes}
     pod = {**({"metadata": pod_metadata} if pod_metadata else {}), "spec": pod_spec}
+    trainer: dict[str, object] = {
+        "image": PYTORCH_IMAGE,
+        "command": ["torchrun", "/workspace/train.py"],
+        "numNodes": nodes,
+        "numProcPerNode": server.gpu.count,
+    }
+    if not mnnvl:
+        trainer["resourcesPerNode"] = {"limits": _limits(plan, server)}
+    trainer["env"] = [{"name": key, "value": value} for key, value in env.items()]
+    runtime_ref = {"name": MNNVL_RUNTIME, "kind": "TrainingRuntime"} if mnnvl else {"name": TRAINER_RUNTIME}
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": "train", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": namespace}},
         "spec": {
-            "runtimeRef": {"name": TRAINER_RUNTIME},
-            "trainer": {
-                "image": PYTORCH_IMAGE,
-                "command": ["torchrun", "/workspace/train.py"],
-                "numNodes": nodes,
-                "numProcPerNode": server.gpu.count,
-                "resourcesPerNode": {"limits": _limits(plan, server)},
-                "env": [{"name": key, "value": value} for key, value in env.items()],
-            },
+            "runtimeRef": runtime_ref,
+            "trainer": trainer,
             "runtimePatches": [
                 {
                     "manager": PATCH_MANAGER,
@@ -270,34 +396,51 @@ def train_job(
     }
 
 
-def pytorch_job(plan: Plan, server: GpuServer, nodes: int, namespace: str, level: str | None) -> dict:
+def pytorch_job(
+    plan: Plan, server: GpuServer, servers: tuple[str, ...], nodes: int, namespace: str, level: str | None
+) -> dict:
     """A PyTorchJob (Kubeflow Training Operator v1, kubeflow.org/v1) on whole servers, queued to a team's
-    LocalQueue; master and workers are two PodSets of one group, so Kueue places them under one domain."""
+    LocalQueue; master and workers are two PodSets of one group, so Kueue places them under one domain. On a
+    multi-node NVLink system each pod claims the ComputeDomain's IMEX channel, and the group prefers one NVLink
+    domain when the job fits in one (Kueue allows no slices in a PodSet group)."""
+    mnnvl = is_mnnvl(server)
     annotations = {KUEUE_PODSET_GROUP: "train"}
-    if level:
+    nvlink_level = nvlink_topology_level(plan, servers) if mnnvl else None
+    if nvlink_level and nodes <= domain_servers(server):
+        annotations[KUEUE_PREFERRED_TOPOLOGY] = nvlink_level
+    elif level:
         annotations[KUEUE_PREFERRED_TOPOLOGY] = level
     annotations |= _rail_annotations(plan, server, namespace)
-    pod = {
-        "metadata": {"annotations": annotations},
-        "spec": {
-            "containers": [
-                {
-                    "name": "pytorch",  # the Training Operator finds the training container by this name
-                    "image": PYTORCH_IMAGE,
-                    "command": ["torchrun", "/workspace/train.py"],
-                    "envFrom": [{"configMapRef": {"name": "nccl-env"}}],
-                    "resources": {"limits": _limits(plan, server)},
-                    "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},  # RDMA pins memory
-                    "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
-                }
-            ],
-            "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
-        },
+    resources: dict[str, object] = {"limits": _limits(plan, server)}
+    if mnnvl:
+        resources["claims"] = [{"name": IMEX_CLAIM}]
+    container, volumes = _pod_basics()
+    pod_spec: dict[str, object] = {
+        "containers": [
+            {
+                "name": "pytorch",  # the Training Operator finds the training container by this name
+                "image": PYTORCH_IMAGE,
+                "command": ["torchrun", "/workspace/train.py"],
+                "envFrom": [{"configMapRef": {"name": "nccl-env"}}],
+                "resources": resources,
+                **container,
+            }
+        ],
+        **volumes,
     }
+    if mnnvl:
+        affinity = {
+            "nodeAffinity": clique_node_affinity(),
+            "podAffinity": clique_pod_affinity(PYTORCHJOB_NAME_LABEL, "train"),
+        }
+        pod_spec = {"affinity": affinity, **pod_spec, "resourceClaims": imex_claims()}
+    pod = {"metadata": {"annotations": annotations}, "spec": pod_spec}
     replicas = {"Master": {"replicas": 1, "restartPolicy": "OnFailure", "template": pod}}
     if nodes > 1:
         replicas["Worker"] = {"replicas": nodes - 1, "restartPolicy": "OnFailure", "template": pod}
-    else:  # a podset group takes exactly two PodSets
+    if nodes == 1 or KUEUE_PREFERRED_TOPOLOGY not in annotations:
+        # a podset group takes exactly two PodSets, and a topology for them (Kueue's webhook refuses a group name
+        # without a required or preferred topology: kueue v0.19.2 pkg/controller/jobframework/tas_validation.go)
         del annotations[KUEUE_PODSET_GROUP]
     return {
         "apiVersion": "kubeflow.org/v1",
