@@ -16,6 +16,7 @@ from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, R
 NVL72 = ("gb200-nvl72", "gb300-nvl72")
 # NVIDIA/k8s-dra-driver-gpu v25.12.0 CRDs, copied from the release (first line of each file names the commit)
 UPSTREAM = Path(__file__).resolve().parent / "upstream"
+DESIGNS = Path(__file__).resolve().parent.parent / "designs"
 
 
 @pytest.mark.parametrize("system_id", NVL72)
@@ -446,3 +447,87 @@ def test_the_nvlink_backplane_is_counted_and_analysed_but_never_cabled(gb200_1su
     cabled = {i for cable in plan.cables for i in cable.links}
     assert not any(plan.links[i].network == "nvlink" for i in cabled)
     assert plan.totals["links"]["nvlink"] == {"host-leaf": 8 * 1296}
+
+
+def test_a_rack_scale_job_runs_on_16_of_each_rack_s_18_trays_and_idle_trays_do_not_stop_it(gb200_1su):
+    """The job takes a segment of 16 trays per rack (--segment=16, Kueue slices of 16): 8 racks x 64 GPUs; the two
+    idle trays of each rack are in-rack spares whose failures do not stop the job."""
+    from gpucluster.training import analyse_checkpoints
+
+    _loaded, plan = gb200_1su
+    a = analyse_checkpoints(plan)
+    assert (a.gpus, a.servers) == (8 * 16 * 4, 8 * 16)
+    units = {k.kind: k.units for k in a.kinds}
+    assert units["gpu"] == 512 and units["server"] == 128
+    assert a.domains is not None and a.domains.in_rack_spares == 2
+
+
+def test_a_failed_tray_restarts_on_a_spare_tray_else_a_spare_rack_else_waits_for_its_repair():
+    """A tray failure finds its rack with no spare tray free with P(Poisson(17 x rate x repair) >= 2) (the other
+    trays in repair, as a failure sees them); then a spare rack takes the segment unless every spare rack already
+    stands in for a rack; only then does the job wait, repair / 3 on average for the first of the rack's trays."""
+    import math
+
+    from gpucluster.training.reliability import domain_spares, poisson_tail, tray_failover
+
+    rate, repair = 2.0, 72.0
+    others = 17 * rate * repair / (365.25 * 24)
+    no_spare_rack = domain_spares(128, 18, 16, rate, repair, 0.95, spare_racks_have=0)
+    f = tray_failover(no_spare_rack, 4, rate, repair, tray_share=0.8)
+    assert f.p_no_spare_tray == pytest.approx(1 - math.exp(-others) * (1 + others))
+    assert f.p_no_spare_rack == 1.0 and f.wait_s == pytest.approx(repair * 3600 / 3)
+    assert f.p_wait == pytest.approx(0.8 * f.p_no_spare_tray)
+    with_racks = tray_failover(domain_spares(128, 18, 16, rate, repair, 0.95, spare_racks_have=2), 4, rate, repair, 0.8)
+    short = 127 * with_racks_p_short(rate, repair)
+    assert with_racks.p_no_spare_rack == pytest.approx(poisson_tail(short, 2))
+    assert with_racks.p_wait < f.p_wait / 10  # two spare racks take almost every short rack's segment
+    whole = tray_failover(domain_spares(128, 18, 18, rate, repair, 0.95), 4, rate, repair, 0.8)  # no spare trays
+    assert whole.p_no_spare_tray == 1.0 and whole.wait_s == pytest.approx(repair * 3600)
+
+
+def with_racks_p_short(rate: float, repair: float) -> float:
+    """P(a rack has more than 2 of its 18 trays in repair)."""
+    import math
+
+    mean = 18 * rate * repair / (365.25 * 24)
+    return 1 - math.exp(-mean) * (1 + mean + mean**2 / 2)
+
+
+def test_the_simulator_draws_the_waits_the_failover_model_gives():
+    """Each failure leaves the job waiting with the model's probability; the mean wait per run is failures x p x
+    wait (within the simulation's 95 % interval), and a model with no waits draws exactly what it drew before."""
+    import numpy as np
+
+    from gpucluster.training.simulate import JobModel, simulate
+
+    base = dict(interval_s=3600.0, stall_s=60.0, restart_s=600.0, failures_per_hour={"gpu": 0.05})
+    runs = simulate(JobModel(**base, wait_probability=0.2, wait_s=7200.0), 2000, horizon_s=30 * 86400, seed=7)
+    assert runs.waits is not None and runs.waiting_s is not None
+    expected = runs.failures * 0.2 * 7200.0
+    diff = runs.waiting_s - expected
+    assert abs(diff.mean()) < 3 * diff.std(ddof=1) / np.sqrt(diff.size)
+    assert runs.waits.sum() == pytest.approx(0.2 * runs.failures.sum(), rel=0.1)
+    plain = simulate(JobModel(**base), 200, horizon_s=30 * 86400, seed=7)
+    again = simulate(JobModel(**base, wait_probability=0.0, wait_s=7200.0), 200, horizon_s=30 * 86400, seed=7)
+    assert plain.waits is None and np.array_equal(plain.wall_s, again.wall_s)
+    assert np.array_equal(plain.work_s, again.work_s)
+    with pytest.raises(ValueError):
+        JobModel(**base, wait_probability=1.5)
+
+
+def test_the_rack_scale_goodput_counts_the_waits_and_simulate_says_how_the_job_goes_on(gb200_1su):
+    from click.testing import CliRunner
+
+    from gpucluster.cli import main
+    from gpucluster.training import analyse_checkpoints
+    from gpucluster.training import reliability as rel
+
+    _loaded, plan = gb200_1su
+    a = analyse_checkpoints(plan)
+    assert a.failover is not None and a.failover.mean_wait_per_failure_s > 0
+    assert a.recovery_s == pytest.approx(a.restart_s + a.failover.mean_wait_per_failure_s)
+    assert a.goodput < rel.daly_efficiency(a.interval_s, a.stall_s, a.restart_s, a.mtbf_s)
+    result = CliRunner().invoke(main, ["simulate", str(DESIGNS / "gb200-nvl72-1su.yaml"), "--runs", "200"])
+    assert result.exit_code == 0, result.output
+    assert "the tray's 4 GPUs leave its NVLink domain" in result.output
+    assert "on one of the rack's 2 spare trays" in result.output and "waits for a tray repair" in result.output

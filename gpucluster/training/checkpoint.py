@@ -139,12 +139,19 @@ class CheckpointAnalysis:
     spares_have: int
     server_failures_per_year: float  # per server, failures that take it out for repair
     domains: rel.DomainSpares | None = None  # rack-scale systems: spare trays in each rack against spare racks
+    failover: rel.TrayFailover | None = None  # rack-scale systems: how the job goes on after a tray fails
     notes: list[str] = field(default_factory=list)
     staging_shared: bool = False  # object storage is the filesystem's own store: nothing to stage
 
     @property
+    def recovery_s(self) -> float:
+        """Mean time from a failure to running again: the restart, and on a rack-scale system the expected wait
+        for a repair when neither a spare tray nor a spare rack is free (Daly's restart time R)."""
+        return self.restart_s + (self.failover.mean_wait_per_failure_s if self.failover else 0.0)
+
+    @property
     def goodput(self) -> float:
-        return rel.daly_efficiency(self.interval_s, self.stall_s, self.restart_s, self.mtbf_s)
+        return rel.daly_efficiency(self.interval_s, self.stall_s, self.recovery_s, self.mtbf_s)
 
     @property
     def time_to_train_days(self) -> float | None:
@@ -153,10 +160,10 @@ class CheckpointAnalysis:
 
     @property
     def goodput_at_daly(self) -> float:
-        return rel.daly_efficiency(self.daly_s, self.stall_s, self.restart_s, self.mtbf_s)
+        return rel.daly_efficiency(self.daly_s, self.stall_s, self.recovery_s, self.mtbf_s)
 
     def goodput_at(self, interval_s: float) -> float:
-        return rel.daly_efficiency(interval_s, self.stall_s, self.restart_s, self.mtbf_s)
+        return rel.daly_efficiency(interval_s, self.stall_s, self.recovery_s, self.mtbf_s)
 
     def loss_per_failure_s(self, interval_s: float | None = None) -> float:
         return rel.expected_loss_per_failure_s(interval_s or self.interval_s, self.stall_s, self.mtbf_s)
@@ -167,9 +174,9 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     design_workload = getattr(plan.design, "workload", None)
     workload = design_workload or ASSUMED_WORKLOAD
     assumed = design_workload is None
-    servers = [d for d in plan.devices_with("gpu-server") if not d.spare]
-    spare_names = {d.name for d in plan.devices_with("gpu-server") if d.spare}
     server_part = plan.catalog_parts[str(plan.settings["server"])]
+    servers, idle = _job_servers(plan, server_part)
+    spare_names = {d.name for d in plan.devices_with("gpu-server") if d.spare}
     gpu = server_part.gpu  # type: ignore[attr-defined]
     gpus = len(servers) * gpu.count
     peak, peak_source = peak_tflops(server_part, workload.precision)  # type: ignore[arg-type]
@@ -181,7 +188,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     params = workload.model_parameters_b * 1e9
     checkpoint_bytes = params * bytes_per_parameter
 
-    write, read = _checkpoint_paths(plan, len(servers), spare_names)
+    write, read = _checkpoint_paths(plan, len(servers), spare_names | idle)
     write_s, read_s = write.seconds(checkpoint_bytes), read.seconds(checkpoint_bytes)
     if workload.checkpoint_mode == "async":
         per_gpu = checkpoint_bytes / max(gpus, 1)
@@ -195,7 +202,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         stall_s, background_s = write_s, 0.0
     restart_s = workload.restart_minutes * 60 + read_s
 
-    units = _units(plan, servers, spare_names, gpu.count)
+    units = _units(plan, servers, spare_names | idle, gpu.count)
     overrides = workload.failure_rates.model_dump()
     kinds = rel.rates(units, overrides)
     mtbf_s = rel.job_mtbf_s(kinds)
@@ -230,6 +237,15 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     spares = rel.spares_needed(len(servers), server_failures, workload.repair_hours, workload.spare_confidence)
 
     domains = _domain_spares(plan, server_part, server_failures, workload)
+    failover = None
+    if domains is not None:
+        job_rate = sum(k.job_failures_per_hour for k in kinds)
+        tray_share = len(servers) * server_failures / rel.HOURS_PER_JULIAN_YEAR / job_rate if job_rate else 0.0
+        failover = rel.tray_failover(domains, gpu.count, server_failures, workload.repair_hours, min(1.0, tray_share))
+        wait = failover.mean_wait_per_failure_s
+        goodput = rel.daly_efficiency(interval_s, stall_s, restart_s + wait, mtbf_s)
+        gpus_needed = gpus_for_target(workload, peak, goodput)
+        run_days, run_days_from = _run_days(workload, compute_days, goodput)
     notes = []
     if workload.checkpoint_mode == "async" and background_s >= interval_s:
         notes.append("the background write takes longer than the interval: checkpoints would queue")
@@ -272,6 +288,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         spares_have=len(spare_names),
         server_failures_per_year=server_failures,
         domains=domains,
+        failover=failover,
         notes=notes,
         staging_shared=bool(plan.settings.get("object_storage_shared")),
     )
@@ -286,6 +303,28 @@ def _run_days(workload: Workload, compute_days: float | None, goodput: float) ->
     if compute_days:
         return compute_days / goodput, "the time to train on this plan"
     return DEFAULT_RUN_DAYS, "a default (the workload gives no days and no tokens)"
+
+
+def _job_servers(plan: Plan, server_part: object) -> tuple[list, set[str]]:
+    """The production servers the job runs on, and the idle ones: on a rack-scale system the job takes a segment
+    of each rack's trays (16 of an NVL72's 18, as the launch templates' --segment and Kueue slices place it), so
+    the rest stand idle as in-rack spares: their failures do not stop the job and they write no checkpoint."""
+    from gpucluster.scheduling import domain_servers, slurm_segment
+
+    production = [d for d in plan.devices_with("gpu-server") if not d.spare]
+    segment = slurm_segment(domain_servers(server_part))  # type: ignore[arg-type]
+    if segment is None:
+        return production, set()
+    by_domain: dict[str | None, list] = {}
+    for device in production:
+        by_domain.setdefault(device.nvlink_domain, []).append(device)
+    job: list = []
+    idle: set[str] = set()
+    for domain, members in by_domain.items():
+        keep = members[:segment] if domain is not None else members
+        job += keep
+        idle |= {d.name for d in members[len(keep) :]}
+    return job, idle
 
 
 def _domain_spares(plan: Plan, tray: object, failures: float, workload: Workload) -> rel.DomainSpares | None:

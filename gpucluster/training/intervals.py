@@ -36,6 +36,8 @@ def job_model(a: CheckpointAnalysis, interval_s: float) -> JobModel:
         restart_s=a.restart_s,
         failures_per_hour={k.kind: k.job_failures_per_hour for k in a.kinds},
         background_s=a.background_s,
+        wait_probability=a.failover.p_wait if a.failover else 0.0,
+        wait_s=a.failover.wait_s if a.failover else 0.0,
     )
 
 

@@ -211,3 +211,70 @@ def domain_spares(
 def _z(confidence: float) -> float:
     """Standard normal quantile."""
     return statistics.NormalDist().inv_cdf(confidence)
+
+
+@dataclass(frozen=True)
+class TrayFailover:
+    """How a job placed in segments of NVLink domains (16 of an NVL72's 18 trays) goes on after one of its trays
+    fails. The tray's GPUs leave the domain, the rest of the domain keeps working (NVLink partitions isolate one
+    part of a domain from another: NVIDIA's NVL72 Enterprise RA, rack-scale-facts.md 5), and the job restarts from
+    its last checkpoint: its segment takes one of the rack's spare trays, or, when the rack already has all of them
+    in repair, a spare rack; with no spare rack free either it waits for a tray of its rack to come back.
+
+    Trays in repair are Poisson (Poisson failures, any repair time: the M/G/inf queue) and a failure sees the
+    time-average state (PASTA), so the chance that the failed tray's rack has no spare tray free is
+    P(Poisson(other trays x rate x repair) >= spares). NVL72 tray failure rates are not published
+    (rack-scale-facts.md 5): the rate is the tray's GPUs, host and NICs at the per-unit rates of this module
+    (Llama 3's H100 fleet), an assumption the report and checkpoint.md state."""
+
+    trays_per_rack: int
+    segment: int
+    gpus_per_tray: int
+    repair_hours: float
+    p_no_spare_tray: float  # the failed tray's rack has all its spare trays in repair already
+    p_no_spare_rack: float  # every spare rack already stands in for another rack
+    wait_s: float  # then the mean wait for one of the rack's trays to come back from repair
+    tray_share: float  # share of the job's failures that take a tray out for repair (the rest restart in place)
+
+    @property
+    def spare_trays(self) -> int:
+        return self.trays_per_rack - self.segment
+
+    @property
+    def p_wait(self) -> float:
+        """Share of the job's failures after which it waits for a repair."""
+        return self.tray_share * self.p_no_spare_tray * self.p_no_spare_rack
+
+    @property
+    def mean_wait_per_failure_s(self) -> float:
+        return self.p_wait * self.wait_s
+
+
+def poisson_tail(mean: float, k: int) -> float:
+    """P(X >= k) for X ~ Poisson(mean)."""
+    if k <= 0:
+        return 1.0
+    term = math.exp(-mean)
+    below = term
+    for i in range(1, k):
+        term *= mean / i
+        below += term
+    return max(0.0, 1.0 - below)
+
+
+def tray_failover(
+    domains: DomainSpares, gpus_per_tray: int, tray_failures_per_year: float, repair_hours: float, tray_share: float
+) -> TrayFailover:
+    """The failover of a job in segments of ``domains.segment`` trays per rack. A rack short of its segment waits
+    for the first of its trays in repair to come back: the failed tray takes the whole repair time, the rack's
+    other trays out (its spares' number, at least) are at stages spread evenly over it, so the first is back after
+    repair / (spares + 1) on average (derived: the least of n uniform residual times has mean repair / (n + 1))."""
+    spares = domains.trays_per_rack - domains.segment
+    others = (domains.trays_per_rack - 1) * tray_failures_per_year * repair_hours / HOURS_PER_JULIAN_YEAR
+    p_tray = poisson_tail(others, spares)
+    racks_short = max(0, domains.racks - 1) * domains.p_rack_short
+    p_rack = poisson_tail(racks_short, domains.spare_racks_have)
+    wait_s = repair_hours * 3600 / (spares + 1)
+    return TrayFailover(
+        domains.trays_per_rack, domains.segment, gpus_per_tray, repair_hours, p_tray, p_rack, wait_s, tray_share
+    )

@@ -38,6 +38,26 @@ def header_lines(a: CheckpointAnalysis) -> list[str]:
         f"GPU pause {duration(a.stall_s)}; restart {duration(a.restart_s)} (incl. reading it back)",
         f"optimal interval: Young {duration(a.young_s)}, Daly {duration(a.daly_s)}; "
         f"{a.interval_from} interval {duration(a.interval_s)} -> goodput {a.goodput:.2%}",
+        *failover_lines(a),
+    ]
+
+
+def failover_lines(a: CheckpointAnalysis) -> list[str]:
+    """How a job on a rack-scale system goes on after a tray fails (none elsewhere)."""
+    f, d = a.failover, a.domains
+    if f is None or d is None:
+        return []
+    return [
+        f"tray failure: the tray's {f.gpus_per_tray} GPUs leave its NVLink domain; the job (a segment of {f.segment} "
+        f"of each rack's {f.trays_per_rack} trays, --segment={f.segment}) restarts from its checkpoint with the "
+        f"segment on one of the rack's {f.spare_trays} spare trays",
+        f"  no spare tray free in that rack: {f.p_no_spare_tray:.2e} per tray failure -> one of the "
+        f"{d.spare_racks_have} spare racks takes the segment"
+        + (f" (all taken: {f.p_no_spare_rack:.2e})" if d.spare_racks_have else " (the plan has none)"),
+        f"  neither: the job waits {duration(f.wait_s)} on average for a tray back from its {f.repair_hours:g} h "
+        f"repair; {f.p_wait:.2e} of all failures, {duration(f.mean_wait_per_failure_s)} per failure on average "
+        "(NVL72 tray failure rates are not published: the tray fails as 4 GPUs, a host and its NICs at the rates "
+        "above)",
     ]
 
 
@@ -61,4 +81,9 @@ def comparison_lines(a: CheckpointAnalysis, results: list[IntervalResult], days:
             f"{s['goodput']:9.2%} ± {s['goodput_ci95']:6.2%}  {s['failures']:8.1f}  "
             f"{duration(s['lost_per_failure_hours'] * 3600):>12}  {s['lost_hours'] * a.gpus:15,.0f}"
         )
+    waited = [r.runs.summary() for r in results if r.runs is not None and r.runs.waits is not None]
+    if waited:
+        waits = sum(s["waits"] for s in waited) / len(waited)
+        hours = sum(s["waiting_hours"] for s in waited) / len(waited)
+        lines.append(f"waits for a tray repair: {waits:.3g} a run, {duration(hours * 3600)} a run (intervals' mean)")
     return lines

@@ -5,7 +5,9 @@ number of steps), then a checkpoint that pauses the GPUs for ``stall`` seconds. 
 durable only ``background`` seconds after the pause. Failures arrive as a Poisson process per component
 kind (the job stops on any of them); a failure throws away everything since the last durable checkpoint,
 including a checkpoint being written, and the job restarts, which takes ``restart`` seconds and can
-itself be interrupted by a failure.
+itself be interrupted by a failure. On a rack-scale system a failure may also leave the job waiting for a repair
+before it restarts (``wait_probability``, ``wait_s``: no spare tray in the failed tray's rack and no spare rack,
+gpucluster.training.reliability.TrayFailover); the wait is drawn per failure and counted apart.
 
 Because failures are memoryless, the number of segments completed before the next failure is geometric
 and the failure's offset in its segment a truncated exponential, so each loop iteration advances every
@@ -30,10 +32,14 @@ class JobModel:
     restart_s: float
     failures_per_hour: dict[str, float]
     background_s: float = 0.0
+    wait_probability: float = 0.0  # a failure leaves the job waiting for a repair (rack-scale: no spare tray/rack)
+    wait_s: float = 0.0  # how long it waits, on average (drawn exponential)
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.stall_s < 0 or self.restart_s < 0 or self.background_s < 0:
             raise ValueError("interval must be positive; stall, restart and background not negative")
+        if not 0 <= self.wait_probability <= 1 or self.wait_s < 0:
+            raise ValueError("the wait probability must be within 0..1 and the wait not negative")
         if self.background_s >= self.interval_s + self.stall_s:
             raise ValueError("the background write outlasts the interval: checkpoints would queue")
 
@@ -54,6 +60,8 @@ class Runs:
     checkpoint_s: np.ndarray  # GPU pauses for checkpoints that were kept
     failures: np.ndarray  # failures per run
     failures_by_kind: dict[str, np.ndarray]
+    waiting_s: np.ndarray | None = None  # time spent waiting for a repair (rack-scale systems)
+    waits: np.ndarray | None = None  # failures after which the job waited
 
     @property
     def goodput(self) -> np.ndarray:
@@ -73,6 +81,8 @@ class Runs:
             "lost_per_failure_hours": float((self.lost_s / failures).mean() / 3600),
             "restart_hours": float(self.restart_s.mean() / 3600),
             "checkpoint_hours": float(self.checkpoint_s.mean() / 3600),
+            "waits": float(self.waits.mean()) if self.waits is not None else 0.0,
+            "waiting_hours": float(self.waiting_s.mean() / 3600) if self.waiting_s is not None else 0.0,
         }
 
 
@@ -139,6 +149,9 @@ def simulate(
     by_kind = np.zeros((len(kinds), runs), dtype=np.int64)
     tail_work = np.zeros(runs)
     tail_checkpoint = np.zeros(runs)
+    waiting = np.zeros(runs)
+    waits = np.zeros(runs, dtype=np.int64)
+    may_wait = model.wait_probability > 0 and model.wait_s > 0
     active = np.arange(runs)
 
     p_fail = -math.expm1(-rate * segment)  # a segment is struck by a failure
@@ -187,6 +200,16 @@ def simulate(
             if kinds:
                 draws = rng.choice(len(kinds), size=int(struck.sum()), p=weights / weights.sum())
                 np.add.at(by_kind, (draws, np.repeat(idx, struck)), 1)
+            if may_wait:  # the failures of this cycle that found no spare tray and no spare rack
+                waited = rng.binomial(struck, model.wait_probability)
+                hit = waited > 0
+                if hit.any():
+                    wait = np.zeros(idx.size)
+                    wait[hit] = rng.gamma(waited[hit], model.wait_s)  # a sum of exponential waits
+                    start = t[idx]
+                    t[idx] += wait
+                    waiting[idx] += np.clip(horizon - start, 0.0, wait)  # a wait cut short by the horizon
+                    waits[idx] += waited
             over = t[idx] >= horizon
             t[idx[over]] = horizon
             active = idx[~over]
@@ -201,6 +224,8 @@ def simulate(
         checkpoint_s=done * model.stall_s + tail_checkpoint,
         failures=failures,
         failures_by_kind={kind: by_kind[i] for i, kind in enumerate(kinds)},
+        waiting_s=waiting if may_wait else None,
+        waits=waits if may_wait else None,
     )
 
 
