@@ -531,3 +531,59 @@ def test_the_rack_scale_goodput_counts_the_waits_and_simulate_says_how_the_job_g
     assert result.exit_code == 0, result.output
     assert "the tray's 4 GPUs leave its NVLink domain" in result.output
     assert "on one of the rack's 2 spare trays" in result.output and "waits for a tray repair" in result.output
+
+
+def _section_text(html: str, section: str) -> str:
+    """The text of one report section, tags and runs of white space gone."""
+    import re
+    from html import unescape
+
+    match = re.search(rf'<section class="major" id="{section}">(.*?)</section>', html, flags=re.S)
+    assert match, f"no section {section}"
+    inline = re.sub(r"</?(code|b|i|a)\b[^>]*>", "", match.group(1))
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", inline)))
+
+
+def test_the_report_shows_each_nvlink_domain_its_shelves_cooling_blocks_and_the_largest_job(gb200_1su, tmp_path):
+    """The report's rack-scale section: 8 racks, 18 trays and 72 GPUs per domain, 1,296 backplane links, the
+    shelves' 132 kW usable of 264 kW (N+N) against the rack's load, 85 % to liquid with the coolant flow and the
+    N+1 CDUs, one Slurm block per rack, and the largest job: 72 GPUs in a domain, 64 with --segment=16."""
+    from gpucluster.artifacts.report import report_html
+    from gpucluster.plan.budget import power_budget
+
+    _loaded, plan = gb200_1su
+    text = _section_text(report_html(plan, tmp_path), "rack-scale")
+    budget = power_budget(plan)
+    assert "8 DGX GB200 NVL72 racks" in text
+    assert "Compute trays 18 4 GPUs each" in text and "GPUs 72 in one NVLink domain" in text
+    assert "NVLink switch trays 9 x 2 chips" in text and "1,296 backplane links" in text
+    assert "Largest job in one domain 72 GPUs" in text and "64 GPUs on 16 trays with 2 spare (--segment=16)" in text
+    assert "512 GPUs in whole segments over the 8 production racks" in text
+    assert "132 kW usable of 264 kW nameplate: 8 x 33 kW (6 x 5.5 kW PSUs), N+N" in text
+    worst = max(r.load.max_w for r in budget.racks if plan.racks[r.name].rack_system)
+    assert f"Rack load {worst / 1000:,.1f} kW" in text and "below the shelves' usable power" in text
+    assert "Cooling 85% of the heat to liquid" in text
+    flow = max(c.flow_l_per_min for c in budget.coolant)
+    assert f"Coolant flow {flow:,.0f} L/min per rack" in text
+    [group] = budget.cdus
+    assert f"{group.units} ({group.needed} + 1)" in text
+    blocks = [d for d in ("nvl001", "nvl008") if d in text]
+    assert blocks == ["nvl001", "nvl008"] and "BlockSizes 18, 36, 72, 144" in text
+    assert "--segment=16" in text and "switch/nvidia_imex" in text
+    assert "the tray's 4 GPUs leave its NVLink domain" in text and "2 spare trays" in text
+
+
+def test_the_report_names_kueue_s_clique_level_for_kubernetes_trays_and_no_section_for_hgx(tmp_path):
+    from conftest import planned
+
+    from gpucluster.artifacts.report import report_html
+
+    _loaded, plan = planned("gb300-nvl72-4su")
+    text = _section_text(report_html(plan, tmp_path), "rack-scale")
+    assert "nvidia.com/gpu.clique" in text and "PodSet slices of 16 trays" in text
+    from gpucluster.scheduling import nvlink_domains, scheduler_split
+
+    slurm_racks = len(nvlink_domains(plan, scheduler_split(plan).slurm))
+    assert slurm_racks == 28 and f"… and {slurm_racks - 12} more blocks" in text  # Kubernetes runs 4 racks
+    _loaded, hgx = planned("lab-4-servers")
+    assert 'id="rack-scale"' not in report_html(hgx, tmp_path)

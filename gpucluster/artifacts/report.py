@@ -37,7 +37,7 @@ from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.rules import RULE_PREFIX
-from gpucluster.scheduling import scheduler_sides
+from gpucluster.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.templating import render
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
@@ -84,6 +84,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
         elevations=_elevations(plan, folder),
         power=_power(budget),
         schedulers=_schedulers(plan),
+        rack_scale=_rack_scale(plan, budget, checkpoint),
         checkpoint=_checkpoint(checkpoint),
         bom=_bom(bom),
         charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
@@ -119,6 +120,104 @@ def _schedulers(plan: Plan) -> list[dict]:
         }
         for side in scheduler_sides(plan)
     ]
+
+
+RACK_SCALE_BLOCKS_LISTED = 12  # Slurm blocks listed one per row; the rest are in slurm/topology.*
+
+
+def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict | None:
+    """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
+    against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
+    largest job one domain holds; None for a plan without them."""
+    from gpucluster.artifacts.kubernetes import nvlink_topology_level
+    from gpucluster.artifacts.slurm import block_name, block_sizes
+    from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
+    from gpucluster.plan.rack_scale import shelf_capacity_w
+    from gpucluster.training.report import failover_lines
+
+    system_id = plan.settings.get("rack_system")
+    if not system_id:
+        return None
+    system = plan.catalog_parts[str(system_id)]
+    assert isinstance(system, RackSystem)
+    tray = plan.catalog_parts[system.compute_tray]
+    switch_tray = plan.catalog_parts[system.nvlink_switch_tray]
+    shelf = plan.catalog_parts[system.power_shelf]
+    assert isinstance(tray, GpuServer) and isinstance(switch_tray, NvlinkSwitchTray) and isinstance(shelf, PowerShelf)
+    servers = [d.name for d in plan.devices_with("gpu-server")]
+    domains = nvlink_domains(plan, servers)
+    trays = max(len(d) for d in domains)
+    segment = slurm_segment(trays)
+    spare_racks = sum(all(plan.devices[n].spare for n in d) for d in domains)
+    nvlink = plan.analysis.get("nvlink", {})
+    usable_w, nameplate_w = shelf_capacity_w(plan, system)
+    racks = [r for r in budget.racks if plan.racks[r.name].rack_system]
+    worst = max(racks, key=lambda r: r.load.max_w)
+    coolant = budget.coolant
+    split = scheduler_split(plan)
+    slurm_domains = nvlink_domains(plan, split.slurm) if split.slurm else []
+    blocks = [
+        {"name": block_name(i), "hosts": hostlist.collect_hostlist(list(d)), "rack": plan.devices[d[0]].rack}
+        for i, d in enumerate(slurm_domains, 1)
+    ]
+    clique = nvlink_topology_level(plan, split.kubernetes) if split.kubernetes else None
+    gpus_per_tray = tray.gpu.count
+    production_racks = len(domains) - spare_racks
+    return {
+        "system": system.model,
+        "racks": f"{len(domains):,}",
+        "spare_racks": spare_racks,
+        "trays": trays,
+        "gpus": trays * gpus_per_tray,
+        "gpus_per_tray": gpus_per_tray,
+        "switch_trays": f"{system.nvlink_switch_trays} x {switch_tray.switch_chips} chips",
+        "links": f"{int(nvlink.get('links', 0)) // max(1, len(domains)):,}",
+        "links_per_gpu": system.nvlink_links_per_gpu,
+        "nvlink_tbytes": f"{tray.gpu.nvlink_bandwidth_gbytes_per_s / 1000:g}",
+        "reach": nvlink.get("all_hosts_reach_each_other"),
+        "shelves": f"{system.power_shelves} x {shelf.rating_w / 1000:g} kW ({shelf.psus.count} x "
+        f"{shelf.psus.rating_w / 1000:g} kW PSUs), {system.power_shelf_redundancy}",
+        "shelf_usable": f"{usable_w / 1000:,.0f}",
+        "shelf_nameplate": f"{nameplate_w / 1000:,.0f}",
+        "rack_max": f"{worst.load.max_w / 1000:,.1f}",
+        "rack_typical": f"{worst.load.typical_w / 1000:,.1f}",
+        "headroom": f"{(usable_w - worst.load.max_w) / 1000:,.1f}",
+        "over": worst.load.max_w > usable_w,
+        "published": f"{system.published_power_w / 1000:,.0f}",
+        "liquid_fraction": f"{system.liquid_fraction:.0%}",
+        "liquid": f"{max((c.liquid_w for c in coolant), default=0) / 1000:,.1f}",
+        "air": f"{max((c.air_w for c in coolant), default=0) / 1000:,.1f}",
+        "flow": f"{max((c.flow_l_per_min for c in coolant), default=0):,.0f}",
+        "flow_basis": coolant[0].basis if coolant else "",
+        "published_flow": (
+            f"{coolant[0].published_flow_l_per_min:,.0f}"
+            if coolant and coolant[0].published_flow_l_per_min is not None
+            else ""
+        ),
+        "supply_c": budget.site.coolant_supply_c,
+        "total_flow": f"{sum(c.flow_l_per_min for c in coolant):,.0f}",
+        "cdus": [
+            {
+                "name": g.name,
+                "cdu": g.cdu,
+                "racks": g.racks,
+                "units": f"{g.units} ({g.needed} + {g.units - g.needed})",
+                "capacity": f"{g.capacity_w / 1000:,.0f}",
+                "liquid": f"{g.liquid_w / 1000:,.0f}",
+                "flow": f"{g.flow_l_per_min:,.0f}",
+            }
+            for g in budget.cdus
+        ],
+        "blocks": blocks[:RACK_SCALE_BLOCKS_LISTED],
+        "blocks_left": max(0, len(blocks) - RACK_SCALE_BLOCKS_LISTED),
+        "block_sizes": ", ".join(str(n) for n in block_sizes(slurm_domains)) if slurm_domains else "",
+        "clique": clique,
+        "segment": segment,
+        "segment_gpus": (segment or trays) * gpus_per_tray,
+        "largest_segmented": f"{production_racks * (segment or trays) * gpus_per_tray:,}",
+        "production_racks": production_racks,
+        "failover": failover_lines(checkpoint),
+    }
 
 
 def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom: Bom) -> list[tuple[str, str, str]]:

@@ -158,7 +158,7 @@ def _tree_conf(design: str, version: str, tree: FabricTree, note: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _block_sizes(domains: list[tuple[str, ...]]) -> list[int]:
+def block_sizes(domains: list[tuple[str, ...]]) -> list[int]:
     """The planning base block (the smallest NVLink domain, so every block has at least that many nodes) and
     each power-of-two multiple up to the whole set, as topology/block wants them."""
     base = min(len(d) for d in domains)
@@ -168,7 +168,7 @@ def _block_sizes(domains: list[tuple[str, ...]]) -> list[int]:
     return sizes
 
 
-def _block_name(index: int) -> str:
+def block_name(index: int) -> str:
     return f"nvl{index:03d}"
 
 
@@ -178,8 +178,8 @@ def _block_conf(design: str, version: str, domains: list[tuple[str, ...]]) -> st
         "# (servers of one rack that share NVLink switch trays), in plan order, so jobs that fit a domain keep",
         "# their traffic on NVLink and larger jobs take neighbouring domains.",
     ]
-    lines += [f"BlockName={_block_name(i)} Nodes={_hostlist(list(d))}" for i, d in enumerate(domains, 1)]
-    lines.append("BlockSizes=" + ",".join(str(s) for s in _block_sizes(domains)))
+    lines += [f"BlockName={block_name(i)} Nodes={_hostlist(list(d))}" for i, d in enumerate(domains, 1)]
+    lines.append("BlockSizes=" + ",".join(str(s) for s in block_sizes(domains)))
     return "\n".join(lines) + "\n"
 
 
@@ -201,9 +201,9 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
                 "topology": "nvlink",
                 "cluster_default": True,
                 "block": {
-                    "block_sizes": _block_sizes(domains),
+                    "block_sizes": block_sizes(domains),
                     "blocks": [
-                        {"block": _block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)
+                        {"block": block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)
                     ],
                 },
             }
