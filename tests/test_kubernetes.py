@@ -32,6 +32,7 @@ from referencing import Registry, Resource
 from test_slurm import nvl_plan
 
 from gpucluster.artifacts.kubernetes import (
+    COMPUTE_DOMAIN_DRIVER_FLOOR,
     HELM_VALUES_FILES,
     job_topology_level,
     kubernetes_manifests,
@@ -641,7 +642,7 @@ def test_gpu_operator_and_dra_driver_values_for_grace_blackwell(design):
     assert gpu["cdi"]["enabled"] and gpu["gfd"]["enabled"] and gpu["devicePlugin"]["enabled"]
     assert gpu["clusterPolicy"]["deployCR"] and not gpu["gpuCluster"]["deployCR"]
     default_driver = tuple(int(x) for x in chart_values("gpu-operator")["driver"]["version"].split("."))
-    assert default_driver >= (580,) and not (gpu["driver"]["enabled"] and "version" in gpu["driver"])
+    assert not (gpu["driver"]["enabled"] and "version" in gpu["driver"])  # the chart's default driver is kept
     [dra] = manifests["dra-driver-values.yaml"]
     assert values_problems(dra, "dra-driver-gpu") == []
     assert values_problems({"resources": {"gpu": {"enabled": False}}}, "dra-driver-gpu")  # the check can fail
@@ -659,7 +660,9 @@ def test_gpu_operator_and_dra_driver_values_for_grace_blackwell(design):
     from gpucluster.artifacts.kubernetes import file_headers
 
     header = file_headers(plan)["dra-driver-values.yaml"]
-    assert ("systemctl mask nvidia-imex.service" in header) is host
+    assert ("systemctl mask nvidia-imex.service" in header) is host and ("580 or later" in header) is host
+    floor = ".".join(str(n) for n in COMPUTE_DOMAIN_DRIVER_FLOOR[:1])
+    assert floor == "580" and default_driver >= COMPUTE_DOMAIN_DRIVER_FLOOR
     assert all(line.startswith("#") for line in header.splitlines())
 
 

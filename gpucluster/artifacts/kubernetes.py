@@ -332,7 +332,9 @@ def dra_driver_header(server: GpuServer, choices: object) -> str:
     ]
     if dra_driver_values(server, choices)["nvidiaDriverRoot"] == "/":
         lines += [
-            "The driver is the host's: install its nvidia-imex-* packages and, before the GPU Operator, run",
+            f"The driver is the host's: it must be {COMPUTE_DOMAIN_DRIVER_FLOOR[0]} or later (ComputeDomains; the GPU "
+            "Operator's DRA prerequisites);",
+            "install its nvidia-imex-* packages and, before the GPU Operator, run",
             "  systemctl disable --now nvidia-imex.service && systemctl mask nvidia-imex.service",
             "on every GPU node (the DRA driver runs the IMEX daemons itself; GPU Operator docs, DRA prerequisites).",
         ]
