@@ -382,12 +382,38 @@ def test_hgx_spectrum_x_servers_carry_one_bluefield_3_supernic_per_gpu(tmp_path)
     assert selectors["deviceIDs"] == ["a2dc"]
 
 
-# The lab's OEM HGX H100 has ConnectX-7 on every port group and no sourced RDMA names: its nccl.env says how to
-# find them (ibdev2netdev) instead; an open gap (issue 16), not pinned here.
-@pytest.mark.parametrize("name", [name for name in EXAMPLES if name != "lab-4-servers"])
+def test_nccl_finds_the_oem_hgx_compute_hcas_by_device_id_and_port_rate(tmp_path):
+    """The lab's OEM HGX H100 has ConnectX-7 (1021) on every port group and no sourced RDMA names; only its compute
+    ports run at 400G (storage 200G, in-band 100G), so the sourced nccl.env lists the 1021 devices whose port 1
+    reports 400 Gb/s (checked on a fake sysfs with bash): never a storage or in-band port, nor another vendor's."""
+    from gpucluster.artifacts.nccl import nccl_files
+
+    _, plan = planned("lab-4-servers")
+    env = nccl_files(plan)["nccl/nccl.env"]
+    sysfs = tmp_path / "infiniband"
+    ports = [
+        ("mlx5_0", "0x1021", "400 Gb/sec (4X NDR)"),
+        ("mlx5_1", "0x1021", "200 Gb/sec (2X NDR)"),  # storage
+        ("mlx5_10", "0x1021", "400 Gb/sec (4X NDR)"),
+        ("mlx5_2", "0x1021", "100 Gb/sec (4X EDR)"),  # in-band
+        ("mlx5_3", "0x1021", "400 Gb/sec (4X NDR)"),
+        ("irdma0", "0x1592", "400 Gb/sec (4X NDR)"),  # not a ConnectX-7
+    ]
+    for name, device, rate in ports:
+        (sysfs / name / "device").mkdir(parents=True)
+        (sysfs / name / "device" / "device").write_text(device + "\n")
+        (sysfs / name / "ports" / "1").mkdir(parents=True)
+        (sysfs / name / "ports" / "1" / "rate").write_text(rate + "\n")
+    script = env.replace("/sys/class/infiniband", str(sysfs)) + '\nprintf %s "$NCCL_IB_HCA"\n'
+    result = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout == "=mlx5_0:1,mlx5_10:1,mlx5_3:1"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
 def test_nccl_ib_hca_is_set_on_every_example_server_model(name):
     """NCCL_IB_HCA names the compute HCAs: by RDMA name, or by the compute adapters' PCI device ID where the
-    catalog has no names (DGX B200 on ConnectX-7 1021 beside BlueField-3; DGX B300, GB300 trays: ConnectX-8 1023)."""
+    catalog has no names (DGX B200 on ConnectX-7 1021 beside BlueField-3; DGX B300, GB300 trays: ConnectX-8 1023),
+    and by device ID and port rate where every port group shares the ID (the lab's OEM HGX H100)."""
     from gpucluster.artifacts.nccl import nccl_files
 
     _, plan = planned(name)

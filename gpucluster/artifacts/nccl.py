@@ -179,14 +179,18 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
         socket, note = "^lo,docker", " (any interface but loopback and docker: the catalog names none)"
     roce = plan.settings.get("compute_fabric") == "roce"
     device_id = compute_device_id(server)
+    by_rate = compute_device_and_rate(server) if not device_id else None
     discover = ""
-    if not all(devices) and device_id and not pod:
-        # No names in the catalog, but the compute adapters have their own PCI device ID: list the RDMA devices
-        # that carry it (sysfs) when the file is sourced.
-        discover = (
-            f'"=$(for d in /sys/class/infiniband/*; do [ "$(cat "$d/device/device")" = 0x{device_id} ] && '
-            "printf '%s:1,' \"${d##*/}\"; done | sed 's/,$//')\""
-        )
+    if not all(devices) and (device_id or by_rate) and not pod:
+        # No names in the catalog: list, when the file is sourced, the RDMA devices (sysfs) that carry the compute
+        # adapters' own PCI device ID, or where other port groups share that ID, the ID and the compute ports' rate.
+        test = f'[ "$(cat "$d/device/device")" = 0x{device_id or (by_rate or ("", ""))[0]} ]'
+        if by_rate:
+            # The port's rate as the kernel gives it, "<Gb/s> Gb/sec (<width> <speed>)" (Linux
+            # Documentation/ABI/stable/sysfs-class-infiniband, ports/<port>/rate)
+            test += f' && [ "$(cut -d" " -f1 "$d/ports/1/rate")" = {by_rate[1]} ]'
+        listing = "printf '%s:1,' \"${d##*/}\"; done | sed 's/,$//'"
+        discover = f'"=$(for d in /sys/class/infiniband/*; do {test} && {listing})"'
     domain = domain_servers(server)
     return render(
         "launch/nccl.env.j2",
@@ -195,7 +199,8 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
         fabric=str(plan.settings.get("compute_fabric")),
         hca_list="=" + ",".join(f"{d}:1" for d in devices) if all(devices) else "",
         discover=discover,
-        device_id=device_id or "",
+        device_id=device_id or (by_rate[0] if by_rate else ""),
+        rate_gbps=by_rate[1] if by_rate else "",
         pod=pod,
         compute_ports=", ".join(d.name for d in compute),
         socket_ifname=socket,
@@ -217,6 +222,23 @@ def compute_device_id(server: GpuServer) -> str | None:
     compute = ids.get("compute")
     others = {i for role, i in ids.items() if role != "compute"}
     return compute if compute and compute not in others else None
+
+
+def compute_device_and_rate(server: GpuServer) -> tuple[str, str] | None:
+    """(PCI device ID, port rate in Gb/s) that pick exactly the compute HCAs where other port groups share their
+    device ID but none their speed (the OEM HGX H100: ConnectX-7 1021 on every port group, compute 400G, storage
+    200G, in-band 100G). None when the ID is the compute adapters' own, or a group with that ID runs at their speed."""
+    compute = server.port_groups("compute")
+    ids = {g.pci_device_id for g in compute}
+    speeds = {g.speed_gbps for g in compute}
+    if len(ids) != 1 or len(speeds) != 1 or None in ids or compute_device_id(server):
+        return None
+    (device_id,) = ids
+    (speed,) = speeds
+    others = [g for g in server.ports if g.role != "compute" and g.pci_device_id == device_id]
+    if any(g.speed_gbps == speed for g in others) or not float(speed).is_integer():
+        return None
+    return str(device_id), str(int(speed))
 
 
 def _env_pairs(env: str) -> dict[str, str]:
