@@ -137,7 +137,9 @@ parts:
     os_reserved_memory_gb: 102.4
     ports:
       - {role: compute, cage_type: osfp, cages: 8, speed_gbps: 800, technology: infiniband-xdr,
-         name_format: "OSFP{cage}", ethernet_planes: 2}
+         name_format: "OSFP{cage}", ethernet_planes: 2, pci_device_id: "1023",
+         plane_netdevs: [[r1p1, r1p2], [r2p1, r2p2], [r3p1, r3p2], [r4p1, r4p2], [r5p1, r5p2], [r6p1, r6p2],
+                         [r7p1, r7p2], [r8p1, r8p2]]}
       - {role: storage, cage_type: qsfp112, cages: 2, speed_gbps: 400, technology: ethernet, name_format: "S{cage}"}
       - {role: inband, cage_type: qsfp112, cages: 2, speed_gbps: 200, technology: ethernet, name_format: "I{cage}"}
       - {role: bmc, cage_type: rj45, cages: 1, speed_gbps: 1, technology: ethernet, name_format: "BMC"}
@@ -146,13 +148,18 @@ parts:
 """
 
 
-def _planes_plan(tmp_path: Path, fabric: str = "{technology: roce, switch: sn5610, scalable_unit_servers: 64}") -> Plan:
-    write_design(tmp_path, PLANES_CATALOG, "cx8.yaml")
+def _planes_plan(
+    tmp_path: Path,
+    fabric: str = "{technology: roce, switch: sn5610, scalable_unit_servers: 64}",
+    extra: str = "",
+    catalog: str = PLANES_CATALOG,
+) -> Plan:
+    write_design(tmp_path, catalog, "cx8.yaml")
     path = write_design(
         tmp_path,
         "name: cx8\ncatalog: [cx8.yaml]\ncompute: {server: cx8-test-server, servers: 64, spare_servers: 0}\n"
         f"compute_fabric: {fabric}\nstorage_network: {{technology: ethernet, switch: sn5600}}\n"
-        "parallel_filesystem: {kind: weka}\nmanagement: {management_servers: 1}\n",
+        f"parallel_filesystem: {{kind: weka}}\nmanagement: {{management_servers: 1}}\n{extra}",
     )
     return plan_design(load_design(path))
 
@@ -419,3 +426,77 @@ def test_nccl_ib_hca_is_set_on_every_example_server_model(name):
     _, plan = planned(name)
     env = nccl_files(plan)["nccl/nccl.env"]
     assert re.search(r"^NCCL_IB_HCA=\S", env, flags=re.MULTILINE), env
+
+
+def test_each_plane_of_each_rail_gets_its_own_pool_device_and_network(tmp_path):
+    """ConnectX-8 on two Spectrum-X planes (software multiplane: one PF per plane): per rail and plane an NV-IPAM
+    CIDRPool giving each node the /31 its plane's rail leaf routes, a device-plugin resource for that plane's PF and a
+    HostDeviceNetwork per team namespace, each valid against the upstream CRDs; the launch pods attach all 16."""
+    from gpucluster.artifacts.kubernetes import kubernetes_manifests
+    from gpucluster.artifacts.nccl import nccl_files
+    from gpucluster.artifacts.switch_config import switch_files
+
+    plan = _planes_plan(
+        tmp_path,
+        extra="scheduler: {kind: kubernetes, kubernetes: {teams: [{name: llm, gpus: 256}, {name: vision, gpus: 256}]}}"
+        "\n",
+    )
+    documents = kubernetes_manifests(plan)["network-operator.yaml"]
+    policy = documents[0]
+    keys = [f"rail{rail}-plane{plane}" for rail in range(1, 9) for plane in (1, 2)]
+    resources = json.loads(policy["spec"]["sriovDevicePlugin"]["config"])["resourceList"]
+    assert [r["resourceName"] for r in resources] == [f"hostdev-{key}" for key in keys]
+    assert [r["selectors"]["pfNames"] for r in resources] == [[f"r{r}p{p}"] for r in range(1, 9) for p in (1, 2)]
+    pools = [d for d in documents if d["kind"] == "CIDRPool"]
+    networks = [d for d in documents if d["kind"] == "HostDeviceNetwork"]
+    assert [pool["metadata"]["name"] for pool in pools] == keys
+    assert [n["metadata"]["name"] for n in networks] == [f"{team}-{key}" for team in ("llm", "vision") for key in keys]
+    for document in documents:
+        checked = check_custom_resource(document)
+        assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
+    trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
+    leaf_address = {}
+    for link in plan.links_on("compute"):
+        if link.tier == 0:
+            address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
+            leaf_address[(link.a_device, link.rail, link.plane)] = (address, plan.devices[link.b_device].plane)
+    cidrs = set()
+    for pool in pools:
+        rail, plane = (
+            int(part.removeprefix("rail").removeprefix("plane")) for part in pool["metadata"]["name"].split("-")
+        )
+        allocations = pool["spec"]["staticAllocations"]
+        assert len(allocations) == 64  # every node, once
+        cidrs.add(pool["spec"]["cidr"])
+        for allocation in allocations:  # the /31 its plane's rail leaf routes, on that plane's leaf
+            address, leaf_plane = leaf_address[(allocation["nodeName"], rail, plane)]
+            assert allocation["prefix"] == address and leaf_plane == plane
+            assert ipaddress.ip_network(allocation["prefix"]).subnet_of(ipaddress.ip_network(pool["spec"]["cidr"]))
+    assert len(cidrs) == 16  # each plane's rail its own block
+    (job,) = yaml.safe_load_all(nccl_files(plan)["launch/trainjob.yaml"])
+    patch = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][0]
+    annotations = patch["template"]["spec"]["template"]["metadata"]["annotations"]
+    namespace = job["metadata"]["namespace"]
+    assert annotations["k8s.v1.cni.cncf.io/networks"].split(",") == [f"{namespace}-{key}" for key in keys]
+    limits = job["spec"]["trainer"]["resourcesPerNode"]["limits"]
+    assert [k for k in limits if k.startswith("nvidia.com/hostdev-")] == [f"nvidia.com/hostdev-{key}" for key in keys]
+
+
+def test_planes_without_named_interfaces_get_no_per_rail_networks(tmp_path):
+    """Without each plane's interface name the device plugin cannot tell one plane's PF from the other's: no per-plane
+    network is written (the shared RDMA resource by device ID instead), rather than a network on a guessed name."""
+    from gpucluster.artifacts.kubernetes import kubernetes_manifests
+
+    nameless = re.sub(r",\s*plane_netdevs: \[\[.*?\]\]", "", PLANES_CATALOG, flags=re.DOTALL)
+    assert "plane_netdevs" not in nameless
+    plan = _planes_plan(tmp_path, extra="scheduler: {kind: kubernetes}\n", catalog=nameless)
+    documents = kubernetes_manifests(plan)["network-operator.yaml"]
+    assert [d["kind"] for d in documents] == ["NicClusterPolicy"]
+    selectors = json.loads(documents[0]["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]["selectors"]
+    assert selectors["deviceIDs"] == ["1023"]
+
+
+def test_plane_netdevs_need_one_name_per_plane(tmp_path):
+    broken = PLANES_CATALOG.replace("[r8p1, r8p2]", "[r8p1]")
+    with pytest.raises(DesignError, match="plane_netdevs: port 8 lists 1 interfaces for 2 planes"):
+        _planes_plan(tmp_path, catalog=broken)

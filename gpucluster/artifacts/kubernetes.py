@@ -363,22 +363,52 @@ def compute_hcas(server: GpuServer) -> list[tuple[int, str | None, str | None]]:
     return [(d.rail or 0, d.os_device, d.netdev) for d in port_details(server, "compute")]
 
 
-def rail_netdevs(plan: Plan, server: GpuServer) -> list[tuple[int, str]]:
-    """(rail, Ethernet interface) of each compute port on a single-plane RoCE fabric, when the catalog names them
-    all: what per-rail secondary networks need (empty otherwise)."""
-    if plan.settings.get("compute_fabric") != "roce" or int(str(plan.settings.get("compute_planes", 1))) != 1:
+@dataclass(frozen=True)
+class RailPort:
+    """One compute port of a server on a RoCE fabric as a pod's secondary network takes it: a rail's port, or on a
+    multi-plane fabric one plane's PF of it (Spectrum-X software multiplane splits each ConnectX-8 into one PF per
+    plane, each on its own plane's rail leaf)."""
+
+    rail: int
+    plane: int | None  # None on a single-plane fabric
+    netdev: str  # the host interface the network moves into the pod
+    port: str  # the plan's port name on the server (SNIC-1, or CX8-1/2 for plane 2 of CX8-1)
+
+    @property
+    def key(self) -> str:
+        """rail3, or rail3-plane2: names the port's NV-IPAM pool, device-plugin resource and network."""
+        return f"rail{self.rail}" + (f"-plane{self.plane}" if self.plane else "")
+
+
+def rail_ports(plan: Plan, server: GpuServer) -> list[RailPort]:
+    """Each compute port (each plane of it on a multi-plane fabric) on a RoCE fabric, in rail then plane order, when
+    the catalog names every one's interface (netdevs; plane_netdevs per plane): what per-rail (per-plane) secondary
+    networks need. Empty otherwise."""
+    if plan.settings.get("compute_fabric") != "roce":
         return []
-    ports = [(d.rail or 0, d.netdev_on(True)) for d in port_details(server, "compute")]
-    return [(rail, netdev) for rail, netdev in ports if netdev] if all(n for _, n in ports) else []
+    planes = int(str(plan.settings.get("compute_planes", 1)))
+    details = port_details(server, "compute")
+    if planes == 1:
+        ports = [RailPort(d.rail or 0, None, d.netdev_on(True) or "", d.name) for d in details]
+    elif all(d.plane_netdevs and len(d.plane_netdevs) == planes for d in details):
+        ports = [
+            RailPort(d.rail or 0, plane, netdev, f"{d.name}/{plane}")
+            for d in details
+            for plane, netdev in enumerate(d.plane_netdevs or (), start=1)
+        ]
+    else:
+        return []
+    return ports if all(p.netdev for p in ports) else []
 
 
-def rdma_resources(server: GpuServer, mode: str, per_rail: bool = False) -> list[str]:
+def rdma_resources(server: GpuServer, mode: str, rails: list[RailPort] | None = None) -> list[str]:
     """The extended resources a training pod requests for the compute HCAs: one shared resource covering all
-    of them, (SR-IOV) one VF resource per rail, or (RoCE rails with their own networks) each rail's port."""
+    of them, (SR-IOV) one VF resource per rail (per rail and plane), or (RoCE rails with their own networks) each
+    rail's (each plane's) port."""
+    if rails:
+        return [f"nvidia.com/{'' if mode == 'sriov' else 'hostdev-'}{port.key}" for port in rails]
     if mode == "sriov":
         return [f"nvidia.com/rail{rail}" for rail, _, _ in compute_hcas(server)]
-    if per_rail:
-        return [f"nvidia.com/hostdev-rail{rail}" for rail, _, _ in compute_hcas(server)]
     return [f"rdma/{RDMA_SHARED_RESOURCE}"]
 
 
@@ -392,15 +422,18 @@ def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
     netdevs = [d.netdev_on(roce) for d in details]
     device_id = _compute_device_id(server)
     link_type = "ether" if roce else "infiniband"
-    rails = rail_netdevs(plan, server)
+    rails = rail_ports(plan, server)
     spec: dict[str, object] = {}
     if mode == "sriov" or rails:
+        entries: list[tuple[str, str | None]] = [(port.key, port.netdev) for port in rails] or [
+            (f"rail{rail}", netdev) for (rail, _, _), netdev in zip(compute_hcas(server), netdevs, strict=True)
+        ]
         resources = []
-        for (rail, _, _), netdev in zip(compute_hcas(server), netdevs, strict=True):
+        for key, netdev in entries:
             selectors: dict[str, object] = {"vendors": [MELLANOX_VENDOR_ID], "isRdma": True}
             if netdev:
                 selectors["pfNames"] = [netdev]
-            name = f"rail{rail}" if mode == "sriov" else f"hostdev-rail{rail}"
+            name = key if mode == "sriov" else f"hostdev-{key}"
             resources.append({"resourcePrefix": "nvidia.com", "resourceName": name, "selectors": selectors})
         spec["sriovDevicePlugin"] = {**SRIOV_DEVICE_PLUGIN, "config": json.dumps({"resourceList": resources})}
     else:
@@ -433,56 +466,56 @@ def _compute_device_id(server: GpuServer) -> str | None:
 
 
 def rail_network_names(plan: Plan, server: GpuServer, namespace: str) -> list[str]:
-    """The secondary networks (NetworkAttachmentDefinitions) a training pod in a namespace attaches, rail order."""
-    return [f"{namespace}-rail{rail}" for rail, _ in rail_netdevs(plan, server)]
+    """The secondary networks a training pod in a namespace attaches, in rail (then plane) order."""
+    return [f"{namespace}-{port.key}" for port in rail_ports(plan, server)]
 
 
 def rail_networks(
     plan: Plan, servers: tuple[str, ...], server: GpuServer, namespaces: list[str], mode: str
 ) -> list[dict]:
-    """A secondary network per rail on a RoCE fabric, as the switches route it: each node's rail port is a /31 to
-    its leaf (switches/<leaf>.yaml), so per rail an NV-IPAM CIDRPool hands each node its cabled /31 (static
-    allocations; gateway index 0, the leaf) with a route to the rail's block, and a HostDeviceNetwork per team
-    namespace moves the rail's port (or, with SR-IOV, one of its VFs) into the pod (the Network Operator's
-    host-device network)."""
-    rails = rail_netdevs(plan, server)
+    """A secondary network per rail (per rail and plane on a multi-plane fabric, each plane's PF its own network, as
+    Spectrum-X software multiplane lays them out) on a RoCE fabric, as the switches route it: each node's rail port
+    is a /31 to its leaf (switches/<leaf>.yaml), so per rail (and plane) an NV-IPAM CIDRPool hands each node its
+    cabled /31 (static allocations; gateway index 0, the leaf) with a route to the rail's block, and a
+    HostDeviceNetwork per team namespace moves the port (or, with SR-IOV, one of its VFs) into the pod (the Network
+    Operator's host-device network)."""
+    rails = rail_ports(plan, server)
     if not rails:
         return []
     from gpucluster.artifacts.switch_config import host_addresses, rail_blocks
 
     addresses = host_addresses(plan, "compute")
     blocks = rail_blocks(plan, "compute")
-    by_rail: dict[int, list[dict]] = {rail: [] for rail, _ in rails}
-    port_rail = {d.name: d.rail or 0 for d in port_details(server, "compute")}
+    by_port: dict[str, list[dict]] = {port.port: [] for port in rails}
     for (host, port), (_host_address, gateway) in sorted(addresses.items()):
-        if host in servers and port in port_rail:
-            by_rail[port_rail[port]].append({"nodeName": host, "prefix": f"{gateway}/31", "gateway": gateway})
+        if host in servers and port in by_port:
+            by_port[port].append({"nodeName": host, "prefix": f"{gateway}/31", "gateway": gateway})
     documents: list[dict] = []
-    for rail, _ in rails:
-        block = str(blocks[(0, rail)])
+    for port in rails:
+        block = str(blocks[(port.plane or 0, port.rail)])
         documents.append(
             {
                 "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
                 "kind": "CIDRPool",
-                "metadata": {"name": f"rail{rail}", "namespace": NETWORK_OPERATOR_NAMESPACE},
+                "metadata": {"name": port.key, "namespace": NETWORK_OPERATOR_NAMESPACE},
                 "spec": {
                     "cidr": block,
                     "perNodeNetworkPrefix": 31,
                     "gatewayIndex": 0,
                     "routes": [{"dst": block}],
-                    "staticAllocations": by_rail[rail],
+                    "staticAllocations": by_port[port.port],
                 },
             }
         )
-    resources = rdma_resources(server, mode, per_rail=True)
+    resources = rdma_resources(server, mode, rails)
     for namespace in namespaces:
-        for (rail, _), resource in zip(rails, resources, strict=True):
-            ipam = {"type": "nv-ipam", "poolName": f"rail{rail}", "poolType": "cidrpool"}
+        for port, resource in zip(rails, resources, strict=True):
+            ipam = {"type": "nv-ipam", "poolName": port.key, "poolType": "cidrpool"}
             documents.append(
                 {
                     "apiVersion": "mellanox.com/v1alpha1",
                     "kind": "HostDeviceNetwork",
-                    "metadata": {"name": f"{namespace}-rail{rail}"},
+                    "metadata": {"name": f"{namespace}-{port.key}"},
                     "spec": {
                         "networkNamespace": namespace,
                         "resourceName": resource,
@@ -493,11 +526,11 @@ def rail_networks(
     return documents
 
 
-def _per_gpu(server: GpuServer, mode: str, per_rail: bool) -> _PerGpu:
+def _per_gpu(server: GpuServer, mode: str, rails: list[RailPort]) -> _PerGpu:
     return _PerGpu(
         server.threads // server.gpu.count,
         server.usable_memory_mib // server.gpu.count,
-        tuple(rdma_resources(server, mode, per_rail)),
+        tuple(rdma_resources(server, mode, rails)),
     )
 
 
@@ -518,7 +551,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
     cohort = plan.name
     flavor = server.id
     mode = getattr(settings, "rdma", "shared")
-    per = _per_gpu(server, mode, bool(rail_netdevs(plan, server)))
+    per = _per_gpu(server, mode, rail_ports(plan, server))
     resources = ["cpu", "memory", GPU_RESOURCE, *per.rdma]
     documents: list[dict] = [
         {

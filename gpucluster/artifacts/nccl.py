@@ -17,8 +17,8 @@ from gpucluster.artifacts.kubernetes import (
     job_topology_level,
     kubernetes_teams,
     nvlink_topology_level,
-    rail_netdevs,
     rail_network_names,
+    rail_ports,
     rdma_resources,
 )
 from gpucluster.artifacts.switch_config import ROCE_QOS
@@ -298,14 +298,14 @@ def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
     """A whole server per node: every GPU and the compute HCAs (quantities as strings, as the API types them)."""
     limits = {GPU_RESOURCE: str(server.gpu.count)}
     mode = plan.design.scheduler.kubernetes.rdma  # type: ignore[attr-defined]
-    for resource in rdma_resources(server, mode, bool(rail_netdevs(plan, server))):
+    for resource in rdma_resources(server, mode, rail_ports(plan, server)):
         limits[resource] = "1"
     return limits
 
 
 def _rail_annotations(plan: Plan, server: GpuServer, namespace: str) -> dict[str, str]:
-    """On a RoCE fabric with per-rail networks: every rail's port with its routed /31 (kubernetes/network-operator
-    .yaml), as Multus reads the pod annotation."""
+    """On a RoCE fabric with per-rail networks: every rail's (every plane's) port with its routed /31
+    (kubernetes/network-operator.yaml), as Multus reads the pod annotation."""
     names = rail_network_names(plan, server, namespace)
     return {"k8s.v1.cni.cncf.io/networks": ",".join(names)} if names else {}
 

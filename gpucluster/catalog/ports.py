@@ -55,6 +55,7 @@ class PortDetail:
     pci_device_id: str | None = None  # the adapter's PCI device ID, e.g. 1021 (ConnectX-7)
 
     technology: str | None = None  # what the port group speaks natively (its netdevs are named for it)
+    plane_netdevs: tuple[str, ...] | None = None  # per Ethernet plane, the interface of the plane's PF (plane 1 first)
 
     def netdev_on(self, ethernet: bool) -> str | None:
         """The port's interface name on a fabric of the given kind: a VPI port is named for its link type
@@ -86,6 +87,7 @@ def port_details(part: _HasPorts, role: str) -> list[PortDetail]:
                         ethernet_netdev,
                         group.pci_device_id,
                         group.technology,
+                        tuple(group.plane_netdevs[i]) if group.plane_netdevs else None,
                     )
                 )
         offset += group.cages

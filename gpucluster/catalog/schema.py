@@ -101,6 +101,12 @@ class PortGroup(_Strict):
         description="VPI ports: the host network interface per logical port when the port runs Ethernet (RoCE); "
         "netdevs names them in the group's own technology",
     )
+    plane_netdevs: list[Annotated[list[DeviceName], Field(max_length=4)]] | None = Field(
+        default=None,
+        max_length=MAX_PORTS_PER_DEVICE,
+        description="compute ports split into Ethernet planes (Spectrum-X software multiplane: one PF per plane): "
+        "per logical port, in group order, the host network interface of each plane, plane 1 first",
+    )
     pci_device_id: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{4}$",
@@ -148,10 +154,18 @@ class PortGroup(_Strict):
                 raise ValueError(f"name_format gives the port name {name!r}; a port name is {allowed}")
         if self.rails is not None and sorted(self.rails) != list(range(1, self.port_count + 1)):
             raise ValueError(f"rails must list 1..{self.port_count} once each")
-        for name in ("os_devices", "netdevs", "ethernet_netdevs"):
+        for name in ("os_devices", "netdevs", "ethernet_netdevs", "plane_netdevs"):
             values = getattr(self, name)
             if values is not None and len(values) != self.port_count:
                 raise ValueError(f"{name} lists {len(values)} entries for {self.port_count} ports")
+        if self.plane_netdevs is not None:
+            if not self.ethernet_planes:
+                raise ValueError("plane_netdevs names each plane's interface; the group has no ethernet_planes")
+            for index, names in enumerate(self.plane_netdevs, start=1):
+                if len(names) != self.ethernet_planes:
+                    raise ValueError(
+                        f"plane_netdevs: port {index} lists {len(names)} interfaces for {self.ethernet_planes} planes"
+                    )
         return self
 
 
