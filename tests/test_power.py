@@ -42,9 +42,19 @@ def test_four_dgx_h100_in_a_rack_draw_40_8_kw(h100_1su):
     assert rack.load.max_w == pytest.approx(40_800 + rack.load.optics_max_w)
 
 
-def test_one_dgx_b200_scalable_unit_draws_458_kw():
+# A DGX B200 cluster as NVIDIA's DGX B200 data-center guidance provisions it (the b200-roce-2su example runs HGX B200
+# with BlueField-3 SuperNICs, as Spectrum-X does, since the DGX B200 ships ConnectX-7 only).
+DGX_B200_N = (
+    "name: dgx-b200-n\nsite: {rack_power_budget_kw: 30, power_feed: {voltage_v: 400, phases: 3, breaker_a: 32, "
+    "redundancy: N}}\ncompute: {server: dgx-b200, servers: 64, spare_servers: 2}\n"
+    "compute_fabric: {technology: roce, switch: sn5600}\nstorage_network: {technology: ethernet, switch: sn5600}\n"
+    "parallel_filesystem: {kind: weka}\n"
+)
+
+
+def test_one_dgx_b200_scalable_unit_draws_458_kw(tmp_path):
     """NVIDIA DGX B200 data-center best practices: one SU (32 DGX B200) = 458 kW (hardware-facts §4)."""
-    su = _budget("b200-roce-2su").sus[0]
+    su = power_budget(_plan_text(tmp_path, DGX_B200_N)).sus[0]
     assert su.servers == 32
     assert su.servers_catalog_max_w / 1000 == pytest.approx(458, abs=0.5)
     assert su.servers_max_w / 1000 == pytest.approx(458, rel=0.01)
@@ -191,7 +201,8 @@ def test_a_feed_loss_that_leaves_too_few_psus_is_flagged(h100_1su, tmp_path):
     )
     [b200] = [f for f in b200_2n.findings if f.subject == "dgx-b200"]
     assert b200.severity == "warning" and "stops" in b200.message
-    _loaded, b200_n = planned("b200-roce-2su")  # N provisioning, as NVIDIA's DGX B200 guidance
+    (tmp_path / "n").mkdir()
+    b200_n = _plan_text(tmp_path / "n", DGX_B200_N)  # N provisioning, as NVIDIA's DGX B200 guidance
     assert not [f for f in b200_n.findings if f.subject == "dgx-b200"]
 
 

@@ -92,6 +92,20 @@ def _b200_roce(tmp_path: Path, servers: int, extra: str = "") -> Plan:
     return plan_design(load_design(path))
 
 
+def test_the_b200_spectrum_x_example_runs_bluefield_3_supernics_as_nvidia_builds_it():
+    """NVIDIA's Spectrum-X runs HGX B200 on BlueField-3 SuperNICs (Network Operator Spectrum-X quick start): the
+    example's compute ports are B3140H 400GbE (device ID a2dc), still 8 rail leaves and 4 spines for 64 servers."""
+    from gpucluster.artifacts.nccl import nccl_files
+
+    _, plan = planned("b200-roce-2su")
+    server = plan.part(plan.devices_with("gpu-server")[0].name)
+    (compute,) = server.port_groups("compute")
+    assert (server.id, compute.pci_device_id, compute.speed_gbps) == ("hgx-b200-spectrum-x", "a2dc", 400)
+    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
+    assert plan.settings["servers_per_rack"] == 2  # as NVIDIA racks B200, in 35 kW racks
+    assert "= 0xa2dc ]" in nccl_files(plan)["nccl/nccl.env"]
+
+
 def test_64_dgx_b200_on_spectrum_x_take_8_leaves_and_4_spines(tmp_path):
     """Two 32-server SUs share each rail leaf: 8 SN5600 leaves of 64 x 400G down and 64 x 400G up, 4 spines."""
     plan = _b200_roce(tmp_path, 64)
@@ -318,7 +332,7 @@ def test_nccl_finds_the_dgx_b200_compute_hcas_by_their_pci_device_id(tmp_path):
     so the sourced nccl.env lists only the ConnectX-7 RDMA devices (checked on a fake sysfs with bash)."""
     from gpucluster.artifacts.nccl import nccl_files
 
-    _, plan = planned("b200-roce-2su")
+    plan = _b200_roce(tmp_path, 64)
     env = nccl_files(plan)["nccl/nccl.env"]
     sysfs = tmp_path / "infiniband"
     for name, device in [("mlx5_0", "0x1021"), ("mlx5_1", "0xa2dc"), ("mlx5_2", "0x1021"), ("mlx5_3", "0xa2dc")]:
@@ -332,10 +346,10 @@ def test_nccl_finds_the_dgx_b200_compute_hcas_by_their_pci_device_id(tmp_path):
 def test_device_plugin_selects_the_compute_hcas_by_name_or_device_id(tmp_path):
     from gpucluster.artifacts.kubernetes import kubernetes_manifests
 
-    _, plan = planned("b200-roce-2su")
+    _, plan = planned("b200-roce-2su")  # HGX B200 with BlueField-3 SuperNICs (a2dc) for compute, ConnectX-7 beside
     policy = kubernetes_manifests(plan)["network-operator.yaml"][0]
     config = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])
-    assert config["configList"][0]["selectors"] == {"vendors": ["15b3"], "linkTypes": ["ether"], "deviceIDs": ["1021"]}
+    assert config["configList"][0]["selectors"] == {"vendors": ["15b3"], "linkTypes": ["ether"], "deviceIDs": ["a2dc"]}
     plan = _k8s_roce_plan(tmp_path, extra=", kubernetes: {rdma: sriov}")
     resources = json.loads(
         kubernetes_manifests(plan)["network-operator.yaml"][0]["spec"]["sriovDevicePlugin"]["config"]
