@@ -364,7 +364,7 @@ def compute_hcas(server: GpuServer) -> list[tuple[int, str | None, str | None]]:
 
 
 @dataclass(frozen=True)
-class RailPort:
+class RailInterface:
     """One compute port of a server on a RoCE fabric as a pod's secondary network takes it: a rail's port, or on a
     multi-plane fabric one plane's PF of it (Spectrum-X software multiplane splits each ConnectX-8 into one PF per
     plane, each on its own plane's rail leaf)."""
@@ -380,7 +380,7 @@ class RailPort:
         return f"rail{self.rail}" + (f"-plane{self.plane}" if self.plane else "")
 
 
-def rail_ports(plan: Plan, server: GpuServer) -> list[RailPort]:
+def rail_interfaces(plan: Plan, server: GpuServer) -> list[RailInterface]:
     """Each compute port (each plane of it on a multi-plane fabric) on a RoCE fabric, in rail then plane order, when
     the catalog names every one's interface (netdevs; plane_netdevs per plane): what per-rail (per-plane) secondary
     networks need. Empty otherwise."""
@@ -389,10 +389,10 @@ def rail_ports(plan: Plan, server: GpuServer) -> list[RailPort]:
     planes = int(str(plan.settings.get("compute_planes", 1)))
     details = port_details(server, "compute")
     if planes == 1:
-        ports = [RailPort(d.rail or 0, None, d.netdev_on(True) or "", d.name) for d in details]
+        ports = [RailInterface(d.rail or 0, None, d.netdev_on(True) or "", d.name) for d in details]
     elif all(d.plane_netdevs and len(d.plane_netdevs) == planes for d in details):
         ports = [
-            RailPort(d.rail or 0, plane, netdev, f"{d.name}/{plane}")
+            RailInterface(d.rail or 0, plane, netdev, f"{d.name}/{plane}")
             for d in details
             for plane, netdev in enumerate(d.plane_netdevs or (), start=1)
         ]
@@ -401,7 +401,7 @@ def rail_ports(plan: Plan, server: GpuServer) -> list[RailPort]:
     return ports if all(p.netdev for p in ports) else []
 
 
-def rdma_resources(server: GpuServer, mode: str, rails: list[RailPort] | None = None) -> list[str]:
+def rdma_resources(server: GpuServer, mode: str, rails: list[RailInterface] | None = None) -> list[str]:
     """The extended resources a training pod requests for the compute HCAs: one shared resource covering all
     of them, (SR-IOV) one VF resource per rail (per rail and plane), or (RoCE rails with their own networks) each
     rail's (each plane's) port."""
@@ -422,7 +422,7 @@ def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
     netdevs = [d.netdev_on(roce) for d in details]
     device_id = _compute_device_id(server)
     link_type = "ether" if roce else "infiniband"
-    rails = rail_ports(plan, server)
+    rails = rail_interfaces(plan, server)
     spec: dict[str, object] = {}
     if mode == "sriov" or rails:
         entries: list[tuple[str, str | None]] = [(port.key, port.netdev) for port in rails] or [
@@ -467,7 +467,7 @@ def _compute_device_id(server: GpuServer) -> str | None:
 
 def rail_network_names(plan: Plan, server: GpuServer, namespace: str) -> list[str]:
     """The secondary networks a training pod in a namespace attaches, in rail (then plane) order."""
-    return [f"{namespace}-{port.key}" for port in rail_ports(plan, server)]
+    return [f"{namespace}-{port.key}" for port in rail_interfaces(plan, server)]
 
 
 def rail_networks(
@@ -479,7 +479,7 @@ def rail_networks(
     cabled /31 (static allocations; gateway index 0, the leaf) with a route to the rail's block, and a
     HostDeviceNetwork per team namespace moves the port (or, with SR-IOV, one of its VFs) into the pod (the Network
     Operator's host-device network)."""
-    rails = rail_ports(plan, server)
+    rails = rail_interfaces(plan, server)
     if not rails:
         return []
     from gpucluster.artifacts.switch_config import host_addresses, rail_blocks
@@ -526,7 +526,7 @@ def rail_networks(
     return documents
 
 
-def _per_gpu(server: GpuServer, mode: str, rails: list[RailPort]) -> _PerGpu:
+def _per_gpu(server: GpuServer, mode: str, rails: list[RailInterface]) -> _PerGpu:
     return _PerGpu(
         server.threads // server.gpu.count,
         server.usable_memory_mib // server.gpu.count,
@@ -551,7 +551,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
     cohort = plan.name
     flavor = server.id
     mode = getattr(settings, "rdma", "shared")
-    per = _per_gpu(server, mode, rail_ports(plan, server))
+    per = _per_gpu(server, mode, rail_interfaces(plan, server))
     resources = ["cpu", "memory", GPU_RESOURCE, *per.rdma]
     documents: list[dict] = [
         {

@@ -17,8 +17,8 @@ from gpucluster.artifacts.kubernetes import (
     job_topology_level,
     kubernetes_teams,
     nvlink_topology_level,
+    rail_interfaces,
     rail_network_names,
-    rail_ports,
     rdma_resources,
 )
 from gpucluster.artifacts.switch_config import ROCE_QOS
@@ -298,7 +298,7 @@ def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
     """A whole server per node: every GPU and the compute HCAs (quantities as strings, as the API types them)."""
     limits = {GPU_RESOURCE: str(server.gpu.count)}
     mode = plan.design.scheduler.kubernetes.rdma  # type: ignore[attr-defined]
-    for resource in rdma_resources(server, mode, rail_ports(plan, server)):
+    for resource in rdma_resources(server, mode, rail_interfaces(plan, server)):
         limits[resource] = "1"
     return limits
 
