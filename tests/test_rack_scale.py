@@ -133,6 +133,84 @@ def gb200_1su():
     return planned("gb200-nvl72-1su")
 
 
+# NVL72 SuperPOD compute fabric. The GB200 SuperPOD RA builds it rail-optimized on NDR QM9700 by SU of 8 racks
+# (576 GPUs); its switch and cable counts were not found in any source (rack-scale-facts.md 2 and 7), so these are
+# the derived counts: per SU and rail 144 trays on 5 non-blocking leaves (29 hosts, 30 uplinks), the two UFM on
+# free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32 leaves taken in
+# order. SU -> (leaf, spine, core, host-leaf, leaf-spine, spine-core links).
+GB200_SUPERPOD_FABRIC = {
+    1: (20, 10, 0, 576 + 2, 600, 0),
+    2: (40, 29, 0, 1152 + 2, 1160, 0),
+    4: (80, 90, 48, 2304 + 2, 2400, 2880),
+    16: (320, 300, 160, 9216 + 2, 9600, 9600),
+}
+
+
+def _port_use(plan, network="compute"):
+    """Every switch of a network: (tier, ports in use, ports it has)."""
+    from gpucluster.catalog.ports import device_ports
+
+    used: dict[str, int] = {}
+    for link in plan.links_on(network):
+        used[link.a_device] = used.get(link.a_device, 0) + 1
+        used[link.b_device] = used.get(link.b_device, 0) + 1
+    return [
+        (switch.tier, used.get(switch.name, 0), len(device_ports(plan.part(switch.name))["fabric"]))
+        for switch in plan.switches(network)
+    ]
+
+
+@pytest.mark.parametrize("scalable_units", sorted(GB200_SUPERPOD_FABRIC))
+def test_a_gb200_superpod_fabric_uses_more_than_half_of_every_switch_above_the_leaves(tmp_path, scalable_units):
+    leaf, spine, core, host_leaf, leaf_spine, spine_core = GB200_SUPERPOD_FABRIC[scalable_units]
+    plan = plan_design(load_design(_nvl72(tmp_path, gpus=576 * scalable_units)))
+    assert plan.totals["scalable_units"] == scalable_units
+    expected = {"leaf": leaf, "spine": spine} | ({"core": core} if core else {})
+    assert plan.totals["switches"]["compute"] == expected
+    links = {"host-leaf": host_leaf, "leaf-spine": leaf_spine} | ({"spine-core": spine_core} if core else {})
+    assert plan.totals["links"]["compute"] == links
+    for tier, used, ports in _port_use(plan):
+        assert used > ports / 2 if tier > 1 else used >= ports * 0.85, (tier, used, ports)
+    # rail-optimized by SU: every leaf serves one rail of one SU, and keeps as many uplinks as hosts
+    hosts: dict[str, list] = {}
+    ups: dict[str, int] = {}
+    for k in plan.links_on("compute"):
+        if k.tier == 0:
+            hosts.setdefault(k.b_device, []).append(k)
+        elif k.tier == 1:
+            ups[k.a_device] = ups.get(k.a_device, 0) + 1
+    for switch in plan.switches("compute", 1):
+        trays = [k for k in hosts[switch.name] if k.purpose == "gpu"]
+        assert {k.rail for k in trays} == {switch.rail}
+        assert {plan.devices[k.a_device].su for k in trays} == {switch.su}
+        assert len(hosts[switch.name]) <= ups[switch.name]
+
+
+def test_the_gb200_fabric_managers_take_free_leaf_ports_of_su_1_not_a_leaf_of_their_own(tmp_path):
+    plan = plan_design(load_design(_nvl72(tmp_path)))
+    managers = {d.name for d in plan.devices_with("fabric-manager")}
+    assert len(managers) == 2
+    leaves = [k.b_device for k in plan.links_on("compute") if k.a_device in managers]
+    assert len(set(leaves)) == 2 and all(plan.devices[n].su == 1 and plan.devices[n].rail for n in leaves)
+
+
+# GB300 NVL72 on Quantum-X800 Q3400-RA: an SU's 576 XDR tray ports are the B300 XDR RA SU's 576 DGX B300 ports, so
+# without the UFM slot (the table counts nodes only) the fabric is that RA's Table 3 (1, 2, 4 SU) and at 16 SU
+# every leaf reaches each of 72 spines once. SU -> (leaf, spine, host-leaf links, leaf-spine links).
+GB300_XDR_FABRIC = {1: (8, 4, 576, 576), 2: (16, 8, 1152, 1152), 4: (32, 18, 2304, 2304), 16: (128, 72, 9216, 9216)}
+
+
+@pytest.mark.parametrize("scalable_units", sorted(GB300_XDR_FABRIC))
+def test_a_gb300_xdr_fabric_has_the_b300_xdr_ra_s_counts_per_576_ports(tmp_path, scalable_units):
+    leaf, spine, host_leaf, leaf_spine = GB300_XDR_FABRIC[scalable_units]
+    extra = "compute_fabric: {technology: infiniband-xdr, switch: q3400-ra, fabric_managers: 0}\n"
+    path = _nvl72(tmp_path, extra, system="gb300-nvl72", gpus=576 * scalable_units, site=", cooling_capacity_kw: 150")
+    plan = plan_design(load_design(path))
+    assert plan.totals["switches"]["compute"] == {"leaf": leaf, "spine": spine}
+    assert plan.totals["links"]["compute"] == {"host-leaf": host_leaf, "leaf-spine": leaf_spine}
+    assert all(used > ports / 2 for _tier, used, ports in _port_use(plan))
+
+
 def test_each_nvl72_rack_is_one_whole_nvlink_domain_with_nothing_else_in_it(gb200_1su):
     _loaded, plan = gb200_1su
     systems = [rack for rack in plan.racks.values() if rack.rack_system]

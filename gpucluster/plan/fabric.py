@@ -96,6 +96,7 @@ def build_clos(
     leaf_uplinks: int | None = None,
     min_top_switches: int = 1,
     plane: int | None = None,
+    fewest_upper_switches: bool = False,
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
@@ -105,6 +106,11 @@ def build_clos(
     plane of a multi-plane fabric: its switches are named ``<network>-p<plane>-...`` and carry the plane. On a leaf
     without separate uplink ports, ``leaf_uplinks`` is the fewest uplinks a leaf takes (as far as its free
     ports go), so that leaves with an odd host count still give the tier above an even number to spread.
+
+    ``fewest_upper_switches`` (rack-scale SuperPODs): a leaf takes the uplink count, from what its hosts need to
+    what its free ports allow, that needs the fewest switches above it (29 hosts on 30 uplinks spread over 10
+    spines, not 32 over 16), and the tier above the leaves groups them into blocks of radix/2 in order, across
+    scalable units, so every block switch has all its ports in use.
     """
     upper_part = upper_part or leaf_part
     prefix = f"{network}-p{plane}" if plane else network
@@ -149,6 +155,12 @@ def build_clos(
             break
         uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in groups)
         uplinks = max(uplinks, min(leaf_uplinks or 0, capacity - max(used.values())))
+        if fewest_upper_switches:
+            leaves = sum(split.values())
+            uplinks = min(
+                range(uplinks, max(uplinks, capacity - max(used.values())) + 1),
+                key=lambda u: (upper_switch_count(leaves, u, len(_pool(upper_part, "fabric"))), u),
+            )
         too_full = [g for g in groups if used[id(g)] + uplinks > capacity]
         if not too_full:
             break
@@ -192,8 +204,23 @@ def build_clos(
             plane,
         )
     )
-    _build_upper_tiers(plan, network, children, upper_part, name_of, result, min_top_switches, plane)
+    _build_upper_tiers(
+        plan, network, children, upper_part, name_of, result, min_top_switches, plane, not fewest_upper_switches
+    )
     return result
+
+
+def upper_switch_count(leaves: int, uplinks: int, radix: int) -> int:
+    """The switches the tiers above ``leaves`` leaves of ``uplinks`` uplinks each need, as _build_upper_tiers
+    builds them with blocks taken in order (no scalable unit boundary): what a leaf's uplink count is chosen by."""
+    children, per_child, total = leaves, uplinks, 0
+    while children > radix:
+        size = radix // 2
+        blocks = math.ceil(children / size)
+        total += blocks * per_child  # one switch per uplink position of each block
+        children, per_child = blocks, per_child * min(size, children)
+    fitting = [t for t in _divisors(per_child) if children * per_child / t <= radix]
+    return total + (fitting[0] if fitting else radix * radix)
 
 
 def _build_upper_tiers(
@@ -205,6 +232,7 @@ def _build_upper_tiers(
     result: ClosResult,
     min_top_switches: int,
     plane: int | None,
+    su_aligned: bool = True,
 ) -> None:
     pool = _pool(part, "fabric")
     radix = len(pool)
@@ -214,7 +242,11 @@ def _build_upper_tiers(
         if len(children) <= radix:
             _build_top(plan, network, children, part, pool, tier, tier_name, name_of, result, min_top_switches, plane)
             return
-        blocks = _blocks(children, radix // 2)
+        blocks = (
+            _blocks(children, radix // 2)
+            if su_aligned
+            else [children[i : i + radix // 2] for i in range(0, len(children), radix // 2)]
+        )
         block_size = max(len(b) for b in blocks)
         positions = len(children[0].uplinks)
         if any(len(c.uplinks) != positions for c in children):

@@ -171,9 +171,8 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         last = last_su[first]
         return f"su{first:02d}-r{rail}" if last == first else f"su{first:02d}-{last:02d}-r{rail}"
 
-    # A rack-scale SU's rail (8 racks x 18 trays = 144 ports) does not fill whole leaves: a non-blocking leaf still
-    # takes half its ports up, so the spines divide the uplinks evenly (29 uplinks per leaf would need 29 spines).
-    floor = r.compute_switch.radix // 2 if r.rack_system is not None and r.compute_oversubscription == 1 else None
+    rack_scale = r.rack_system is not None
+    leaf_hosts = leaf_host_ports(r.compute_switch, r.compute_oversubscription)
     results = []
     for plane in range(1, r.planes + 1):
         groups: dict[tuple[int, int], LeafGroup] = {}
@@ -188,12 +187,22 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         for manager in plan.devices_with("fabric-manager"):
             part = catalog.get(manager.part, Appliance)
             for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
-                if r.rack_system is not None:
-                    # a rack-scale SU's rails fill their leaves with trays (no server slot to give up, as the RA's
-                    # UFM takes on HGX SUs): the fabric managers get a leaf of their own, so every rail keeps the
-                    # same leaves over the same trays
-                    groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, sus[0], None))
-                    groups[(0, 0)].ports.append(port)
+                if rack_scale:
+                    # a rack-scale SU has no server slot to give up (as the RA's UFM takes on HGX SUs): a fabric
+                    # manager port goes onto a free host port of a rail of the first rail group where its leaves have
+                    # one, else onto a leaf of their own, so no rail gains a leaf for it
+                    spare = min(
+                        (
+                            g
+                            for (first, _r), g in groups.items()
+                            if first == sus[0] and math.ceil((len(g.ports) + 1) / leaf_hosts) == _leaves(g, leaf_hosts)
+                        ),
+                        key=lambda g: len(g.ports),
+                        default=None,
+                    )
+                    if spare is None:
+                        spare = groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, sus[0], None))
+                    spare.ports.append(port)
                     continue
                 groups[(sus[0], rail % r.rails + 1)].ports.append(port)
                 rail += 1
@@ -204,10 +213,14 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
                 groups=list(groups.values()),
                 leaf_part=r.compute_switch,
                 plane=plane if r.planes > 1 else None,
-                leaf_uplinks=floor,
+                fewest_upper_switches=rack_scale,
             )
         )
     return results
+
+
+def _leaves(group: LeafGroup, leaf_hosts: int) -> int:
+    return max(1, math.ceil(len(group.ports) / leaf_hosts))
 
 
 def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
