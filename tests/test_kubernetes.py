@@ -616,6 +616,17 @@ def test_a_multi_node_nvlink_job_takes_slices_of_16_trays_each_in_one_clique(des
     assert selector == {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "In", "values": ["train"]}
 
 
+def test_a_trainjob_that_fits_one_nvlink_domain_takes_one_slice_in_one_clique():
+    """A team of 48 GPUs: the job is 12 trays, fewer than a segment, so it is one slice: all its pods in one clique."""
+    plan = _on_kubernetes("gb200-nvl72-1su", teams=[{"name": "research", "gpus": 48}])
+    [(pod, count)] = _pod_templates(_launch(plan))
+    annotations = pod["metadata"]["annotations"]
+    assert count == 12 and annotations["kueue.x-k8s.io/podset-slice-size"] == "12"
+    assert annotations["kueue.x-k8s.io/podset-slice-required-topology"] == CLIQUE
+    servers = list(scheduler_split(plan).kubernetes)
+    assert kueue_podset_problems(annotations, count, topology_levels(plan, servers)) == []
+
+
 def test_a_small_gb200_pytorchjob_prefers_one_nvlink_domain():
     """The older generation: master and workers are one PodSet group (Kueue allows no slices in a group), preferring
     the clique level when the job fits one NVLink domain; each pod claims the IMEX channel."""

@@ -632,7 +632,7 @@ def test_the_report_shows_each_nvlink_domain_its_shelves_cooling_blocks_and_the_
     _loaded, plan = gb200_1su
     text = _section_text(report_html(plan, tmp_path), "rack-scale")
     budget = power_budget(plan)
-    assert "8 DGX GB200 NVL72 racks" in text
+    assert "8 DGX GB200 NVL72 racks, each one NVLink domain on copper backplanes" in text
     assert "Compute trays 18 4 GPUs each" in text and "GPUs 72 in one NVLink domain" in text
     assert "NVLink switch trays 9 x 2 chips" in text and "1,296 backplane links" in text
     assert "Largest job in one domain 72 GPUs" in text and "64 GPUs on 16 trays with 2 spare (--segment=16)" in text

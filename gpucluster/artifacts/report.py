@@ -165,7 +165,9 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     production_racks = len(domains) - spare_racks
     return {
         "system": system.model,
-        "racks": f"{len(domains):,}",
+        "racks": f"{len(domains) * system.domain_racks:,}",
+        "domains": f"{len(domains):,}",
+        "domain_racks": system.domain_racks,
         "spare_racks": spare_racks,
         "trays": trays,
         "gpus": trays * gpus_per_tray,
