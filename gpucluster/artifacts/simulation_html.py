@@ -70,7 +70,7 @@ def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
         "step_s": a.step.seconds,
         "stall_s": a.stall_s,
         "background_s": a.background_s,
-        "restart_s": a.restart_s,
+        "restart_s": a.recovery_s,  # with a rack-scale job's mean wait for a repair, as the goodput counts it
         "write_s": a.write_s,
         "bottleneck": a.write.bottleneck.name,
         "checkpoint_tb": a.checkpoint_bytes / 1e12,
