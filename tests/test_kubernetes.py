@@ -34,6 +34,7 @@ from test_slurm import nvl_plan
 from gpucluster.artifacts.kubernetes import (
     COMPUTE_DOMAIN_DRIVER_FLOOR,
     HELM_VALUES_FILES,
+    accelerator_label,
     job_topology_level,
     kubernetes_manifests,
     topology_labels,
@@ -690,3 +691,36 @@ def test_hgx_servers_get_no_dra_driver_or_clique_level():
     servers = [d.name for d in plan.devices_with("gpu-server")]
     assert CLIQUE not in topology_levels(plan, servers)
     assert not any(d["kind"] in ("ComputeDomain", "TrainingRuntime") for d in _launch(plan))
+
+
+@pytest.mark.parametrize("design", ["gb300-nvl72-4su", "gb200-k8s-older"])
+def test_each_kubernetes_nvlink_domain_gets_an_imex_check_job_that_claims_its_channel(design):
+    """Per NVLink domain Kubernetes runs: a ComputeDomain and an indexed Job of one pod per tray (required
+    anti-affinity on the host), pinned to the domain by nodes.yaml's label, each pod claiming the domain's channel;
+    the Jobs pass Kubernetes 1.37's strict schema, the ComputeDomains the DRA driver's CRD."""
+    plan = _planned(design)
+    servers = list(scheduler_split(plan).kubernetes)
+    labels = topology_labels(plan, servers)
+    documents = list(yaml.safe_load_all(nccl_files(plan)["launch/imex-check.yaml"]))
+    domains = {d["metadata"]["name"]: d for d in documents if d["kind"] == "ComputeDomain"}
+    jobs = [d for d in documents if d["kind"] == "Job"]
+    key = accelerator_label(plan)  # topograph 1.0's, or 0.5's on the older generation
+    trays_by_domain: dict[str, list[str]] = defaultdict(list)
+    for name in servers:
+        trays_by_domain[labels[name][key]].append(name)
+    assert len(jobs) == len(domains) == len(trays_by_domain) > 0
+    for job in jobs:
+        kubernetes_validate.validate(job, "1.37", strict=True)
+        pod = job["spec"]["template"]["spec"]
+        [(selector, value)] = pod["nodeSelector"].items()
+        assert (selector, job["spec"]["completions"]) == (key, 18) and len(trays_by_domain[value]) == 18
+        [claim] = pod["resourceClaims"]
+        domain = domains[job["metadata"]["name"]]
+        assert claim["resourceClaimTemplateName"] == domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+        assert pod["containers"][0]["resources"]["claims"] == [{"name": claim["name"]}]
+        [term] = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+        assert term["topologyKey"] == "kubernetes.io/hostname"
+        assert term["labelSelector"]["matchLabels"] == {"batch.kubernetes.io/job-name": job["metadata"]["name"]}
+    for domain in domains.values():
+        checked = check_custom_resource(domain)
+        assert checked.schema_errors == [] and checked.cel.failures == []

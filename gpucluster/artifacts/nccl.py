@@ -26,7 +26,7 @@ from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.scheduling import domain_servers, fabric_tree, scheduler_split, slurm_segment
+from gpucluster.scheduling import domain_servers, fabric_tree, nvlink_domains, scheduler_split, slurm_segment
 from gpucluster.templating import render
 
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
@@ -91,7 +91,79 @@ def nccl_files(plan: Plan) -> dict[str, str]:
         if is_mnnvl(server):
             namespace, _nodes = _job_team(plan, split.kubernetes, server)
             files["launch/compute-domain.yaml"] = COMPUTE_DOMAIN_HEADER + dump_yaml([compute_domain(namespace)])
+            checks = imex_check_jobs(plan, server, split.kubernetes, namespace)
+            if checks:
+                files["launch/imex-check.yaml"] = IMEX_CHECK_HEADER + dump_yaml(checks)
     return files
+
+
+IMEX_CHECK_HEADER = """\
+# IMEX check of each NVLink domain Kubernetes runs, before training on it: per domain a ComputeDomain and a Job
+# with one pod on every tray of the domain (spares too), each claiming the domain's IMEX channel. The DRA driver
+# starts the domain's IMEX daemons and injects the channel; a pod passes when its channel device is there (the DRA
+# driver's own check, docs/install.md). Apply after the DRA driver, then
+#   kubectl wait --all-namespaces --for=condition=Complete --timeout=15m job -l gpucluster.io/check=imex
+# The Jobs run outside Kueue (no queue name): the domains are not yet handed over to the teams.
+"""
+IMEX_CHECK_LABEL = {"gpucluster.io/check": "imex"}
+IMEX_CHANNEL_CHECK = "ls -la /dev/nvidia-caps-imex-channels && test -c /dev/nvidia-caps-imex-channels/channel0"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # Kubernetes labels a Job's pods with its name (1.27 and later)
+
+
+def imex_check_jobs(plan: Plan, server: GpuServer, servers: tuple[str, ...], namespace: str) -> list[dict]:
+    """Per NVLink domain of the Kubernetes servers: a ComputeDomain and an indexed Job of one pod per tray, pinned
+    to the domain by its topology label (nodes.yaml) and spread one pod to a tray, each pod claiming the channel
+    and every GPU of its tray, tolerating the GPU and hot-spare taints."""
+    from gpucluster.artifacts.kubernetes import GPU_TAINT, SPARE_TAINT, accelerator_label, topology_labels
+
+    key = accelerator_label(plan)
+    labels = topology_labels(plan, servers)
+    documents: list[dict] = []
+    for members in nvlink_domains(plan, servers):
+        domain = labels[members[0]][key]
+        name = f"imex-check-{domain}"
+        template = f"{name}-channel"
+        documents.append(
+            {
+                "apiVersion": COMPUTE_DOMAIN_API,
+                "kind": "ComputeDomain",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}},
+            }
+        )
+        container = {
+            "name": "imex-check",
+            "image": PYTORCH_IMAGE,
+            "command": ["bash", "-c", IMEX_CHANNEL_CHECK],
+            "resources": {"limits": {GPU_RESOURCE: str(server.gpu.count)}, "claims": [{"name": IMEX_CLAIM}]},
+        }
+        spread = {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: name}}, "topologyKey": "kubernetes.io/hostname"}
+        pod_spec = {
+            "restartPolicy": "Never",
+            "nodeSelector": {key: domain},
+            "tolerations": [
+                {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+                for taint in (GPU_TAINT, SPARE_TAINT)
+            ],
+            "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [spread]}},
+            "containers": [container],
+            "resourceClaims": [{"name": IMEX_CLAIM, "resourceClaimTemplateName": template}],
+        }
+        documents.append(
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace, "labels": dict(IMEX_CHECK_LABEL)},
+                "spec": {
+                    "completionMode": "Indexed",
+                    "completions": len(members),
+                    "parallelism": len(members),
+                    "backoffLimit": 0,
+                    "template": {"spec": pod_spec},
+                },
+            }
+        )
+    return documents
 
 
 # NVIDIA DRA driver for GPUs (k8s-dra-driver-gpu v25.12.0): ComputeDomain, resource.nvidia.com/v1beta1. The driver
