@@ -24,6 +24,9 @@ RA_4SU_COUNTS: dict[str, tuple[int, str]] = {
     "management-server": (4, "BCM management servers"),
     "gpu-server": (127, "DGX H100 systems"),
 }
+RA_4SU_RACKS = 38  # Table 7: 38 Legrand NVIDPD13
+RA_4SU_COMPUTE_RACKS = 32  # four DGX per rack (hardware-facts section 4)
+RA_4SU_PDUS = (96, 12)  # Table 7: PX3-5878I2R-P1Q2R1A15D5 (3 per compute rack) and PX3-5747V-V2 (2 per other rack)
 RA_SU_SERVERS = 32
 RA_STORAGE_SERVER_OVERSUBSCRIPTION = 4 / 3
 
@@ -108,14 +111,17 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "GPU servers", "NVIDIA DGX systems", server, "an OEM server: the RA's tested figures do not apply"
             )
         )
-    redundancy = getattr(getattr(getattr(plan.design, "site", None), "power_feed", None), "redundancy", "2N")
-    if redundancy != "2N":
+    redundancy = getattr(getattr(getattr(plan.design, "site", None), "power_feed", None), "redundancy", "N+1")
+    if redundancy != "N+1":
         found.append(
             Deviation(
-                "Power feeds",
-                "A and B feeds (2N)",
+                "Power distribution",
+                "three PDUs per compute rack, a DGX's six PSUs split 2-2-2: any one PDU or feed lost at full power",
                 f"{redundancy} provisioning",
-                "site.power_feed.redundancy: a feed loss stops or caps racks",
+                "site.power_feed.redundancy: "
+                + (
+                    "A/B feeds, PSUs 3 + 3: a feed loss caps a DGX" if redundancy == "2N" else "a feed loss stops racks"
+                ),
             )
         )
     if _count(plan, "fabric-manager"):
@@ -149,6 +155,35 @@ def deviations(plan: Plan) -> list[Deviation]:
         for key, (reference, what) in RA_4SU_COUNTS.items():
             if counts[key] != reference:
                 found.append(Deviation(f"{what} ({RA_SOURCE})", f"{reference:,}", f"{counts[key]:,}", WHY[key]))
+        found += _rack_deviations(plan)
+    return found
+
+
+def _rack_deviations(plan: Plan) -> list[Deviation]:
+    """Racks and rack PDUs against Table 7: 38 racks, 32 of them compute with three PDUs each (96), the other six
+    with two (12)."""
+    found = []
+    compute = [r for r in plan.racks.values() if r.purpose == "compute"]
+    other = [r for r in plan.racks.values() if r.purpose != "compute"]
+    if len(plan.racks) != RA_4SU_RACKS:
+        found.append(
+            Deviation(
+                f"Racks ({RA_SOURCE})",
+                f"{RA_4SU_RACKS} ({RA_4SU_COMPUTE_RACKS} compute + {RA_4SU_RACKS - RA_4SU_COMPUTE_RACKS} other)",
+                f"{len(plan.racks)} ({len(compute)} compute + {len(other)} other)",
+                "the network, storage and management racks are packed within the rack power budget and height",
+            )
+        )
+    pdus = (sum(len(r.pdus) for r in compute), sum(len(r.pdus) for r in other))
+    if pdus != RA_4SU_PDUS:
+        found.append(
+            Deviation(
+                f"Rack PDUs ({RA_SOURCE})",
+                f"{RA_4SU_PDUS[0]} compute-rack + {RA_4SU_PDUS[1]} other-rack PDUs",
+                f"{pdus[0]} + {pdus[1]}",
+                "as many PDUs as each rack's load, outlets and redundancy need (site.power_feed, site.pdu)",
+            )
+        )
     return found
 
 
@@ -157,8 +192,7 @@ def used_parts(plan: Plan) -> list[str]:
     ids = {d.part for d in plan.devices.values()} | {r.part for r in plan.racks.values()}
     for cable in plan.cables:
         ids.update(p for p in (cable.cable_part, cable.a_transceiver, cable.b_transceiver) if p)
-    if plan.settings.get("pdu"):
-        ids.add(str(plan.settings["pdu"]))
+    ids.update(str(plan.settings[k]) for k in ("pdu", "non_compute_pdu") if plan.settings.get(k))
     return sorted(i for i in ids if i in plan.catalog_parts)
 
 

@@ -54,6 +54,7 @@ def rule_facts(plan: Plan) -> dict:
                 "psus": loss.psus,
                 "surviving_psus": loss.surviving_psus,
                 "surviving_kw": round(loss.surviving_w / 1000, 3),
+                "split": loss.split,
                 "max_kw": round(loss.max_w / 1000, 3),
                 "typical_kw": round(loss.typical_w / 1000, 3),
             }
@@ -261,11 +262,18 @@ def _rack_power_and_cooling(facts: dict) -> list[Finding]:
     ]
 
 
+def _split(loss: dict) -> str:
+    """How a model's PSUs spread over its rack's feeds ("2 + 2 + 2"); facts without it: the 2N halves."""
+    return str(loss.get("split") or f"{loss['psus'] - loss['surviving_psus']} + {loss['surviving_psus']}")
+
+
 def _rack_power_distribution(facts: dict) -> list[Finding]:
-    """Each rack's circuits carry its maximum with the redundancy kept (with 2N, on one feed), every
-    power cord has an outlet; with 2N, flag models whose PSUs on one feed cannot carry them."""
+    """Each rack's circuits carry its maximum with the redundancy kept (2N: on one feed; N+1: with any one PDU or
+    feed lost), every power cord has an outlet; flag models whose PSUs left after a feed loss cannot carry them."""
     findings = []
-    feeds = "one feed" if facts.get("power_redundancy") == "2N" else "its circuits"
+    feeds = {"2N": "one feed", "N+1": "all but one of its circuits"}.get(
+        str(facts.get("power_redundancy")), "its circuits"
+    )
     for rack in facts["racks"]:
         if "circuit_capacity_kw" not in rack:
             continue
@@ -294,8 +302,8 @@ def _rack_power_distribution(facts: dict) -> list[Finding]:
             Finding(
                 "rack-power-distribution",
                 "warning" if below_typical else "advisory",
-                f"{loss['devices']} x {loss['part']}: with A/B feeds its {loss['psus']} PSUs split "
-                f"{loss['psus'] - loss['surviving_psus']} + {loss['surviving_psus']}, and {loss['surviving_psus']} "
+                f"{loss['devices']} x {loss['part']}: its {loss['psus']} PSUs split {_split(loss)}"
+                f" over the rack's feeds, and the {loss['surviving_psus']} left after a feed loss "
                 f"carry {loss['surviving_kw']:g} kW, below its {loss['max_kw']:g} kW maximum"
                 + (
                     f" and its {loss['typical_kw']:g} kW typical draw: a feed loss stops it"

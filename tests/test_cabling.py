@@ -212,3 +212,28 @@ def test_splitter_rows_list_both_host_plugs(written):
     for row in splitters:
         assert "+" in row["a_port"] and JOIN not in row["a_device"]
         assert len(row["b_port"].split(JOIN)) == 2 and len(row["b_label"].split(JOIN)) == 2
+
+
+def test_racks_stand_at_the_ra_rack_width_and_cable_runs_follow_that_pitch(tmp_path):
+    """The RA's rack (NVIDIA's recommended DGX envelope, 700 x 1200 mm) sets the pitch of a row, and a wider
+    rack_pitch_mm moves the racks and lengthens the runs between them."""
+    _loaded, plan = planned("superpod-h100-1su")
+    rack = plan.catalog_parts["legrand-nvidpd13"]
+    assert (rack.width_mm, rack.depth_mm) == (700, 1200)  # type: ignore[attr-defined]
+    assert all(r.x_mm == 700 * r.position for r in plan.racks.values())
+    wide = plan_design(
+        load_design(
+            write_design(
+                tmp_path,
+                "name: superpod-h100-1su\nsite: {rack_pitch_mm: 800}\ncompute: {servers: 30, spare_servers: 1}\n",
+            )
+        )
+    )
+    assert all(r.x_mm == 800 * r.position for r in wide.racks.values())
+    runs = {c.id: c.run_length_m for c in plan.cables}
+    between = [c for c in wide.cables if c.id in runs and len({wide.devices[d].rack for d in _ends(wide, c)}) > 1]
+    assert between and all(c.run_length_m > runs[c.id] for c in between)
+
+
+def _ends(plan: Plan, cable) -> set[str]:
+    return {name for i in cable.links for name in (plan.links[i].a_device, plan.links[i].b_device)}

@@ -67,3 +67,17 @@ def test_the_report_has_the_deviations_section(tmp_path) -> None:
         assert d.note.replace("'", "&#39;") in html
     first = assumptions(plan)[0]
     assert f"<code>{first.field}</code>" in html
+
+
+def test_the_4su_design_lists_its_racks_and_pdus_against_table_7_and_keeps_the_ras_power_distribution() -> None:
+    """Table 7: 38 racks, 96 + 12 PDUs. The plan's extra network/storage/management racks each add two PDUs, and
+    the report says so; its N+1 distribution is the RA's, so it is not a deviation (2N would be)."""
+    _loaded, plan = planned("superpod-h200-4su")
+    by_subject = {d.subject: d for d in deviations(plan)}
+    other = [r for r in plan.racks.values() if r.purpose != "compute"]
+    racks = by_subject[f"Racks ({RA_SOURCE})"]
+    assert racks.reference.startswith("38") and racks.plan == f"{len(plan.racks)} (32 compute + {len(other)} other)"
+    pdus = by_subject[f"Rack PDUs ({RA_SOURCE})"]
+    assert pdus.plan == f"96 + {2 * len(other)}"
+    assert "Power distribution" not in by_subject
+    assert "raritan-px3-5747v-v2" in {a.part for a in assumptions(plan)}  # its current is assumed, and listed

@@ -299,6 +299,8 @@ def test_every_power_supply_is_cabled_to_an_outlet_of_its_rack_and_every_pdu_to_
         assert all(plan.devices[r["side_b_device"]].rack == device.rack for r in mine)
         if two_feeds and psus.count > 1:
             assert {r["description"] for r in mine} == {"feed A", "feed B"}
+        elif plan.design.site.power_feed.redundancy == "N+1" and psus.count > 1:
+            assert len({r["description"] for r in mine}) > 1, mine  # spread over the rack's PDUs, one per feed
         mating = {"C20": "C19", "C14": "C13"}.get(psus.inlet)
         assert all(r["side_b_name"].startswith(mating) for r in mine), mine
     assert len(cords) == expected

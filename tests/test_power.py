@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter, defaultdict
 from functools import cache
 
 import pytest
@@ -14,7 +15,16 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import PowerFeed
 from gpucluster.errors import DesignError
 from gpucluster.plan.budget import airflow_cfm, btu_per_h, cfm_to_m3_per_h, power_budget, refrigeration_tons
-from gpucluster.plan.power import circuit_kva, cooling_needed, device_power, usable_circuit_kw
+from gpucluster.plan.power import (
+    circuit_kva,
+    cooling_needed,
+    device_power,
+    pdus_to_keep_psus,
+    power_cords,
+    rack_circuits,
+    usable_circuit_kw,
+)
+from gpucluster.plan.racks import rack_inlets
 from gpucluster.rules import RULES, check_rules
 
 
@@ -137,22 +147,91 @@ def test_facility_power_energy_and_cost_follow_the_pue_and_price(tmp_path):
 # ---------------------------------------------------------------------------------------------- circuits
 
 
-def test_each_2n_rack_feed_alone_carries_the_rack(h100_1su):
-    for rack in _budget("superpod-h100-1su").racks:
+def test_each_2n_rack_feed_alone_carries_the_rack(tmp_path):
+    plan = _plan_text(
+        tmp_path,
+        "name: x\nsite: {power_feed: {redundancy: 2N}}\ncompute: {server: dgx-h100, servers: 31, spare_servers: 1}\n",
+    )
+    budget = power_budget(plan)
+    for rack in budget.racks:
         circuits = rack.circuits
         assert circuits.feeds == ("A", "B")
         assert circuits.load_max_w <= circuits.capacity_w
         assert circuits.outlets_ok
-    compute = next(r for r in _budget("superpod-h100-1su").racks if r.devices == 4 and r.purpose == "compute")
+    compute = next(r for r in budget.racks if r.devices == 4 and r.purpose == "compute")
     assert compute.circuits.circuits_per_feed == 2  # 41.1 kW needs two 34.5 kW circuits per feed
     assert compute.circuits.circuit_load_failover_w == pytest.approx(compute.load.max_w / 2)
-
-
-def test_site_circuits_are_counted_by_kind_and_feed():
-    budget = _budget("superpod-h100-1su")
     kinds = {(k.kind, k.feed): k.circuits for k in budget.circuit_kinds}
     total = sum(r.circuits.circuits_per_feed for r in budget.racks)
     assert kinds == {("415 V 3-phase 60 A", "A"): total, ("415 V 3-phase 60 A", "B"): total}
+
+
+def test_ra_compute_racks_have_three_pdus_with_each_dgx_psus_split_2_2_2():
+    """H100 RA Table 7: 96 PX3-5878I2R PDUs for 32 compute racks, i.e. three per rack; a DGX's six PSUs (4+2)
+    spread 2-2-2, so losing any one PDU or feed leaves four (13.2 kW, above its 10.2 kW): no feed-loss finding."""
+    _loaded, plan = planned("superpod-h200-4su")
+    cords = power_cords(plan)
+    by_device: dict[str, Counter[str]] = defaultdict(Counter)
+    for cord in cords:
+        by_device[cord.device][cord.pdu] += 1
+    compute = [r for r in plan.racks.values() if r.purpose == "compute"]
+    assert compute
+    for rack in compute:
+        assert [plan.part(p).id for p in rack.pdus] == ["raritan-px3-5878i2r-p1q2r1a15d5"] * 3, rack.name
+        assert [p.rsplit("-", 1)[1] for p in rack.pdus] == ["a", "b", "c"]
+        for server in rack.devices:
+            assert sorted(by_device[server].values()) == [2, 2, 2], server
+            assert set(by_device[server]) == set(rack.pdus)
+    assert {c.feed for c in cords if plan.devices[c.device].role == "gpu-server"} == {"A", "B", "C"}
+    assert not [f for f in plan.findings if f.rule.endswith("rack-power-distribution") and f.severity != "ok"]
+    for rack in power_budget(plan).racks:
+        assert rack.circuits.load_max_w <= rack.circuits.capacity_w, rack.name  # with one feed lost
+
+
+def test_no_rack_has_more_circuits_than_its_load_and_outlets_need():
+    """One circuit fewer would leave the rack without its redundancy or its cords without outlets: the 23.5 kW
+    network rack that a 6 x C13 PDU forced onto six circuits now takes the non-compute PDU on two."""
+    for name in ("superpod-h200-4su", "superpod-h100-1su", "b200-roce-2su", "h200-512-two-teams"):
+        _loaded, plan = planned(name)
+        feed = plan.design.site.power_feed
+        for rack in plan.racks.values():
+            if not rack.pdus:
+                continue
+            pdu = plan.part(rack.pdus[0])
+            circuits = rack_circuits(plan, rack, feed)
+            usable = circuits.circuit_usable_w
+            fewer = circuits.circuits - (2 if feed.redundancy == "2N" else 1)
+            carrying = {"2N": fewer // 2, "N+1": fewer - 1, "N": fewer}[feed.redundancy]
+            inlets = rack_inlets(plan.catalog_parts, [plan.devices[d] for d in rack.devices])
+            outlets_short = any(
+                count > fewer * (pdu.outlets.get({"C20": "C19", "C14": "C13"}.get(inlet, inlet), 0))
+                for inlet, count in inlets.items()
+            )
+            psus_short = feed.redundancy == "N+1" and fewer < min(
+                max(pdus_to_keep_psus(plan.part(d)) for d in rack.devices), carrying + 2
+            )
+            assert carrying * usable < rack.power_max_w or outlets_short or psus_short, (name, rack.name)
+        if name == "superpod-h200-4su":
+            network = [r for r in plan.racks.values() if r.purpose == "network"]
+            assert network and all(len(r.pdus) == 2 for r in network)
+            assert {plan.part(r.pdus[0]).id for r in network} == {"raritan-px3-5747v-v2"}
+
+
+def test_four_su_pdu_and_circuit_counts_follow_ra_table_7():
+    """H100 RA Table 7 (4 SU, 127 DGX, 38 racks): 96 PX3-5878I2R-P1Q2R1A15D5 (3 per compute rack x 32) and
+    12 PX3-5747V-V2 (2 per other rack x 6); one circuit per PDU. The plan has the same 32 compute racks and PDUs;
+    its other racks (more than the RA's 6, see the report's deviations) take two PDUs each, as the RA's."""
+    _loaded, plan = planned("superpod-h200-4su")
+    pdus = Counter(plan.part(p).id for r in plan.racks.values() for p in r.pdus)
+    compute = [r for r in plan.racks.values() if r.purpose == "compute"]
+    other = [r for r in plan.racks.values() if r.purpose != "compute"]
+    assert len(compute) == 32
+    assert pdus["raritan-px3-5878i2r-p1q2r1a15d5"] == 96
+    assert pdus["raritan-px3-5747v-v2"] == 2 * len(other)
+    budget = power_budget(plan)
+    circuits = sum(k.circuits for k in budget.circuit_kinds)
+    assert circuits == sum(pdus.values()) == 96 + 2 * len(other)
+    assert {k.feed: k.circuits for k in budget.circuit_kinds} == {"A": 40, "B": 40, "C": 32}
 
 
 def test_a_dgx_b200_rack_on_n_feeds_gets_nvidias_two_380_v_32_a_circuits(tmp_path):
@@ -190,17 +269,31 @@ def test_an_overloaded_rack_circuit_is_an_error():
     assert [f.severity for f in check_rules(facts, distribution)] == ["error"]
 
 
-def test_a_feed_loss_that_leaves_too_few_psus_is_flagged(h100_1su, tmp_path):
-    """DGX H100: 6 x 3.3 kW PSUs, 4+2; on A/B feeds 3 remain = 9.9 kW < 10.2 kW max (> 8.2 kW typical).
-    DGX B200 (5+1) keeps 9.9 kW of its 14.3 kW: a feed loss stops it; on N feeds there is no such finding."""
-    _loaded, plan = h100_1su
-    [h100] = [f for f in plan.findings if f.subject == "dgx-h100"]
-    assert h100.severity == "advisory" and "9.9 kW" in h100.message
+def test_a_feed_loss_that_leaves_too_few_psus_is_flagged(tmp_path):
+    """DGX H100: 6 x 3.3 kW PSUs, 4+2; on A/B feeds (2N) 3 remain = 9.9 kW < 10.2 kW max (> 8.2 kW typical): capped.
+    DGX B200 (5+1): with 2N 3 remain, 9.9 kW of its 14.3 kW: a feed loss stops it; with the RA's N+1 three PDUs
+    (2-2-2) 4 remain, 13.2 kW: capped; on N feeds there is no such finding."""
+    (tmp_path / "h100").mkdir()
+    h100_2n = _plan_text(
+        tmp_path / "h100",
+        "name: x\nsite: {power_feed: {redundancy: 2N}}\ncompute: {server: dgx-h100, servers: 8}\n",
+    )
+    [h100] = [f for f in h100_2n.findings if f.subject == "dgx-h100"]
+    assert h100.severity == "advisory" and "9.9 kW" in h100.message and "3 + 3" in h100.message
     b200_2n = _plan_text(
-        tmp_path, "name: x\nsite: {rack_power_budget_kw: 30}\ncompute: {server: dgx-b200, servers: 8}\n"
+        tmp_path,
+        "name: x\nsite: {rack_power_budget_kw: 30, power_feed: {redundancy: 2N}}\n"
+        "compute: {server: dgx-b200, servers: 8}\n",
     )
     [b200] = [f for f in b200_2n.findings if f.subject == "dgx-b200"]
     assert b200.severity == "warning" and "stops" in b200.message
+    (tmp_path / "n1").mkdir()
+    b200_n1 = _plan_text(
+        tmp_path / "n1", "name: x\nsite: {rack_power_budget_kw: 30}\ncompute: {server: dgx-b200, servers: 8}\n"
+    )
+    [b200] = [f for f in b200_n1.findings if f.subject == "dgx-b200"]
+    assert b200.severity == "advisory" and "2 + 2 + 2" in b200.message and "13.2 kW" in b200.message
+    assert all(len(r.pdus) == 3 for r in b200_n1.racks.values() if r.purpose == "compute")  # B200 RA Fig 3.1
     (tmp_path / "n").mkdir()
     b200_n = _plan_text(tmp_path / "n", DGX_B200_N)  # N provisioning, as NVIDIA's DGX B200 guidance
     assert not [f for f in b200_n.findings if f.subject == "dgx-b200"]

@@ -109,9 +109,11 @@ def test_the_summary_gives_site_figures_circuits_and_sources(out):
     text = (out / "power-cooling.md").read_text(encoding="utf-8")
     assert f"| IT load, kW | {budget.total.typical_w / 1000:,.1f} | {budget.total.max_w / 1000:,.1f} |" in text
     assert "usable **34.5 kW** per circuit" in text
-    assert "| 415 V 3-phase 60 A | A |" in text and "| 415 V 3-phase 60 A | B |" in text
+    for feed in "ABC":  # the RA's N+1: each of a compute rack's three PDUs on its own feed
+        assert f"| 415 V 3-phase 60 A | {feed} |" in text
     assert "![Rack loads against their limits](power-racks.svg)" in text
-    assert "9.9 kW" in text  # the feed-loss finding
+    assert "Redundancy N+1" in text and "2-2-2" in text
+    assert "9.9 kW" not in text  # no feed-loss finding: four PSUs of six carry a DGX H100
     assert "insidehpc.com" in text  # constants carry their sources
     for rack in plan.racks:
         assert f"| {rack} |" in text

@@ -133,15 +133,15 @@ _RACK_COLUMNS = [
     ("To liquid kW", "I"),
     ("To air kW", "J"),
     ("Rack budget kW", "K"),
-    ("Feeds (2 = A/B)", "L"),
+    ("Feeds (2 = A/B, 3 = A/B/C)", "L"),
     ("Circuits per feed", "M"),
     ("Circuits", "N"),
     ("Usable kW per circuit", "O"),
-    ("Capacity kW (one feed)", "P"),
+    ("Capacity kW (a feed lost)", "P"),
     ("Headroom kW", "Q"),
     ("kW per circuit, all feeds up", "R"),
-    ("kW per circuit, one feed", "S"),
-    ("A per line, one feed", "T"),
+    ("kW per circuit, a feed lost", "S"),
+    ("A per line, a feed lost", "T"),
     ("Heat BTU/h", "U"),
     ("Refrigeration tons", "V"),
     ("Airflow CFM", "W"),
@@ -169,7 +169,8 @@ def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict) ->
         feeds, per_feed, usable = len(c.feeds), c.circuits_per_feed, c.circuit_usable_w / 1000
         circuits = feeds * per_feed
         per_circuit = max_kw / circuits if circuits else 0.0
-        one_feed = max_kw / per_feed if per_feed else 0.0
+        carrying = c.carrying
+        one_feed = max_kw / carrying if carrying else 0.0
         amps = one_feed * 1000 / (_phase_factor(feed.phases) * feed.voltage_v)
         heat = max_kw * 1000 * b.BTU_PER_H_PER_W
         cfm = b.airflow_cfm(load.air_w, rise)  # only the heat going to air moves air
@@ -189,10 +190,10 @@ def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict) ->
         sheet.write_number(row, 12, per_feed)
         sheet.write_formula(row, 13, f"=L{r}*M{r}", f.int, circuits)
         sheet.write_formula(row, 14, f"=IF(N{r}>0,CIRCUIT_KW,0)", f.kw, usable)
-        sheet.write_formula(row, 15, f"=M{r}*O{r}", f.kw, per_feed * usable)
-        sheet.write_formula(row, 16, f"=P{r}-G{r}", f.kw, per_feed * usable - max_kw)
+        sheet.write_formula(row, 15, f"={carrying}*O{r}", f.kw, carrying * usable)
+        sheet.write_formula(row, 16, f"=P{r}-G{r}", f.kw, carrying * usable - max_kw)
         sheet.write_formula(row, 17, f"=IF(N{r}>0,G{r}/N{r},0)", f.kw, per_circuit)
-        sheet.write_formula(row, 18, f"=IF(M{r}>0,G{r}/M{r},0)", f.kw, one_feed)
+        sheet.write_formula(row, 18, f"=IF({carrying}>0,G{r}/{carrying},0)", f.kw, one_feed)
         sheet.write_formula(row, 19, f"=S{r}*1000/(IF(FEED_PHASES=3,SQRT(3),1)*FEED_V)", f.kw, amps)
         sheet.write_formula(row, 20, f"=G{r}*1000*BTU_PER_W", f.int, heat)
         sheet.write_formula(row, 21, f"=U{r}/BTU_PER_TON", f.kw, heat / b.BTU_PER_H_PER_TON)
@@ -219,8 +220,9 @@ def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict, 
     cfm = b.airflow_cfm(total.air_w, budget.rise_k)
     energy = budget.annual_energy_mwh
     cost = budget.annual_cost
-    a_circuits = sum(k.circuits for k in budget.circuit_kinds if k.feed == "A")
-    b_circuits = sum(k.circuits for k in budget.circuit_kinds if k.feed == "B")
+    by_feed: dict[str, int] = {}
+    for kind in budget.circuit_kinds:
+        by_feed[kind.feed] = by_feed.get(kind.feed, 0) + kind.circuits
     rows: list[tuple[str, str, float | str, str]] = [
         ("IT load, typical", f"={_sum('F', last)}", total.typical_w / 1000, "kW"),
         ("IT load, maximum", f"={_sum('G', last)}", total.max_w / 1000, "kW"),
@@ -240,8 +242,8 @@ def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict, 
         ("Heat load at maximum", f"={_sum('V', last)}", heat / b.BTU_PER_H_PER_TON, "refrigeration tons"),
         ("Airflow at the temperature rise", f"={_sum('W', last)}", cfm, "CFM"),
         ("Airflow at the temperature rise", f"={_sum('X', last)}", cfm * 60 * b.M3_PER_FT3, "m³/h"),
-        ("Circuits, feed A", f'=SUMIF(Racks!L2:L{last},">0",Racks!M2:M{last})', a_circuits, "circuits"),
-        ("Circuits, feed B", f"=SUMIF(Racks!L2:L{last},2,Racks!M2:M{last})", b_circuits, "circuits"),
+        ("Circuits, all feeds", f"={_sum('N', last)}", sum(by_feed.values()), "circuits"),
+        *((f"Circuits, feed {feed}", f"={n}", n, "circuits") for feed, n in sorted(by_feed.items())),
         ("Racks", f"=COUNTA(Racks!A2:A{last})", len(budget.racks), "racks"),
     ]
     start = _INPUT_ROW0 + len(values) + 2

@@ -410,7 +410,8 @@ def _power(budget: Budget) -> dict:
         "cooling_capacity": f"{budget.cooling_capacity_kw:g}",
         "cooling_needed": sorted(cooling.items()),
         "rack_budget": f"{budget.site.rack_power_budget_kw:g}",
-        "pdu": budget.pdu,
+        "pdu": budget.pdu
+        + (f"; other racks {budget.non_compute_pdu}" if budget.non_compute_pdu not in ("", budget.pdu) else ""),
         "circuit_usable": _kw(budget.circuit_usable_w),
         "circuits": [
             {"kind": c.kind, "feed": c.feed, "circuits": f"{c.circuits:,}", "usable": _kw(c.usable_w)}

@@ -51,8 +51,11 @@ class PowerFeed(_Section):
     voltage_v: float = Field(415, ge=100, le=1000, description="line-to-line voltage for three-phase feeds")
     phases: Phases = 3
     breaker_a: float = Field(60, ge=10, le=1000, description="circuit breaker rating")
-    redundancy: Literal["N", "2N"] = Field(
-        "2N", description="2N: A and B feeds, each able to carry the whole rack; N: load shared by all circuits"
+    redundancy: Literal["N+1", "2N", "N"] = Field(
+        "N+1",
+        description="N+1 (the DGX SuperPOD RA's): every PDU of a rack on its own feed (A, B, C ...), each device's "
+        "power supplies spread evenly over them, so any one PDU or feed can be lost (three PDUs per DGX compute rack, "
+        "PSUs 2-2-2); 2N: A and B feeds, each able to carry the whole rack; N: load shared by all circuits",
     )
     continuous_load_fraction: float = Field(
         0.8, ge=0.5, le=1, description="usable share of a breaker's rating for continuous load (NEC 80 % rule)"
@@ -91,7 +94,14 @@ class Site(_Section):
     row_pitch_mm: float = Field(2400, ge=500, le=20_000, description="row-to-row spacing (rack depth plus aisle)")
     racks_per_row: int = Field(20, gt=0, le=200)
     power_feed: PowerFeed = PowerFeed()
-    pdu: str | None = Field(None, description="PDU model from the catalog; chosen from the power feed when omitted")
+    pdu: str | None = Field(
+        None, description="compute racks' PDU model from the catalog; chosen from the power feed when omitted"
+    )
+    non_compute_pdu: str | None = Field(
+        None,
+        description="PDU model for racks without GPU servers (network, storage, management); chosen from the power "
+        "feed when omitted (the one with the most C13 outlets, for switches' C14 inlets)",
+    )
     pue: float = Field(1.3, ge=1.0, le=3.0, description="power usage effectiveness of the facility")
     electricity_price_per_kwh: float | None = Field(None, ge=0, le=100)
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")

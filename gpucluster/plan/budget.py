@@ -225,6 +225,8 @@ class Budget:
     pdu_kva: float  # its input rating
     circuit_usable_w: float  # continuous power one circuit carries (feed and PDU)
     findings: list[Finding] = field(default_factory=list)
+    non_compute_pdu: str = ""  # the PDU model of racks without GPU servers (catalog id)
+    non_compute_pdu_kva: float = 0.0
     coolant: list[RackCoolant] = field(default_factory=list)  # liquid-cooled rack systems
     cdus: list[CduGroup] = field(default_factory=list)
 
@@ -257,6 +259,7 @@ def power_budget(plan: Plan) -> Budget:
     feed = site.power_feed
     powers = device_powers(plan)
     pdu = cast(Pdu, plan.catalog_parts[str(plan.settings["pdu"])])
+    other_pdu = cast(Pdu, plan.catalog_parts[str(plan.settings.get("non_compute_pdu") or pdu.id)])
     devices = [_device_budget(plan, name, powers[name]) for name in sorted(plan.devices)]
     by_name = {d.name: d for d in devices}
     rule_findings = [
@@ -307,6 +310,8 @@ def power_budget(plan: Plan) -> Budget:
         pdu_kva=circuit_kva(pdu.voltage_v, pdu.phases, pdu.current_a),
         circuit_usable_w=circuit_w(pdu, feed),
         findings=[f for f in rule_findings if f.severity != "ok"],
+        non_compute_pdu=other_pdu.id,
+        non_compute_pdu_kva=circuit_kva(other_pdu.voltage_v, other_pdu.phases, other_pdu.current_a),
     )
 
 

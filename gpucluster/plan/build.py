@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from gpucluster.catalog.schema import Rack
+from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
 from gpucluster.plan.fabric import merge_planes
-from gpucluster.plan.model import Finding, Plan
+from gpucluster.plan.model import Device, Finding, Plan
 from gpucluster.plan.networks import (
     Resolved,
     add_appliances,
@@ -32,6 +32,7 @@ from gpucluster.plan.power import (
     liquid_heat_w,
     optics_allowance_w,
     pdus_needed,
+    pdus_to_keep_psus,
 )
 from gpucluster.plan.rack_scale import add_nvlink_links, add_rack_systems, place_rack_systems
 from gpucluster.plan.racks import (
@@ -41,6 +42,7 @@ from gpucluster.plan.racks import (
     floor_order,
     pack_devices,
     rack_fit,
+    rack_inlets,
     servers_per_rack,
 )
 from gpucluster.plan.resolve import resolve, switch_technology
@@ -70,7 +72,10 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
                 )
             ]
         )
+    # racks without GPU servers take the PDU made for them (the RA's PX3-5747V-V2: many C13 outlets for C14 inlets)
+    other_pdu = choose_pdu(catalog, feed, site.non_compute_pdu, compute=False) or pdu
     plan.settings["pdu"] = pdu.id
+    plan.settings["non_compute_pdu"] = other_pdu.id
 
     say("servers and appliances")
     system = r.rack_system
@@ -114,8 +119,10 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     except ValueError as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
 
-    def count_pdus(load_w: float, inlets: dict[str, int]) -> int:
-        return pdus_needed(load_w, inlets, pdu, feed)
+    def count_pdus(load_w: float, devices: list[Device], compute: bool) -> tuple[Pdu, int]:
+        model = pdu if compute else other_pdu
+        spread = max((pdus_to_keep_psus(catalog.parts.get(d.part)) for d in devices), default=1)
+        return model, pdus_needed(load_w, rack_inlets(catalog.parts, devices), model, feed, spread)
 
     say("out-of-band management network")
     placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack)
@@ -123,7 +130,7 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     planner.layout(plan, order)
     assign_nvlink_domains(plan)
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
-    add_pdus(plan, catalog, pdu, count_pdus, two_feeds=feed.redundancy == "2N", reserved=slots)
+    add_pdus(plan, count_pdus, feed.redundancy, reserved=slots)
     build_oob_network(plan, planner, r, order, placeholders)
 
     say("cables")

@@ -13,10 +13,11 @@ from collections.abc import Callable
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
+from gpucluster.catalog.schema import Pdu
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.networks import Resolved
-from gpucluster.plan.racks import Cluster, RackPlanner, _Rack, floor_order, rack_inlets
+from gpucluster.plan.racks import Cluster, RackPlanner, _Rack, floor_order
 
 PDU_NETWORK_PORT = "net"  # a rack PDU's one network port (the catalog lists no ports for PDUs)
 
@@ -57,7 +58,7 @@ def reserve_oob_switches(
     plan: Plan,
     planner: RackPlanner,
     r: Resolved,
-    count_pdus: Callable[[float, dict[str, int]], int],
+    count_pdus: Callable[[float, list[Device], bool], tuple[Pdu, int]],
     in_rack: dict[str, list[Device]] | None = None,
 ) -> dict[str, list[Device]]:
     """Reserve rack space for the out-of-band switches each cluster needs.
@@ -74,7 +75,7 @@ def reserve_oob_switches(
     def ports(cluster: Cluster) -> int:
         racks = [rack for rack in cluster.racks if not rack.system]
         devices = [d for rack in racks for d in rack.devices if not d.name.startswith("~")]
-        pdus = sum(count_pdus(rack.power_max_w, rack_inlets(catalog.parts, rack.devices)) for rack in racks)
+        pdus = sum(count_pdus(rack.power_max_w, rack.devices, rack.purpose == "compute")[1] for rack in racks)
         return len(oob_ports(plan, catalog, devices)) + pdus
 
     def needed(cluster: Cluster) -> int:

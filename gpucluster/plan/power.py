@@ -32,7 +32,7 @@ from gpucluster.catalog.schema import Pdu, PowerShelf, RackSystem, Transceiver
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.cables import CAGE_ACCEPTS
 from gpucluster.plan.model import Cable, Plan, RackPlan
-from gpucluster.plan.racks import rack_inlets
+from gpucluster.plan.racks import pdu_feeds, rack_inlets
 
 # IEC 60320: the outlet that mates with each appliance inlet.
 OUTLET_FOR_INLET = {"C14": "C13", "C20": "C19", "C16": "C15", "C22": "C21"}
@@ -54,8 +54,10 @@ def circuit_w(pdu: Pdu, feed: PowerFeed) -> float:
     return min(usable_circuit_kw(feed), pdu_kw) * 1000.0
 
 
-def choose_pdu(catalog: Catalog, feed: PowerFeed, wanted: str | None) -> Pdu | None:
-    """The design's PDU, or the catalog PDU that matches the feed (phases, voltage within 5 %, current)."""
+def choose_pdu(catalog: Catalog, feed: PowerFeed, wanted: str | None, compute: bool = True) -> Pdu | None:
+    """The design's PDU, or the catalog PDU that matches the feed (phases, voltage within 5 %, current): for compute
+    racks the one with the most C19 outlets (GPU servers have C20 inlets), for the others the one with the most C13
+    outlets (switches and appliances have C14 inlets), as the H100 RA picks a PDU per rack kind (Table 7)."""
     if wanted:
         return catalog.get(wanted, Pdu)
     matching = [
@@ -65,25 +67,46 @@ def choose_pdu(catalog: Catalog, feed: PowerFeed, wanted: str | None) -> Pdu | N
         and abs(p.voltage_v - feed.voltage_v) <= 0.05 * feed.voltage_v
         and p.current_a == feed.breaker_a
     ]
-    # prefer the one with the most high-power (C19) outlets: GPU servers use C20 inlets
-    matching.sort(key=lambda p: (-p.outlets.get("C19", 0), p.id))
+    outlet = "C19" if compute else "C13"
+    matching.sort(key=lambda p: (-p.outlets.get(outlet, 0), -sum(p.outlets.values()), p.id))
     return matching[0] if matching else None
 
 
-def pdus_needed(load_w: float, inlets: dict[str, int], pdu: Pdu, feed: PowerFeed) -> int:
-    """PDUs for one rack: enough circuits for its maximum load and enough outlets for its inlets.
+def pdus_to_keep_psus(part: object) -> int:
+    """Fewest PDUs a device's power supplies can be spread over so that losing any one PDU leaves enough of them
+    to carry its maximum: 3 for a DGX H100 (6 x 3.3 kW for 10.2 kW: 2-2-2 leaves 4), 2 for a switch's 1+1."""
+    psus = getattr(part, "psus", None)
+    if not psus or psus.rating_w <= 0:
+        return 1
+    needed = math.ceil(float(getattr(part, "power_max_w", 0.0)) / psus.rating_w - 1e-9)
+    for pdus in range(2, psus.count + 1):
+        if psus.count - math.ceil(psus.count / pdus) >= needed:
+            return pdus
+    return psus.count
 
-    With 2N the count is even: half on feed A, half on feed B, and each device's power supplies
-    are split across both.
+
+def pdus_needed(load_w: float, inlets: dict[str, int], pdu: Pdu, feed: PowerFeed, spread: int = 1) -> int:
+    """PDUs for one rack, each on its own circuit: enough circuits for its maximum load and enough outlets for its
+    inlets, and no more.
+
+    N+1 (the RA's): the circuits that carry the load plus one, and at least the PDUs the devices' power supplies
+    need to survive a PDU loss (`spread`, from pdus_to_keep_psus) where that costs at most one PDU more (a DGX
+    B200's 5+1 supplies would need six PDUs: it runs capped on a PDU loss, and the rule says so).
+    2N: an even count, half on feed A and half on feed B, each half carrying the rack. N: the circuits the load
+    needs.
     """
     if load_w <= 0:
         return 0
-    per_side = max(1, math.ceil(load_w / circuit_w(pdu, feed)))
-    sides = 2 if feed.redundancy == "2N" else 1
-    for inlet, count in inlets.items():
-        per_pdu = _outlets_for(pdu, inlet)
-        per_side = max(per_side, math.ceil(count / (per_pdu * sides)))
-    return per_side * sides
+    carrying = max(1, math.ceil(load_w / circuit_w(pdu, feed) - 1e-9))
+    if feed.redundancy == "2N":
+        per_side = carrying
+        for inlet, count in inlets.items():
+            per_side = max(per_side, math.ceil(count / (_outlets_for(pdu, inlet) * 2)))
+        return per_side * 2
+    by_outlets = max((math.ceil(count / _outlets_for(pdu, inlet)) for inlet, count in inlets.items()), default=0)
+    if feed.redundancy == "N":
+        return max(carrying, by_outlets)
+    return max(carrying + 1, by_outlets, min(spread, carrying + 2))
 
 
 def _outlets_for(pdu: Pdu, inlet: str) -> int:
@@ -289,6 +312,7 @@ class RackCircuits:
     inlets: int  # power-supply cords in the rack
     outlets: int  # outlets of all its PDUs
     outlets_ok: bool  # every cord has an outlet of its type (or an adapter's) on its feed
+    carrying: int = 0  # circuits left to carry the rack when one feed is lost (2N: one feed's; N+1: all but one)
 
     @property
     def circuits(self) -> int:
@@ -299,9 +323,13 @@ def rack_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
     """The circuits of one rack against its maximum load and its power cords."""
     if rack.rack_system:
         return shelf_circuits(plan, rack, feed)
-    feeds = ("A", "B") if feed.redundancy == "2N" else ("A",)
     pdus = [cast(Pdu, plan.part(name)) for name in rack.pdus]
+    feeds = tuple(dict.fromkeys(pdu_feeds(len(pdus), feed.redundancy))) or (
+        ("A", "B") if feed.redundancy == "2N" else ("A",)
+    )
     per_feed = len(pdus) // len(feeds)
+    # the circuits left to carry the rack when the redundancy is used: one feed's (2N), all but one (N+1), all (N)
+    carrying = {"2N": per_feed, "N+1": len(pdus) - 1, "N": len(pdus)}[feed.redundancy]
     usable = min((circuit_w(p, feed) for p in pdus), default=0.0)
     inlets = rack_inlets(plan.catalog_parts, [plan.devices[n] for n in rack.devices])
     outlets_ok = all(count <= sum(_outlets_for(p, inlet) for p in pdus) for inlet, count in inlets.items())
@@ -311,13 +339,14 @@ def rack_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
         feeds=feeds,
         circuits_per_feed=per_feed,
         circuit_usable_w=usable,
-        capacity_w=per_feed * usable,
+        capacity_w=carrying * usable,
         load_max_w=load,
         circuit_load_w=load / len(pdus) if pdus else 0.0,
-        circuit_load_failover_w=load / per_feed if per_feed else 0.0,
+        circuit_load_failover_w=load / carrying if carrying else 0.0,
         inlets=sum(inlets.values()),
         outlets=sum(sum(p.outlets.values()) for p in pdus),
         outlets_ok=outlets_ok and (bool(pdus) or not inlets),
+        carrying=carrying,
     )
 
 
@@ -346,6 +375,7 @@ def shelf_circuits(plan: Plan, rack: RackPlan, feed: PowerFeed) -> RackCircuits:
         inlets=shelves,
         outlets=shelves,
         outlets_ok=True,
+        carrying=carrying,
     )
 
 
@@ -357,44 +387,56 @@ def circuit_kind(feed: PowerFeed, pdu: Pdu) -> str:
 
 @dataclass(frozen=True, slots=True)
 class FeedLoss:
-    """Devices of one model that cannot run at full power on one feed of a 2N rack."""
+    """Devices of one model that cannot run at full power when one PDU or feed of their rack is lost."""
 
     part: str
     devices: int
     psus: int
     psu_rating_w: float
-    surviving_psus: int  # PSUs on the weaker feed
+    surviving_psus: int  # PSUs left after losing the feed that carries the most of them
     surviving_w: float
     max_w: float
     typical_w: float
+    split: str = ""  # how its PSUs spread over the rack's feeds, e.g. "3 + 3" or "2 + 2 + 2"
 
 
 def feed_loss(plan: Plan, feed: PowerFeed) -> list[FeedLoss]:
-    """With 2N, each device's PSUs are split across the A and B feeds; after losing one feed, the
-    PSUs left (the smaller half) must carry the device. Lists the models whose remaining PSU
-    capacity is below their catalog maximum (they run power-capped, or stop if below typical)."""
-    if feed.redundancy != "2N":
+    """With 2N or N+1, losing one feed (with 2N all the PDUs on it, with N+1 one PDU) takes the PSUs corded to it
+    (power_cords); the PSUs left must carry the device. Lists the models whose remaining PSU capacity is below their
+    catalog maximum (they run power-capped, or stop if below typical); each model at its worst-placed device."""
+    if feed.redundancy == "N":
         return []
-    counts: Counter[str] = Counter(d.part for d in plan.devices.values() if d.role != "pdu")
+    spread: dict[str, Counter[str]] = defaultdict(Counter)
+    for cord in power_cords(plan):
+        spread[cord.device][cord.feed] += 1
+    worst: dict[str, tuple[int, str]] = {}
+    counts: Counter[str] = Counter()
+    for device, on_feed in spread.items():
+        part_id = plan.devices[device].part
+        counts[part_id] += 1
+        surviving = sum(on_feed.values()) - max(on_feed.values())
+        split = " + ".join(str(n) for _feed, n in sorted(on_feed.items()))
+        if part_id not in worst or surviving < worst[part_id][0]:
+            worst[part_id] = (surviving, split)
     result = []
-    for part_id, count in sorted(counts.items()):
+    for part_id, (surviving, split) in sorted(worst.items()):
         part = plan.catalog_parts[part_id]
         psus = getattr(part, "psus", None)
         if not psus:
             continue
-        surviving = psus.count // 2
         surviving_w = surviving * psus.rating_w
-        if surviving_w < part.power_max_w:
+        if surviving_w < part.power_max_w:  # type: ignore[attr-defined]
             result.append(
                 FeedLoss(
                     part=part_id,
-                    devices=count,
+                    devices=counts[part_id],
                     psus=psus.count,
                     psu_rating_w=psus.rating_w,
                     surviving_psus=surviving,
                     surviving_w=surviving_w,
-                    max_w=part.power_max_w,
-                    typical_w=part.power_typical_w,
+                    max_w=part.power_max_w,  # type: ignore[attr-defined]
+                    typical_w=part.power_typical_w,  # type: ignore[attr-defined]
+                    split=split,
                 )
             )
     return result
@@ -420,42 +462,49 @@ def pdu_outlet_names(pdu: Pdu) -> list[tuple[str, str]]:
 
 
 def rack_feeds(plan: Plan, rack: RackPlan) -> dict[str, list[str]]:
-    """The rack's PDUs by feed, in the order add_pdus named them (a1, b1, a2 ... with 2N)."""
-    two = plan.design.site.power_feed.redundancy == "2N"  # type: ignore[attr-defined]
+    """The rack's PDUs by feed, in the order add_pdus named them (a1, b1, a2 ... with 2N; a, b, c with N+1)."""
+    redundancy = plan.design.site.power_feed.redundancy  # type: ignore[attr-defined]
     feeds: dict[str, list[str]] = defaultdict(list)
-    for i, name in enumerate(rack.pdus):
-        feeds["AB"[i % 2] if two else "A"].append(name)
+    for name, feed in zip(rack.pdus, pdu_feeds(len(rack.pdus), redundancy), strict=True):
+        feeds[feed].append(name)
     return dict(feeds)
 
 
 def power_cords(plan: Plan) -> list[PowerCord]:
-    """Every PSU's cord to a PDU outlet of its rack, in rack and device order. With 2N the first half of a device's
-    PSUs (rounded up) go to feed A and the rest to feed B, so losing one feed leaves the smaller half, as
-    feed_loss assumes; within a feed, cords take the PDUs in turn (the load spreads evenly) and the outlet type
-    that mates with the inlet (C20 -> C19), else any free outlet, as pdus_needed counted them (adapter cord).
-    A PSU for which no outlet is left gets no cord (the outlet design rule reports that rack)."""
+    """Every PSU's cord to a PDU outlet of its rack, in rack and device order.
+
+    2N: the first half of a device's PSUs (rounded up) go to feed A and the rest to feed B; within a feed, cords
+    take the PDUs in turn. N+1 (the RA's): the PSUs take the rack's PDUs in turn, each on its own feed, so a DGX's
+    six PSUs split 2-2-2 over three PDUs and losing any one PDU or feed leaves four. N: the PDUs in turn.
+    Each cord takes the outlet type that mates with the inlet (C20 -> C19), else any free outlet, as pdus_needed
+    counted them (adapter cord). A PSU for which no outlet is left gets no cord (the outlet design rule reports
+    that rack)."""
+    redundancy = plan.design.site.power_feed.redundancy  # type: ignore[attr-defined]
     cords: list[PowerCord] = []
     for rack in plan.racks.values():
         feeds = rack_feeds(plan, rack)
+        feed_of = {pdu: name for name, pdus in feeds.items() for pdu in pdus}
+        # the pools a PSU's cord may go to: per feed with 2N, the whole rack otherwise
+        pools = feeds if redundancy == "2N" else ({"*": list(rack.pdus)} if rack.pdus else {})
         free = {name: pdu_outlet_names(cast(Pdu, plan.part(name))) for name in rack.pdus}
-        turn = {feed: 0 for feed in feeds}
+        turn = dict.fromkeys(pools, 0)
         for device_name in rack.devices:
             psus = getattr(plan.part(device_name), "psus", None)
-            if not psus or not feeds:
+            if not psus or not pools:
                 continue
             wanted = OUTLET_FOR_INLET.get(psus.inlet, psus.inlet)
-            on_a = math.ceil(psus.count / 2) if len(feeds) > 1 else psus.count
+            on_a = math.ceil(psus.count / 2) if len(pools) > 1 else psus.count
             for psu in range(1, psus.count + 1):
-                feed = "A" if psu <= on_a else "B"
-                pdus = feeds[feed]
+                pool = ("A" if psu <= on_a else "B") if len(pools) > 1 else next(iter(pools))
+                pdus = pools[pool]
                 for attempt in range(len(pdus)):
-                    pdu = pdus[(turn[feed] + attempt) % len(pdus)]
+                    pdu = pdus[(turn[pool] + attempt) % len(pdus)]
                     outlets = free[pdu]
                     pick = next((o for o in outlets if o[1] == wanted), outlets[0] if outlets else None)
                     if pick is not None:
                         outlets.remove(pick)
-                        cords.append(PowerCord(device_name, psu, pdu, pick[0], feed))
-                        turn[feed] = (turn[feed] + attempt + 1) % len(pdus)
+                        cords.append(PowerCord(device_name, psu, pdu, pick[0], feed_of[pdu]))
+                        turn[pool] = (turn[pool] + attempt + 1) % len(pdus)
                         break
     return cords
 

@@ -179,27 +179,42 @@ def _row_letters(row: int) -> str:
 
 def add_pdus(
     plan: Plan,
-    catalog: Catalog,
-    pdu: Pdu | None,
-    count_for: Callable[[float, dict[str, int]], int],
-    two_feeds: bool,
+    count_for: Callable[[float, list[Device], bool], tuple[Pdu, int]],
+    redundancy: str,
     reserved: dict[str, Device],
 ) -> None:
-    """Zero-U PDUs in every rack, sized for the rack's maximum load; with 2N named by feed (a1, b1, a2 ...).
+    """Zero-U PDUs in every rack, the model for its kind (compute or not) and as many as its load, outlets and
+    redundancy need (`count_for`); named after their feeds (a, b, c with N+1; a1, b1, a2 ... with 2N).
 
     `reserved` holds the placeholders standing where out-of-band switches will go.
     """
-    if pdu is None:
-        return
     for rack in plan.racks.values():
         if rack.rack_system:
             continue  # power shelves on the rack's busbar, no PDUs
         devices = [plan.devices[n] if n in plan.devices else reserved[n] for n in rack.devices]
-        count = count_for(rack.power_max_w, rack_inlets(catalog.parts, devices))
-        for i in range(count):
-            suffix = f"{'ab'[i % 2]}{i // 2 + 1}" if two_feeds else f"{i + 1}"
+        pdu, count = count_for(rack.power_max_w, devices, rack.purpose == "compute")
+        for suffix in pdu_suffixes(count, redundancy):
             device = plan.add(Device(f"{rack.name}-pdu-{suffix}", pdu.id, "pdu", rack=rack.name))
             rack.pdus.append(device.name)
+
+
+def pdu_feeds(count: int, redundancy: str) -> list[str]:
+    """The feed of each of a rack's PDUs, in their order: 2N alternates A and B; N+1 puts each on its own feed
+    (A, B, C ...); N has the one feed A."""
+    if redundancy == "2N":
+        return ["AB"[i % 2] for i in range(count)]
+    if redundancy == "N+1":
+        return [_row_letters(i) for i in range(count)]
+    return ["A"] * count
+
+
+def pdu_suffixes(count: int, redundancy: str) -> list[str]:
+    """How a rack's PDUs are named after their feeds: a1, b1, a2 ... (2N); a, b, c (N+1); 1, 2 ... (N)."""
+    if redundancy == "2N":
+        return [f"{'ab'[i % 2]}{i // 2 + 1}" for i in range(count)]
+    if redundancy == "N+1":
+        return [_row_letters(i).lower() for i in range(count)]
+    return [str(i + 1) for i in range(count)]
 
 
 def rack_inlets(parts: Mapping[str, object], devices: list[Device]) -> dict[str, int]:
