@@ -9,16 +9,27 @@ splitter is one cable carrying two links.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
-from gpucluster.catalog.schema import RackSystem
+from gpucluster.catalog.schema import Pdu, RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
-from gpucluster.plan.power import cage_modules, device_powers, module_power_w
+from gpucluster.plan.power import (
+    COOLING_SOURCES,
+    OUTLET_FOR_INLET,
+    PowerCord,
+    cage_modules,
+    circuit_kind,
+    cooling_capacity_kw,
+    device_powers,
+    module_power_w,
+    power_cords,
+)
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.prices import PriceList, load_price_list
@@ -33,6 +44,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("cables-optics", "Cables and optics"),
     ("racks-power", "Racks and power"),
     ("spares", "Spares"),
+    ("spare-optics", "Spare optics and cables"),
+    ("software-support", "Software and support"),
 )
 SECTION_TITLES = dict(SECTIONS)
 _SECTION_ORDER = {key: i for i, (key, _title) in enumerate(SECTIONS)}
@@ -119,6 +132,8 @@ def bom_for(plan: Plan, loaded: LoadedDesign) -> Bom:
 def build_bom(plan: Plan, prices: PriceList | None = None) -> Bom:
     """Count everything in the plan into line items (sorted: section, kind, network, model, length)."""
     lines = [*_device_lines(plan), *_rack_lines(plan), *_cable_lines(plan), *_transceiver_lines(plan)]
+    lines += _spare_optics_lines(plan, lines)
+    lines += [*_power_cord_lines(plan), *_rail_lines(plan), *_rear_door_lines(plan), *_software_lines(plan)]
     if prices is not None:
         lines = [_priced(line, prices) for line in lines]
     lines.sort(key=lambda line: (_SECTION_ORDER[line.section], *_sort_key(line)))
@@ -348,6 +363,254 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
         typical, maximum = module_power_w(plan.catalog_parts[optic])  # type: ignore[arg-type]
         power = {"power_typical_w": typical, "power_max_w": maximum}
         lines.append(_optics_line(plan, "transceiver", network, optic, roles, "in ", **power))
+    return lines
+
+
+def _generic(section: str, kind: str, item: str, model: str, quantity: int, description: str, notes: str) -> BomLine:
+    """A line for a part the catalog does not hold (a cord, a licence): no vendor or part number is invented."""
+    return BomLine(
+        section=section,
+        kind=kind,
+        network="",
+        item=item,
+        vendor="",
+        model=model,
+        part_number="",
+        description=description,
+        quantity=quantity,
+        notes=notes,
+    )
+
+
+def _spare_optics_lines(plan: Plan, lines: list[BomLine]) -> list[BomLine]:
+    """Spares of every transceiver and cable line: the design's share of those installed, rounded up (a spare draws
+    nothing and is not installed, so it carries no power or weight)."""
+    share = float(getattr(getattr(plan.design, "bom", None), "spare_optics_fraction", 0.0))
+    if share <= 0:
+        return []
+    spares = []
+    for line in lines:
+        if line.kind not in ("transceiver", "cable"):
+            continue
+        count = math.ceil(line.quantity * share - 1e-9)
+        spares.append(
+            replace(
+                line,
+                section="spare-optics",
+                kind=f"{line.kind}-spare",
+                quantity=count,
+                power_typical_w=None,
+                power_max_w=None,
+                weight_kg=None,
+                notes=f"{share:.0%} of the {line.quantity:,} installed (bom.spare_optics_fraction)",
+            )
+        )
+    return spares
+
+
+# IEC 60320: the plug that fits each outlet, and the connector that fits each appliance inlet
+PLUG_FOR_OUTLET = {"C13": "C14", "C19": "C20", "C15": "C16", "C21": "C22"}
+CONNECTOR_FOR_INLET = {inlet: outlet for inlet, outlet in OUTLET_FOR_INLET.items()}
+
+
+def cord_model(plan: Plan, cord: PowerCord) -> str | None:
+    """What a PSU's cord is, by its two ends: the plug that fits the PDU outlet and the connector that fits the PSU
+    inlet ('IEC 60320 C20 plug to C19 connector power cord'); None for an inlet that takes no IEC cord."""
+    inlet = getattr(getattr(plan.part(cord.device), "psus", None), "inlet", "")
+    outlet = cord.outlet.split("-", 1)[0]
+    if inlet not in CONNECTOR_FOR_INLET or outlet not in PLUG_FOR_OUTLET:
+        return None
+    return f"IEC 60320 {PLUG_FOR_OUTLET[outlet]} plug to {CONNECTOR_FOR_INLET[inlet]} connector power cord"
+
+
+def _power_cord_lines(plan: Plan) -> list[BomLine]:
+    """One power cord per PSU, by its two ends (the PDU outlet's plug, the PSU inlet's connector: C20 to C19, or
+    C20 to C13 where a C14 inlet takes a C19 outlet), from power_cords(plan); and each PDU's input on a site circuit."""
+    kinds: Counter[str] = Counter(model for cord in power_cords(plan) if (model := cord_model(plan, cord)))
+    lines = []
+    for model, count in sorted(kinds.items()):
+        plug, connector = model.split()[2], model.split()[5]
+        lines.append(
+            _generic(
+                "racks-power",
+                "power-cord",
+                f"iec-{plug.lower()}-{connector.lower()}-cord",
+                model,
+                count,
+                f"PSU cord, {plug} into a PDU outlet, {connector} into the power supply; zero-U PDU in the same rack",
+                "one per power supply (power_cords: PSU to PDU outlet); length to suit the rack",
+            )
+        )
+    feed = plan.design.site.power_feed  # type: ignore[attr-defined]
+    by_circuit: Counter[str] = Counter()
+    for rack in plan.racks.values():
+        for name in rack.pdus:
+            by_circuit[circuit_kind(feed, cast(Pdu, plan.part(name)))] += 1
+    lines += [
+        _generic(
+            "racks-power",
+            "pdu-circuit",
+            "pdu-input-circuit",
+            f"PDU input on a {kind} circuit",
+            count,
+            f"one site circuit with a receptacle for each PDU's input plug ({kind})",
+            "site electrical work; the catalog does not give the PDUs' input plug type: match the receptacle to it",
+        )
+        for kind, count in sorted(by_circuit.items())
+    ]
+    return lines
+
+
+def _rail_lines(plan: Plan) -> list[BomLine]:
+    """A rack rail kit per rack-mounted device, by model (a rack-scale system's trays sit in its own rack)."""
+    models: Counter[str] = Counter(
+        d.part
+        for d in plan.devices.values()
+        if d.role != "pdu" and d.nvlink_domain is None and float(getattr(plan.part(d.name), "u_height", 0.0)) > 0
+    )
+    lines = []
+    for part_id, count in sorted(models.items()):
+        part = plan.catalog_parts[part_id]
+        lines.append(
+            _generic(
+                "racks-power",
+                "rail-kit",
+                f"{part_id}-rails",
+                f"Rack rail kit for {getattr(part, 'model', part_id)}",
+                count,
+                f"rails for a {float(getattr(part, 'u_height', 0)):g}U {getattr(part, 'model', part_id)}",
+                "the vendor's kit for the model; order with the system unless its package includes one",
+            )
+        )
+    return lines
+
+
+def _rear_door_lines(plan: Plan) -> list[BomLine]:
+    """Where the site cools with rear doors, one active rear-door heat exchanger per rack (a rack-scale system's rack
+    is liquid-cooled and has none), rated for the site's per-rack cooling capacity."""
+    site = plan.design.site  # type: ignore[attr-defined]
+    if site.cooling != "rear-door":
+        return []
+    racks = [r for r in plan.racks.values() if not r.rack_system]
+    if not racks:
+        return []
+    capacity = cooling_capacity_kw(site)
+    hottest = max(r.power_max_w for r in racks) / 1000
+    return [
+        _generic(
+            "racks-power",
+            "rear-door-hx",
+            "rear-door-heat-exchanger",
+            f"Active rear-door heat exchanger, at least {capacity:g} kW",
+            len(racks),
+            f"one per rack, for the rack's size; rated for the site's {capacity:g} kW per rack "
+            f"(site.cooling_capacity_kw; hottest rack {hottest:.1f} kW)",
+            f"capacity band: {COOLING_SOURCES['rear-door']}",
+        )
+    ]
+
+
+# Software and support the RA names, as quantity lines (no prices: the buyer's price list prices them by item)
+H100_RA_SOFTWARE = "DGX SuperPOD H100 RA (RA-11333-001), System Design, Table 2 and Appendix A Table 7"
+
+
+def _software_lines(plan: Plan) -> list[BomLine]:
+    """Support and software licences counted from the plan, each with the unit it is counted in."""
+    devices = list(plan.devices.values())
+    servers = [d for d in devices if d.role == "gpu-server"]
+    gpus = int(plan.totals.get("gpus", 0))
+    dgx = [d for d in servers if str(getattr(plan.part(d.name), "model", "")).upper().startswith("DGX")]
+    lines = []
+    if dgx:
+        lines.append(
+            _generic(
+                "software-support",
+                "support",
+                "nvidia-enterprise-support-dgx",
+                "NVIDIA Enterprise Support (NVES) for DGX systems",
+                len(dgx),
+                "hardware and software support per DGX system (term to choose)",
+                f"{H100_RA_SOFTWARE}: full system support is provided by NVES",
+            )
+        )
+    if servers:
+        lines.append(
+            _generic(
+                "software-support",
+                "licence",
+                "nvidia-ai-enterprise",
+                "NVIDIA AI Enterprise",
+                gpus,
+                "per GPU",
+                f"included with DGX SuperPOD ({H100_RA_SOFTWARE})"
+                if dgx and len(dgx) == len(servers)
+                else "counted per GPU: confirm the licensing unit with NVIDIA",
+            )
+        )
+        managed = len(servers) + sum(1 for d in devices if d.role == "management-server")
+        lines.append(
+            _generic(
+                "software-support",
+                "licence",
+                "nvidia-base-command-manager",
+                "NVIDIA Base Command Manager",
+                managed,
+                "nodes it provisions and manages: GPU servers and head nodes",
+                f"the RA's cluster manager ({H100_RA_SOFTWARE}); confirm the licensing unit with NVIDIA",
+            )
+        )
+    ufm = [d for d in devices if d.role == "fabric-manager"]
+    if ufm:
+        lines.append(
+            _generic(
+                "software-support",
+                "licence",
+                "nvidia-ufm-enterprise",
+                "NVIDIA UFM Enterprise software and support",
+                len(ufm),
+                "per UFM appliance (the compute and storage fabrics' managers)",
+                f"UFM Enterprise Edition manages the InfiniBand fabrics ({H100_RA_SOFTWARE}, Table 1)",
+            )
+        )
+    cumulus = [
+        d
+        for d in devices
+        if d.role == "switch"
+        and getattr(plan.part(d.name), "technology", "") == "ethernet"
+        and str(getattr(plan.part(d.name), "vendor", "")).upper() == "NVIDIA"
+    ]
+    if cumulus:
+        lines.append(
+            _generic(
+                "software-support",
+                "licence",
+                "nvidia-cumulus-linux",
+                "NVIDIA Cumulus Linux",
+                len(cumulus),
+                "per Spectrum Ethernet switch (in-band, out-of-band, Ethernet storage or RoCE fabric)",
+                f"the RA's Ethernet switch part numbers are 'with Cumulus Linux' ({H100_RA_SOFTWARE}); "
+                "support per switch",
+            )
+        )
+    for key in ("parallel_filesystem", "object_storage"):
+        block_id = plan.settings.get(f"{key}_block")
+        blocks = int(plan.settings.get(f"{key}_blocks") or 0)
+        if not block_id or not blocks:
+            continue
+        block = plan.catalog_parts[str(block_id)]
+        what = "parallel filesystem" if key == "parallel_filesystem" else "object storage"
+        lines.append(
+            _generic(
+                "software-support",
+                "licence",
+                f"{block_id}-software",
+                f"{getattr(block, 'model', block_id)}: {what} software and support",
+                blocks,
+                f"per {getattr(block, 'model', block_id)} building block "
+                f"({', '.join(getattr(block, 'filesystems', []))})",
+                "the storage vendor's software subscription and support for each block; quantity from the plan",
+            )
+        )
     return lines
 
 

@@ -4,7 +4,9 @@ becomes a formula, and the same design gives the same bytes."""
 
 from __future__ import annotations
 
+import copy
 import csv
+import math
 import shutil
 import subprocess
 from collections import Counter
@@ -18,7 +20,9 @@ from conftest import planned, write_design
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.artifacts.plan_json import plan_document
 from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, bom_for, build_bom, short_description
+from gpucluster.catalog.load import load_catalog
 from gpucluster.cli import main
+from gpucluster.design.schema import BillOfMaterials
 from gpucluster.errors import DesignError
 from gpucluster.plan.power import device_power
 from gpucluster.prices import load_price_list
@@ -365,3 +369,87 @@ def test_libreoffice_opens_the_workbook_and_recalculates_the_stored_values(tmp_p
                     computed = theirs[name][cell.coordinate].value
                     assert computed == pytest.approx(mine, abs=1e-6), (name, cell.coordinate, cell.value)
     assert formulas > 100
+
+
+def _bom_rows(folder: Path) -> list[dict[str, object]]:
+    sheet = openpyxl.load_workbook(folder / "bom.xlsx", data_only=True)["BOM"]
+    header = [c.value for c in sheet[1]]
+    return [dict(zip(header, (c.value for c in row), strict=True)) for row in sheet.iter_rows(min_row=2)]
+
+
+def _sum(rows: list[dict[str, object]], **where: object) -> int:
+    return sum(int(r["Quantity"]) for r in rows if all(r[k] == v for k, v in where.items()))  # type: ignore[call-overload]
+
+
+def test_the_bom_orders_cords_rails_rear_doors_spare_optics_and_software(tmp_path: Path, h100_1su) -> None:
+    """Read back from bom.xlsx: a cord per PSU by its two plugs, a rail kit per racked device, a rear-door heat
+    exchanger per rack (the design cools with rear doors), 5 % spare optics and cables per line (rounded up), a PDU
+    input circuit per PDU, and support and software lines counted in their units."""
+    loaded, plan = h100_1su
+    rows = _bom_rows(write_artifacts(plan, loaded, tmp_path, only=["bom"]))
+    devices = list(plan.devices.values())
+    psus = {d.name: plan.part(d.name).psus for d in devices if getattr(plan.part(d.name), "psus", None)}
+    assert _sum(rows, Kind="power-cord") == sum(p.count for p in psus.values())
+    dgx = [d for d in devices if d.role == "gpu-server"]
+    c20 = sum(p.count for p in psus.values() if p.inlet == "C20")
+    assert _sum(rows, Kind="power-cord", Model="IEC 60320 C20 plug to C19 connector power cord") == c20 >= 6 * len(dgx)
+    pdus = sum(len(r.pdus) for r in plan.racks.values())
+    assert _sum(rows, Kind="pdu-circuit") == pdus
+    racked = [d for d in devices if d.role != "pdu" and plan.part(d.name).u_height > 0]
+    assert _sum(rows, Kind="rail-kit") == len(racked)
+    assert _sum(rows, **{"Kind": "rail-kit", "Catalog id": "dgx-h100-rails"}) == len(dgx)
+    assert plan.design.site.cooling == "rear-door"
+    assert _sum(rows, Kind="rear-door-hx") == len(plan.racks)
+    for kind in ("transceiver", "cable"):
+        for line in (r for r in rows if r["Kind"] == kind):
+            spare = [
+                r
+                for r in rows
+                if r["Kind"] == f"{kind}-spare"
+                and r["Catalog id"] == line["Catalog id"]
+                and r["Network"] == line["Network"]
+                and r["Length (m)"] == line["Length (m)"]
+            ]
+            assert [r["Quantity"] for r in spare] == [math.ceil(int(line["Quantity"]) * 0.05)], line  # type: ignore[call-overload]
+            assert spare[0]["Maximum W"] is None and spare[0]["Section"] == "Spare optics and cables"
+    software = {r["Catalog id"]: r for r in rows if r["Section"] == "Software and support"}
+    assert software["nvidia-enterprise-support-dgx"]["Quantity"] == len(dgx)
+    assert software["nvidia-ai-enterprise"]["Quantity"] == plan.totals["gpus"]
+    assert software["nvidia-ufm-enterprise"]["Quantity"] == sum(1 for d in devices if d.role == "fabric-manager")
+    ethernet = [d for d in devices if d.role == "switch" and plan.part(d.name).technology == "ethernet"]
+    assert software["nvidia-cumulus-linux"]["Quantity"] == len(ethernet) > 0
+    blocks = plan.settings["parallel_filesystem_blocks"]
+    assert software[f"{plan.settings['parallel_filesystem_block']}-software"]["Quantity"] == blocks
+    assert all(r["Part number"] is None and r["Vendor"] is None for r in software.values())  # nothing invented
+    assert all(r.get("Unit price") is None for r in software.values())
+
+
+def test_spare_optics_follow_the_design_share(h100_1su) -> None:
+    _loaded, plan = h100_1su
+    none = copy.copy(plan)
+    none.design = plan.design.model_copy(update={"bom": BillOfMaterials(spare_optics_fraction=0)})
+    assert not [line for line in build_bom(none).lines if line.section == "spare-optics"]
+    tenth = copy.copy(plan)
+    tenth.design = plan.design.model_copy(update={"bom": BillOfMaterials(spare_optics_fraction=0.1)})
+    bom = build_bom(tenth)
+    installed = sum(line.quantity for line in bom.lines if line.kind == "transceiver")
+    spares = sum(line.quantity for line in bom.lines if line.kind == "transceiver-spare")
+    assert installed * 0.1 <= spares < installed * 0.1 + len([x for x in bom.lines if x.kind == "transceiver"])
+
+
+def test_system_part_numbers_carry_their_sources() -> None:
+    """The orderable systems whose part numbers were found: each with its source (RA Table 7 or labelled
+    secondary); the ones not found stay empty rather than invented."""
+    catalog = load_catalog()
+    for part_id, number in {
+        "qm9700": "920-9B210-00FN-0M0",
+        "sn4600c": "920-9N302-00F7-0C2",
+        "sn2201": "920-9N110-00F1-0C0",
+        "sn5600": "920-9N42F-00RI-7C0",
+        "dgx-b200": "DGXB-G1440+P1CMI36",
+        "raritan-px3-5878i2r-p1q2r1a15d5": "PX3-5878I2R-P1Q2R1A15D5",
+        "raritan-px3-5747v-v2": "PX3-5747V-V2",
+        "legrand-nvidpd13": "NVIDPD13",
+    }.items():
+        part = catalog.parts[part_id]
+        assert part.part_number == number and part.sources.get("part_number"), part_id

@@ -236,3 +236,55 @@ def test_cage_ranges_read_at_a_glance():
     from gpucluster.artifacts.printouts import _ranges
 
     assert _ranges([3, 1, 2, 5, 7, 8]) == "1-3, 5, 7-8"
+
+
+def test_each_rack_has_a_rear_elevation_with_its_pdus_psus_and_cable_side():
+    """The rear view: every zero-U PDU with its feed and cords, every device with its PSUs by PDU (a DGX H100's
+    six 2-2-2 over the three PDUs of a compute rack) and the face its cables plug into; in the SVG and the PDF."""
+    from gpucluster.templating import render
+
+    _loaded, plan = planned("superpod-h100-1su")
+    pages = rack_pages(plan)
+    compute = next(p for p in pages.values() if p.rack.purpose == "compute")
+    assert [p.name for p in compute.rear_pdus] == compute.rack.pdus
+    assert [p.feed for p in compute.rear_pdus] == ["A", "B", "C"]
+    assert sum(p.cords for p in compute.rear_pdus) == len(compute.cords)
+    for slot in compute.rear:
+        assert slot.psus == "6 PSU: a 2, b 2, c 2" and slot.cable_side == "rear", slot
+        assert slot.cable_ends == sum(1 for end in compute.ends if end.device == slot.name)
+    assert [s.name for s in compute.rear] == [s.name for s in compute.slots]
+    svg = ET.fromstring(render("rack-elevation.svg.j2", page=compute))
+    ns = "{http://www.w3.org/2000/svg}"
+    rear = [g for g in svg.iter(f"{ns}g") if "rear-view" in g.get("class", "")]
+    strips = [g for g in svg.iter(f"{ns}g") if g.get("class") == "pdu-strip"]
+    assert len(rear) == len(compute.slots) and len(strips) == len(compute.rack.pdus)
+    texts = " ".join("".join(t.itertext()) for t in svg.iter(f"{ns}text"))
+    assert f"{compute.rack.name} rear" in texts and "a 2, b 2, c 2" in texts and "feed C" in texts
+    text = PdfReader(io.BytesIO(rack_pdf(compute, "a4"))).pages[0].extract_text()
+    assert f"{compute.rack.name} rear, {compute.rack.height_u} U" in text and "a 2, b 2, c 2" in text
+
+
+def test_the_cluster_pick_list_holds_every_racks_optics_and_cords_and_adds_up_to_the_bom(tmp_path):
+    import csv
+
+    from gpucluster.bom import build_bom
+
+    loaded, plan = planned("superpod-h100-1su")
+    folder = write_artifacts(plan, loaded, tmp_path, only=["printouts"]) / "cabling"
+    with open(folder / "pick-list.csv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["Rack"] for r in rows} == {name for name, rack in plan.racks.items() if rack.devices}
+    picked: dict[tuple[str, str], int] = {}
+    for row in rows:
+        key = (row["Kind"], row["Part number"] or row["Model"])
+        picked[key] = picked.get(key, 0) + int(row["Quantity"])
+    ordered: dict[tuple[str, str], int] = {}
+    for line in build_bom(plan).lines:
+        if line.kind in ("transceiver", "power-cord"):
+            key = ("transceiver", line.part_number) if line.kind == "transceiver" else ("power cord", line.model)
+            ordered[key] = ordered.get(key, 0) + line.quantity
+    assert picked == ordered
+    index = (folder / "cluster.html").read_text(encoding="utf-8")
+    assert 'href="pick-list.csv"' in index and "IEC 60320 C20 plug to C19 connector power cord" in index
+    overview = "".join(p.extract_text() for p in PdfReader(folder / "cluster.pdf").pages[:6])
+    assert "Pick list" in overview

@@ -1,11 +1,12 @@
 """Rack cabling printouts for the technicians who cable the cluster.
 
-For every rack: its front elevation (every device at its U with its name), its cable ends in the
-order a technician works (device by device from the top, then port by port) with both ends,
-media, length and part numbers, and a sheet of cable labels (one per cable end in the rack).
-Written as ``cabling/racks/<rack>.pdf``, ``.html`` and ``.svg`` (the elevation), plus
-``cabling/cluster.pdf`` (an overview, then every rack's pages, with a bookmark per rack) and
-``cabling/cluster.html``.
+For every rack: its front elevation (every device at its U with its name) and rear elevation (the zero-U PDUs
+with their feeds, each device's power supplies by PDU and the face its cables plug into), its cable ends in the
+order a technician works (device by device from the top, then port by port) with both ends, media, length and part
+numbers, its optics pick list and power cords, and a sheet of cable labels (one per cable end in the rack).
+Written as ``cabling/racks/<rack>.pdf``, ``.html`` and ``.svg`` (the elevations), plus ``cabling/cluster.pdf``
+(an overview and the cluster's pick list, then every rack's pages, with a bookmark per rack),
+``cabling/cluster.html`` and ``cabling/pick-list.csv`` (every rack's transceivers and power cords).
 
 Both renderings come from one page model (:func:`rack_pages`): the HTML and SVG from Jinja
 templates, the PDF drawn with ReportLab. WeasyPrint, rendering the same HTML, took 1.5 s of CPU
@@ -49,15 +50,18 @@ from reportlab.platypus import (
 )
 
 from gpucluster.artifacts import cabling
+from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
+from gpucluster.bom import cord_model
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, RackPlan
-from gpucluster.plan.power import PowerCord, cage_modules, power_cords
+from gpucluster.plan.power import PowerCord, cage_modules, power_cords, rack_feeds
 from gpucluster.plan.registry import elevation_fill
 from gpucluster.progress import track
 from gpucluster.templating import render
 
 PAPER = {"a4": A4, "letter": LETTER}
+PICK_LIST = "pick-list.csv"  # the cluster's pick list, rack by rack (cabling/)
 MARGIN = 12 * mm
 FONT, BOLD, MONO, MONO_BOLD = "DejaVuSans", "DejaVuSans-Bold", "DejaVuSansMono", "DejaVuSansMono-Bold"
 TABLE_FONT_PT = 7.0
@@ -117,6 +121,50 @@ class EndRow:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class RearSlot:
+    """A device seen from the rack's rear: where its power cords go and which face its cables plug into."""
+
+    u: int
+    height_u: float
+    name: str
+    role: str
+    psus: str  # "6 PSU: a 2, b 2, c 2" (PDU suffix and cords), "" without PSUs
+    cable_side: str  # "rear" or "front": the face its ports are on, as mounted
+    cable_ends: int
+
+    @property
+    def fill(self) -> str:
+        return elevation_fill(self.role)
+
+    def text(self) -> str:
+        cables = f"{self.cable_ends} cable ends at the {self.cable_side}" if self.cable_ends else ""
+        return "  ".join(p for p in (self.name, self.psus, cables) if p)
+
+
+@dataclass(frozen=True, slots=True)
+class RearPdu:
+    """A zero-U PDU on the rear of the rack: its name, model, feed and the cords plugged into it."""
+
+    name: str
+    model: str
+    feed: str
+    cords: int
+
+    @property
+    def suffix(self) -> str:
+        return self.name.rsplit("-", 1)[-1]
+
+
+def cable_side(part: object, role: str) -> str:
+    """The rack face a device's ports are on. Servers and appliances have their network ports at the rear; a
+    switch's catalog airflow names its port side the front (NVIDIA P2C = rear-to-front), and a P2C switch is mounted
+    ports to the hot aisle, the rack's rear, so its air flows with the servers'; a C2P switch faces the cold aisle."""
+    if role == "switch" and getattr(part, "airflow", "") == "front-to-rear":
+        return "front"
+    return "rear"
+
+
 @dataclass(slots=True)
 class RackPage:
     """Everything one rack's printout shows."""
@@ -128,6 +176,8 @@ class RackPage:
     ends: list[EndRow] = field(default_factory=list)
     cords: list[PowerCord] = field(default_factory=list)  # PSU -> PDU outlet, for the installer who plugs them
     optics: list[tuple[str, ...]] = field(default_factory=list)  # pick list: device, part number, model, modules, cages
+    rear: list[RearSlot] = field(default_factory=list)  # the rear elevation, top device first
+    rear_pdus: list[RearPdu] = field(default_factory=list)
 
 
 OPTICS_COLUMNS = ("Device", "Part number", "Model", "Modules", "Cages")
@@ -214,7 +264,57 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
     slot_order = {name: i for page in pages.values() for i, name in enumerate(s.name for s in page.slots)}
     for page in pages.values():
         page.optics.sort(key=lambda row: (slot_order.get(row[0], 1 << 20), row[0], row[1]))
+        _rear(plan, page)
     return pages
+
+
+def _rear(plan: Plan, page: RackPage) -> None:
+    """The rear elevation: every PDU with its feed and cords, every device with its PSUs' PDUs and its cable side."""
+    by_device: dict[str, dict[str, int]] = defaultdict(dict)
+    by_pdu: dict[str, int] = defaultdict(int)
+    for cord in page.cords:
+        suffix = cord.pdu.rsplit("-", 1)[-1]
+        by_device[cord.device][suffix] = by_device[cord.device].get(suffix, 0) + 1
+        by_pdu[cord.pdu] += 1
+    feeds = {pdu: feed for feed, pdus in rack_feeds(plan, page.rack).items() for pdu in pdus}
+    page.rear_pdus = [
+        RearPdu(name, str(getattr(plan.part(name), "model", "")), feeds.get(name, ""), by_pdu[name])
+        for name in page.rack.pdus
+    ]
+    ends: dict[str, int] = defaultdict(int)
+    for end in page.ends:
+        ends[end.device] += 1
+    for slot in page.slots:
+        psus = getattr(plan.part(slot.name), "psus", None)
+        spread = by_device.get(slot.name, {})
+        text = (
+            f"{psus.count} PSU: " + ", ".join(f"{pdu} {n}" for pdu, n in sorted(spread.items()))
+            if psus and spread
+            else ""
+        )
+        side = cable_side(plan.part(slot.name), slot.role)
+        page.rear.append(RearSlot(slot.u, slot.height_u, slot.name, slot.role, text, side, ends.get(slot.name, 0)))
+
+
+PICK_COLUMNS = ("Rack", "Kind", "Part number", "Model", "Quantity")
+
+
+def pick_list(plan: Plan, pages: dict[str, RackPage]) -> list[tuple[str, str, str, str, int]]:
+    """The whole cluster's pick list, rack by rack: each rack's transceivers by part (its optics pick list summed
+    over its devices) and its power cords by type; over all racks it adds up to the BOM's transceiver and power
+    cord lines."""
+    rows: list[tuple[str, str, str, str, int]] = []
+    for name, page in pages.items():
+        optics: dict[tuple[str, str], int] = defaultdict(int)
+        for _device, part_number, model, modules, _cages in page.optics:
+            optics[(part_number, model)] += int(modules)
+        rows += [(name, "transceiver", pn, model, n) for (pn, model), n in sorted(optics.items())]
+        cords: dict[str, int] = defaultdict(int)
+        for cord in page.cords:
+            if model := cord_model(plan, cord):
+                cords[model] += 1
+        rows += [(name, "power cord", "", model, n) for model, n in sorted(cords.items())]
+    return rows
 
 
 def _port_order(plan: Plan) -> dict[str, dict[str, int]]:
@@ -237,17 +337,25 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     (out / "racks").mkdir(parents=True, exist_ok=True)
     pages = rack_pages(plan)
     paper = plan.design.site.paper  # type: ignore[attr-defined]
+    picks = pick_list(plan, pages)
+    with open(out / PICK_LIST, "w", encoding="utf-8", newline="") as handle:
+        writer = GuardedCsvWriter(handle)
+        writer.writerow(PICK_COLUMNS)
+        writer.writerows(picks)
     (out / "cluster.html").write_text(
         render(
             "cabling-cluster.html.j2",
             plan=plan,
             pages=list(pages.values()),
+            picks=picks,
+            pick_columns=PICK_COLUMNS,
+            pick_list=PICK_LIST,
             paper=paper,
             workbooks=[cabling.workbook_name(network) for network in cabling.parts(plan) if network != "csv"],
         ),
         encoding="utf-8",
     )
-    _write_racks(plan, pages, out, paper)
+    _write_racks(plan, pages, out, paper, picks)
 
 
 def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
@@ -264,7 +372,9 @@ def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
 _JOBS: tuple[dict[str, RackPage], str, Path] | None = None  # handed to forked workers without pickling
 
 
-def _write_racks(plan: Plan, pages: dict[str, RackPage], out: Path, paper: str) -> None:
+def _write_racks(
+    plan: Plan, pages: dict[str, RackPage], out: Path, paper: str, picks: list[tuple[str, str, str, str, int]]
+) -> None:
     """Each rack's SVG, HTML and PDF (in parallel on a large plan), then the cluster PDF: an overview,
     then the racks' own pages, so the two can never differ."""
     global _JOBS
@@ -283,7 +393,7 @@ def _write_racks(plan: Plan, pages: dict[str, RackPage], out: Path, paper: str) 
     finally:
         _JOBS = None
     writer = PdfWriter()
-    writer.append(io.BytesIO(_overview_pdf(plan, pages, paper)), outline_item="Overview")
+    writer.append(io.BytesIO(_overview_pdf(plan, pages, paper, picks)), outline_item="Overview")
     for name in pages:
         writer.append(out / "racks" / f"{name}.pdf", outline_item=f"Rack {name}")
     writer.add_metadata({"/Title": f"{plan.name} rack cabling", "/Creator": "gpucluster"})
@@ -315,8 +425,12 @@ def rack_pdf(page: RackPage, paper: str) -> bytes:
         repeatRows=1,
     )
     devices.setStyle(_table_style(TABLE_FONT_PT))
-    elevation = _Elevation(page, width * 0.42, doc.height * 0.86)
-    story.append(Table([[elevation, devices]], colWidths=[width * 0.45, width * 0.55], style=_LAYOUT))
+    front = _Elevation(page, width * 0.46, doc.height * 0.84)
+    rear = _RearElevation(page, width * 0.5, doc.height * 0.84)
+    story.append(Table([[front, rear]], colWidths=[width * 0.48, width * 0.52], style=_LAYOUT))
+    story.append(PageBreak())
+    story.append(Paragraph(f"Rack {page.rack.name}: devices", _STYLES["h2"]))
+    story.append(devices)
     story.append(PageBreak())
     story.append(Paragraph(f"Rack {page.rack.name}: {len(page.ends)} cable ends, top device first", _STYLES["h2"]))
     if page.ends:
@@ -349,7 +463,9 @@ def rack_pdf(page: RackPage, paper: str) -> bytes:
     return buffer.getvalue()
 
 
-def _overview_pdf(plan: Plan, pages: dict[str, RackPage], paper: str) -> bytes:
+def _overview_pdf(
+    plan: Plan, pages: dict[str, RackPage], paper: str, picks: list[tuple[str, str, str, str, int]]
+) -> bytes:
     _fonts()
     buffer = io.BytesIO()
     title = f"{plan.name} · {plan.design.site.name} · rack cabling"  # type: ignore[attr-defined]
@@ -374,13 +490,23 @@ def _overview_pdf(plan: Plan, pages: dict[str, RackPage], paper: str) -> bytes:
         Paragraph(f"{plan.name}: rack cabling", _STYLES["h1"]),
         Paragraph(
             f"Site {plan.design.site.name}, {len(pages)} racks, {cables:,} cables. "  # type: ignore[attr-defined]
-            "Each rack follows: its front elevation, its cable ends (top device first, then port by port) "
+            "Each rack follows: its front and rear elevations, its cable ends (top device first, then port by port) "
             "and a sheet of labels. Labels read <i>this end / other end</i> as site.rack-U:port (TIA-606).",
             _STYLES["p"],
         ),
         Spacer(1, 4 * mm),
         table,
     ]
+    if picks:
+        rows = [PICK_COLUMNS, *((rack, kind, pn, model, f"{n:,}") for rack, kind, pn, model, n in picks)]
+        font_pt, widths = _fit(rows, doc.width)
+        pick_table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
+        pick_table.setStyle(_table_style(font_pt))
+        story += [
+            PageBreak(),
+            Paragraph("Pick list: every rack's transceivers and power cords", _STYLES["h2"]),
+            pick_table,
+        ]
     doc.build(story, canvasmaker=_NumberedCanvas)
     return buffer.getvalue()
 
@@ -540,6 +666,60 @@ class _Elevation(Flowable):
             c.setFillColor(colors.black)
             text = f"{slot.name}  {slot.model}"
             size = _fitting_size(text, FONT, min(7.0, max(unit * 0.7, 4.0)), rail - 6)
+            c.setFont(FONT, size)
+            c.drawString(left + 3, y + h / 2 - size * 0.35, text)
+
+
+class _RearElevation(Flowable):
+    """The rack's rear view: the zero-U PDUs on the rear posts (name, feed, cords), and every device at its U with
+    its power supplies by PDU and the face its cables plug into (a dashed box: ports at the front)."""
+
+    def __init__(self, page: RackPage, width: float, height: float):
+        super().__init__()
+        self.page, self.width, self.height = page, width, height
+
+    def wrap(self, available_width: float, available_height: float) -> tuple[float, float]:
+        return self.width, self.height
+
+    def draw(self) -> None:
+        c, page = self.canv, self.page
+        units = page.rack.height_u
+        unit = (self.height - 10) / units
+        bar = 9.0
+        left_n, right_n = (len(page.rear_pdus) + 1) // 2, len(page.rear_pdus) // 2
+        left = left_n * (bar + 1) + 2
+        rail = self.width - left - right_n * (bar + 1) - 2
+        c.setFont(BOLD, 7)
+        c.drawString(left, self.height - 7, f"{page.rack.name} rear, {units} U: PDUs, PSUs, cable side")
+        c.setStrokeColor(colors.black)
+        c.setLineWidth(0.6)
+        c.rect(left, 0, rail, units * unit)
+        for i, pdu in enumerate(page.rear_pdus):
+            x = left - (i // 2 + 1) * (bar + 1) if i % 2 == 0 else left + rail + 1 + (i // 2) * (bar + 1)
+            c.setFillColor(colors.HexColor("#f3e9dc"))
+            c.setLineWidth(0.4)
+            c.rect(x, 0, bar, units * unit, fill=1)
+            c.setFillColor(colors.black)
+            text = f"{pdu.name}  feed {pdu.feed}  {pdu.cords} cords  {pdu.model}"
+            size = _fitting_size(text, FONT, 5.5, units * unit - 4)
+            c.saveState()
+            c.translate(x + bar / 2 + size * 0.35, 2)
+            c.rotate(90)
+            c.setFont(FONT, size)
+            c.drawString(0, 0, text)
+            c.restoreState()
+        for slot in page.rear:
+            y = (slot.u - 1) * unit
+            h = max(slot.height_u, 1) * unit
+            c.setFillColor(colors.HexColor(slot.fill))
+            c.setLineWidth(0.4)
+            if slot.cable_side != "rear":
+                c.setDash(2, 1)
+            c.rect(left + 1, y + 0.5, rail - 2, h - 1, fill=1)
+            c.setDash()
+            c.setFillColor(colors.black)
+            text = slot.text()
+            size = _fitting_size(text, FONT, min(6.5, max(unit * 0.7, 4.0)), rail - 6)
             c.setFont(FONT, size)
             c.drawString(left + 3, y + h / 2 - size * 0.35, text)
 

@@ -443,12 +443,19 @@ class Workload(_Section):
 
 
 class BillOfMaterials(_Section):
-    """What the BOM needs beyond the plan: the buyer's prices."""
+    """What the BOM needs beyond the plan: the buyer's prices and the spares kept on site."""
 
     price_list: str | None = Field(
         None,
         description="CSV price list (part_number, unit_price, currency[, note]) relative to the design; adds unit and "
         "extended prices and totals to bom.xlsx",
+    )
+    spare_optics_fraction: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="spare transceivers and cables ordered per line, as a share of those installed (rounded up); "
+        "default 5 %, a planning ASSUMPTION: no published per-transceiver failure rate was found",
     )
 
 
