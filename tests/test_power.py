@@ -374,3 +374,14 @@ def test_airflow_follows_the_designs_temperature_rise(tmp_path):
     assert default.rise_k == 11.1
     ratio = airflow_cfm(default.total.max_w, default.rise_k) / airflow_cfm(warm.total.max_w, warm.rise_k)
     assert math.isclose(ratio, 20 / 11.1)
+
+
+def test_each_feed_is_sized_for_the_load_it_takes_when_another_feed_is_lost():
+    """N+1: a rack's maximum is shared by its PDUs less one (41 kW over 2 of 3 = 20.6 kW on each feed it keeps);
+    the feeds together carry each rack's maximum times P / (P - 1)."""
+    budget = _budget("superpod-h200-4su")
+    loads = budget.feed_loads_w
+    assert set(loads) == {"A", "B", "C"}
+    expected = sum(r.load.max_w * r.circuits.circuits / (r.circuits.circuits - 1) for r in budget.racks)
+    assert sum(loads.values()) == pytest.approx(expected)
+    assert loads["A"] > loads["C"] > budget.total.max_w / 3  # every rack has an A and a B PDU, compute racks a C

@@ -53,7 +53,7 @@ SEVERITIES = ("error", "warning", "advisory", "ok")
 CHARTS = {"power": "power-racks", "checkpoint": "checkpoint-goodput"}
 MAX_SVG_CHART_BYTES = 256 * 1024
 FOLDER_FILES_LISTED = 24  # a folder with more files is listed as one row
-RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front elevation, drawn by the printouts writer
+RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front and rear elevations, drawn by the printouts writer
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -512,7 +512,7 @@ def _bom(bom: Bom) -> dict:
 
 
 def _elevations(plan: Plan, folder: Path) -> list[dict[str, str]]:
-    """The front elevation of the first rack of each purpose (compute, network, storage, management), as the
+    """The front and rear elevations of the first rack of each purpose (compute, network, storage, management), as the
     printouts writer drew it in this build (none when it did not run)."""
     first: dict[str, str] = {}
     for rack in sorted(plan.racks.values(), key=lambda r: r.name):

@@ -248,6 +248,18 @@ class Budget:
         return None if price is None else self.annual_energy_mwh * 1000.0 * price
 
     @property
+    def feed_loads_w(self) -> dict[str, float]:
+        """Per feed, what it carries at the racks' maxima when another feed is lost: each rack's maximum shared by
+        the circuits it keeps (2N: the whole IT maximum on each feed; N+1: a rack's load over its PDUs less one)."""
+        loads: dict[str, float] = defaultdict(float)
+        for rack in self.racks:
+            c = rack.circuits
+            if c.carrying:
+                for feed in c.feeds:
+                    loads[feed] += c.circuits_per_feed * rack.load.max_w / c.carrying
+        return dict(sorted(loads.items()))
+
+    @property
     def feed_max_w(self) -> float:
         """What each feed must be able to carry: the whole IT maximum with 2N, all of it with N."""
         return self.total.max_w
