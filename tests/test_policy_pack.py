@@ -36,7 +36,7 @@ from gpucluster.components.policy import (
     POLICY_PACK_NAME,
     policies,
 )
-from gpucluster.design.schema import ComputeFabric, ObjectStorage, Workload
+from gpucluster.design.schema import ComputeFabric, ObjectStorage, PowerFeed, Workload
 from gpucluster.plan.model import Finding, Link, Plan
 from gpucluster.rules import refresh_findings
 
@@ -85,10 +85,15 @@ def _storage_on_the_compute_fabric() -> Plan:
     return changed
 
 
+def _first_compute_rack(plan: Plan) -> str:
+    return next(name for name, rack in plan.racks.items() if rack.purpose == "compute")
+
+
 def _rack_short_of_circuits() -> Plan:
     _loaded, plan = planned("superpod-h100-1su")
     racks = dict(plan.racks)
-    racks["A01"] = dataclasses.replace(racks["A01"], pdus=racks["A01"].pdus[:2])  # one circuit per feed, not two
+    name = _first_compute_rack(plan)
+    racks[name] = dataclasses.replace(racks[name], pdus=racks[name].pdus[:2])  # N+1 on two PDUs: one carries 41 kW
     changed = dataclasses.replace(plan, racks=racks)
     refresh_findings(changed)
     return changed
@@ -97,7 +102,8 @@ def _rack_short_of_circuits() -> Plan:
 def _rack_over_its_power_budget() -> Plan:
     _loaded, plan = planned("superpod-h100-1su")
     racks = dict(plan.racks)
-    racks["A01"] = dataclasses.replace(racks["A01"], power_max_w=50_000.0)  # budget 45 kW, rear-door cooling 60 kW
+    name = _first_compute_rack(plan)  # three PDUs, two carry 69 kW: over the budget, not the circuits
+    racks[name] = dataclasses.replace(racks[name], power_max_w=50_000.0)  # budget 45 kW, rear-door cooling 60 kW
     changed = dataclasses.replace(plan, racks=racks)
     refresh_findings(changed)
     return changed
@@ -124,8 +130,11 @@ def _no_spares() -> Plan:
 
 
 def _dgx_on_2n_feeds() -> Plan:
-    """DGX PSUs split 3 + 3 over A/B feeds: 3 carry less than the maximum, so a feed loss power-caps them."""
-    return planned("superpod-h100-1su")[1]
+    """DGX PSUs split 3 + 3 over A/B feeds: 3 carry less than the maximum, so a feed loss power-caps them (the RA's
+    N+1, 2-2-2 over three PDUs, does not)."""
+    loaded, _plan = planned("superpod-h100-1su")
+    site = loaded.design.site.model_copy(update={"power_feed": PowerFeed(redundancy="2N")})
+    return _with("superpod-h100-1su", site=site)
 
 
 def _with_facts(plan: Plan, **facts: object) -> Plan:
