@@ -124,7 +124,18 @@ def deviations(plan: Plan) -> list[Deviation]:
                 ),
             )
         )
-    if _count(plan, "fabric-manager"):
+    if _count(plan, "fabric-manager") and s.get("fabric_manager_ports") == "own-leaf":
+        found.append(
+            Deviation(
+                "UFM placement",
+                'the UFM takes a server slot of SU 1 ("a DGX system must be removed to accommodate for UFM '
+                'connectivity")',
+                "the UFM pair on a leaf of its own outside the SUs, racked with the management servers",
+                "compute_fabric.fabric_manager_ports: own-leaf: every SU keeps all its server slots, for one more "
+                "leaf and its uplinks",
+            )
+        )
+    elif _count(plan, "fabric-manager"):
         found.append(
             Deviation(
                 "UFM cabling",

@@ -167,6 +167,12 @@ class ComputeFabric(_Section):
     oversubscription: float = Field(1.0, ge=1.0, le=16.0, description="leaf down:up bandwidth, e.g. 1 or '2:1'")
     fabric_manager: str | None = Field("auto", description="UFM appliance model; 'auto' for InfiniBand, null for none")
     fabric_managers: int = Field(2, ge=0, le=8, description="fabric-manager appliances (an HA pair by default)")
+    fabric_manager_ports: Literal["su-slot", "own-leaf"] = Field(
+        "su-slot",
+        description="where the fabric managers' compute ports land: su-slot = on SU 1's rail leaves in place of a "
+        "server, as the DGX SuperPOD RA does (31 DGX in SU 1); own-leaf = on a leaf of their own outside the SUs, "
+        "with the management servers, so every SU keeps all its server slots",
+    )
     planes: int | None = Field(
         None,
         ge=1,

@@ -13,7 +13,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
-from gpucluster.plan.fabric import merge_planes
+from gpucluster.plan.fabric import ClosResult, merge_planes
 from gpucluster.plan.model import Device, Finding, Plan
 from gpucluster.plan.networks import (
     Resolved,
@@ -22,7 +22,6 @@ from gpucluster.plan.networks import (
     build_compute_fabric,
     build_inband,
     build_storage_network,
-    manager_slots,
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power import (
@@ -90,7 +89,9 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     add_appliances(plan, r)
     plan.findings += _scalable_unit_warnings(plan, r)
     say("compute fabric")
-    plan.tiers += merge_planes(build_compute_fabric(plan, r, catalog))
+    fabric = build_compute_fabric(plan, r, catalog)
+    plan.tiers += merge_planes(fabric)
+    plan.findings += _manager_leaf_findings(fabric, r)
     say("storage network")
     plan.tiers += build_storage_network(plan, r, catalog).tiers
     say("in-band management network")
@@ -217,7 +218,7 @@ def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
     if not (last > 1 and per_su[last] * 2 < r.su_servers):
         return []
     slots = (last - 1) * r.su_servers
-    taken = manager_slots(r.fabric_manager, r.fabric_managers, r.rails)
+    taken = r.su_manager_slots
     production, spares = r.production_servers, r.spare_servers
     fixes = []
     if production + taken <= slots:
@@ -226,6 +227,12 @@ def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
         fixes.append(
             f"compute_fabric.fabric_managers: 0 (the {r.compute_switch.id} switches run an on-board subnet manager; "
             f"no UFM slot) with compute.spare_servers: {slots - production}"
+        )
+    if taken and production <= slots:
+        keep = "" if production + spares <= slots else f" with compute.spare_servers: {slots - production}"
+        fixes.append(
+            "compute_fabric.fabric_manager_ports: own-leaf (the fabric managers on a leaf of their own outside the "
+            f"SUs; its uplinks need free ports on the tier above){keep}"
         )
     fits = slots - taken - spares
     if fits > 0:
@@ -247,6 +254,24 @@ def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
             + f"{production + spares + taken}). To fill {last - 1} units exactly, set "
             + ("; or ".join(fixes) if fixes else "fewer servers or spares"),
             f"su{last:02d}",
+        )
+    ]
+
+
+def _manager_leaf_findings(fabric: list[ClosResult], r: Resolved) -> list[Finding]:
+    """Fabric managers on a leaf of their own need free ports on the tier above; where the rail leaves fill it
+    (4 full QM9700 SUs fill 16 spines), the top tier grows: say so, and what the RA's server slot costs instead."""
+    extra = sum(result.service_top_switches for result in fabric)
+    if not extra:
+        return []
+    return [
+        Finding(
+            "planning",
+            "warning",
+            f"the fabric managers' own leaf needs {extra} more top-tier {r.compute_switch.id} switches: the rail "
+            "leaves' uplinks fill the tier above. compute_fabric.fabric_manager_ports: su-slot puts them on SU 1's "
+            "leaves in place of one server instead, as the DGX SuperPOD RA does",
+            "compute_fabric.fabric_manager_ports",
         )
     ]
 
@@ -310,6 +335,7 @@ def _settings(r: Resolved) -> dict[str, object]:
         "compute_oversubscription": r.compute_oversubscription,
         "fabric_manager": r.fabric_manager.id if r.fabric_manager else None,
         "fabric_managers": r.fabric_managers,
+        "fabric_manager_ports": "own-leaf" if r.fabric_manager_leaf else ("su-slot" if r.fabric_managers else None),
         "storage_technology": r.storage_switch.technology,
         "storage_switch": r.storage_switch.id,
         "parallel_filesystem_block": r.pfs_block.id,

@@ -47,6 +47,9 @@ class LeafGroup:
     oversubscription: float = 1.0
     su: int | None = None
     rail: int | None = None
+    # A service leaf (fabric managers outside the SUs): its few host ports need only a few uplinks, one to each of as
+    # many top switches, outside the uniform uplink count the rail leaves spread evenly (two-tier fabrics)
+    service: bool = False
 
 
 def _pool(part: Switch, *roles: str) -> PortPool:
@@ -78,12 +81,14 @@ class _Child:
     uplinks: list[tuple[str, str, int]]  # (device, port, cage)
     su: int | None
     speed_gbps: float
+    service: bool = False  # one uplink to each of as many top switches, outside the even spread
 
 
 @dataclass
 class ClosResult:
     tiers: list[Tier] = field(default_factory=list)
     leaves: dict[str, list[str]] = field(default_factory=dict)  # group label -> leaf names
+    service_top_switches: int = 0  # top-tier switches added only for service leaves' uplinks (no free port)
 
 
 def build_clos(
@@ -139,8 +144,12 @@ def build_clos(
         return result
 
     # Leaves: split each group so every leaf keeps its oversubscription, with one uplink count
-    # for all leaves (the tiers above need uniform children).
+    # for all leaves (the tiers above need uniform children). A service leaf keeps its own few uplinks where the
+    # fabric has two tiers (every leaf reaches the top); above that it takes the common count like any leaf.
     capacity = len(down_pool)
+    two_tier = sum(math.ceil(len(g.ports) / capacity) for g in groups) <= len(_pool(upper_part, "fabric"))
+    service = {id(g): g.service and two_tier and not separate_uplinks for g in groups}
+    rail_groups = [g for g in groups if not service[id(g)]] or groups
     caps = {
         id(g): capacity
         if separate_uplinks
@@ -153,7 +162,7 @@ def build_clos(
         if separate_uplinks:
             uplinks = leaf_uplinks or len(up_pool)
             break
-        uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in groups)
+        uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in rail_groups)
         uplinks = max(uplinks, min(leaf_uplinks or 0, capacity - max(used.values())))
         if fewest_upper_switches:
             leaves = sum(split.values())
@@ -161,7 +170,7 @@ def build_clos(
                 range(uplinks, max(uplinks, capacity - max(used.values())) + 1),
                 key=lambda u: (upper_switch_count(leaves, u, len(_pool(upper_part, "fabric"))), u),
             )
-        too_full = [g for g in groups if used[id(g)] + uplinks > capacity]
+        too_full = [g for g in rail_groups if used[id(g)] + uplinks > capacity]
         if not too_full:
             break
         for g in too_full:
@@ -170,6 +179,7 @@ def build_clos(
         raise ValueError(f"{leaf_part.id}: {uplinks} uplinks needed, {len(up_pool)} available")
 
     children: list[_Child] = []
+    up_links = 0
     down_links = 0
     down_gbps = 0.0
     leaf_total = sum(split.values())
@@ -185,9 +195,13 @@ def build_clos(
             _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
             down_links += len(hosts)
             down_gbps += sum(min(p.speed_gbps, down_pool.speed_gbps) for p in hosts)
-            first_up = 0 if separate_uplinks else len(up_pool) - uplinks
-            ups = [(leaf.name, up_pool.names[j], up_pool.cages[j]) for j in range(first_up, first_up + uplinks)]
-            children.append(_Child(ups, g.su, up_pool.speed_gbps))
+            own = uplinks
+            if service[id(g)]:  # as many as its hosts need at the oversubscription, at least two (one per top switch)
+                own = min(capacity - len(hosts), max(2, math.ceil(len(hosts) / g.oversubscription)))
+            first_up = 0 if separate_uplinks else len(up_pool) - own
+            ups = [(leaf.name, up_pool.names[j], up_pool.cages[j]) for j in range(first_up, first_up + own)]
+            children.append(_Child(ups, g.su, up_pool.speed_gbps, service[id(g)]))
+            up_links += own
         result.leaves[g.label] = names
     up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
     result.tiers.append(
@@ -198,9 +212,9 @@ def build_clos(
             leaf_part.id,
             leaf_total,
             down_links,
-            leaf_total * uplinks,
+            up_links,
             down_gbps,
-            leaf_total * uplinks * up_speed,
+            up_links * up_speed,
             plane,
         )
     )
@@ -311,12 +325,19 @@ def _build_top(
     plane: int | None,
 ) -> None:
     radix = len(pool)
-    common = math.gcd(*(len(c.uplinks) for c in children))
-    total = sum(len(c.uplinks) for c in children)
-    fitting = [t for t in _divisors(common) if total / t <= radix]
+    spread = [c for c in children if not c.service]
+    services = [c for c in children if c.service]
+    common = math.gcd(*(len(c.uplinks) for c in spread))
+    total = sum(len(c.uplinks) for c in spread)
+    service_total = sum(len(c.uplinks) for c in services)
+    widest = max((len(c.uplinks) for c in services), default=0)
+    fitting = [t for t in _divisors(common) if total / t + math.ceil(service_total / t) <= radix and t >= widest]
     top = next((t for t in fitting if t >= min_top_switches), fitting[-1] if fitting else 0)
     if not top:
         raise ValueError("cannot build a top tier")
+    if services:  # what the rail leaves alone would need: the difference is the service leaves' cost
+        alone = [t for t in _divisors(common) if total / t <= radix]
+        result.service_top_switches = top - next((t for t in alone if t >= min_top_switches), alone[-1])
     width = max(2, len(str(top)))
     switches = [
         _add_switch(plan, name_of(tier_name, f"{t + 1:0{width}d}"), part, network, tier, None, plane)
@@ -325,10 +346,16 @@ def _build_top(
     next_port = [0] * top
     speed = min(children[0].speed_gbps, pool.speed_gbps)
     links = 0
-    for child in children:
+    for child in spread:
         per_switch = len(child.uplinks) // top
         for j, (device, port, cage) in enumerate(child.uplinks):
             t = j // per_switch
+            _uplink(plan, network, tier, (device, port, cage), switches[t].name, pool, next_port[t], speed, plane)
+            next_port[t] += 1
+            links += 1
+    for child in services:  # each uplink to a different top switch, the least used first
+        targets = sorted(range(top), key=lambda t: (next_port[t], t))[: len(child.uplinks)]
+        for (device, port, cage), t in zip(child.uplinks, sorted(targets), strict=True):
             _uplink(plan, network, tier, (device, port, cage), switches[t].name, pool, next_port[t], speed, plane)
             next_port[t] += 1
             links += 1

@@ -55,6 +55,14 @@ class Resolved:
     object_throughput_asked_gbytes_per_s: float | None = None
     object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)
     rack_system: RackSystem | None = None  # the design names a rack-scale system; `server` is its compute tray
+    fabric_manager_leaf: bool = False  # the fabric managers on a leaf of their own, outside the SUs
+
+    @property
+    def su_manager_slots(self) -> int:
+        """Server slots of SU 1 the fabric managers take: none when they have a leaf of their own."""
+        if self.fabric_manager_leaf:
+            return 0
+        return manager_slots(self.fabric_manager, self.fabric_managers, self.rails)
 
     @property
     def servers(self) -> int:
@@ -77,8 +85,9 @@ def technology_of(groups: list[PortGroup]) -> str | None:
 
 
 def add_gpu_servers(plan: Plan, r: Resolved, prefix: str) -> list[Device]:
-    """Servers in scalable units; the fabric managers take server slots in SU 1, as in the RA."""
-    first_su_slots = r.su_servers - manager_slots(r.fabric_manager, r.fabric_managers, r.rails)
+    """Servers in scalable units; the fabric managers take server slots in SU 1, as in the RA (unless they have a
+    leaf of their own). A last SU may hold fewer servers: it still gets its own leaves."""
+    first_su_slots = r.su_servers - r.su_manager_slots
     if first_su_slots <= 0:
         raise ValueError("the fabric managers need more leaf ports than one scalable unit has")
     total = r.servers
@@ -187,6 +196,12 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         for manager in plan.devices_with("fabric-manager"):
             part = catalog.get(manager.part, Appliance)
             for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
+                if r.fabric_manager_leaf:
+                    # fabric_manager_ports: own-leaf keeps every SU whole: the fabric managers get a leaf of their
+                    # own, of no SU (a service leaf with a few uplinks), standing with the management servers
+                    groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, None, None, service=True))
+                    groups[(0, 0)].ports.append(port)
+                    continue
                 if rack_scale:
                     # a rack-scale SU has no server slot to give up (as the RA's UFM takes on HGX SUs): a fabric
                     # manager port goes onto a free host port of a rail of the first rail group where its leaves have

@@ -97,7 +97,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
 
     planes = _planes(loaded, server, technology)
 
-    if manager is not None and manager_slots(manager, managers, rails) >= su:
+    own_leaf = fabric.fabric_manager_ports == "own-leaf"
+    if manager is not None and not own_leaf and manager_slots(manager, managers, rails) >= su:
         _fail(
             loaded,
             ("compute_fabric", "scalable_unit_servers"),
@@ -115,7 +116,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
                 "trays each): a rack-scale system is bought and placed whole; give spare racks' trays or 0",
             )
     elif spares is None:
-        spares = default_spares(production, su, rails, manager, managers if manager else 0)
+        spares = default_spares(production, su, rails, manager, managers if manager and not own_leaf else 0)
     elif spares > production:
         _fail(
             loaded,
@@ -207,6 +208,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         compute_oversubscription=fabric.oversubscription,
         fabric_manager=manager,
         fabric_managers=managers if manager else 0,
+        fabric_manager_leaf=own_leaf and manager is not None,
         storage_switch=storage_switch,
         storage_server_oversubscription=network.server_oversubscription,
         storage_block_oversubscription=network.storage_oversubscription,
