@@ -486,10 +486,10 @@ def rail_networks(
 
     addresses = host_addresses(plan, "compute")
     blocks = rail_blocks(plan, "compute")
-    by_port: dict[str, list[dict]] = {port.port: [] for port in rails}
-    for (host, port), (_host_address, gateway) in sorted(addresses.items()):
-        if host in servers and port in by_port:
-            by_port[port].append({"nodeName": host, "prefix": f"{gateway}/31", "gateway": gateway})
+    by_port: dict[str, list[dict]] = {interface.port: [] for interface in rails}
+    for (host, host_port), (_host_address, gateway) in sorted(addresses.items()):
+        if host in servers and host_port in by_port:
+            by_port[host_port].append({"nodeName": host, "prefix": f"{gateway}/31", "gateway": gateway})
     documents: list[dict] = []
     for port in rails:
         block = str(blocks[(port.plane or 0, port.rail)])
