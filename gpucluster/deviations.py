@@ -70,10 +70,11 @@ def _count(plan: Plan, role: str) -> int:
 
 
 WHY = {
-    "inband": "the planner gives every SU a bonded leaf pair and the head nodes, UFM and object storage a service "
-    "leaf pair under spines; the RA packs the in-band ports onto fewer leaves",
-    "oob": "the planner gives each SU its own access switches (every BMC, switch and PDU port) and counts the "
-    "aggregation pair separately; the RA's OOB switches uplink to the in-band core",
+    "inband": "the in-band leaves are packed with every host's bonded ports and take 4 uplinks each, 2 to each of "
+    "2 top-tier switches, as the RA's; a difference comes from the hosts the design puts on in-band (object "
+    "storage, more head nodes) or a faster switch model",
+    "oob": "one access switch per 48 management ports in each SU, the central racks' ports on their free ports, the "
+    "uplinks into the in-band top tier as the RA's; a difference comes from the ports the design's racks hold",
     "storage": "the planner dual-homes servers and appliances over a-side and b-side leaves sized by the ports "
     "the design's storage needs",
     "fabric-manager": "the design's compute fabric has its own UFM pair; a storage-fabric UFM pair is not planned",
@@ -142,6 +143,23 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "the UFM pair on one 2 x 200G splitter fibre (Table 8, 980-9I557-00N030)",
                 "one straight fibre per UFM port, each to a different SU-1 leaf",
                 "each UFM keeps a path when one leaf fails",
+            )
+        )
+    if plan.switches("inband"):
+        found.append(
+            Deviation(
+                "In-band leaf pairs",
+                "MLAG pairs with 2 ISL cables each (Table 8: 6 x 980-9I54C-00V001)",
+                "EVPN multihoming: each server's bond spans its leaf pair without a peer link",
+                "no peer-link cables or ports; each leaf's NVUE file in switches/ configures the Ethernet segments",
+            )
+        )
+        found.append(
+            Deviation(
+                "In-band uplinks to the data centre",
+                "4 x 100G CWDM4 from the in-band core (Table 8, 980-9I17Q-00CM00)",
+                "not planned",
+                "the site's own network: add its uplinks, optics and fibre to the order",
             )
         )
     if is_ra_4su_shape(plan) and s.get("inband_switch") != "sn4600c":

@@ -3,10 +3,15 @@ value the design uses."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import planned
 
+from gpucluster import load_design, plan_design
 from gpucluster.artifacts.report import report_html
 from gpucluster.deviations import RA_4SU_COUNTS, RA_SOURCE, assumptions, deviations, is_ra_4su_shape, used_parts
+
+RA_DESIGN = Path(__file__).parent / "designs" / "ra-h100-4su.yaml"
 
 
 def test_the_4su_design_is_compared_with_table_7_and_every_difference_is_listed() -> None:
@@ -30,9 +35,28 @@ def test_the_4su_design_is_compared_with_table_7_and_every_difference_is_listed(
         else:
             assert listed[what].reference == f"{reference:,}" and listed[what].plan == f"{counts[key]:,}", key
     assert counts["compute"] == 48 and counts["gpu-server"] == 127  # as Table 7: not listed
-    assert counts["inband"] != 8 and "in-band Ethernet switches" in listed  # point 4 is open: the report says so
+    assert counts["inband"] == 8 and counts["oob"] == 8  # point 4: as Table 7, so not listed
     subjects = {d.subject for d in deviations(plan)}
     assert "UFM cabling" in subjects and f"In-band switch model ({RA_SOURCE})" not in subjects  # SN4600C, as the RA
+
+
+def test_the_ra_4su_design_has_table_7s_in_band_and_out_of_band_switches() -> None:
+    """H100 RA Table 7: 8 in-band SN4600C (6 leaves in pairs, 2 cores: Table 8's 24 leaf-core cables) and 8 SN2201
+    out-of-band switches, which uplink into the in-band core (Table 8: "two uplinks per OOB to in-band", 16)."""
+    plan = plan_design(load_design(RA_DESIGN))
+    inband = plan.switches("inband")
+    assert len(inband) == 8 and {d.part for d in inband} == {"sn4600c"}
+    assert plan.totals["switches"]["inband"] == {"leaf": 6, "spine": 2}
+    assert plan.totals["links"]["inband"]["leaf-spine"] == 24
+    oob = plan.switches("oob")
+    assert len(oob) == 8 and {d.part for d in oob} == {"sn2201"}
+    uplinks = [link for link in plan.links_on("oob") if link.tier == 1]
+    assert len(uplinks) == 16 and {plan.devices[link.b_device].network for link in uplinks} == {"inband"}
+    assert {plan.devices[link.b_device].tier for link in uplinks} == {2}
+    analysis = plan.analysis["oob"]
+    assert analysis["all_hosts_reach_each_other"]  # through the in-band core
+    listed = {d.subject for d in deviations(plan)}
+    assert not any(what in s for s in listed for _n, what in (RA_4SU_COUNTS["inband"], RA_4SU_COUNTS["oob"]))
 
 
 def test_a_design_of_another_shape_is_not_held_to_table_7() -> None:

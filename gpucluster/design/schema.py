@@ -244,7 +244,10 @@ class Management(_Section):
 
     inband_switch: str | None = Field(None, description="default sn4600c (100G) or sn5600 for 200G+ in-band ports")
     oob_switch: str = Field("sn2201", description="1G RJ45 access switch for BMCs, switch and PDU management")
-    oob_aggregation_switch: str = Field("sn4600c", description="where the out-of-band switches uplink")
+    oob_aggregation_switch: str = Field(
+        "sn4600c",
+        description="where the out-of-band switches uplink when the in-band top tier has no free ports for them (else they uplink into it, as the RA)",
+    )
     management_server: str = "bcm-head-node"
     management_servers: int = Field(4, ge=1, le=64, description="head nodes (cluster manager, scheduler controllers)")
 

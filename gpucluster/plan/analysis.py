@@ -19,13 +19,22 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
     """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
     merged: dict[str, dict[tuple[str, str], list]] = {network: {} for network in plan.networks()}
     for link in plan.links:
-        key = (link.a_device, link.b_device)
+        # one edge per pair of devices, whichever end a link names first (an in-band core's management port on an
+        # out-of-band switch that uplinks into it is two links between the same pair), at the higher link tier
+        key = (link.a_device, link.b_device) if link.a_device < link.b_device else (link.b_device, link.a_device)
         edge = merged[link.network].get(key)
         if edge is None:
             merged[link.network][key] = [1, link.speed_gbps, link.tier]
         else:
             edge[0] += 1
             edge[1] += link.speed_gbps
+            edge[2] = max(edge[2], link.tier)
+    # a switch that forwards another network's traffic (the in-band top tier taking the out-of-band uplinks, as the
+    # RA cables them) is the upper end of that network's switch-to-switch links: a switch of it too
+    carriers: dict[str, set[str]] = {network: set() for network in merged}
+    for link in plan.links:
+        if link.tier >= 1:
+            carriers[link.network].add(link.b_device)
     graphs = {}
     for network, edges in merged.items():
         graph = nx.Graph(network=network)
@@ -36,9 +45,10 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
         for node, data in graph.nodes(data=True):
             device = plan.devices[node]
             # a switch of another network appears here only by its management port: a managed host
-            data["role"] = "managed-switch" if device.role == "switch" and device.network != network else device.role
+            foreign = device.network != network and node not in carriers[network]
+            data["role"] = "managed-switch" if device.role == "switch" and foreign else device.role
             data["tier"] = device.tier
-            data["plane"] = device.plane if device.network == network else None
+            data["plane"] = device.plane if not foreign else None
         graphs[network] = graph
     return graphs
 

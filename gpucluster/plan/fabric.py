@@ -102,6 +102,7 @@ def build_clos(
     min_top_switches: int = 1,
     plane: int | None = None,
     fewest_upper_switches: bool = False,
+    top: Sequence[Device] = (),
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
@@ -116,6 +117,9 @@ def build_clos(
     what its free ports allow, that needs the fewest switches above it (29 hosts on 30 uplinks spread over 10
     spines, not 32 over 16), and the tier above the leaves groups them into blocks of radix/2 in order, across
     scalable units, so every block switch has all its ports in use.
+
+    ``top`` names existing switches (another network's top tier, as the RA uplinks its out-of-band switches into
+    the in-band core) that take the leaves' uplinks on their free ports instead of tiers of this network's own.
     """
     upper_part = upper_part or leaf_part
     prefix = f"{network}-p{plane}" if plane else network
@@ -204,6 +208,8 @@ def build_clos(
             up_links += own
         result.leaves[g.label] = names
     up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
+    if top:
+        up_speed = min(up_pool.speed_gbps, *(_pool(plan.catalog_parts[d.part], "fabric").speed_gbps for d in top))  # type: ignore[arg-type]
     result.tiers.append(
         Tier(
             network,
@@ -218,6 +224,9 @@ def build_clos(
             plane,
         )
     )
+    if top:
+        _uplink_to(plan, network, children, list(top), result)
+        return result
     _build_upper_tiers(
         plan, network, children, upper_part, name_of, result, min_top_switches, plane, not fewest_upper_switches
     )
@@ -235,6 +244,32 @@ def upper_switch_count(leaves: int, uplinks: int, radix: int) -> int:
         children, per_child = blocks, per_child * min(size, children)
     fitting = [t for t in _divisors(per_child) if children * per_child / t <= radix]
     return total + (fitting[0] if fitting else radix * radix)
+
+
+def free_ports(plan: Plan, switch: Device) -> list[int]:
+    """Indexes into a switch's fabric pool of the ports no link uses yet."""
+    pool = _pool(plan.catalog_parts[switch.part], "fabric")  # type: ignore[arg-type]
+    used = {link.a_port for link in plan.links if link.a_device == switch.name}
+    used |= {link.b_port for link in plan.links if link.b_device == switch.name}
+    return [i for i, name in enumerate(pool.names) if name not in used]
+
+
+def _uplink_to(plan: Plan, network: NetworkName, children: list[_Child], top: list[Device], result: ClosResult) -> None:
+    """Each child's uplinks spread in turn over existing top switches, on their free ports, as one more tier."""
+    free = {switch.name: free_ports(plan, switch) for switch in top}
+    pools = {switch.name: _pool(plan.catalog_parts[switch.part], "fabric") for switch in top}  # type: ignore[arg-type]
+    links = 0
+    gbps = 0.0
+    for child in children:
+        for j, lower in enumerate(child.uplinks):
+            switch = top[j % len(top)]
+            if not free[switch.name]:
+                raise ValueError(f"{switch.name} has no free port for {network} uplinks")
+            speed = min(child.speed_gbps, pools[switch.name].speed_gbps)
+            _uplink(plan, network, 2, lower, switch.name, pools[switch.name], free[switch.name].pop(0), speed)
+            links += 1
+            gbps += speed
+    result.tiers.append(Tier(network, 2, TIER_NAMES[1], top[0].part, len(top), links, 0, gbps, 0.0))
 
 
 def _build_upper_tiers(

@@ -260,21 +260,37 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     )
 
 
+INBAND_LEAF_UPLINKS = 4  # H100 RA Table 8: 24 leaf-core cables for its 6 in-band leaves (2 to each of 2 cores)
+
+
+def inband_oversubscription(leaf: Switch) -> float:
+    """Host ports per uplink of an in-band leaf packed as the RA packs them: every port but the uplinks."""
+    ports = len(device_ports(leaf)["fabric"])
+    return (ports - INBAND_LEAF_UPLINKS) / INBAND_LEAF_UPLINKS
+
+
 def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
-    """Each server's in-band ports go to a pair of leaves per scalable unit (bonded, one port to each);
-    head nodes, fabric managers and object storage share the services leaves."""
-    groups: dict[str, LeafGroup] = {}
+    """The in-band network as the H100 RA builds it: leaves in pairs packed with hosts across the scalable units
+    (every server, then the head nodes, fabric managers and object storage; a host's bonded ports alternate
+    between the a-side and the b-side leaf, so each pair serves the same hosts), each leaf with 4 uplinks, 2 to
+    each of 2 top-tier switches. For 127 DGX and 4 head nodes that is the RA's 6 SN4600C leaves and 2 cores
+    (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are."""
+    ports: dict[str, list[HostPort]] = {"a": [], "b": []}
     for server in plan.devices_with("gpu-server"):
         for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
-            label = f"su{server.su:02d}-{'abcdefgh'[index]}"
-            groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription, server.su)).ports.append(port)
+            ports["ab"[index % 2]].append(port)
     for role in ("management-server", "fabric-manager", "object-storage"):
         for device in plan.devices_with(role):
             part = catalog.parts[device.part]
             port_role = "storage" if role == "object-storage" else "inband"
             for index, port in enumerate(host_ports(device.name, part, port_role, "management")):  # type: ignore[arg-type]
-                label = f"svc-{'abcdefgh'[index % 2]}"
-                groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription)).ports.append(port)
+                ports["ab"[index % 2]].append(port)
+    groups = [LeafGroup(side, hosts, r.inband_oversubscription) for side, hosts in ports.items()]
     return build_clos(
-        plan, network="inband", groups=list(groups.values()), leaf_part=r.inband_switch, min_top_switches=2
+        plan,
+        network="inband",
+        groups=groups,
+        leaf_part=r.inband_switch,
+        leaf_uplinks=INBAND_LEAF_UPLINKS,
+        min_top_switches=2,
     )

@@ -1,5 +1,8 @@
 """The out-of-band management network: every BMC, switch and appliance management port and PDU on 1G
-access switches per cluster of racks, two uplinks each to the aggregation switches.
+access switches per cluster of racks, two uplinks each into the in-band network's top tier as the H100 RA cables
+them ("two uplinks per OOB to in-band", Table 8), or to aggregation switches of its own where that tier lacks the
+ports. The central racks' ports take the scalable units' access switches' free ports first, so that, as in the
+RA's 4-SU BOM (8 SN2201 for 4 SUs and the management racks), a central switch is added only for what is left.
 
 Its size depends on the PDUs (each has a network port), the PDUs on each rack's load, and that load
 on the access switches standing in the rack: rack space for the switches is reserved first, growing
@@ -14,7 +17,7 @@ from collections.abc import Callable
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Pdu
-from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
+from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, free_ports
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.networks import Resolved
 from gpucluster.plan.racks import Cluster, RackPlanner, _Rack, floor_order
@@ -41,17 +44,34 @@ def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostP
     return ports
 
 
-def _build(plan: Plan, r: Resolved, groups: list[LeafGroup]) -> ClosResult:
-    """1G out-of-band access switches, two uplinks each to the aggregation pair."""
+OOB_UPLINKS = 2  # per access switch: H100 RA Table 8, "two uplinks per OOB to in-band"
+
+
+def _build(plan: Plan, r: Resolved, groups: list[LeafGroup], top: list[Device] | None = None) -> ClosResult:
+    """1G out-of-band access switches, two uplinks each to the in-band top tier (``top``) or the aggregation pair."""
     return build_clos(
         plan,
         network="oob",
         groups=groups,
         leaf_part=r.oob_switch,
         upper_part=r.oob_aggregation_switch,
-        leaf_uplinks=2,
+        leaf_uplinks=OOB_UPLINKS,
         min_top_switches=2,
+        top=top or (),
     )
+
+
+def inband_top(plan: Plan, access_switches: int) -> list[Device]:
+    """The in-band network's top-tier switches when they can take every out-of-band access switch's uplinks on
+    their free ports (spread evenly, as _uplink_to spreads them), else none: the uplinks then need aggregation
+    switches of their own."""
+    switches = plan.switches("inband")
+    tier = max((d.tier or 0 for d in switches), default=0)
+    top = sorted((d for d in switches if d.tier == tier), key=lambda d: d.name) if tier > 1 else []
+    if len(top) < 2 or access_switches <= 1:
+        return []
+    need = math.ceil(access_switches * OOB_UPLINKS / len(top))
+    return top if all(len(free_ports(plan, d)) >= need for d in top) else []
 
 
 def reserve_oob_switches(
@@ -97,14 +117,23 @@ def reserve_oob_switches(
         while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
             reserve(cluster, r.oob_switch.id, "network", count, cluster.name)
     order = floor_order(planner)
+
+    def central_needed() -> int:
+        """The central racks' switches: for the ports the scalable units' access switches have no room for."""
+        spare = sum(len(reserved.get(c.name, [])) * access_ports - ports(c) for c in clusters)
+        return math.ceil(max(0, ports(central) - spare) / access_ports)
+
     while True:
-        count = needed(central)
+        count = central_needed()
         reserve(central, r.oob_switch.id, "management", count, "central")
-        leaves = [(planner.clusters[name].su, len(reserved.get(name, []))) for name in order]
+        leaves = [
+            (planner.clusters[name].su, count if name == "central" else len(reserved.get(name, []))) for name in order
+        ]
         leaves += [(rack.su, len(reserved[rack.nvlink_domain])) for rack in _system_racks(planner, order)]
-        upper = _oob_upper_switches(r, leaves)
+        access = sum(n for _su, n in leaves)
+        upper = 0 if inband_top(plan, access) else _oob_upper_switches(r, leaves)
         reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
-        if needed(central) <= len(reserved["central"]):
+        if central_needed() <= len(reserved["central"]):
             return reserved
 
 
@@ -140,11 +169,12 @@ def build_oob_network(
         rack_names = {d.rack for d in devices}
         devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
         groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
+    _spill_central(groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access")))
     systems = _system_racks(planner, order)
     for rack in systems:
         devices = [d for d in rack.devices if not d.name.startswith("~")]
         groups.append(LeafGroup(str(rack.nvlink_domain), oob_ports(plan, planner.catalog, devices), su=rack.su))
-    result = _build(plan, r, groups)
+    result = _build(plan, r, groups, inband_top(plan, _access_switches(groups, r)))
     plan.tiers += result.tiers
     if sum(t.switches for t in result.tiers) == 1:  # one access switch serves every port
         order = ["central"]
@@ -158,6 +188,28 @@ def build_oob_network(
             plan, reserved[str(rack.nvlink_domain)], [plan.devices[n] for n in result.leaves[str(rack.nvlink_domain)]]
         )
     _fill(plan, reserved.get("aggregation", []), [d for d in plan.switches("oob") if (d.tier or 0) > 1])
+
+
+def _access_switches(groups: list[LeafGroup], r: Resolved) -> int:
+    """How many access switches build_clos makes of these groups (one when a single switch takes every port)."""
+    per_switch = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    total = sum(len(g.ports) for g in groups)
+    return 1 if total <= per_switch else sum(math.ceil(len(g.ports) / per_switch) for g in groups if g.ports)
+
+
+def _spill_central(groups: list[LeafGroup], reserved: dict[str, list[Device]], per_switch: int) -> None:
+    """Move the central racks' ports onto the free access ports of the scalable units' switches, in floor order,
+    leaving the central group only what does not fit (as reserve_oob_switches counted)."""
+    central = next((g for g in groups if g.label == "central"), None)
+    if central is None:
+        return
+    for group in groups:
+        if group is central or not central.ports:
+            continue
+        room = len(reserved.get(group.label, [])) * per_switch - len(group.ports)
+        if room > 0:
+            group.ports += central.ports[:room]
+            del central.ports[:room]
 
 
 def _fill(plan: Plan, slots: list[Device], devices: list[Device]) -> None:

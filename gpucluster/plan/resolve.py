@@ -9,7 +9,7 @@ from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageB
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
-from gpucluster.plan.networks import Resolved, manager_slots, technology_of
+from gpucluster.plan.networks import Resolved, inband_oversubscription, manager_slots, technology_of
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level; the 4-SU rows are four times these.
@@ -18,7 +18,6 @@ SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"  #
 
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
-INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "How the plan is built"
 # DGX SuperPOD RA (DGX GB200), Architecture: "each SU contains 8 DGX GB200 systems" (rack-scale-facts.md 2).
 RACK_SYSTEMS_PER_SU = 8
 
@@ -220,7 +219,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         object_block=object_block,
         object_blocks=object_blocks,
         inband_switch=inband_switch,
-        inband_oversubscription=INBAND_OVERSUBSCRIPTION,
+        inband_oversubscription=inband_oversubscription(inband_switch),
         oob_switch=oob_switch,
         oob_aggregation_switch=oob_aggregation,
         management_server=catalog.get(mgmt.management_server, Appliance),
