@@ -95,7 +95,7 @@ class SwitchTier(pulumi.ComponentResource):
 
 
 class FabricManager(pulumi.ComponentResource):
-    """A fabric-manager appliance (UFM) on the compute fabric."""
+    """A fabric-manager appliance (UFM) on the compute fabric or an InfiniBand storage fabric."""
 
     def __init__(
         self,
@@ -191,11 +191,11 @@ class ComputeFabric(_SwitchedNetwork):
             "rails": plan.settings["rails"],
             "oversubscription": plan.settings["compute_oversubscription"],
             "fabric_manager_model": plan.settings["fabric_manager"],
-            "fabric_managers": [m.name for m in plan.devices_with("fabric-manager")],
+            "fabric_managers": [m.name for m in plan.devices_with("fabric-manager") if m.network != "storage"],
         }
 
     def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
-        for manager in plan.devices_with("fabric-manager"):
+        for manager in [m for m in plan.devices_with("fabric-manager") if m.network != "storage"]:
             FabricManager(prefix + manager.name, manager, plan.part(manager.name), links[manager.name], child)  # type: ignore[arg-type]
 
 
@@ -210,7 +210,12 @@ class StorageNetwork(_SwitchedNetwork):
         return {
             "server_oversubscription": round(spec.server_oversubscription, 4),
             "storage_oversubscription": round(spec.storage_oversubscription, 4),
+            "fabric_managers": [m.name for m in plan.devices_with("fabric-manager") if m.network == "storage"],
         }
+
+    def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
+        for manager in [m for m in plan.devices_with("fabric-manager") if m.network == "storage"]:
+            FabricManager(prefix + manager.name, manager, plan.part(manager.name), links[manager.name], child)  # type: ignore[arg-type]
 
 
 class ManagementNetwork(_SwitchedNetwork):

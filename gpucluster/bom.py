@@ -198,6 +198,8 @@ def _device_lines(plan: Plan) -> list[BomLine]:
             section = NETWORK_INFO[device.network or "compute"].bom_section
         elif device.spare:
             section = "spares"
+        elif device.role == "fabric-manager" and device.network:  # the storage fabric's UFM
+            section = NETWORK_INFO[device.network].bom_section
         else:
             section = ROLES[device.role].bom_section
         groups[(section, device.role, device.network or "", device.part)].append(device)

@@ -74,10 +74,12 @@ WHY = {
     "2 top-tier switches, as the RA's; a difference comes from the hosts the design puts on in-band (object "
     "storage, more head nodes) or a faster switch model",
     "oob": "one access switch per 48 management ports in each SU, the central racks' ports on their free ports, the "
-    "uplinks into the in-band top tier as the RA's; a difference comes from the ports the design's racks hold",
+    "uplinks into the in-band top tier as the RA's where its ports are 100G (SN4600C), else into an aggregation pair "
+    "(management.oob_aggregation_switch); a difference comes from the ports the design's racks hold",
     "storage": "the planner dual-homes servers and appliances over a-side and b-side leaves sized by the ports "
     "the design's storage needs",
-    "fabric-manager": "the design's compute fabric has its own UFM pair; a storage-fabric UFM pair is not planned",
+    "fabric-manager": "a UFM pair per InfiniBand fabric: compute_fabric.fabric_managers and "
+    "storage_network.fabric_managers (0 on an Ethernet storage network)",
     "management-server": "management.management_servers in the design",
     "compute": "the compute fabric's tiers for this server count",
     "gpu-server": "compute.servers and compute.spare_servers in the design",
@@ -136,15 +138,6 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "leaf and its uplinks",
             )
         )
-    elif _count(plan, "fabric-manager"):
-        found.append(
-            Deviation(
-                "UFM cabling",
-                "the UFM pair on one 2 x 200G splitter fibre (Table 8, 980-9I557-00N030)",
-                "one straight fibre per UFM port, each to a different SU-1 leaf",
-                "each UFM keeps a path when one leaf fails",
-            )
-        )
     if plan.switches("inband"):
         found.append(
             Deviation(
@@ -168,7 +161,8 @@ def deviations(plan: Plan) -> list[Deviation]:
                 f"In-band switch model ({RA_SOURCE})",
                 "SN4600C (64 x 100G)",
                 str(s.get("inband_switch")),
-                "management.inband_switch: 200G ports (the object store's) need faster leaves than SN4600C",
+                "management.inband_switch: the object store's 200GbE ports run at full speed on SN5600 ports split "
+                "by 1:2 splitter fibres; SN4600C ports are 100G",
             )
         )
     if is_ra_4su_shape(plan):

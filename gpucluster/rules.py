@@ -72,13 +72,13 @@ def rule_facts(plan: Plan) -> dict:
 
 
 def subnet_manager_facts(plan: Plan) -> list[dict]:
-    """Each InfiniBand network and what can run its subnet manager: fabric-manager appliances (UFM, on the
-    compute fabric) or the switches' own on-board SM (catalog ``subnet_manager``)."""
+    """Each InfiniBand network and what can run its subnet manager: its fabric-manager appliances (UFM, a pair per
+    fabric) or the switches' own on-board SM (catalog ``subnet_manager``)."""
     s = plan.settings
     facts = []
     for network, technology, switch, managers in (
         ("compute", s.get("compute_technology"), s.get("compute_switch"), s.get("fabric_managers") or 0),
-        ("storage", s.get("storage_technology"), s.get("storage_switch"), 0),
+        ("storage", s.get("storage_technology"), s.get("storage_switch"), s.get("storage_fabric_managers") or 0),
     ):
         if not str(technology or "").startswith("infiniband"):
             continue
@@ -90,7 +90,11 @@ def subnet_manager_facts(plan: Plan) -> list[dict]:
                 "switch_subnet_manager": bool(getattr(part, "subnet_manager", False)),
                 "fabric_managers": managers,
                 # absent without appliances (Pulumi drops None-valued properties)
-                **({"fabric_manager": s.get("fabric_manager")} if managers else {}),
+                **(
+                    {"fabric_manager": s.get("fabric_manager" if network == "compute" else "storage_fabric_manager")}
+                    if managers
+                    else {}
+                ),
             }
         )
     return facts

@@ -2,9 +2,8 @@
 architecture's own bill of materials for the compute fabric (RA-11333-001 V11, Table 4, and
 Appendix A Tables 7 and 8, as compiled in shared/reference/hardware-facts.md §1.2-1.3).
 
-The one known difference, pinned below and explained in the README: the RA joins the four UFM
-appliances to the leaves with two 1:2 splitter fibres (980-9I557-00N030, "NDR 200G cables,
-UFM-leaf"); the planner gives each UFM its own straight fibre to a different SU-1 leaf.
+The four UFM appliances' 200G ports share two split leaf ports, each cabled with one 1:2 splitter fibre
+(MFP7E20; the RA's 980-9I557-00N030, "NDR Cables, 200 Gbps, UFM to leaf ports"), as Table 8 has them.
 """
 
 from __future__ import annotations
@@ -56,15 +55,22 @@ def test_compute_fabric_switches_and_links_match_the_ra() -> None:
     assert sum(line.quantity for line in bom.lines if line.kind == "fabric-manager") == RA_UFM
 
 
-def test_ndr_cables_match_the_ra_apart_from_the_ufm_splitters() -> None:
+def test_ndr_cables_match_the_ra_with_the_ufm_splitters() -> None:
     plan, bom = _reference()
     cables = [line for line in bom.lines if line.kind == "cable" and line.network == "compute"]
-    assert {line.model for line in cables} == {"MFP7E10-Nxxx"}  # multimode fibre, as "all ... multi-mode"
-    ufm_cables = sum(
-        1 for c in plan.cables if c.network == "compute" and plan.links[c.links[0]].purpose == "fabric-manager"
-    )
-    assert ufm_cables == RA_UFM == 2 * RA_UFM_CABLES  # straight fibres, one per UFM, where the RA splits
-    assert sum(line.quantity for line in cables) == RA_NDR_400G_CABLES + ufm_cables
+    assert {line.model for line in cables} == {"MFP7E10-Nxxx", "MFP7E20-Nxxx"}  # "all ... multi-mode fiber"
+    straight = sum(line.quantity for line in cables if line.model == "MFP7E10-Nxxx")
+    assert straight == RA_NDR_400G_CABLES  # Table 8: 2,040 (before the splitters: 2,044, one per UFM)
+    ufm_cables = [
+        c for c in plan.cables if c.network == "compute" and plan.links[c.links[0]].purpose == "fabric-manager"
+    ]
+    assert len(ufm_cables) == RA_UFM_CABLES and all(len(c.links) == 2 for c in ufm_cables)
+    assert {c.cable_part for c in ufm_cables} == {"mfp7e20-mmf-split-200g"}
+    assert sum(line.quantity for line in cables if line.model == "MFP7E20-Nxxx") == RA_UFM_CABLES
+    for cable in ufm_cables:  # two UFMs on the two halves of one leaf port
+        links = [plan.links[i] for i in cable.links]
+        assert len({(link.b_device, link.b_cage) for link in links}) == 1 and {link.b_half for link in links} == {1, 2}
+        assert len({link.a_device for link in links}) == 2 and all(link.speed_gbps == 200 for link in links)
 
 
 def test_transceivers_match_the_ra() -> None:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 from collections import Counter, defaultdict
+from pathlib import Path
 
 import openpyxl
 import pytest
+import yaml
 from conftest import planned, write_design
 
+import gpucluster
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, XLSX_COLUMNS, cable_rows
@@ -135,9 +138,16 @@ def test_a_cage_that_no_single_mode_optic_can_serve_is_a_planning_warning(tmp_pa
     for the DGX, so the plan says which link keeps the cage mixed (every other cage holds one module)."""
     from gpucluster.plan.cables import add_cables
 
+    # a UFM whose port runs at 400G (QM97x0 manual: "UFM 3.5 side: 1 port in 400 Gb/s"), so it takes a whole leaf
+    # port beside a DGX link rather than half of a split port (MFP7E20 splitters are multimode only, 50 m)
+    appliances = yaml.safe_load((Path(gpucluster.__file__).parent / "catalog/data/appliances.yaml").read_text())
+    ufm = next(p for p in appliances["parts"] if p["id"] == "ufm-enterprise-ndr")
+    ufm["ports"][0].update(speed_gbps=400, cages=1)
+    (tmp_path / "ufm400.yaml").write_text(yaml.safe_dump({"sources": appliances["sources"], "parts": [ufm]}))
     path = write_design(
         tmp_path,
-        "name: far-rows\nsite: {racks_per_row: 4, row_pitch_mm: 10000}\ncompute: {server: dgx-h100, servers: 127}\n",
+        "name: far-rows\nsite: {racks_per_row: 4, row_pitch_mm: 10000}\ncompute: {server: dgx-h100, servers: 127}\n"
+        "catalog: [ufm400.yaml]\n",
     )
     loaded = load_design(path)
     plan = plan_design(loaded)

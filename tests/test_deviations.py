@@ -35,9 +35,12 @@ def test_the_4su_design_is_compared_with_table_7_and_every_difference_is_listed(
         else:
             assert listed[what].reference == f"{reference:,}" and listed[what].plan == f"{counts[key]:,}", key
     assert counts["compute"] == 48 and counts["gpu-server"] == 127  # as Table 7: not listed
-    assert counts["inband"] == 8 and counts["oob"] == 8  # point 4: as Table 7, so not listed
+    # the MinIO staging tier's 200GbE ports take SN5600 in-band leaves (split ports), whose 400G cores cannot take
+    # the out-of-band switches' 100G uplinks: both differences from Table 7 are listed with the switch model
+    assert plan.settings["inband_switch"] == "sn5600" and listed["in-band Ethernet switches"].plan == "4"
+    assert counts["oob"] == 10 and "out-of-band switches (SN2201)" in listed
     subjects = {d.subject for d in deviations(plan)}
-    assert "UFM cabling" in subjects and f"In-band switch model ({RA_SOURCE})" not in subjects  # SN4600C, as the RA
+    assert f"In-band switch model ({RA_SOURCE})" in subjects and "UFM cabling" not in subjects  # splitters, as the RA
 
 
 def test_the_ra_4su_design_has_table_7s_in_band_and_out_of_band_switches() -> None:

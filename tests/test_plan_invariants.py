@@ -40,7 +40,10 @@ def check_invariants(plan: Plan) -> None:
             if plan.devices[device].role == "pdu" or link.network in backplane:
                 continue
             pools = device_ports(catalog_parts[plan.devices[device].part])
-            speeds = [pool.speed_gbps for pool in pools.values() if port in pool.names]
+            if device == link.b_device and link.b_half:  # one half of a switch port split in two
+                speeds = [pool.speed_gbps / 2 for pool in pools.values() if any(port in p for p in pool.halves)]
+            else:
+                speeds = [pool.speed_gbps for pool in pools.values() if port in pool.names]
             assert speeds, f"{device} has no port {port}"
             assert link.speed_gbps <= max(speeds), f"{device}:{port} runs {link.speed_gbps}G above its speed"
     reused = [port for port, n in used.items() if n > 1]

@@ -39,7 +39,7 @@ PARENT_TYPE = {
     "gpu-cluster:network:ManagementNetwork": CLUSTER_TYPE,
     "gpu-cluster:network:SwitchTier": "gpu-cluster:network:*",
     "gpu-cluster:network:Switch": "gpu-cluster:network:SwitchTier",
-    "gpu-cluster:network:FabricManager": "gpu-cluster:network:ComputeFabric",
+    "gpu-cluster:network:FabricManager": "gpu-cluster:network:(ComputeFabric|StorageNetwork)",  # a UFM pair per fabric
     "gpu-cluster:storage:ParallelFilesystem": CLUSTER_TYPE,
     "gpu-cluster:storage:ObjectStorage": CLUSTER_TYPE,
     "gpu-cluster:storage:StorageBlock": "gpu-cluster:storage:*",
@@ -176,7 +176,11 @@ def test_changing_the_design_changes_the_outputs_and_props(tmp_path: Path) -> No
     assert root_before["design"]["compute"]["servers"] == 30 and root_after["design"]["compute"]["servers"] == 62
     rules_after = {f["rule"] for f in root_after["findings"]} - {f["rule"] for f in root_before["findings"]}
     assert "rule:spare-servers" in rules_after
-    assert {r.name for r in after.resources} > {r.name for r in before.resources}
+    # a second SU adds resources; the central racks' out-of-band ports move onto its access switches' free ports, so
+    # the central out-of-band switch of the 1-SU plan is the one resource that goes (as the RA's 8 SN2201 for 4 SUs)
+    gone = {r.name for r in before.resources} - {r.name for r in after.resources}
+    assert gone <= {"superpod-h100-1su-oob-leaf-central"}
+    assert len(after.resources) > len(before.resources)
 
 
 def test_rack_granularity_lists_servers_and_switches_instead_of_resources() -> None:

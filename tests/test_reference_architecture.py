@@ -67,7 +67,8 @@ def test_q3400_fabric_matches_the_b300_xdr_ra_table_3(scalable_units):
 
 
 # DGX H100 RA Table 4 "Compute fabric component count": SU 1 holds 31 DGX because UFM takes a slot;
-# node-leaf cables include the 4 UFM links. SU -> (nodes, leaf, spine, node-leaf cables, spine-leaf cables).
+# node-leaf cables include the 4 UFM links (the default UFM pair, two NDR200 ports each).
+# SU -> (nodes, leaf, spine, node-leaf cables, spine-leaf cables).
 H100_TABLE_4 = {
     1: (31, 8, 4, 252, 256),
     2: (63, 16, 8, 508, 512),
@@ -81,8 +82,7 @@ def test_dgx_h100_design_matches_the_h100_ra_table_4(tmp_path, scalable_units):
     nodes, leaf, spine, node_leaf, spine_leaf = H100_TABLE_4[scalable_units]
     path = write_design(
         tmp_path,
-        f"name: ra\ncompute: {{server: dgx-h100, servers: {nodes}, spare_servers: 0}}\n"
-        "compute_fabric: {fabric_managers: 4}\n",
+        f"name: ra\ncompute: {{server: dgx-h100, servers: {nodes}, spare_servers: 0}}\n",
     )
     plan = plan_design(load_design(path))
     assert plan.totals["scalable_units"] == scalable_units

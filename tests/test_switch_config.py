@@ -42,6 +42,9 @@ def test_every_cabled_port_of_every_ethernet_switch_appears_once_with_its_speed(
         for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
             if plan.devices[device].network == link.network:
                 ends[device].append((port, link.speed_gbps))
+    split_cages = {
+        (link.b_device, "swp" + link.b_port.removeprefix("swp").split("s")[0]) for link in plan.links if link.b_half
+    }
     for switch in switches:
         interfaces = trees[switch.name]["interface"]
         planned_ports = Counter()
@@ -52,10 +55,11 @@ def test_every_cabled_port_of_every_ethernet_switch_appears_once_with_its_speed(
         assert all(n == 1 for n in planned_ports.values()), "a plan port used twice"
         configured = {name for name, i in interfaces.items() if i.get("type") == "swp" and "speed" in i.get("link", {})}
         assert configured == set(planned_ports), switch.name
-        for port in configured:  # a 400G sub-port sits on a parent cage broken out 2x
+        for port in configured:  # a 400G sub-port sits on a parent cage broken out 2x, a split port's half 4x
             if "s" in port.removeprefix("swp"):
                 parent = "swp" + port.removeprefix("swp").split("s")[0]
-                assert interfaces[parent]["link"]["breakout"] == {"2x": {}}, (switch.name, parent)
+                breakout = "4x" if (switch.name, parent) in split_cages else "2x"
+                assert interfaces[parent]["link"]["breakout"] == {breakout: {}}, (switch.name, parent)
 
 
 @pytest.mark.parametrize("design", EXAMPLES)

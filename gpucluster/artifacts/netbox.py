@@ -241,6 +241,15 @@ def _device_type(part: object) -> DeviceType:
             seen.add(detail.name)
             slug = interface_type(group.technology, group.cage_type, group.speed_gbps, host=kind != "switch")
             interfaces.append(InterfaceTemplate(detail.name, slug, group.role in ("bmc", "mgmt")))
+    for group in getattr(part, "ports", []):
+        # a switch port split in two by a 1:2 splitter fibre: its halves are interfaces too (NetBox has no breakout
+        # modes; where a half reuses a whole port's name, as Cumulus's swp1s0-s1, the one interface serves both)
+        slug = interface_type(group.technology, group.cage_type, group.speed_gbps / 2, host=False)
+        for pair in group.split_port_names():
+            for half in pair:
+                if half not in seen:
+                    seen.add(half)
+                    interfaces.append(InterfaceTemplate(half, slug, False))
     power_ports: list[PowerPortTemplate] = []
     outlets: list[PowerOutletTemplate] = []
     psus = getattr(part, "psus", None)

@@ -130,6 +130,8 @@ def _link(index: int, link, cable: str | None) -> dict:
     }
     if link.rail is not None:
         record["rail"] = link.rail
+    if link.b_half:  # the b end is that half of a switch port split in two (a 1:2 splitter fibre)
+        record["b"]["half"] = link.b_half  # type: ignore[index]
     return record
 
 

@@ -89,6 +89,7 @@ class _Port:
     far_port: str
     tier: int  # the link's tier: 0 = host, >= 1 = switch to switch
     link_index: int
+    half: int = 0  # 1 or 2: a half of a port split in two (its cage broken out 4x)
 
 
 @dataclass
@@ -174,7 +175,7 @@ def _switch_ports(plan: Plan, names: set[str]) -> dict[str, list[_Port]]:
             )
         if link.b_device in names and link.network == plan.devices[link.b_device].network:
             ports[link.b_device].append(
-                _Port(link.b_port, link.speed_gbps, link.a_device, link.a_port, link.tier, index)
+                _Port(link.b_port, link.speed_gbps, link.a_device, link.a_port, link.tier, index, link.b_half)
             )
     return ports
 
@@ -294,17 +295,23 @@ def _context(
     }
 
 
-def _broken_out_cages(part: Switch, ports: list[_Port]) -> list[str]:
-    """Parent names (swpN) of the multi-port cages the plan uses: each is broken out into its sub-ports."""
-    used = {p.name for p in ports}
+def _broken_out_cages(part: Switch, ports: list[_Port]) -> list[tuple[str, str]]:
+    """(parent name, breakout) of the multi-port cages the plan uses: each is broken out into its sub-ports, 2x
+    (two 400G ports) or, where a port is split in two for 1:2 splitter fibres, 4x (four 200G ports)."""
+    used = {p.name for p in ports if not p.half}
+    halves = {p.name for p in ports if p.half}
     cages = []
     for group in part.ports:
         if group.ports_per_cage < 2:
             continue
-        for number in range(group.number_from, group.number_from + group.cages):
+        split = dict(zip(group.port_names(), group.split_port_names(), strict=False))
+        for offset, number in enumerate(range(group.number_from, group.number_from + group.cages)):
             subs = {_sub_name(group, number, sub) for sub in range(group.ports_per_cage)}
-            if subs & used:
-                cages.append(f"swp{number}")
+            quarters = {half for (_name, cage), pair in split.items() if cage == offset + 1 for half in pair}
+            if quarters & halves:
+                cages.append((f"swp{number}", "4x"))
+            elif subs & used:
+                cages.append((f"swp{number}", "2x"))
     return cages
 
 

@@ -14,6 +14,8 @@ class PortPool:
     names: tuple[str, ...]
     cages: tuple[int, ...]
     speed_gbps: float
+    halves: tuple[tuple[str, str], ...] = ()  # per port, its two half-speed ports when it splits (switches)
+    cage_type: str = ""  # of the role's first group: what a host port plugs into
 
     def __len__(self) -> int:
         return len(self.names)
@@ -38,7 +40,14 @@ def _device_ports(part: _HasPorts) -> dict[str, PortPool]:
     pools = {}
     for role in roles:
         details = port_details(part, role)
-        pools[role] = PortPool(tuple(d.name for d in details), tuple(d.cage for d in details), speeds[role])
+        groups = [group for group in part.ports if group.role == role]  # type: ignore[attr-defined]
+        split = {
+            name: pair for g in groups for (name, _c), pair in zip(g.port_names(), g.split_port_names(), strict=False)
+        }
+        halves = tuple(split[d.name] for d in details) if len(split) == len(details) else ()
+        pools[role] = PortPool(
+            tuple(d.name for d in details), tuple(d.cage for d in details), speeds[role], halves, groups[0].cage_type
+        )
     return pools
 
 

@@ -63,6 +63,14 @@ def _port_template(template: str) -> str:
     return format_template(template, frozenset({"cage", "sub", "sub0", "index"}))
 
 
+def _flat(pairs: list[tuple[str, str]]) -> list[str]:
+    return [name for pair in pairs for name in pair]
+
+
+def _split_port_template(template: str) -> str:
+    return format_template(template, frozenset({"cage", "sub", "sub0", "index", "half", "lane0"}))
+
+
 def _part_number_template(template: str) -> str:
     return format_template(template, frozenset({"length_m", "length_dm"}))
 
@@ -82,6 +90,12 @@ class PortGroup(_Strict):
         "the group) are substituted",
     )
     number_from: int = Field(default=1, ge=0, le=100_000, description="the number the first cage of the group carries")
+    split_name_format: Annotated[str, Field(max_length=64), AfterValidator(_split_port_template)] | None = Field(
+        default=None,
+        description="switch ports that split into two ports of half their speed (a 1:2 splitter fibre, NVIDIA "
+        "MFP7E20): the name of each half; {half} (1 or 2) and {lane0} (0-based quarter of the cage, as Cumulus names a "
+        "4x breakout swp1s0..swp1s3) with the name_format fields",
+    )
     rails: list[int] | None = Field(
         default=None,
         max_length=MAX_PORTS_PER_DEVICE,
@@ -135,6 +149,23 @@ class PortGroup(_Strict):
                 number = cage - 1 + self.number_from
                 names.append((self.name_format.format(cage=number, sub=sub, sub0=sub - 1, index=index), cage))
         return names
+
+    def split_port_names(self) -> list[tuple[str, str]]:
+        """The two half-speed ports of every logical port, in group order (empty when the ports do not split)."""
+        if self.split_name_format is None:
+            return []
+        halves = []
+        index = 0
+        for cage in range(1, self.cages + 1):
+            for sub in range(1, self.ports_per_cage + 1):
+                index += 1
+                fields = {"cage": cage - 1 + self.number_from, "sub": sub, "sub0": sub - 1, "index": index}
+                first, second = (
+                    self.split_name_format.format(**fields, half=half, lane0=2 * (sub - 1) + half - 1)
+                    for half in (1, 2)
+                )
+                halves.append((first, second))
+        return halves
 
     def plane_port_names(self) -> list[tuple[str, int, int]]:
         """(name, 1-based cage, plane) of every port a multi-plane Ethernet fabric uses: each logical port
@@ -207,12 +238,16 @@ class _RackMounted(_Part):
             raise ValueError("power_typical_w exceeds power_max_w")
         if sum(group.port_count for group in self.ports) > MAX_PORTS_PER_DEVICE:
             raise ValueError(f"more than {MAX_PORTS_PER_DEVICE} ports; that many per device are not supported")
+        # whole ports' names are unique, and so are split halves' (a half may reuse a whole port's name, as Cumulus
+        # names both a 2x and a 4x breakout swp1s0 ...: a cage runs one way or the other)
         seen: set[str] = set()
+        halves: set[str] = set()
         for group in self.ports:
-            for name, _ in group.port_names():
-                if name in seen:
-                    raise ValueError(f"port name {name!r} is used twice; each port needs its own name")
-                seen.add(name)
+            for names, known in (([n for n, _ in group.port_names()], seen), (_flat(group.split_port_names()), halves)):
+                for name in names:
+                    if name in known:
+                        raise ValueError(f"port name {name!r} is used twice; each port needs its own name")
+                    known.add(name)
         return self
 
     def port_groups(self, role: str) -> list[PortGroup]:
@@ -347,6 +382,11 @@ class Cable(_Part):
     speed_gbps: float = Field(gt=0, le=100_000, description="per logical link it carries")
     links: int = Field(default=1, gt=0, le=8, description="logical links one cable carries (2 = twin-port straight)")
     split: int = Field(default=1, gt=0, le=8, description="far ends per near end (2 = 1:2 splitter)")
+    splits_port: bool = Field(
+        default=False,
+        description="a 1:2 splitter fibre whose two legs share one logical switch port, split into two ports of half "
+        "its speed (NVIDIA MFP7E20), rather than one leg per port of a twin-port cage",
+    )
     end_a: CageType
     end_b: CageType
     reach_m: float = Field(gt=0, le=1_000_000)

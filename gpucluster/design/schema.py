@@ -195,6 +195,13 @@ class StorageNetwork(_Section):
         4 / 3, ge=1.0, le=16.0, description="leaf down:up for server ports (the SuperPOD RA runs about 4:3)"
     )
     storage_oversubscription: float = Field(1.0, ge=1.0, le=16.0, description="leaf down:up for storage ports")
+    fabric_managers: int | None = Field(
+        None,
+        ge=0,
+        le=8,
+        description="UFM appliances of an InfiniBand storage fabric, its own subnet (the H100 RA's storage-fabric UFM "
+        "pair, Table 7); default: as many as the compute fabric's, 0 on Ethernet",
+    )
 
     _parse_ratio = field_validator("server_oversubscription", "storage_oversubscription", mode="before")(_ratio)
 
@@ -246,7 +253,8 @@ class Management(_Section):
     oob_switch: str = Field("sn2201", description="1G RJ45 access switch for BMCs, switch and PDU management")
     oob_aggregation_switch: str = Field(
         "sn4600c",
-        description="where the out-of-band switches uplink when the in-band top tier has no free ports for them (else they uplink into it, as the RA)",
+        description="where the out-of-band switches uplink when the in-band top tier has no free ports for them "
+        "(else they uplink into it, as the RA)",
     )
     management_server: str = "bcm-head-node"
     management_servers: int = Field(4, ge=1, le=64, description="head nodes (cluster manager, scheduler controllers)")

@@ -336,6 +336,8 @@ def _settings(r: Resolved) -> dict[str, object]:
         "fabric_manager": r.fabric_manager.id if r.fabric_manager else None,
         "fabric_managers": r.fabric_managers,
         "fabric_manager_ports": "own-leaf" if r.fabric_manager_leaf else ("su-slot" if r.fabric_managers else None),
+        "storage_fabric_manager": r.storage_fabric_manager.id if r.storage_fabric_manager else None,
+        "storage_fabric_managers": r.storage_fabric_managers,
         "storage_technology": r.storage_switch.technology,
         "storage_switch": r.storage_switch.id,
         "parallel_filesystem_block": r.pfs_block.id,

@@ -128,7 +128,12 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     links, devices = plan.links, plan.devices
     uncabled = {name for name, entry in NETWORK_INFO.items() if not entry.cabled}
     ends = [
-        (lookup.end(devices[link.a_device], link.a_port), lookup.end(devices[link.b_device], link.b_port))
+        (
+            lookup.end(devices[link.a_device], link.a_port),
+            lookup.half_end(devices[link.b_device], link.b_port)
+            if link.b_half
+            else lookup.end(devices[link.b_device], link.b_port),
+        )
         if link.network not in uncabled
         else (BACKPLANE, BACKPLANE)
         for link in links
@@ -151,6 +156,45 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         for index, link in enumerate(links):
             if link.network in uncabled:
                 done[index] = 1  # counted in the totals, no cable
+    for group in _split_port_groups(links, devices, lookup):
+        # the two halves of a split switch port: one 1:2 splitter fibre (NVIDIA MFP7E20), a twin-port module in the
+        # switch cage and a single-port 400G module in 200G mode at each host, whatever the run (no straight cable
+        # or copper splitter serves a split port here)
+        link = links[group[0]]
+        end_host, end_switch = ends[group[0]]
+        longest = max(lengths[i] for i in group)
+        technology = technology_of[link.network]
+        choice = choose(technology, link.speed_gbps, end_switch, end_host, longest, 2, 2, halves=True)
+        if choice is None:
+            raise NoCableFits(
+                f"no catalog 1:2 splitter fibre reaches {longest:.1f} m for the {link.speed_gbps:g}G "
+                f"{technology or ''} link {link.a_device}:{link.a_port} - {link.b_device}:{link.b_port} (half of a "
+                f"split port) on the {link.network} network"
+            )
+        for i in group:
+            done[i] = 1
+        prefix = NETWORK_INFO[link.network].cable_prefix
+        counters[prefix] += 1
+        # the a end is the one its links share (the switch cage); a cable with one leg used keeps its link's
+        # ends, host (a) and switch (b), as every single-link cable does (power.cable_ends)
+        a_module = choice.a_transceiver.id if choice.a_transceiver else None
+        b_module = choice.b_transceiver.id if choice.b_transceiver else None
+        if len(group) == 1:
+            a_module, b_module = b_module, a_module
+        plan.cables.append(
+            Cable(
+                id=f"{prefix}{counters[prefix]:06d}",
+                network=link.network,
+                links=tuple(group),
+                media=choice.cable.media,
+                cable_part=choice.cable.id,
+                part_number=part_number(choice.cable.id, choice.length_m),
+                length_m=choice.length_m,
+                run_length_m=longest,
+                a_transceiver=a_module,
+                b_transceiver=b_module,
+            )
+        )
     for index, link in track(enumerate(links), len(links), "links"):
         if done[index]:
             continue
@@ -267,8 +311,11 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
 
 
 def _refit(plan: Plan, cable: Cable, ends: tuple[End, End], choose) -> bool:
-    """Turn a multimode cable single-mode, with single-mode optics at both ends (False: none fits)."""
+    """Turn a multimode cable single-mode, with single-mode optics at both ends (False: none fits, or a splitter
+    fibre into a split port, which has no single-mode form in the catalog)."""
     link = plan.links[cable.links[0]]
+    if link.b_half:
+        return False
     choice = choose(_technology(plan, link.network), link.speed_gbps, *ends, cable.run_length_m, 1, 1, "smf")
     if choice is None:
         return False
@@ -279,13 +326,25 @@ def _refit(plan: Plan, cable: Cable, ends: tuple[End, End], choose) -> bool:
     return True
 
 
+def _split_port_groups(links: list[Link], devices: dict[str, Device], lookup: _EndLookup) -> list[list[int]]:
+    """The links on each split switch port (their b end a half of it), in link order: one or two per port."""
+    by_port: dict[tuple[str, str], list[int]] = {}
+    for index, link in enumerate(links):
+        if link.b_half:
+            by_port.setdefault((link.b_device, lookup.parent(devices[link.b_device], link.b_port)), []).append(index)
+    return list(by_port.values())
+
+
 def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict) -> dict[int, list]:
     """Per link, the two-link cables it could share: a straight twin cable when both links of a twin-port
     cage go to the same far twin-port cage, or a 1:2 splitter when a switch's twin-port cage serves
     single-port host cages (one leg may stay unused). Value: (sorted link indexes, twin-side end, far
     end, split)."""
     groups: dict[int, list] = defaultdict(list)
-    for (device, cage), members in by_cage.items():
+    for (device, cage), all_members in by_cage.items():
+        members = [i for i in all_members if not links[i].b_half]  # a split port's halves have their own splitter
+        if not members:
+            continue
         sides = [_side(links[i], device, cage) for i in members]
         twin_end = ends[members[0]][sides[0]]
         far = [(ends[i][1 - side], _far_cage(links[i], side)) for i, side in zip(members, sides, strict=True)]
@@ -314,7 +373,27 @@ class _EndLookup:
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
         self.by_part: dict[str, dict[str, End]] = {}
+        self.halves: dict[str, dict[str, tuple[End, str]]] = {}  # part -> half-port name -> (its cage, its port)
         self.kinds: dict[tuple[str, int, bool], End] = {}
+
+    def half_end(self, device: Device, port: str) -> End:
+        """The cage of a port's half (split ports' names can repeat whole ports' names, so they are looked up apart)."""
+        return self._halves(device)[port][0]
+
+    def parent(self, device: Device, port: str) -> str:
+        """The logical port a half belongs to."""
+        return self._halves(device)[port][1]
+
+    def _halves(self, device: Device) -> dict[str, tuple[End, str]]:
+        table = self.halves.get(device.part)
+        if table is None:
+            table = self.halves[device.part] = {}
+            for group in getattr(self.catalog.parts[device.part], "ports", []):
+                end = self._shared(group.cage_type, group.ports_per_cage, device.role == "switch")
+                for (name, _cage), pair in zip(group.port_names(), group.split_port_names(), strict=False):
+                    for half in pair:
+                        table[half] = (end, name)
+        return table
 
     def end(self, device: Device, port: str) -> End:
         table = self.by_part.get(device.part)
@@ -364,11 +443,12 @@ class _Chooser:
         links: int,
         split: int,
         media: str | None = None,
+        halves: bool = False,
     ) -> Choice | None:
-        key = (technology, speed_gbps, end_a, end_b, length_m, links, split, media)
+        key = (technology, speed_gbps, end_a, end_b, length_m, links, split, media, halves)
         if key in self.choices:
             return self.choices[key]
-        kind = (technology, speed_gbps, end_a, end_b, links, split, media)
+        kind = (technology, speed_gbps, end_a, end_b, links, split, media, halves)
         candidates = self.candidates.get(kind)
         if candidates is None:
             candidates = self.candidates[kind] = _candidates(self.parts, *kind)
@@ -387,14 +467,17 @@ def _candidates(
     links: int,
     split: int,
     media: str | None,
+    halves: bool,
 ) -> list[CablePart]:
     """The catalog cables that fit a kind of link, in the order they are tried (media order, then the slowest,
-    shortest-reaching that will do)."""
+    shortest-reaching that will do). A split port's halves take only a splitter that splits a port, and nothing
+    else takes one."""
     candidates = [
         c
         for c in parts
         if c.links == links
         and c.split == split
+        and c.splits_port == halves
         and media in (None, c.media)
         and speaks(c.technology, technology)
         and c.speed_gbps >= speed_gbps

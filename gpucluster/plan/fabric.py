@@ -36,6 +36,102 @@ class HostPort:
     speed_gbps: float
     rail: int | None = None
     purpose: str = "gpu"
+    cage_type: str = ""  # the host's cage: what module or cable end it takes
+
+
+# Host cages that take a single-port 400G module which runs at 200G on one leg of a 1:2 splitter fibre (NVIDIA
+# MMA4Z00-NS400 / MMA1Z00-NS400: "200Gb/s mode: Using 2-channels and 1:2 splitter ... fiber cables (MFP7E20)").
+# A QSFP56 host (HDR-era, e.g. DDN AI400X2) takes a whole switch port instead, as the RA's 2 x 200G AOC cables it.
+SPLITTER_HOST_CAGES = frozenset({"osfp", "qsfp112"})
+
+
+def splits_onto(host: HostPort, pool: PortPool) -> bool:
+    """A host port that runs at half a switch port's speed or less takes one half of a split port (a 1:2 splitter
+    fibre, NVIDIA MFP7E20) rather than a whole 400G port on a straight fibre."""
+    return bool(pool.halves) and host.speed_gbps * 2 <= pool.speed_gbps and host.cage_type in SPLITTER_HOST_CAGES
+
+
+def _cage_splits_whole(pool: PortPool) -> bool:
+    """The split halves reuse the whole ports' names (Cumulus: swp1s0-s1 at 2x, swp1s0-s3 at 4x), so a cage is
+    broken out one way: all its ports whole, or all split."""
+    names = set(pool.names)
+    return any(half in names for pair in pool.halves for half in pair)
+
+
+@dataclass
+class _Placer:
+    """Hosts placed one by one on a leaf's ports: two consecutive hosts that split share a port's halves; where a
+    cage breaks out whole, a cage holds whole ports or halves, never both."""
+
+    pool: PortPool
+    whole_cages: bool
+    per_cage: int
+    port: int = 0  # the next free port
+    open_half: int = -1  # a split port whose second half is free
+    cage_split: tuple[int, bool] = (-1, False)  # the current cage and whether it is split
+
+    @classmethod
+    def on(cls, pool: PortPool) -> _Placer:
+        return cls(pool, _cage_splits_whole(pool), pool.cages.count(pool.cages[0]) if pool.cages else 1)
+
+    def place(self, host: HostPort) -> tuple[int, int]:
+        """(port index, half: 0 whole, 1 or 2) for the next host."""
+        split = splits_onto(host, self.pool)
+        if split and self.open_half >= 0:
+            placed, self.open_half = (self.open_half, 2), -1
+            return placed
+        self.open_half = -1
+        cage = self.port // self.per_cage
+        if self.whole_cages and self.port % self.per_cage and self.cage_split == (cage, not split):
+            cage += 1
+            self.port = cage * self.per_cage
+        self.cage_split = (cage, split)
+        placed = (self.port, 1 if split else 0)
+        if split:
+            self.open_half = self.port
+        self.port += 1
+        return placed
+
+    def copy(self) -> _Placer:
+        return _Placer(self.pool, self.whole_cages, self.per_cage, self.port, self.open_half, self.cage_split)
+
+
+def _placements(hosts: Sequence[HostPort], pool: PortPool) -> list[tuple[int, int]]:
+    """(port index, half) for each host in order: half 0 = the whole port; 1 and 2 = the halves of a split port."""
+    if not pool.halves:
+        return [(i, 0) for i in range(len(hosts))]
+    placer = _Placer.on(pool)
+    return [placer.place(host) for host in hosts]
+
+
+def port_slots(hosts: Sequence[HostPort], pool: PortPool) -> int:
+    """Logical switch ports the hosts take (a split port serves two; a cage that breaks out whole may skip ports)."""
+    if not pool.halves:
+        return len(hosts)
+    placer = _Placer.on(pool)
+    for host in hosts:
+        placer.place(host)
+    return placer.port
+
+
+def _slices(hosts: list[HostPort], leaves: int, pool: PortPool) -> list[list[HostPort]]:
+    """The hosts cut into consecutive runs, one per leaf, each taking about the same number of ports."""
+    if not pool.halves or not any(splits_onto(h, pool) for h in hosts):
+        per_leaf = math.ceil(len(hosts) / leaves)
+        return [hosts[i * per_leaf : (i + 1) * per_leaf] for i in range(leaves)]
+    target = math.ceil(port_slots(hosts, pool) / leaves)
+    runs: list[list[HostPort]] = [[]]
+    placer = _Placer.on(pool)
+    for host in hosts:
+        trial = placer.copy()
+        trial.place(host)
+        if runs[-1] and trial.port > target:
+            runs.append([])
+            trial = _Placer.on(pool)
+            trial.place(host)
+        placer = trial
+        runs[-1].append(host)
+    return runs
 
 
 @dataclass
@@ -50,6 +146,8 @@ class LeafGroup:
     # A service leaf (fabric managers outside the SUs): its few host ports need only a few uplinks, one to each of as
     # many top switches, outside the uniform uplink count the rail leaves spread evenly (two-tier fabrics)
     service: bool = False
+    # name its leaves <label>-1, -2 ... even when one leaf serves it (names that stay as the cluster grows)
+    numbered: bool = False
 
 
 def _pool(part: Switch, *roles: str) -> PortPool:
@@ -103,6 +201,7 @@ def build_clos(
     plane: int | None = None,
     fewest_upper_switches: bool = False,
     top: Sequence[Device] = (),
+    one_switch: bool = True,
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
@@ -120,6 +219,8 @@ def build_clos(
 
     ``top`` names existing switches (another network's top tier, as the RA uplinks its out-of-band switches into
     the in-band core) that take the leaves' uplinks on their free ports instead of tiers of this network's own.
+    ``one_switch=False`` keeps each group on leaves of its own even where one switch could take every host port (a
+    bonded pair's two sides on two leaves).
     """
     upper_part = upper_part or leaf_part
     prefix = f"{network}-p{plane}" if plane else network
@@ -137,13 +238,12 @@ def build_clos(
     total_ports = sum(len(g.ports) for g in groups)
 
     # One switch is enough: every host port on a single leaf, no uplinks needed.
-    if total_ports <= len(down_pool):
+    if one_switch and port_slots([p for g in groups for p in g.ports], down_pool) <= len(down_pool):
         leaf = _add_switch(plan, name_of("leaf", "01"), leaf_part, network, 1, groups[0], plane)
         leaf.su = groups[0].su if len(groups) == 1 else None
         leaf.rail = groups[0].rail if len(groups) == 1 else None
         result.leaves = {g.label: [leaf.name] for g in groups}
-        _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], plane)
-        down_gbps = sum(min(p.speed_gbps, down_pool.speed_gbps) for g in groups for p in g.ports)
+        down_gbps = _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], plane)
         result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0, plane))
         return result
 
@@ -151,7 +251,9 @@ def build_clos(
     # for all leaves (the tiers above need uniform children). A service leaf keeps its own few uplinks where the
     # fabric has two tiers (every leaf reaches the top); above that it takes the common count like any leaf.
     capacity = len(down_pool)
-    two_tier = sum(math.ceil(len(g.ports) / capacity) for g in groups) <= len(_pool(upper_part, "fabric"))
+    two_tier = sum(math.ceil(port_slots(g.ports, down_pool) / capacity) for g in groups) <= len(
+        _pool(upper_part, "fabric")
+    )
     service = {id(g): g.service and two_tier and not separate_uplinks for g in groups}
     rail_groups = [g for g in groups if not service[id(g)]] or groups
     caps = {
@@ -160,9 +262,11 @@ def build_clos(
         else max(1, math.floor(capacity * g.oversubscription / (1 + g.oversubscription)))
         for g in groups
     }
+    demand = {id(g): port_slots(g.ports, down_pool) for g in groups}
     while True:
-        split = {id(g): math.ceil(len(g.ports) / caps[id(g)]) for g in groups}
-        used = {id(g): math.ceil(len(g.ports) / split[id(g)]) for g in groups}
+        slices = {id(g): _slices(g.ports, math.ceil(demand[id(g)] / caps[id(g)]), down_pool) for g in groups}
+        split = {id(g): len(slices[id(g)]) for g in groups}
+        used = {id(g): max(port_slots(run, down_pool) for run in slices[id(g)]) for g in groups}
         if separate_uplinks:
             uplinks = leaf_uplinks or len(up_pool)
             break
@@ -190,18 +294,17 @@ def build_clos(
     for g in groups:
         names = []
         count = split[id(g)]
-        per_leaf = used[id(g)]
         for i in range(count):
-            suffix = g.label if count == 1 else f"{g.label}-{i + 1}"
+            suffix = g.label if count == 1 and not g.numbered else f"{g.label}-{i + 1}"
             leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g, plane)
             names.append(leaf.name)
-            hosts = g.ports[i * per_leaf : (i + 1) * per_leaf]
-            _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
+            hosts = slices[id(g)][i]
+            down_gbps += _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
             down_links += len(hosts)
-            down_gbps += sum(min(p.speed_gbps, down_pool.speed_gbps) for p in hosts)
             own = uplinks
             if service[id(g)]:  # as many as its hosts need at the oversubscription, at least two (one per top switch)
-                own = min(capacity - len(hosts), max(2, math.ceil(len(hosts) / g.oversubscription)))
+                ports = port_slots(hosts, down_pool)
+                own = min(capacity - ports, max(2, math.ceil(ports / g.oversubscription)))
             first_up = 0 if separate_uplinks else len(up_pool) - own
             ups = [(leaf.name, up_pool.names[j], up_pool.cages[j]) for j in range(first_up, first_up + own)]
             children.append(_Child(ups, g.su, up_pool.speed_gbps, service[id(g)]))
@@ -501,9 +604,14 @@ def _add_switch(
 
 def _attach_hosts(
     plan: Plan, network: NetworkName, leaf: str, pool: PortPool, hosts: Sequence[HostPort], plane: int | None = None
-) -> None:
-    """Host ports on a leaf's first ports, in order."""
-    for index, host in enumerate(hosts):
+) -> float:
+    """Host ports on a leaf's first ports, in order (two hosts that split a port on its two halves); returns the
+    Gb/s they bring down."""
+    down_gbps = 0.0
+    for host, (index, half) in zip(hosts, _placements(hosts, pool), strict=True):
+        port = pool.names[index] if half == 0 else pool.halves[index][half - 1]
+        speed = min(host.speed_gbps, pool.speed_gbps if half == 0 else pool.speed_gbps / 2)
+        down_gbps += speed
         plan.links.append(
             Link(
                 network,
@@ -511,12 +619,14 @@ def _attach_hosts(
                 host.device,
                 host.port,
                 leaf,
-                pool.names[index],
-                min(host.speed_gbps, pool.speed_gbps),
+                port,
+                speed,
                 a_cage=host.cage,
                 b_cage=pool.cages[index],
                 rail=host.rail,
                 purpose=host.purpose,
                 plane=plane,
+                b_half=half,
             )
         )
+    return down_gbps

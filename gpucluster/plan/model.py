@@ -57,6 +57,7 @@ class Link:
     rail: int | None = None  # compute host links: the GPU's rail
     purpose: str = "gpu"  # gpu | storage | fabric-manager | management | bmc | uplink
     plane: int | None = None  # multi-plane compute fabrics: the plane the link belongs to
+    b_half: int = 0  # 1 or 2: the b end (a switch) is that half of a logical port split in two (a 1:2 splitter)
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackSystem, StorageBlock, Switch
-from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports
+from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
 
 
@@ -56,6 +56,8 @@ class Resolved:
     object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)
     rack_system: RackSystem | None = None  # the design names a rack-scale system; `server` is its compute tray
     fabric_manager_leaf: bool = False  # the fabric managers on a leaf of their own, outside the SUs
+    storage_fabric_manager: Appliance | None = None  # UFM of an InfiniBand storage fabric (its own subnet)
+    storage_fabric_managers: int = 0
 
     @property
     def su_manager_slots(self) -> int:
@@ -75,7 +77,7 @@ def host_ports(device: str, part: GpuServer | Appliance | StorageBlock, role: st
     if pool is None:
         return []
     return [
-        HostPort(device, name, cage, pool.speed_gbps, index + 1 if role == "compute" else None, purpose)
+        HostPort(device, name, cage, pool.speed_gbps, index + 1 if role == "compute" else None, purpose, pool.cage_type)
         for index, (name, cage) in enumerate(zip(pool.names, pool.cages, strict=True))
     ]
 
@@ -130,6 +132,12 @@ def add_appliances(plan: Plan, r: Resolved) -> None:
     if r.fabric_manager:
         for i in range(1, r.fabric_managers + 1):
             plan.add(Device(f"ufm-{i:02d}", r.fabric_manager.id, "fabric-manager", u_height=r.fabric_manager.u_height))
+    if r.storage_fabric_manager:  # the storage fabric's own UFM pair (H100 RA Table 7: 4 UFM, 2 per fabric)
+        part = r.storage_fabric_manager
+        for i in range(1, r.storage_fabric_managers + 1):
+            plan.add(
+                Device(f"ufm-storage-{i:02d}", part.id, "fabric-manager", u_height=part.u_height, network="storage")
+            )
     for i in range(1, r.management_servers + 1):
         plan.add(
             Device(f"head-{i:02d}", r.management_server.id, "management-server", u_height=r.management_server.u_height)
@@ -162,7 +170,7 @@ def compute_host_ports(device: str, part: GpuServer, planes: int) -> list[tuple[
     if planes == 1:
         return [(p, None) for p in ports]
     return [
-        (HostPort(p.device, f"{p.port}/{plane}", p.cage, p.speed_gbps / planes, p.rail, p.purpose), plane)
+        (HostPort(p.device, f"{p.port}/{plane}", p.cage, p.speed_gbps / planes, p.rail, p.purpose, p.cage_type), plane)
         for p in ports
         for plane in range(1, planes + 1)
     ]
@@ -192,35 +200,37 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
             for port, port_plane in compute_host_ports(server.name, r.server, r.planes):
                 if port_plane in (None, plane):
                     groups[(first_su[server.su or 1], port.rail or 1)].ports.append(port)
-        rail = 0
-        for manager in plan.devices_with("fabric-manager"):
-            part = catalog.get(manager.part, Appliance)
-            for port in host_ports(manager.name, part, "fabric", "fabric-manager"):
-                if r.fabric_manager_leaf:
-                    # fabric_manager_ports: own-leaf keeps every SU whole: the fabric managers get a leaf of their
-                    # own, of no SU (a service leaf with a few uplinks), standing with the management servers
-                    groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, None, None, service=True))
-                    groups[(0, 0)].ports.append(port)
-                    continue
-                if rack_scale:
-                    # a rack-scale SU has no server slot to give up (as the RA's UFM takes on HGX SUs): a fabric
-                    # manager port goes onto a free host port of a rail of the first rail group where its leaves have
-                    # one, else onto a leaf of their own, so no rail gains a leaf for it
-                    spare = min(
-                        (
-                            g
-                            for (first, _r), g in groups.items()
-                            if first == sus[0] and math.ceil((len(g.ports) + 1) / leaf_hosts) == _leaves(g, leaf_hosts)
-                        ),
-                        key=lambda g: len(g.ports),
-                        default=None,
-                    )
-                    if spare is None:
-                        spare = groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, sus[0], None))
-                    spare.ports.append(port)
-                    continue
-                groups[(sus[0], rail % r.rails + 1)].ports.append(port)
-                rail += 1
+        pool = device_ports(r.compute_switch)["fabric"]
+        previous: LeafGroup | None = None
+        for index, port in enumerate(manager_ports(plan, catalog, "compute")):
+            pair = 2 if splits_onto(port, pool) else 1
+            if r.fabric_manager_leaf:
+                # fabric_manager_ports: own-leaf keeps every SU whole: the fabric managers get a leaf of their
+                # own, of no SU (a service leaf with a few uplinks), standing with the management servers
+                groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, None, None, service=True))
+                groups[(0, 0)].ports.append(port)
+                continue
+            if rack_scale:
+                # a rack-scale SU has no server slot to give up (as the RA's UFM takes on HGX SUs): a fabric
+                # manager port goes onto a free host port of a rail of the first rail group where its leaves have
+                # one, else onto a leaf of their own, so no rail gains a leaf for it (the UFM pair's two ports that
+                # share a split port, together)
+                spare = previous if pair == 2 and index % 2 else None
+                spare = spare or min(
+                    (
+                        g
+                        for (first, _r), g in groups.items()
+                        if first == sus[0] and math.ceil((len(g.ports) + 1) / leaf_hosts) == _leaves(g, leaf_hosts)
+                    ),
+                    key=lambda g: len(g.ports),
+                    default=None,
+                )
+                if spare is None:
+                    spare = groups.setdefault((0, 0), LeafGroup("fm", [], r.compute_oversubscription, sus[0], None))
+                spare.ports.append(port)
+                previous = spare
+                continue
+            groups[(sus[0], index // pair % r.rails + 1)].ports.append(port)
         results.append(
             build_clos(
                 plan,
@@ -238,10 +248,23 @@ def _leaves(group: LeafGroup, leaf_hosts: int) -> int:
     return max(1, math.ceil(len(group.ports) / leaf_hosts))
 
 
+def manager_ports(plan: Plan, catalog: Catalog, network: str) -> list[HostPort]:
+    """A network's fabric managers' fabric ports, each manager's first port, then each one's second ...: consecutive
+    ports of different managers, so two that run at half a leaf port's speed share one split port (one 1:2 splitter
+    per port pair of the UFM pair, as H100 RA Table 8 cables it) and a leaf failure leaves each manager a port."""
+    per_manager = [
+        host_ports(m.name, catalog.get(m.part, Appliance), "fabric", "fabric-manager")
+        for m in plan.devices_with("fabric-manager")
+        if (m.network or "compute") == network
+    ]
+    return [ports[i] for i in range(max(map(len, per_manager), default=0)) for ports in per_manager if i < len(ports)]
+
+
 def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     """Servers' storage ports (per scalable unit) and the storage blocks' ports on their own leaves, each
     dual-homed as the RA does: a host's ports alternate between an a-side and a b-side leaf group, so one
-    leaf failure leaves every server and appliance with a path to the filesystem."""
+    leaf failure leaves every server and appliance with a path to the filesystem. The storage fabric's own UFM
+    pair joins the appliances' leaves."""
     groups: dict[str, LeafGroup] = {}
     for server in plan.devices_with("gpu-server"):
         for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
@@ -255,6 +278,10 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         ):
             label = f"pfs-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
+    pool = device_ports(r.storage_switch)["fabric"]
+    for index, port in enumerate(manager_ports(plan, catalog, "storage")):  # beside the appliances, a- and b-side
+        label = f"pfs-{'ab'[index // (2 if splits_onto(port, pool) else 1) % 2]}"
+        groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     return build_clos(
         plan, network="storage", groups=list(groups.values()), leaf_part=r.storage_switch, min_top_switches=2
     )
@@ -274,7 +301,8 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     (every server, then the head nodes, fabric managers and object storage; a host's bonded ports alternate
     between the a-side and the b-side leaf, so each pair serves the same hosts), each leaf with 4 uplinks, 2 to
     each of 2 top-tier switches. For 127 DGX and 4 head nodes that is the RA's 6 SN4600C leaves and 2 cores
-    (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are."""
+    (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are.
+    Below half a scalable unit of servers (a lab) one switch takes every port where it can."""
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
     for server in plan.devices_with("gpu-server"):
         for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
@@ -285,7 +313,7 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
             port_role = "storage" if role == "object-storage" else "inband"
             for index, port in enumerate(host_ports(device.name, part, port_role, "management")):  # type: ignore[arg-type]
                 ports["ab"[index % 2]].append(port)
-    groups = [LeafGroup(side, hosts, r.inband_oversubscription) for side, hosts in ports.items()]
+    groups = [LeafGroup(side, hosts, r.inband_oversubscription, numbered=True) for side, hosts in ports.items()]
     return build_clos(
         plan,
         network="inband",
@@ -293,4 +321,5 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
         leaf_part=r.inband_switch,
         leaf_uplinks=INBAND_LEAF_UPLINKS,
         min_top_switches=2,
+        one_switch=2 * r.servers < r.su_servers,  # from half a scalable unit up, a bond's two sides on two leaves
     )

@@ -16,7 +16,9 @@ from collections.abc import Callable
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
+from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import Pdu
+from gpucluster.plan.cables import run_length_m
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, free_ports
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.networks import Resolved
@@ -61,14 +63,17 @@ def _build(plan: Plan, r: Resolved, groups: list[LeafGroup], top: list[Device] |
     )
 
 
-def inband_top(plan: Plan, access_switches: int) -> list[Device]:
+def inband_top(plan: Plan, r: Resolved, access_switches: int) -> list[Device]:
     """The in-band network's top-tier switches when they can take every out-of-band access switch's uplinks on
-    their free ports (spread evenly, as _uplink_to spreads them), else none: the uplinks then need aggregation
-    switches of their own."""
+    their free ports (spread evenly, as _uplink_to spreads them) at the uplinks' own speed (SN4600C cores take the
+    SN2201's 100G QSFP28 uplinks, as in the RA), else none: the uplinks then need aggregation switches of their own."""
     switches = plan.switches("inband")
     tier = max((d.tier or 0 for d in switches), default=0)
     top = sorted((d for d in switches if d.tier == tier), key=lambda d: d.name) if tier > 1 else []
     if len(top) < 2 or access_switches <= 1:
+        return []
+    uplink_gbps = max((g.speed_gbps for g in r.oob_switch.port_groups("uplink")), default=0.0)
+    if any(device_ports(plan.catalog_parts[d.part])["fabric"].speed_gbps != uplink_gbps for d in top):
         return []
     need = math.ceil(access_switches * OOB_UPLINKS / len(top))
     return top if all(len(free_ports(plan, d)) >= need for d in top) else []
@@ -117,23 +122,17 @@ def reserve_oob_switches(
         while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
             reserve(cluster, r.oob_switch.id, "network", count, cluster.name)
     order = floor_order(planner)
-
-    def central_needed() -> int:
-        """The central racks' switches: for the ports the scalable units' access switches have no room for."""
-        spare = sum(len(reserved.get(c.name, [])) * access_ports - ports(c) for c in clusters)
-        return math.ceil(max(0, ports(central) - spare) / access_ports)
-
-    while True:
-        count = central_needed()
+    while True:  # the central racks' own switches are reserved; build_oob_network drops those it does not need
+        count = needed(central)
         reserve(central, r.oob_switch.id, "management", count, "central")
         leaves = [
             (planner.clusters[name].su, count if name == "central" else len(reserved.get(name, []))) for name in order
         ]
         leaves += [(rack.su, len(reserved[rack.nvlink_domain])) for rack in _system_racks(planner, order)]
         access = sum(n for _su, n in leaves)
-        upper = 0 if inband_top(plan, access) else _oob_upper_switches(r, leaves)
+        upper = 0 if inband_top(plan, r, access) else _oob_upper_switches(r, leaves)
         reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
-        if central_needed() <= len(reserved["central"]):
+        if needed(central) <= len(reserved["central"]):
             return reserved
 
 
@@ -169,12 +168,14 @@ def build_oob_network(
         rack_names = {d.rack for d in devices}
         devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
         groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
-    _spill_central(groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access")))
+    _spill_central(
+        plan, planner.catalog, groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    )
     systems = _system_racks(planner, order)
     for rack in systems:
         devices = [d for d in rack.devices if not d.name.startswith("~")]
         groups.append(LeafGroup(str(rack.nvlink_domain), oob_ports(plan, planner.catalog, devices), su=rack.su))
-    result = _build(plan, r, groups, inband_top(plan, _access_switches(groups, r)))
+    result = _build(plan, r, groups, inband_top(plan, r, _access_switches(groups, r)))
     plan.tiers += result.tiers
     if sum(t.switches for t in result.tiers) == 1:  # one access switch serves every port
         order = ["central"]
@@ -197,19 +198,39 @@ def _access_switches(groups: list[LeafGroup], r: Resolved) -> int:
     return 1 if total <= per_switch else sum(math.ceil(len(g.ports) / per_switch) for g in groups if g.ports)
 
 
-def _spill_central(groups: list[LeafGroup], reserved: dict[str, list[Device]], per_switch: int) -> None:
-    """Move the central racks' ports onto the free access ports of the scalable units' switches, in floor order,
-    leaving the central group only what does not fit (as reserve_oob_switches counted)."""
+def _spill_central(
+    plan: Plan, catalog: Catalog, groups: list[LeafGroup], reserved: dict[str, list[Device]], per_switch: int
+) -> None:
+    """Move the central racks' ports onto the free access ports of the scalable units' switches, each to the
+    nearest switch with room whose copper cord reaches; the central group keeps what does not fit (its reserved
+    switches that end up unused are dropped)."""
     central = next((g for g in groups if g.label == "central"), None)
-    if central is None:
+    if central is None or not central.ports:
         return
-    for group in groups:
-        if group is central or not central.ports:
+    reach_m = max((c.reach_m for c in catalog.of_kind(CablePart) if c.media == "cat6"), default=0.0)
+    routing = plan.design.site.cabling  # type: ignore[attr-defined]
+    room = {
+        id(g): len(reserved.get(g.label, [])) * per_switch - len(g.ports)
+        for g in groups
+        if g is not central and reserved.get(g.label)
+    }
+    targets = [g for g in groups if room.get(id(g), 0) > 0]
+    kept: list[HostPort] = []
+    for port in central.ports:
+        device = plan.devices[port.device]
+        runs = [
+            (run_length_m(plan, device, reserved[g.label][0], routing), index)
+            for index, g in enumerate(targets)
+            if room[id(g)] > 0
+        ]
+        fitting = [run for run in runs if run[0] <= reach_m]
+        if not fitting:
+            kept.append(port)
             continue
-        room = len(reserved.get(group.label, [])) * per_switch - len(group.ports)
-        if room > 0:
-            group.ports += central.ports[:room]
-            del central.ports[:room]
+        group = targets[min(fitting)[1]]
+        group.ports.append(port)
+        room[id(group)] -= 1
+    central.ports[:] = kept
 
 
 def _fill(plan: Plan, slots: list[Device], devices: list[Device]) -> None:

@@ -130,6 +130,14 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         loaded, ("storage_network", "switch"), network.switch or DEFAULT_SWITCH[storage_technology]
     )
     _has_fabric_ports(loaded, ("storage_network", "switch"), storage_switch, "the storage network")
+    # an InfiniBand storage fabric is a subnet of its own with its own UFM pair (H100 RA Table 7: 4 UFM appliances,
+    # Table 8: UFM-leaf splitters and UFM transceivers on both fabrics)
+    storage_managers = network.fabric_managers if network.fabric_managers is not None else managers if manager else 0
+    storage_manager: Appliance | None = None
+    if storage_managers and storage_switch.technology in DEFAULT_FABRIC_MANAGER:
+        storage_manager = catalog.get(DEFAULT_FABRIC_MANAGER[storage_switch.technology], Appliance)
+    elif storage_managers and network.fabric_managers:
+        _fail(loaded, ("storage_network", "fabric_managers"), "UFM manages InfiniBand fabrics; use 0 on Ethernet")
 
     pfs = design.parallel_filesystem
     block = _storage_block(loaded, pfs.block, pfs.kind, "parallel-filesystem", ("parallel_filesystem", "block"))
@@ -179,7 +187,21 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         )
 
     mgmt = design.management
-    inband_speed = max((g.speed_gbps for g in server.port_groups("inband")), default=100)
+    # the fastest port the in-band network takes: the servers' and head nodes' in-band ports and the object store's
+    # (its S3 traffic runs on in-band); 200G ports take SN5600 ports split in two by 1:2 splitter fibres
+    inband_speed = max(
+        (
+            g.speed_gbps
+            for part, role in (
+                (server, "inband"),
+                (catalog.get(mgmt.management_server, Appliance), "inband"),
+                (object_block, "storage"),
+            )
+            if part is not None
+            for g in part.port_groups(role)
+        ),
+        default=100,
+    )
     inband_switch = _switch(
         loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
     )
@@ -208,6 +230,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         fabric_manager=manager,
         fabric_managers=managers if manager else 0,
         fabric_manager_leaf=own_leaf and manager is not None,
+        storage_fabric_manager=storage_manager,
+        storage_fabric_managers=storage_managers if storage_manager else 0,
         storage_switch=storage_switch,
         storage_server_oversubscription=network.server_oversubscription,
         storage_block_oversubscription=network.storage_oversubscription,
