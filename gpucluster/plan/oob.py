@@ -76,6 +76,10 @@ def inband_top(plan: Plan, r: Resolved, access_switches: int) -> list[Device]:
     if any(device_ports(plan.catalog_parts[d.part])["fabric"].speed_gbps != uplink_gbps for d in top):
         return []
     need = math.ceil(access_switches * OOB_UPLINKS / len(top))
+    radix = len(device_ports(plan.catalog_parts[top[0].part])["fabric"])
+    taken = sum(t.down_links for t in plan.tiers if t.network == "inband" and t.tier == tier)
+    if radix - math.ceil(taken / len(top)) < need:  # cheap first: the tier's links, without a pass over every link
+        return []
     return top if all(len(free_ports(plan, d)) >= need for d in top) else []
 
 
@@ -215,19 +219,24 @@ def _spill_central(
         if g is not central and reserved.get(g.label)
     }
     targets = [g for g in groups if room.get(id(g), 0) > 0]
+    nearest: dict[str, list[int]] = {}  # central rack -> targets, nearest first
     kept: list[HostPort] = []
     for port in central.ports:
         device = plan.devices[port.device]
-        runs = [
-            (run_length_m(plan, device, reserved[g.label][0], routing), index)
-            for index, g in enumerate(targets)
-            if room[id(g)] > 0
-        ]
-        fitting = [run for run in runs if run[0] <= reach_m]
-        if not fitting:
+        order = nearest.get(device.rack)
+        if order is None:
+            rack = plan.racks[device.rack]
+            order = nearest[device.rack] = sorted(
+                range(len(targets)),
+                key=lambda i: (
+                    abs(plan.racks[reserved[targets[i].label][0].rack].x_mm - rack.x_mm)
+                    + abs(plan.racks[reserved[targets[i].label][0].rack].y_mm - rack.y_mm)
+                ),
+            )
+        group = next((targets[i] for i in order if room[id(targets[i])] > 0), None)
+        if group is None or run_length_m(plan, device, reserved[group.label][0], routing) > reach_m:
             kept.append(port)
             continue
-        group = targets[min(fitting)[1]]
         group.ports.append(port)
         room[id(group)] -= 1
     central.ports[:] = kept
