@@ -234,7 +234,9 @@ def test_each_compute_rack_gets_a_checklist_of_its_servers_and_cables(h100: Path
         if plan.devices[name].role == "gpu-server":
             assert f"<h2>{name}: U{plan.devices[name].u_position}" in pages[rack]
     first = next(n for n in plan.racks[rack].devices if plan.devices[n].role == "gpu-server")
-    cable = next(c.id for c in plan.cables if any(plan.links[i].a_device == first for i in c.links))
+    cable = next(
+        c.id for c in plan.cables if c.network == "compute" and any(plan.links[i].a_device == first for i in c.links)
+    )
     assert cable in pages[rack] and "Thresholds and their sources" in pages[rack]
 
 

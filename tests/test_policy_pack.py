@@ -177,9 +177,13 @@ def _dataset_larger_than_the_filesystem() -> Plan:
 
 
 def _object_storage_at_half_speed() -> Plan:
-    """VAST S3 blocks (the brief's): 200G ports on 100G SN4600C in-band leaves."""
+    """VAST S3 blocks (the brief's): 200G ports on 100G SN4600C in-band leaves, chosen by hand (by default their
+    200G ports take SN5600 in-band leaves)."""
+    loaded, _plan = planned("superpod-h100-1su")
     return _with(
-        "superpod-h100-1su", object_storage=ObjectStorage(block="vast-ceres-df3060-2cnode-s3", capacity_tb=1000)
+        "superpod-h100-1su",
+        object_storage=ObjectStorage(block="vast-ceres-df3060-2cnode-s3", capacity_tb=1000),
+        management=loaded.design.management.model_copy(update={"inband_switch": "sn4600c"}),
     )
 
 
@@ -203,8 +207,7 @@ def _no_burn_in_plan() -> Plan:
 
 
 def _reference_superpod_on_n_feeds() -> Plan:
-    """The 4-SU SuperPOD, its racks fed N (no A/B split to lose) and without its object store (whose 200GbE ports
-    run at 100G on the SN4600C in-band leaves, which host-ports-at-full-speed rightly warns of): every rule passes."""
+    """The 4-SU SuperPOD, its racks fed N (no A/B split to lose) and without its object store: every rule passes."""
     loaded, _plan = planned("superpod-h200-4su")
     site = loaded.design.site
     return _with(

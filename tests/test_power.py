@@ -91,14 +91,15 @@ def test_heat_conversions_follow_the_cited_rules_of_thumb():
 
 
 def test_a_twin_port_transceiver_is_counted_once_for_its_two_links(h100_1su):
-    """A DGX H100 has 4 twin-port OSFP compute cages (one 17 W module each, two links each) and 2 storage
-    ports (9 W modules): 86 W of optics, not 8 x 17 W."""
+    """A DGX H100 has 4 twin-port OSFP compute cages (one 17 W module each, two links each), 2 storage
+    ports (9 W modules) and 2 in-band ports on 1:2 splitter legs (SN5600 leaves for the design's 200GbE object
+    store: single-port modules in 200G mode, 5 W): 96 W of optics, not 8 x 17 W."""
     _loaded, plan = h100_1su
     server = device_power(plan)["gpu001"]
     compute_links = [link for link in plan.links if link.a_device == "gpu001" and link.network == "compute"]
     assert len(compute_links) == 8 and len({link.a_cage for link in compute_links}) == 4
-    assert server.optics_max_w == pytest.approx(4 * 17 + 2 * 9)
-    assert server.max_w == pytest.approx(10_200 + 86)
+    assert server.optics_max_w == pytest.approx(4 * 17 + 2 * 9 + 2 * 5)
+    assert server.max_w == pytest.approx(10_200 + 96)
 
 
 def test_a_switch_maximum_stated_with_optics_is_not_raised_by_them(h100_1su):

@@ -135,14 +135,14 @@ def gb200_1su():
 
 # NVL72 SuperPOD compute fabric. The GB200 SuperPOD RA builds it rail-optimized on NDR QM9700 by SU of 8 racks
 # (576 GPUs); its switch and cable counts were not found in any source (rack-scale-facts.md 2 and 7), so these are
-# the derived counts: per SU and rail 144 trays on 5 non-blocking leaves (29 hosts, 30 uplinks), the two UFM on
-# free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32 leaves taken in
+# the derived counts: per SU and rail 144 trays on 5 non-blocking leaves (29 hosts, 30 uplinks), the two UFM (two
+# NDR200 ports each) on free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32 leaves taken in
 # order. SU -> (leaf, spine, core, host-leaf, leaf-spine, spine-core links).
 GB200_SUPERPOD_FABRIC = {
-    1: (20, 10, 0, 576 + 2, 600, 0),
-    2: (40, 29, 0, 1152 + 2, 1160, 0),
-    4: (80, 90, 48, 2304 + 2, 2400, 2880),
-    16: (320, 300, 160, 9216 + 2, 9600, 9600),
+    1: (20, 10, 0, 576 + 4, 600, 0),
+    2: (40, 29, 0, 1152 + 4, 1160, 0),
+    4: (80, 90, 48, 2304 + 4, 2400, 2880),
+    16: (320, 300, 160, 9216 + 4, 9600, 9600),
 }
 
 
@@ -171,19 +171,20 @@ def test_a_gb200_superpod_fabric_uses_more_than_half_of_every_switch_above_the_l
     assert plan.totals["links"]["compute"] == links
     for tier, used, ports in _port_use(plan):
         assert used > ports / 2 if tier > 1 else used >= ports * 0.85, (tier, used, ports)
-    # rail-optimized by SU: every leaf serves one rail of one SU, and keeps as many uplinks as hosts
+    # rail-optimized by SU: every leaf serves one rail of one SU, and keeps as much uplink bandwidth as its hosts
+    # bring (the UFM pair's two 200G ports share one split port)
     hosts: dict[str, list] = {}
-    ups: dict[str, int] = {}
+    ups: dict[str, float] = {}
     for k in plan.links_on("compute"):
         if k.tier == 0:
             hosts.setdefault(k.b_device, []).append(k)
         elif k.tier == 1:
-            ups[k.a_device] = ups.get(k.a_device, 0) + 1
+            ups[k.a_device] = ups.get(k.a_device, 0) + k.speed_gbps
     for switch in plan.switches("compute", 1):
         trays = [k for k in hosts[switch.name] if k.purpose == "gpu"]
         assert {k.rail for k in trays} == {switch.rail}
         assert {plan.devices[k.a_device].su for k in trays} == {switch.su}
-        assert len(hosts[switch.name]) <= ups[switch.name]
+        assert sum(k.speed_gbps for k in hosts[switch.name]) <= ups[switch.name]
 
 
 def test_the_gb200_fabric_managers_take_free_leaf_ports_of_su_1_not_a_leaf_of_their_own(tmp_path):

@@ -373,6 +373,10 @@ class Transceiver(_Part):
     )
     power_typical_w: float | None = Field(default=None, ge=0, le=1_000)
     power_max_w: float = Field(ge=0, le=1_000)
+    split_power_typical_w: float | None = Field(
+        default=None, ge=0, le=1_000, description="on one leg of a 1:2 splitter fibre (half its lanes: 200G mode)"
+    )
+    split_power_max_w: float | None = Field(default=None, ge=0, le=1_000, description="on one leg of a splitter")
 
 
 class Cable(_Part):

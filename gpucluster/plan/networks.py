@@ -283,7 +283,12 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         label = f"pfs-{'ab'[index // (2 if splits_onto(port, pool) else 1) % 2]}"
         groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     return build_clos(
-        plan, network="storage", groups=list(groups.values()), leaf_part=r.storage_switch, min_top_switches=2
+        plan,
+        network="storage",
+        groups=list(groups.values()),
+        leaf_part=r.storage_switch,
+        min_top_switches=2,
+        one_switch=2 * r.servers < r.su_servers,  # dual-homed from half an SU up, even where one switch has the ports
     )
 
 

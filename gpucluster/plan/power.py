@@ -155,10 +155,14 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
     parts = plan.catalog_parts
 
     @cache
-    def module_of(part_id: str, network: str, transceiver: bool) -> CageModule | None:
+    def module_of(part_id: str, network: str, transceiver: bool, leg: bool = False) -> CageModule | None:
         part = parts[part_id]
         if transceiver:
-            return CageModule(part_id, network, True, *module_power_w(part))  # type: ignore[arg-type]
+            typical, maximum = module_power_w(part)  # type: ignore[arg-type]
+            if leg and getattr(part, "split_power_max_w", None) is not None:  # 200G mode: half its lanes lit
+                maximum = float(part.split_power_max_w)  # type: ignore[attr-defined]
+                typical = min(typical, float(getattr(part, "split_power_typical_w", None) or maximum))
+            return CageModule(part_id, network, True, typical, maximum)
         per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
         return CageModule(part_id, network, False, per_end_w, per_end_w) if per_end_w else None
 
@@ -167,8 +171,10 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
         active = module_of(cable.cable_part, cable.network, False)
         if active is None and cable.a_transceiver is None and cable.b_transceiver is None:
             continue  # passive copper: nothing in its cages draws or is ordered apart
+        leg = bool(getattr(parts[cable.cable_part], "splits_port", False))  # a host module on a splitter leg
         for ends, transceiver in zip(cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
-            fitted = module_of(transceiver, cable.network, True) if transceiver else active
+            on_leg = leg and transceiver is not None and getattr(parts[transceiver], "ports", 2) == 1
+            fitted = module_of(transceiver, cable.network, True, on_leg) if transceiver else active
             if fitted is None:
                 continue
             for end in ends:
