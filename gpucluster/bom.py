@@ -349,22 +349,24 @@ def _optics_line(
 
 
 def _transceiver_lines(plan: Plan) -> list[BomLine]:
-    """One line per (network, transceiver): one module per cage that holds one, as the power budget
-    counts them (gpucluster/plan/power.py cage_modules)."""
+    """One line per (network, transceiver, power mode): one module per cage that holds one, as the power budget
+    counts them (gpucluster/plan/power.py cage_modules); single-port modules on 1:2 splitter legs run in 200G mode,
+    at their lower power, on a line of their own."""
     devices = plan.devices
-    per_device: Counter[tuple[str, str, str]] = Counter(
-        (module.network, module.part, device)
+    per_device: Counter[tuple[str, str, float, float, str]] = Counter(
+        (module.network, module.part, module.typical_w, module.max_w, device)
         for (device, _cage), module in cage_modules(plan).items()
         if module.transceiver
     )
-    groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    for (network, optic, device), count in per_device.items():
-        groups[(network, optic)][devices[device].role] += count
+    groups: dict[tuple[str, str, float, float], Counter[str]] = defaultdict(Counter)
+    for (network, optic, typical, maximum, device), count in per_device.items():
+        groups[(network, optic, typical, maximum)][devices[device].role] += count
     lines = []
-    for (network, optic), roles in groups.items():
-        typical, maximum = module_power_w(plan.catalog_parts[optic])  # type: ignore[arg-type]
+    for (network, optic, typical, maximum), roles in groups.items():
+        leg = maximum != module_power_w(plan.catalog_parts[optic])[1]  # type: ignore[arg-type]
         power = {"power_typical_w": typical, "power_max_w": maximum}
-        lines.append(_optics_line(plan, "transceiver", network, optic, roles, "in ", **power))
+        prefix = "on 1:2 splitter legs (200G mode) in " if leg else "in "
+        lines.append(_optics_line(plan, "transceiver", network, optic, roles, prefix, **power))
     return lines
 
 

@@ -136,8 +136,8 @@ def gb200_1su():
 # NVL72 SuperPOD compute fabric. The GB200 SuperPOD RA builds it rail-optimized on NDR QM9700 by SU of 8 racks
 # (576 GPUs); its switch and cable counts were not found in any source (rack-scale-facts.md 2 and 7), so these are
 # the derived counts: per SU and rail 144 trays on 5 non-blocking leaves (29 hosts, 30 uplinks), the two UFM (two
-# NDR200 ports each) on free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32 leaves taken in
-# order. SU -> (leaf, spine, core, host-leaf, leaf-spine, spine-core links).
+# NDR200 ports each) on free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32
+# leaves taken in order. SU -> (leaf, spine, core, host-leaf, leaf-spine, spine-core links).
 GB200_SUPERPOD_FABRIC = {
     1: (20, 10, 0, 576 + 4, 600, 0),
     2: (40, 29, 0, 1152 + 4, 1160, 0),
