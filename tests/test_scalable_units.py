@@ -43,7 +43,7 @@ def test_1000_gpus_as_the_ra_builds_them_end_in_a_partial_fourth_su_with_its_own
     assert plan.totals["switches"]["compute"] == {"leaf": 32, "spine": 16}
     su4 = [leaf for leaf in plan.switches("compute", 1) if leaf.su == 4]
     assert len(su4) == 8 and {_hosts_per_leaf(plan)[leaf.name] for leaf in su4} == {30}
-    assert plan.totals["links"]["compute"] == {"host-leaf": 125 * 8 + 2, "leaf-spine": 1024}
+    assert plan.totals["links"]["compute"] == {"host-leaf": 125 * 8 + 4, "leaf-spine": 1024}  # + 2 UFM x 2 ports
     ufm_leaves = {link.b_device for link in plan.links_on("compute") if link.a_device.startswith("ufm-")}
     assert {plan.devices[leaf].su for leaf in ufm_leaves} == {1}
 
@@ -58,7 +58,7 @@ def test_fabric_managers_on_their_own_leaf_leave_every_su_its_32_servers(tmp_pat
     leaves = plan.switches("compute", 1)
     (fm_leaf,) = [leaf for leaf in leaves if leaf.name == "compute-leaf-fm"]
     assert fm_leaf.su is None and fm_leaf.rail is None
-    assert _hosts_per_leaf(plan)["compute-leaf-fm"] == 2  # 2 UFM x 1 port
+    assert _hosts_per_leaf(plan)["compute-leaf-fm"] == 4  # 2 UFM x 2 NDR200 ports, on two split ports
     assert sum(1 for link in plan.links_on("compute") if link.a_device == fm_leaf.name and link.tier == 1) == 2
     su4 = [leaf for leaf in leaves if leaf.su == 4]
     assert len(su4) == 8 and {_hosts_per_leaf(plan)[leaf.name] for leaf in su4} == {29}
