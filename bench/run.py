@@ -283,9 +283,9 @@ def main() -> None:
             f"{name:20} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
             f" {statistics.median(peaks):18.0f} {statistics.median(cpus):15.2f} {statistics.median(trees):22.0f}"
         )
-        for stage, figures in profiles.items():  # cases run with --profile: each stage's and writer's medians
-            wall = statistics.median(f[0] for f in figures)
-            cpu = statistics.median(f[1] for f in figures)
+        for stage, rows in profiles.items():  # cases run with --profile: each stage's and writer's medians
+            wall = statistics.median(f[0] for f in rows)
+            cpu = statistics.median(f[1] for f in rows)
             print(f"    {stage:40} wall {wall:8.2f} s   cpu {cpu:8.2f} s")
 
 

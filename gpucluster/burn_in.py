@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gpucluster.catalog.ports import port_details
+from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.model import Link, Plan
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
 
@@ -157,17 +159,17 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     if not servers:
         return []
     ports = rail_ports(plan, servers)
-    gpu = plan.part(servers[0]).gpu  # type: ignore[attr-defined]
+    gpu = plan.part_as(servers[0], GpuServer).gpu
     rack_of = {name: plan.devices[name].rack for name in servers}
 
-    def test(stage: int, subject: str, nodes: Iterable[str], **fields: object) -> BurnInTest:
+    def test(stage: int, subject: str, nodes: Iterable[str], **fields: Any) -> BurnInTest:
         name, scope = _STAGE[stage][1:3]
         nodes = tuple(nodes)
         key = subject.replace(" ", "")
         racks = tuple(sorted({rack_of[n] for n in nodes}))
         return BurnInTest(
             id=f"{name}:{key}", stage=stage, test=name, scope=scope, subject=subject, nodes=nodes, racks=racks, **fields
-        )  # type: ignore[arg-type]
+        )
 
     tests = [
         test(
@@ -211,7 +213,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )
         for node in servers
     ]
-    reference_gpu = plan.catalog_parts[_NVLINK_REFERENCE_PART].gpu  # type: ignore[attr-defined]
+    reference_gpu = plan.catalog_part(_NVLINK_REFERENCE_PART, GpuServer).gpu
     nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
     tests += [
         test(
@@ -260,7 +262,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
 def _nvlink_domain_tests(
     plan: Plan,
     servers: list[str],
-    gpu: object,
+    gpu: Gpu,
     nvlink_gbytes: float,
     nvlink_source: str,
     test: Callable[..., BurnInTest],
@@ -273,7 +275,7 @@ def _nvlink_domain_tests(
         if domain:
             domains.setdefault(domain, []).append(name)
     tests = []
-    per_node = gpu.count  # type: ignore[attr-defined]
+    per_node = gpu.count
     for domain, nodes in sorted(domains.items()):
         if len(nodes) < 2:
             continue
@@ -320,15 +322,15 @@ def _cabling_command(plan: Plan, network: str) -> str:
     return "lldpcli show neighbors -f json (on every switch) > discovery/lldp/<switch>.json; gpucluster verify"
 
 
-def nvlink_all_reduce_threshold(gpu: object, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:
+def nvlink_all_reduce_threshold(gpu: Gpu, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:
     """In-server all_reduce busbw threshold (GB/s) for a GPU type, with its source or derivation; GPU
     types without a published figure scale the H100's by NVLink bandwidth (the reference's, from the
     catalog)."""
-    gres = gpu.gres_type  # type: ignore[attr-defined]
+    gres = gpu.gres_type
     if gres in _NVLINK_ALL_REDUCE_GBYTES_PER_S:
         return _NVLINK_ALL_REDUCE_GBYTES_PER_S[gres]
     reference, source = _NVLINK_ALL_REDUCE_GBYTES_PER_S[_NVLINK_REFERENCE]
-    nvlink = gpu.nvlink_bandwidth_gbytes_per_s  # type: ignore[attr-defined]
+    nvlink = gpu.nvlink_bandwidth_gbytes_per_s
     value = round(reference * nvlink / reference_nvlink_gbytes_per_s, 1)
     return value, (
         f"derived: {reference:g} GB/s for H100 ({source}) x NVLink {nvlink:g} / {reference_nvlink_gbytes_per_s:g} GB/s "
@@ -350,7 +352,7 @@ def _multi_node_tests(
     plan: Plan,
     servers: list[str],
     ports: dict[str, dict[int, RailPort]],
-    gpu: object,
+    gpu: Gpu,
     nvlink_gbytes: float,
     test: Callable[..., BurnInTest],
 ) -> list[BurnInTest]:
@@ -398,7 +400,7 @@ def _multi_node_tests(
     by_su: dict[int, list[str]] = {}
     for node in servers:
         by_su.setdefault(plan.devices[node].su or 1, []).append(node)
-    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"  # type: ignore[attr-defined]
+    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"
     tests += [nccl(8, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
     if len(by_su) > 1:
         tests.append(nccl(9, "all", servers, len(rails), command))
@@ -430,7 +432,7 @@ def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> Rai
 def burn_in_tests(plan: Plan) -> list[BurnInTest]:
     """The plan's burn-in tests as the planner computed them (or computed now, for a plan assembled
     without the planner): the design rule and the artifact read these instead of recomputing them."""
-    return plan.burn_in or burn_in_plan(plan)  # type: ignore[return-value]
+    return plan.burn_in or burn_in_plan(plan)
 
 
 def burn_in_facts(plan: Plan) -> dict:

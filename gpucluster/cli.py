@@ -308,7 +308,7 @@ def size_command(
         ] or None
     else:
         catalog = load_catalog()
-    given = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
+    given: dict[str, object] = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
     given |= {"mfu": mfu, "precision": precision}
     fields |= {k: v for k, v in given.items() if v is not None}
     missing = [flags[k] for k in flags if fields.get(k) is None]

@@ -54,10 +54,10 @@ def is_ra_4su_shape(plan: Plan) -> bool:
     """Four 32-server SUs of DGX H100/H200 on NDR InfiniBand: the shape Table 7 describes."""
     s = plan.settings
     return (
-        s.get("server") in ("dgx-h100", "dgx-h200")
-        and s.get("scalable_unit_servers") == RA_SU_SERVERS
-        and s.get("compute_technology") == "infiniband-ndr"
-        and plan.totals.get("scalable_units") == 4
+        s.server in ("dgx-h100", "dgx-h200")
+        and s.scalable_unit_servers == RA_SU_SERVERS
+        and s.compute_technology == "infiniband-ndr"
+        and plan.totals.scalable_units == 4
     )
 
 
@@ -87,14 +87,14 @@ def deviations(plan: Plan) -> list[Deviation]:
     """Every place this plan differs from the RA: design choices first, then counts against Table 7."""
     s = plan.settings
     found: list[Deviation] = []
-    su = s.get("scalable_unit_servers")
+    su = s.scalable_unit_servers
     if su != RA_SU_SERVERS:
         found.append(
             Deviation(
                 "Scalable unit", f"{RA_SU_SERVERS} servers", f"{su} servers", "compute_fabric.scalable_unit_servers"
             )
         )
-    over = float(s.get("compute_oversubscription") or 1)  # type: ignore[arg-type]
+    over = s.compute_oversubscription or 1
     if over != 1:
         found.append(
             Deviation(
@@ -104,7 +104,7 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "compute_fabric.oversubscription",
             )
         )
-    server = str(s.get("server", ""))
+    server = s.server
     if not server.startswith("dgx-"):
         found.append(
             Deviation(
@@ -144,12 +144,12 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "each UFM keeps a path when one leaf fails",
             )
         )
-    if is_ra_4su_shape(plan) and s.get("inband_switch") != "sn4600c":
+    if is_ra_4su_shape(plan) and s.inband_switch != "sn4600c":
         found.append(
             Deviation(
                 f"In-band switch model ({RA_SOURCE})",
                 "SN4600C (64 x 100G)",
-                str(s.get("inband_switch")),
+                s.inband_switch,
                 "management.inband_switch: 200G ports (the object store's) need faster leaves than SN4600C",
             )
         )
@@ -203,7 +203,7 @@ def used_parts(plan: Plan) -> list[str]:
     ids = {d.part for d in plan.devices.values()} | {r.part for r in plan.racks.values()}
     for cable in plan.cables:
         ids.update(p for p in (cable.cable_part, cable.a_transceiver, cable.b_transceiver) if p)
-    ids.update(str(plan.settings[k]) for k in ("pdu", "non_compute_pdu") if plan.settings.get(k))
+    ids.update(pdu for pdu in (plan.settings.pdu, plan.settings.non_compute_pdu) if pdu)
     return sorted(i for i in ids if i in plan.catalog_parts)
 
 

@@ -31,7 +31,7 @@ def plan_design(loaded: LoadedDesign, progress: Progress | None = None) -> Plan:
         raise DesignError([Problem(str(loaded.path), 0, 0, "", f"cannot plan this design: {exc}")]) from None
     plan.analysis = analyse(plan)
     plan.totals = totals(plan)
-    plan.settings["checkpoint"] = checkpoint_facts(plan)
+    plan.settings.checkpoint = checkpoint_facts(plan)
     plan.burn_in = burn_in_plan(plan)
     refresh_findings(plan)
     return plan

@@ -58,7 +58,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     units where the count allows (:func:`kubernetes_units`), so each side's jobs stay under their own leaves;
     each hot spare stays with the side that runs most of its scalable unit's production servers, so a spare
     replaces a server of its own fabric neighbourhood."""
-    scheduler = plan.design.scheduler  # type: ignore[attr-defined]
+    scheduler = plan.design.scheduler
     servers = plan.devices_with("gpu-server")
     names = [d.name for d in servers]
     if scheduler.kind == "slurm":
@@ -69,7 +69,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     by_su: dict[int, list[str]] = defaultdict(list)
     for device in production:
         by_su[device.su or 1].append(device.name)
-    kubernetes = set(kubernetes_units(by_su, scheduler.kubernetes_servers))
+    kubernetes = set(kubernetes_units(by_su, scheduler.kubernetes_servers or 0))
     for spare in (d for d in servers if d.spare):
         unit = [d for d in production if d.su == spare.su]
         if unit and sum(d.name in kubernetes for d in unit) * 2 > len(unit):
@@ -147,8 +147,8 @@ def slurm_partitions(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[s
 def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
     """Each scheduler's servers, partitions or team queues, and their scalable units and leaf groups."""
     split = scheduler_split(plan)
-    scheduler = plan.design.scheduler  # type: ignore[attr-defined]
-    gpus_per_server = int(plan.settings["gpus_per_server"])  # type: ignore[call-overload]
+    scheduler = plan.design.scheduler
+    gpus_per_server = int(plan.settings.gpus_per_server)
     sides = []
     for name, servers in (("Slurm", split.slurm), ("Kubernetes", split.kubernetes)):
         if not servers:

@@ -40,9 +40,9 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
     for role, count in roles.items():
         assert _quantity(bom, kind=role) == count, role
     spares = [d for d in plan.devices.values() if d.spare]
-    assert _quantity(bom, section="spares") == len(spares) == plan.totals["spare_servers"]
-    assert _quantity(bom, section="compute") == plan.totals["production_servers"]
-    for network, tiers in plan.totals["switches"].items():
+    assert _quantity(bom, section="spares") == len(spares) == plan.totals.spare_servers
+    assert _quantity(bom, section="compute") == plan.totals.production_servers
+    for network, tiers in plan.totals.switches.items():
         assert _quantity(bom, kind="switch", network=network) == sum(tiers.values())
     assert _quantity(bom, kind="rack") == len(plan.racks)
     # the cabling plan as written (plan.json's cable records): same parts, lengths and counts
@@ -54,7 +54,7 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
         if line.kind == "cable"
     }
     assert in_bom == dict(written)
-    assert _quantity(bom, kind="cable") == plan.totals["cables"]
+    assert _quantity(bom, kind="cable") == plan.totals.cables
     # one transceiver per occupied cage at every optical cable end, counted here without the BOM's code
     optical = {i for c in plan.cables if c.media in ("mmf", "smf") for i in c.links}
     cages = {(plan.links[i].a_device, plan.links[i].a_cage) for i in optical}
@@ -66,7 +66,7 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
     assert bom.total("power_max_w") == pytest.approx(sum(p.catalog_max_w + p.optics_max_w for p in powers))
     assert bom.total("power_typical_w") == pytest.approx(sum(p.catalog_typical_w + p.optics_typical_w for p in powers))
     it_max_kw = bom.total("power_max_w") / 1000 - bom.counts[OPTICS_INCLUDED]
-    assert it_max_kw == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
+    assert it_max_kw == pytest.approx(plan.totals.it_power_max_kw, abs=0.01)
     assert bom.counts[OPTICS_INCLUDED] > 0  # the QM9700/SN5600 maxima are stated with optics
     assert bom.counts["Transceivers"] == len(cages)
 
@@ -86,7 +86,7 @@ def test_twin_port_transceivers_counted_once_per_cage(h100_1su) -> None:
     _loaded, plan = h100_1su
     bom = build_bom(plan)
     # a DGX H100 has four twin-port compute cages: 8 links, 8 fibres, 4 transceivers
-    servers = plan.totals["servers"]
+    servers = plan.totals.servers
     assert _quantity(bom, kind="transceiver", item="mma4z00-ns-flt-host-ndr") == 4 * servers
     host_fibres = sum(1 for c in plan.cables if c.network == "compute" and plan.links[c.links[0]].tier == 0)
     assert host_fibres >= 8 * servers
@@ -137,10 +137,10 @@ def test_workbook_is_one_a_buyer_accepts(tmp_path: Path, h100_1su) -> None:
         assert summary_values.cell(rows[title], 3).value == pytest.approx(bom.total("quantity", key))
     assert summary_values.cell(rows["Total"], 5).value == pytest.approx(bom.total("power_max_w") / 1000)
     figures = {summary.cell(r, 1).value: summary_values.cell(r, 2).value for r in range(1, summary.max_row + 1)}
-    assert figures["GPUs"] == plan.totals["gpus"]
+    assert figures["GPUs"] == plan.totals.gpus
     assert figures["Racks"] == len(plan.racks)
     assert figures["Cables"] == len(plan.cables)
-    assert figures["IT power, maximum (kW)"] == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
+    assert figures["IT power, maximum (kW)"] == pytest.approx(plan.totals.it_power_max_kw, abs=0.01)
     cables_by_length = sum(
         summary_values.cell(r, 3).value
         for r in range(rows["Cables by media"] + 1, summary.max_row + 1)

@@ -97,11 +97,11 @@ def test_tree_has_one_resource_per_server_switch_rack_and_appliance_at_device_gr
 ) -> None:
     _loaded, plan = planned("superpod-h200-4su")
     counts = Counter(r.type for r in default_run.resources)
-    assert counts["gpu-cluster:compute:GpuServer"] == plan.totals["servers"] == 127
-    assert counts["gpu-cluster:compute:ScalableUnit"] == plan.totals["scalable_units"] == 4
-    assert counts["gpu-cluster:network:Switch"] == plan.totals["switches_total"]
+    assert counts["gpu-cluster:compute:GpuServer"] == plan.totals.servers == 127
+    assert counts["gpu-cluster:compute:ScalableUnit"] == plan.totals.scalable_units == 4
+    assert counts["gpu-cluster:network:Switch"] == plan.totals.switches_total
     assert counts["gpu-cluster:network:SwitchTier"] == len(plan.tiers)
-    assert counts["gpu-cluster:site:Rack"] == plan.totals["racks"]
+    assert counts["gpu-cluster:site:Rack"] == plan.totals.racks
     assert counts["gpu-cluster:storage:StorageBlock"] == len(plan.devices_with("storage")) + len(
         plan.devices_with("object-storage")
     )
@@ -194,7 +194,7 @@ def test_rack_granularity_lists_servers_and_switches_instead_of_resources() -> N
 
 def test_auto_granularity_is_per_device_up_to_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     _loaded, plan = planned("superpod-h200-4su")
-    assert plan.totals["servers"] <= DEVICE_GRANULARITY_MAX_SERVERS
+    assert plan.totals.servers <= DEVICE_GRANULARITY_MAX_SERVERS
     assert cluster_module.per_device(plan, "auto")
     monkeypatch.setattr(cluster_module, "DEVICE_GRANULARITY_MAX_SERVERS", 100)
     assert not cluster_module.per_device(plan, "auto")

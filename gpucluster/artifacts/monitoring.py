@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -18,6 +19,7 @@ from gpucluster.artifacts.grafana import dashboard_json
 from gpucluster.artifacts.switch_config import ROCE_QOS, configured_networks, switch_configs
 from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
+from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
@@ -165,7 +167,7 @@ def _dump(path: Path, document: object) -> None:
     )
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # PyYAML: libyaml is optional
     """Block-style YAML with multi-line strings as literal blocks (readable PromQL), no anchors."""
 
     def ignore_aliases(self, data: object) -> bool:
@@ -255,7 +257,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
     """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
     management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
     series with its rail and leaf."""
-    gpus = int(plan.settings.get("gpus_per_server") or 0)
+    gpus = plan.settings.gpus_per_server
     rails = list(range(1, gpus + 1))
     gpu_rails = [
         {"source_labels": ["gpu"], "regex": str(rail - 1), "target_label": "rail", "replacement": str(rail)}
@@ -368,13 +370,13 @@ def alert_rules(
 ) -> list[Alert]:
     """The alert rules with a firing and a healthy sample for each (see alert_tests); `leaves` is
     server_leaves(plan)."""
-    gpus = int(plan.settings.get("gpus_per_server") or 8)
-    tdp_w = plan.part(servers[0].node).gpu.tdp_w if servers else 0  # type: ignore[attr-defined]
+    gpus = plan.settings.gpus_per_server
+    tdp_w = plan.part_as(servers[0].node, GpuServer).gpu.tdp_w if servers else 0
     hcas = _rail_hcas(plan)
     speed_gbps = _compute_link_gbps(plan)
     bad, good = servers[0], servers[1 % len(servers)]
     bad_gpu, good_gpu = _gpu_series(leaves, bad, 0), _gpu_series(leaves, good, 1 if good is bad else 0)
-    hca = min(hcas, key=hcas.get) if hcas else "mlx5_0"
+    hca = min(hcas, key=lambda name: hcas[name]) if hcas else "mlx5_0"
     bad_hca, good_hca = _hca_series(leaves, bad, hca, hcas), _hca_series(leaves, good, hca, hcas)
     ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
 
@@ -390,7 +392,7 @@ def alert_rules(
             metric: str,
             firing: str,
             healthy: str,
-            **extra: object,
+            **extra: Any,
         ) -> Alert:
             return Alert(
                 name,
@@ -402,7 +404,7 @@ def alert_rules(
                 healthy=[(metric, good_labels, healthy)],
                 labels=dict(bad_labels),
                 **extra,
-            )  # type: ignore[arg-type]
+            )
 
         return make
 

@@ -33,8 +33,8 @@ def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
     head = {
         "schema_version": SCHEMA_VERSION,
         "design": {"name": design.name, "description": design.description, "source": design.model_dump(mode="json")},
-        "settings": plan.settings,
-        "totals": plan.totals,
+        "settings": plan.settings.as_json(),
+        "totals": plan.totals.as_json(),
         "tiers": [_tier(t) for t in plan.tiers],
         "analysis": plan.analysis,
         "facts": plan.facts,

@@ -23,7 +23,7 @@ from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
-from gpucluster.deviations import assumptions, deviations
+from gpucluster.deviations import Assumption, Deviation, assumptions, deviations
 from gpucluster.drawings import (
     DETAIL_MAX_PER_LEVEL,
     FLOOR_LABEL_MAX_RACKS,
@@ -99,9 +99,9 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
     )
 
 
-def vars_of(record: object) -> dict[str, str]:
+def vars_of(record: Deviation | Assumption) -> dict[str, str]:
     """A slotted record's fields, for the template."""
-    return {name: getattr(record, name) for name in record.__slots__}  # type: ignore[attr-defined]
+    return {name: getattr(record, name) for name in record.__slots__}
 
 
 def _schedulers(plan: Plan) -> list[dict]:
@@ -227,41 +227,41 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
     t = plan.totals
     s = plan.settings
     compute = plan.analysis.get("compute", {})
-    switches = t["switches"]  # type: ignore[index]
+    switches = t.switches
     tiers = ", ".join(f"{n:,} {tier}" for tier, n in switches["compute"].items())
-    racks = ", ".join(f"{n} {purpose}" for purpose, n in t["racks_by_purpose"].items())  # type: ignore[union-attr]
-    media = ", ".join(f"{n:,} {m}" for m, n in t["cables_by_media"].items())  # type: ignore[union-attr]
+    racks = ", ".join(f"{n} {purpose}" for purpose, n in t.racks_by_purpose.items())
+    media = ", ".join(f"{n:,} {m}" for m, n in t.cables_by_media.items())
     hops = compute.get("hops", {}).get("max_switch_hops")
     figures = [
         (
             "GPUs",
-            f"{t['production_gpus']:,}",
-            f"+ {t['gpus'] - t['production_gpus']:,} in hot spares; {s['gpu_model']}",
+            f"{t.production_gpus:,}",
+            f"+ {t.gpus - t.production_gpus:,} in hot spares; {s.gpu_model}",
         ),
         (
             "GPU servers",
-            f"{t['production_servers']:,} + {t['spare_servers']} spare",
-            f"{s['server']}, {t['scalable_units']} scalable units of {s['scalable_unit_servers']}",
+            f"{t.production_servers:,} + {t.spare_servers} spare",
+            f"{s.server}, {t.scalable_units} scalable units of {s.scalable_unit_servers}",
         ),
-        ("Compute fabric", f"{s['compute_switch']}", f"{s['compute_technology']}: {tiers}"),
+        ("Compute fabric", f"{s.compute_switch}", f"{s.compute_technology}: {tiers}"),
         (
             "Bisection bandwidth",
             f"{compute.get('bisection_bandwidth_gbps', 0) / 1000:,.1f} Tb/s",
             f"at most {hops} switch hops" if hops else "",
         ),
-        ("Switches", f"{t['switches_total']:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
-        ("Parallel filesystem", f"{s['parallel_filesystem_capacity_tb']:,.0f} TB", filesystem_figures(s)),
+        ("Switches", f"{t.switches_total:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
+        ("Parallel filesystem", f"{s.parallel_filesystem_capacity_tb:,.0f} TB", filesystem_figures(s)),
         *(
-            [("Object storage", f"{s['object_storage_capacity_tb']:,.0f} TB", object_storage_figures(s))]
+            [("Object storage", f"{s.object_storage_capacity_tb:,.0f} TB", object_storage_figures(s))]
             if object_storage_figures(s)
             else []
         ),
-        ("Racks", f"{t['racks']:,}", racks),
-        ("Cables", f"{t['cables']:,}", media),
+        ("Racks", f"{t.racks:,}", racks),
+        ("Cables", f"{t.cables:,}", media),
         (
             "IT power",
-            f"{t['it_power_max_kw']:,.1f} kW",
-            f"maximum; {t['it_power_typical_kw']:,.1f} kW typical",
+            f"{t.it_power_max_kw:,.1f} kW",
+            f"maximum; {t.it_power_typical_kw:,.1f} kW typical",
         ),
         (
             "Facility power",

@@ -52,11 +52,11 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     servers = scheduler_split(plan).slurm
     if not servers:
         return {}
-    settings = plan.design.scheduler.slurm  # type: ignore[attr-defined]
+    settings = plan.design.scheduler.slurm
     target = version or settings.version
     year, _, month = target.partition(".")
     release = (int(year), int(month))
-    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    server = plan.part_as(servers[0], GpuServer)
     design = plan.name
     tree = fabric_tree(plan, servers)
     domains = nvlink_domains(plan, servers)

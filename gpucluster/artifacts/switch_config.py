@@ -51,7 +51,7 @@ HOST_MTU = 9000  # in-band bonds, as the EVPN-MH example; RoCE needs only 4096 +
 PRIVATE_ASN_BASE = 4_200_000_000  # RFC 6996: 4200000000-4294967294 are private four-byte ASNs
 NETWORK_ASN_BLOCK = {"compute": 1, "storage": 2, "inband": 3}  # ASN = base + block x 10^7 + plane x 10^6 + ...
 LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
-P2P_POOLS = {"compute": ipaddress.ip_network("10.0.0.0/11"), "storage": ipaddress.ip_network("10.32.0.0/13")}
+P2P_POOLS = {"compute": ipaddress.IPv4Network("10.0.0.0/11"), "storage": ipaddress.IPv4Network("10.32.0.0/13")}
 INBAND_SUBNET = ipaddress.ip_network("10.64.0.0/15")
 INBAND_VLAN = 10
 INBAND_VNI = 10
@@ -133,7 +133,7 @@ def configured_networks(plan: Plan) -> list[str]:
 def switch_configs(plan: Plan) -> list[SwitchConfig]:
     networks = configured_networks(plan)
     switches = sorted(
-        (d for n in networks for d in plan.switches(n)), key=lambda d: (networks.index(d.network), d.name)
+        (d for n in networks for d in plan.switches(n)), key=lambda d: (networks.index(d.network or ""), d.name)
     )
     if len(switches) > LOOPBACKS.num_addresses - 2:
         raise ValueError(f"{len(switches)} switches exceed the loopback plan {LOOPBACKS}")

@@ -28,7 +28,7 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
             edge[1] += link.speed_gbps
     graphs = {}
     for network, edges in merged.items():
-        graph = nx.Graph(network=network)
+        graph: nx.Graph = nx.Graph(network=network)
         graph.add_edges_from(
             (a, b, {"links": n, "bandwidth_gbps": bandwidth, "tier": tier})
             for (a, b), (n, bandwidth, tier) in edges.items()
@@ -62,7 +62,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
             continue
         switches = _switch_graph(plan, graph)
         host_leaves = _host_leaves(plan, graph)
-        planes = sorted({p for _, p in switches.nodes(data="plane") if p is not None})
+        planes: list[int] = sorted({p for p in nx.get_node_attributes(switches, "plane").values() if p is not None})
         if not planes:
             reach = _reachability(switches, host_leaves)
             results[network] = {
@@ -108,7 +108,7 @@ def _nvlink_domains(plan: Plan, graph: nx.Graph) -> dict:
     for node in graph.nodes:
         members.setdefault(str(plan.devices[node].nvlink_domain), []).append(node)
     whole = all(nx.is_connected(graph.subgraph(nodes)) for nodes in members.values())
-    links = sum(n for _a, _b, n in graph.edges(data="links"))
+    links = sum(data["links"] for _a, _b, data in graph.edges(data=True))
     return {
         "all_hosts_reach_each_other": whole,
         "scope": "within each NVLink domain",
@@ -262,9 +262,9 @@ def worst_leaf_failure(plan: Plan, network: str) -> dict:
     servers it cuts off and the storage services it stops."""
     host_leaves = _leaves_of_hosts(plan, network)
     sole: dict[str, list[str]] = {}
-    for host, leaves in host_leaves.items():
-        if len(leaves) == 1:
-            sole.setdefault(next(iter(leaves)), []).append(host)
+    for host, reached in host_leaves.items():
+        if len(reached) == 1:
+            sole.setdefault(next(iter(reached)), []).append(host)
     leaves = sorted({leaf for found in host_leaves.values() for leaf in found})
     if not leaves:
         return {}

@@ -111,7 +111,7 @@ def _port_height_u(device: Device, rack_height_u: int) -> float:
 
 
 def _technology(plan: Plan, network: str) -> str | None:
-    return str(plan.settings.get(f"{network}_technology")) if plan.settings.get(f"{network}_technology") else None
+    return plan.settings.technology(network) or None
 
 
 def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
@@ -209,7 +209,7 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
     link stays multimode and the plan carries a warning: that cage's ports need other partners.
     """
     links = plan.links
-    cable_of: list[Cable] = [None] * len(links)  # type: ignore[list-item]
+    cable_of: list[Cable | None] = [None] * len(links)  # None: a backplane link (no cable)
     for cable in plan.cables:
         for i in cable.links:
             cable_of[i] = cable
@@ -228,6 +228,8 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
         device, cage = queue.pop()
         for index in by_cage[(device, cage)]:
             cable = cable_of[index]
+            if cable is None:
+                continue
             if cable.media == "mmf" and not _refit(plan, cable, ends[index], choose):
                 unfit.append(index)
             link = links[index]
@@ -242,6 +244,8 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
             continue
         i, j = indexes
         cable_i, cable_j = cable_of[i], cable_of[j]
+        if cable_i is None or cable_j is None:
+            continue
         at_a_i, at_a_j = links[i].a_device == device, links[j].a_device == device
         module_i = cable_i.a_transceiver if at_a_i else cable_i.b_transceiver
         module_j = cable_j.a_transceiver if at_a_j else cable_j.b_transceiver

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
-from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackSystem, StorageBlock, Switch
+from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports
 from gpucluster.plan.model import Device, Plan
 
@@ -69,7 +69,7 @@ class Resolved:
         return self.production_servers + self.spare_servers
 
 
-def host_ports(device: str, part: GpuServer | Appliance | StorageBlock, role: str, purpose: str) -> list[HostPort]:
+def host_ports(device: str, part: RackMounted, role: str, purpose: str) -> list[HostPort]:
     """A device's ports of one role, in catalog (for compute: rail) order."""
     pool = device_ports(part).get(role)
     if pool is None:
@@ -270,9 +270,9 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
             groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription, server.su)).ports.append(port)
     for role in ("management-server", "fabric-manager", "object-storage"):
         for device in plan.devices_with(role):
-            part = catalog.parts[device.part]
+            part = catalog.get(device.part, RackMounted)
             port_role = "storage" if role == "object-storage" else "inband"
-            for index, port in enumerate(host_ports(device.name, part, port_role, "management")):  # type: ignore[arg-type]
+            for index, port in enumerate(host_ports(device.name, part, port_role, "management")):
                 label = f"svc-{'abcdefgh'[index % 2]}"
                 groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription)).ports.append(port)
     return build_clos(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
-from gpucluster.catalog.schema import Pdu
+from gpucluster.catalog.schema import Pdu, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.networks import Resolved
@@ -84,7 +84,8 @@ def reserve_oob_switches(
     def reserve(cluster: Cluster, part_id: str, purpose: str, count: int, key: str) -> None:
         slots = reserved.setdefault(key, [])
         while len(slots) < count:
-            slot = Device(f"~{key}-{len(slots)}", part_id, "switch", u_height=planner.catalog.parts[part_id].u_height)
+            height = planner.catalog.get(part_id, Switch).u_height
+            slot = Device(f"~{key}-{len(slots)}", part_id, "switch", u_height=height)
             planner.place(cluster, purpose, slot)
             slots.append(slot)
 
@@ -101,7 +102,8 @@ def reserve_oob_switches(
         count = needed(central)
         reserve(central, r.oob_switch.id, "management", count, "central")
         leaves = [(planner.clusters[name].su, len(reserved.get(name, []))) for name in order]
-        leaves += [(rack.su, len(reserved[rack.nvlink_domain])) for rack in _system_racks(planner, order)]
+        systems = _system_racks(planner, order)
+        leaves += [(rack.su, len(reserved[domain])) for rack in systems if (domain := rack.nvlink_domain)]
         upper = _oob_upper_switches(r, leaves)
         reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
         if needed(central) <= len(reserved["central"]):
@@ -118,7 +120,7 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
     cluster in floor order: a dry run of the same construction on full access switches."""
     if sum(n for _su, n in leaves) <= 1:
         return 0
-    scratch = Plan(name="scratch", design=None)
+    scratch = Plan.scratch("scratch")
     access = sum(g.port_count for g in r.oob_switch.port_groups("access"))
     groups = [
         LeafGroup(f"g{i}", [HostPort(f"h{i}-{j}", "p", 0, 1.0) for j in range(access * n)], su=su)

@@ -124,11 +124,11 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             f"{spares} hot spares for {production} production servers; at most one spare per server ({production})",
         )
 
-    network = design.storage_network
+    storage_network = design.storage_network
     storage_port_technology = technology_of(server.port_groups("storage")) or "infiniband-ndr"
-    storage_technology = network.technology or storage_port_technology
+    storage_technology = storage_network.technology or storage_port_technology
     storage_switch = _switch(
-        loaded, ("storage_network", "switch"), network.switch or DEFAULT_SWITCH[storage_technology]
+        loaded, ("storage_network", "switch"), storage_network.switch or DEFAULT_SWITCH[storage_technology]
     )
     _has_fabric_ports(loaded, ("storage_network", "switch"), storage_switch, "the storage network")
 
@@ -210,8 +210,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         fabric_managers=managers if manager else 0,
         fabric_manager_leaf=own_leaf and manager is not None,
         storage_switch=storage_switch,
-        storage_server_oversubscription=network.server_oversubscription,
-        storage_block_oversubscription=network.storage_oversubscription,
+        storage_server_oversubscription=storage_network.server_oversubscription,
+        storage_block_oversubscription=storage_network.storage_oversubscription,
         pfs_block=block,
         pfs_blocks=blocks,
         pfs_read_gbytes_per_s=read,
