@@ -145,12 +145,8 @@ class RailPort:
 
 
 def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
-    """server -> rail -> index into plan.links of its tier-0 compute link on that rail."""
-    by_server: dict[str, dict[int, int]] = {}
-    for index, link in enumerate(plan.links):
-        if link.network == "compute" and link.tier == 0 and link.rail is not None:
-            by_server.setdefault(link.a_device, {})[link.rail] = index
-    return by_server
+    """server -> rail -> index into plan.links of its tier-0 compute link on that rail (plan queries)."""
+    return plan.queries().rail_links
 
 
 def burn_in_plan(plan: Plan) -> list[BurnInTest]:

@@ -737,7 +737,8 @@ def check_rules(facts: dict, rules: list[Rule] | None = None) -> list[Finding]:
 
 def refresh_findings(plan: Plan) -> None:
     """Recompute the rule facts and the design-rule findings (after a later stage changes what they read,
-    e.g. checkpoint figures in plan.settings or the burn-in tests in plan.burn_in)."""
+    e.g. checkpoint figures in plan.settings or the burn-in tests in plan.burn_in, or its links)."""
+    plan.queries(refresh=True)
     plan.facts = rule_facts(plan)
     plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
         Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)

@@ -141,11 +141,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
 
 def _host_leaves(plan: Plan, graph: nx.Graph) -> dict[str, int]:
     """Leaf switch -> host ports it carries."""
-    counts: Counter[str] = Counter()
-    for link in plan.links:
-        if link.tier == 0 and graph.graph["network"] == link.network:
-            counts[link.b_device] += 1
-    return dict(counts)
+    return dict(plan.queries().host_ports_by_leaf.get(graph.graph["network"], {}))
 
 
 def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:

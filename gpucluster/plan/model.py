@@ -19,6 +19,7 @@ from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
 if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
     from gpucluster.burn_in import BurnInTest
     from gpucluster.plan.power import DevicePower
+    from gpucluster.plan.queries import PlanQueries
 
 PartT = TypeVar("PartT")
 
@@ -272,6 +273,15 @@ class Plan:
     device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
     # the burn-in tests in the order to run them (gpucluster/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
+    _queries: PlanQueries | None = field(default=None, repr=False, compare=False)
+
+    def queries(self, refresh: bool = False) -> PlanQueries:
+        """The plan's link and device indexes (plan/queries.py), built once: views look things up there."""
+        if self._queries is None or refresh:
+            from gpucluster.plan.queries import PlanQueries
+
+            self._queries = PlanQueries(self)
+        return self._queries
 
     @classmethod
     def scratch(cls, name: str) -> Plan:
