@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+import networkx as nx
+
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
 
@@ -201,14 +203,17 @@ def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
     wanted = set(servers)
     parents: dict[str, set[str]] = defaultdict(set)
     leaf_nodes: dict[str, set[str]] = defaultdict(set)
-    for link in plan.links:
-        if link.network != "compute":
-            continue
-        if link.tier == 0:
-            if plan.devices[link.a_device].role == "gpu-server":
-                leaf_nodes[link.b_device].add(link.a_device)
+    graph = plan.graphs["compute"]  # the fabric's topology: one edge per pair of devices, with its link tier
+    role = nx.get_node_attributes(graph, "role")
+    switch_tier = nx.get_node_attributes(graph, "tier")
+    for (a, b), tier in nx.get_edge_attributes(graph, "tier").items():
+        if tier == 0:
+            host, leaf = (a, b) if role[b] == "switch" else (b, a)
+            if role[host] == "gpu-server":
+                leaf_nodes[leaf].add(host)
         else:
-            parents[link.a_device].add(link.b_device)
+            lower, upper = (a, b) if (switch_tier[a] or 0) < (switch_tier[b] or 0) else (b, a)
+            parents[lower].add(upper)
     tier_names = {t.tier: t.name for t in plan.tiers if t.network == "compute"}
     groups = _leaf_groups(plan, leaf_nodes)
 
