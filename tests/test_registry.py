@@ -9,7 +9,7 @@ from conftest import planned
 from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.cables import add_cables
-from gpucluster.plan.model import Device, Link, Plan
+from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, elevation_fill, tint
 from gpucluster.plan.totals import totals
 from gpucluster.scheduling import nvlink_domains
@@ -40,6 +40,7 @@ def test_the_rack_scale_roles_and_the_nvlink_network_are_in_the_registry():
 
 def test_backplane_links_are_counted_but_get_no_cable():
     plan = Plan.scratch("nvl")
+    plan.racks["A01"] = RackPlan("A01", "legrand-nvidpd13", 0, 0, 0.0, 0.0, "compute", 48)
     plan.add(Device("tray-01", "gb200-tray", "compute-tray", rack="A01", nvlink_domain="A01-nvl1"))
     plan.add(Device("nvswitch-01", "nvlink-switch-tray", "nvlink-switch-tray", rack="A01"))
     plan.links += [Link("nvlink", 0, "tray-01", f"nvl{i}", "nvswitch-01", f"p{i}", 1800.0) for i in range(1, 5)]
