@@ -273,7 +273,7 @@ class Plan:
     device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
     # the burn-in tests in the order to run them (gpucluster/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
-    _queries: PlanQueries | None = field(default=None, repr=False, compare=False)
+    _queries: PlanQueries | None = field(default=None, init=False, repr=False, compare=False)  # not copied by replace()
 
     def queries(self, refresh: bool = False) -> PlanQueries:
         """The plan's link and device indexes (plan/queries.py), built once: views look things up there."""
