@@ -304,8 +304,8 @@ def cabling_networks(plan: Plan) -> list[str]:
 
 def discovery_port(plan: Plan, network: str) -> tuple[str, str | None]:
     """(GPU server, RDMA device) ibnetdiscover runs from on an InfiniBand network: the first server's port on it."""
-    for link in plan.links:
-        if link.network == network and plan.devices[link.a_device].role == "gpu-server":
+    for link in plan.queries().links(network):
+        if plan.devices[link.a_device].role == "gpu-server":
             return link.a_device, port_info(plan, link.a_device, link.a_port).os_device
     return "", None
 

@@ -26,16 +26,17 @@ def rule_facts(plan: Plan) -> dict:
     design = plan.design
     site = getattr(design, "site", None)
     compute_switches = {d.name: d.part for d in plan.switches("compute")}
-    catalog_parts = getattr(plan, "catalog_parts", None) or {}
-    purposes: Counter[str] = Counter()
+    catalog_parts = plan.catalog_parts
+    queries = plan.queries()
+    purposes: Counter[str] = Counter(link.purpose for link in queries.links("compute"))
     foreign = 0
-    for link in plan.links:
-        if link.network == "compute":
-            purposes[link.purpose] += 1
+    for network in queries.networks():
+        if network == "compute":
             continue
-        for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
-            if device in compute_switches and port not in _mgmt_ports(catalog_parts.get(compute_switches[device])):
-                foreign += 1
+        for link in queries.links(network):
+            for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
+                if device in compute_switches and port not in _mgmt_ports(catalog_parts.get(compute_switches[device])):
+                    foreign += 1
     feed = getattr(site, "power_feed", None)
     return {
         "compute_fabric_link_purposes": dict(sorted(purposes.items())),
@@ -103,9 +104,8 @@ def slow_host_links(plan: Plan) -> list[dict]:
     example naming both ends."""
     speeds: dict[str, dict[str, float]] = {}  # part -> port name -> speed
     groups: dict[tuple, dict] = {}
-    for link in plan.links:
-        if link.tier != 0:
-            continue
+    queries = plan.queries()
+    for link in (link for network in queries.networks() for link in queries.links(network, 0)):
         host = plan.devices[link.a_device]
         if host.role == "switch":
             continue
@@ -737,8 +737,7 @@ def check_rules(facts: dict, rules: list[Rule] | None = None) -> list[Finding]:
 
 def refresh_findings(plan: Plan) -> None:
     """Recompute the rule facts and the design-rule findings (after a later stage changes what they read,
-    e.g. checkpoint figures in plan.settings or the burn-in tests in plan.burn_in, or its links)."""
-    plan.queries(refresh=True)
+    e.g. checkpoint figures in plan.settings or the burn-in tests in plan.burn_in)."""
     plan.facts = rule_facts(plan)
     plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
         Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)

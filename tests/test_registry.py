@@ -76,6 +76,26 @@ def test_plan_queries_agree_with_the_links_they_index():
     assert plan.queries() is queries and plan.queries(refresh=True) is not queries
 
 
+def test_plan_queries_give_each_network_its_links_in_plan_order():
+    _, plan = planned("superpod-h100-1su")
+    queries = plan.queries()
+    networks = list(dict.fromkeys(link.network for link in plan.links))
+    assert queries.networks() == networks
+    for network in networks:
+        assert queries.links(network) == [link for link in plan.links if link.network == network]
+        assert queries.first_link(network) is next(link for link in plan.links if link.network == network)
+        tier0 = [i for i, link in enumerate(plan.links) if link.network == network and link.tier == 0]
+        assert list(queries.link_indexes(network, 0)) == tier0
+        leaves: dict[str, set[str]] = {}
+        for i in tier0:
+            leaves.setdefault(plan.links[i].a_device, set()).add(plan.links[i].b_device)
+        assert queries.host_leaves(network) == leaves and list(queries.host_leaves(network)) == list(leaves)
+    assert queries.links("no-such-network") == [] and queries.first_link("no-such-network") is None
+    by_device = queries.links_by_device
+    server = plan.devices_with("gpu-server")[0].name
+    assert list(by_device[server]) == [i for i, k in enumerate(plan.links) if server in (k.a_device, k.b_device)]
+
+
 def test_rack_elevations_fill_with_the_role_colour_tinted():
     assert elevation_fill("gpu-server") == tint(ROLES["gpu-server"].colour)
     assert tint("#000000", 0.5) == "#808080"

@@ -733,7 +733,7 @@ def _hca_series(leaves: dict[str, dict[int, str]], target: _Target, hca: str, hc
 
 
 def _compute_link_gbps(plan: Plan) -> float:
-    return min((link.speed_gbps for link in plan.links if link.network == "compute" and link.tier == 0), default=0)
+    return min((link.speed_gbps for link in plan.queries().links("compute", 0)), default=0)
 
 
 def _rules(alerts: list[Alert]) -> list[dict]:

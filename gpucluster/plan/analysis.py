@@ -128,7 +128,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
     lost = planes[0]
     hosts = {n for n, role in graph.nodes(data="role") if role == "gpu-server"}
-    ports = [link for link in plan.links if link.network == graph.graph["network"] and link.tier == 0]
+    ports = plan.queries().links(graph.graph["network"], 0)
     on_lost = [link for link in ports if link.plane == lost]
     keeping = {link.a_device for link in ports if link.plane != lost}
     return {
@@ -228,12 +228,8 @@ def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict
 
 
 def _leaves_of_hosts(plan: Plan, network: str) -> dict[str, set[str]]:
-    """Host -> the leaves its ports on this network land on."""
-    leaves: dict[str, set[str]] = {}
-    for link in plan.links:
-        if link.network == network and link.tier == 0:
-            leaves.setdefault(link.a_device, set()).add(link.b_device)
-    return leaves
+    """Host -> the leaves its ports on this network land on (plan queries: built once per network)."""
+    return plan.queries().host_leaves(network)
 
 
 def _hosts_cut_off(plan: Plan, network: str, failed: str) -> list[str]:

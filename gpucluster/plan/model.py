@@ -329,4 +329,5 @@ class Plan:
         return [name for name in NETWORKS if NETWORK_INFO[name].every_design or name in used]
 
     def links_on(self, network: str) -> list[Link]:
-        return [link for link in self.links if link.network == network]
+        """A network's links in plan order (from the plan queries: build the plan's links first)."""
+        return self.queries().links(network)

@@ -28,10 +28,8 @@ def totals(plan: Plan) -> Totals:
             per = switches[device.network]
             per[tier_name(device.tier)] = per.get(tier_name(device.tier), 0) + 1
     links: dict[str, dict[str, int]] = {n: {} for n in networks}
-    for link in plan.links:
-        per = links[link.network]
-        key = link_tier_name(link.tier)
-        per[key] = per.get(key, 0) + 1
+    for (network, tier), members in plan.queries().links_by_network_tier.items():
+        links[network][link_tier_name(tier)] = len(members)
     cables_by_media: Counter[str] = Counter(c.media for c in plan.cables)
     racks_by_purpose: Counter[str] = Counter(r.purpose for r in plan.racks.values())
     roles: Counter[str] = Counter(d.role for d in plan.devices.values())

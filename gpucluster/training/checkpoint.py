@@ -455,9 +455,8 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
     server_leaves: set[str] = set()
     storage_leaves: set[str] = set()
     block_gbps = 0.0
-    for link in plan.links:
-        if link.network != "storage" or link.tier != 0:
-            continue
+    queries = plan.queries()
+    for link in queries.links("storage", 0):
         host, leaf = (link.a_device, link.b_device)
         role = roles.setdefault(host, plan.devices[host].role)
         if role == "gpu-server" and host not in spares:
@@ -466,9 +465,8 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
             storage_leaves.add(leaf)
             block_gbps += link.speed_gbps
     uplinks: dict[str, float] = defaultdict(float)
-    for link in plan.links:
-        if link.network == "storage" and link.tier == 1:
-            uplinks[link.a_device] += link.speed_gbps
+    for link in queries.links("storage", 1):
+        uplinks[link.a_device] += link.speed_gbps
     limits = [block_gbps]
     if server_leaves - storage_leaves and storage_leaves - server_leaves and uplinks:
         limits.append(sum(uplinks[leaf] for leaf in server_leaves - storage_leaves))
@@ -485,7 +483,9 @@ def _staging_paths(
         return None, None
     block = plan.catalog_part(str(block_id), StorageBlock)
     count = int(plan.settings.object_storage_blocks)
-    ports = sum(link.speed_gbps for link in plan.links if plan.devices[link.a_device].role == "object-storage") / 8
+    queries = plan.queries()
+    host_links = (link for network in queries.networks() for link in queries.links(network, 0))
+    ports = sum(link.speed_gbps for link in host_links if plan.devices[link.a_device].role == "object-storage") / 8
     server_part = plan.catalog_part(plan.settings.server, GpuServer)
     servers = sum(1 for d in plan.devices_with("gpu-server") if not d.spare)
     inband = servers * _port_gbps(server_part, "inband") / 8
