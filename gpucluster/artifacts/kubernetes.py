@@ -111,10 +111,10 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 def file_headers(plan: Plan) -> dict[str, str]:
     """Comment lines written above a file's YAML: how to use it, where the YAML alone does not say."""
     servers = scheduler_split(plan).kubernetes
-    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    server = plan.part_as(servers[0], GpuServer)
     if not is_mnnvl(server):
         return {}
-    return {"dra-driver-values.yaml": dra_driver_header(server, plan.design.scheduler.kubernetes.gpu_operator)}  # type: ignore[attr-defined]
+    return {"dra-driver-values.yaml": dra_driver_header(server, plan.design.scheduler.kubernetes.gpu_operator)}
 
 
 def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:

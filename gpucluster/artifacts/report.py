@@ -135,15 +135,13 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     from gpucluster.plan.rack_scale import shelf_capacity_w
     from gpucluster.training.report import failover_lines
 
-    system_id = plan.settings.get("rack_system")
+    system_id = plan.settings.rack_system
     if not system_id:
         return None
-    system = plan.catalog_parts[str(system_id)]
-    assert isinstance(system, RackSystem)
-    tray = plan.catalog_parts[system.compute_tray]
-    switch_tray = plan.catalog_parts[system.nvlink_switch_tray]
-    shelf = plan.catalog_parts[system.power_shelf]
-    assert isinstance(tray, GpuServer) and isinstance(switch_tray, NvlinkSwitchTray) and isinstance(shelf, PowerShelf)
+    system = plan.catalog_part(system_id, RackSystem)
+    tray = plan.catalog_part(system.compute_tray, GpuServer)
+    switch_tray = plan.catalog_part(system.nvlink_switch_tray, NvlinkSwitchTray)
+    shelf = plan.catalog_part(system.power_shelf, PowerShelf)
     servers = [d.name for d in plan.devices_with("gpu-server")]
     domains = nvlink_domains(plan, servers)
     trays = max(len(d) for d in domains)
