@@ -164,11 +164,11 @@ def _port_use(plan, network="compute"):
 def test_a_gb200_superpod_fabric_uses_more_than_half_of_every_switch_above_the_leaves(tmp_path, scalable_units):
     leaf, spine, core, host_leaf, leaf_spine, spine_core = GB200_SUPERPOD_FABRIC[scalable_units]
     plan = plan_design(load_design(_nvl72(tmp_path, gpus=576 * scalable_units)))
-    assert plan.totals["scalable_units"] == scalable_units
+    assert plan.totals.scalable_units == scalable_units
     expected = {"leaf": leaf, "spine": spine} | ({"core": core} if core else {})
-    assert plan.totals["switches"]["compute"] == expected
+    assert plan.totals.switches["compute"] == expected
     links = {"host-leaf": host_leaf, "leaf-spine": leaf_spine} | ({"spine-core": spine_core} if core else {})
-    assert plan.totals["links"]["compute"] == links
+    assert plan.totals.links["compute"] == links
     for tier, used, ports in _port_use(plan):
         assert used > ports / 2 if tier > 1 else used >= ports * 0.85, (tier, used, ports)
     # rail-optimized by SU: every leaf serves one rail of one SU, and keeps as many uplinks as hosts
@@ -206,8 +206,8 @@ def test_a_gb300_xdr_fabric_has_the_b300_xdr_ra_s_counts_per_576_ports(tmp_path,
     extra = "compute_fabric: {technology: infiniband-xdr, switch: q3400-ra, fabric_managers: 0}\n"
     path = _nvl72(tmp_path, extra, system="gb300-nvl72", gpus=576 * scalable_units, site=", cooling_capacity_kw: 150")
     plan = plan_design(load_design(path))
-    assert plan.totals["switches"]["compute"] == {"leaf": leaf, "spine": spine}
-    assert plan.totals["links"]["compute"] == {"host-leaf": host_leaf, "leaf-spine": leaf_spine}
+    assert plan.totals.switches["compute"] == {"leaf": leaf, "spine": spine}
+    assert plan.totals.links["compute"] == {"host-leaf": host_leaf, "leaf-spine": leaf_spine}
     assert all(used > ports / 2 for _tier, used, ports in _port_use(plan))
 
 

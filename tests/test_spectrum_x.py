@@ -101,8 +101,8 @@ def test_the_b200_spectrum_x_example_runs_bluefield_3_supernics_as_nvidia_builds
     server = plan.part(plan.devices_with("gpu-server")[0].name)
     (compute,) = server.port_groups("compute")
     assert (server.id, compute.pci_device_id, compute.speed_gbps) == ("hgx-b200-spectrum-x", "a2dc", 400)
-    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
-    assert plan.settings["servers_per_rack"] == 2  # as NVIDIA racks B200, in 35 kW racks
+    assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
+    assert plan.settings.servers_per_rack == 2  # as NVIDIA racks B200, in 35 kW racks
     assert "= 0xa2dc ]" in nccl_files(plan)["nccl/nccl.env"]
 
 
