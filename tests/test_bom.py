@@ -414,12 +414,12 @@ def test_the_bom_orders_cords_rails_rear_doors_spare_optics_and_software(tmp_pat
             assert spare[0]["Maximum W"] is None and spare[0]["Section"] == "Spare optics and cables"
     software = {r["Catalog id"]: r for r in rows if r["Section"] == "Software and support"}
     assert software["nvidia-enterprise-support-dgx"]["Quantity"] == len(dgx)
-    assert software["nvidia-ai-enterprise"]["Quantity"] == plan.totals["gpus"]
+    assert software["nvidia-ai-enterprise"]["Quantity"] == plan.totals.gpus
     assert software["nvidia-ufm-enterprise"]["Quantity"] == sum(1 for d in devices if d.role == "fabric-manager")
     ethernet = [d for d in devices if d.role == "switch" and plan.part(d.name).technology == "ethernet"]
     assert software["nvidia-cumulus-linux"]["Quantity"] == len(ethernet) > 0
-    blocks = plan.settings["parallel_filesystem_blocks"]
-    assert software[f"{plan.settings['parallel_filesystem_block']}-software"]["Quantity"] == blocks
+    blocks = plan.settings.parallel_filesystem_blocks
+    assert software[f"{plan.settings.parallel_filesystem_block}-software"]["Quantity"] == blocks
     assert all(r["Part number"] is None and r["Vendor"] is None for r in software.values())  # nothing invented
     assert all(r.get("Unit price") is None for r in software.values())
 
