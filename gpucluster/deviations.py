@@ -124,7 +124,7 @@ def deviations(plan: Plan) -> list[Deviation]:
                 ),
             )
         )
-    if _count(plan, "fabric-manager") and s.get("fabric_manager_ports") == "own-leaf":
+    if _count(plan, "fabric-manager") and s.fabric_manager_ports == "own-leaf":
         found.append(
             Deviation(
                 "UFM placement",

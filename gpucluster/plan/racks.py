@@ -261,7 +261,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
         elif device.role == "switch" and (device.tier != 1 or device.su is None):
             central_devices.append((NETWORK_INFO[device.network or "oob"].rack_purpose, device))
-        elif device.role == "fabric-manager" and plan.settings.get("fabric_manager_ports") != "own-leaf":
+        elif device.role == "fabric-manager" and plan.settings.fabric_manager_ports != "own-leaf":
             # UFM appliances cable to SU 1's leaves (the RA gives them a server slot there): stand beside them
             planner.place(planner.cluster("su01", 1), ROLES[device.role].rack_purpose, device)
         elif device.role == "fabric-manager":  # on a leaf of their own outside the SUs: with the management servers
