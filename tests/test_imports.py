@@ -25,6 +25,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.catalog",
             "gpucluster.progress",  # progress display: any stage reports through it
             "gpucluster.profiling",  # --profile: stage and writer timings
+            "gpucluster.yamlout",  # writing YAML: one dumper for every writer
         ),
     ),
     ("physical plan", ("gpucluster.plan",)),

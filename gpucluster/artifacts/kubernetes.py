@@ -24,8 +24,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.artifacts.monitoring import counters_csv
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
@@ -634,13 +633,6 @@ class _DefaultTeam:
     lending_limit_gpus: int | None = None
 
 
-class _NoAliases(yaml.SafeDumper):
-    """Repeated objects (one pod template for master and workers) written out in full, not as YAML anchors."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
-
-
 def dump_yaml(documents: list[dict]) -> str:
-    """Kubernetes YAML documents, keys in the order written, no anchors."""
-    return yaml.dump_all(documents, Dumper=_NoAliases, sort_keys=False, default_flow_style=False, width=120)
+    """Kubernetes YAML documents, keys in the order written, no anchors (a repeated pod template in full)."""
+    return yamlout.dump_all(documents, width=120)

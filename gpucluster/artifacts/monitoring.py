@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.artifacts.grafana import dashboard_json
 from gpucluster.artifacts.switch_config import ROCE_QOS, configured_networks, switch_configs
 from gpucluster.burn_in import rail_links
@@ -162,24 +161,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def _dump(path: Path, document: object) -> None:
-    path.write_text(
-        yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=1 << 20, allow_unicode=True), encoding="utf-8"
-    )
-
-
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]  # PyYAML: libyaml is optional
-    """Block-style YAML with multi-line strings as literal blocks (readable PromQL), no anchors."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
+    """Block-style YAML with multi-line strings as literal blocks (readable PromQL), lines never folded."""
+    path.write_text(yamlout.dump(document, blocks=True, width=1 << 20, allow_unicode=True), encoding="utf-8")
 
 
 # --- scrape targets -----------------------------------------------------------------------------------------

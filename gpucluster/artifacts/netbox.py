@@ -29,8 +29,7 @@ from functools import cache
 from itertools import islice
 from pathlib import Path
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
@@ -324,7 +323,7 @@ def _device_types_yaml(types: Iterable[DeviceType]) -> str:
                 for o in t.power_outlets
             ]
         documents.append(document)
-    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, allow_unicode=True, width=120)
+    return yamlout.dump_all(documents, explicit_start=True, allow_unicode=True, width=120)
 
 
 def _manufacturers_csv(names: list[str]) -> str:

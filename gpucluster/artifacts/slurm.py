@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import hostlist
-import yaml
 
+from gpucluster import yamlout
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
@@ -213,7 +213,7 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
         "# a scalable unit; spines and cores by their plan names)"
         + ("; NVLink domains as blocks, the default for partitions.\n" if domains else ".\n")
     )
-    return head + yaml.safe_dump(topologies, sort_keys=False, default_flow_style=False)
+    return head + yamlout.dump(topologies)
 
 
 def _hostlist(names: list[str]) -> str:

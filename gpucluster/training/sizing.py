@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import GpuServer, RackSystem
 from gpucluster.design.schema import Workload
@@ -130,4 +129,4 @@ def starter_design(
     document["workload"] = workload
     lines = ["Starter design written by `gpucluster size`:", *sizing_lines(s), *(notes or [])]
     header = "".join(f"# {line}\n" for line in lines)
-    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    return header + yamlout.dump(document, allow_unicode=True)
