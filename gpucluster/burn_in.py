@@ -3,8 +3,8 @@ with its pass threshold and that threshold's source, computed once per plan (``p
 design rule and the burn-in artifact (gpucluster/artifacts/burn_in.py, which renders it) read the same tests.
 
 The tests run from the smallest scope to the largest, so that a failure names one server or one link
-before a fabric-wide test involves it. Every threshold carries its source (shared reference
-reliability-facts.md section 5) or its derivation from the plan's fabric.
+before a fabric-wide test involves it. Every threshold carries its source (Azure's
+node-acceptance checks, NVIDIA DCGM, nccl-tests, gpu-burn) or its derivation from the plan's fabric.
 """
 
 from __future__ import annotations
@@ -18,19 +18,19 @@ from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.model import Link, Plan
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
 
-# --- Thresholds and their sources (reliability-facts.md section 5) -----------------------------------------
+# --- Thresholds and their sources ---------------------------------------------------------------------------
 _AZURE = "Azure/azurehpc-health-checks"
 _AZURE_H100 = f"{_AZURE} conf/nd96isr_h100_v5.conf (reliability-facts.md 5.2)"
 _AZURE_H200 = f"{_AZURE} conf/nd96isr_h200_v5.conf (reliability-facts.md 5.2)"
 
 # dcgmi diag -r 3: "approximately 15 minutes", the long level with targeted stress, power and memory
-# bandwidth (NVIDIA DCGM dcgmi diag reference, reliability-facts.md 5.3).
+# bandwidth (NVIDIA DCGM dcgmi diag reference).
 DCGM_DIAG_LEVEL = 3
 DCGM_DIAG_SOURCE = "NVIDIA DCGM 'dcgmi diag' reference: level 3 = long, ~15 min (reliability-facts.md 5.3)"
 
-# Sustained load "typically 24-72 hours" to flush infant mortality (leviathansystems.co glossary,
-# reliability-facts.md 5.4); we take the low end. gpu-burn publishes no threshold; "the usual criterion is
-# zero errors and no throttling" (wilicc/gpu-burn README, reliability-facts.md 5.4).
+# Sustained load "typically 24-72 hours" to flush infant mortality (leviathansystems.co glossary);
+# we take the low end. gpu-burn publishes no threshold; "the usual criterion is
+# zero errors and no throttling" (wilicc/gpu-burn README).
 GPU_BURN_SECONDS = 24 * 3600
 GPU_BURN_SOURCE = (
     "wilicc/gpu-burn README: zero errors; 24 h = low end of the usual 24-72 h burn-in (reliability-facts.md 5.4); "
@@ -38,7 +38,7 @@ GPU_BURN_SOURCE = (
 )
 
 # In-server NCCL all_reduce busbw, 16 GiB message ("-b 16G -e 16G -f 2 -c 1", the "Avg bus bandwidth"
-# line), per GPU type: Azure's node-acceptance thresholds (reliability-facts.md 5.2).
+# line), per GPU type: Azure's node-acceptance thresholds (Azure/azurehpc-health-checks conf/).
 _NVLINK_ALL_REDUCE_GBYTES_PER_S: dict[str, tuple[float, str]] = {
     "h100": (460.0, f"{_AZURE_H100}: check_nccl_allreduce 460.0 ... 16G"),
     "h200": (431.0, f"{_AZURE_H200}: check_nccl_allreduce 431.0 ... 16G"),
@@ -47,7 +47,7 @@ _NVLINK_REFERENCE = "h100"  # scale other GPU types from this one by their NVLin
 _NVLINK_REFERENCE_PART = "dgx-h100"  # the catalog part whose GPU is the reference
 
 # ib_write_bw with GPUDirect, 8 MiB messages, per HCA: Azure's thresholds as a fraction of the 400 Gb/s
-# line rate they were set for (reliability-facts.md 5.2): H100 375/400, H200 (and GB200) 360/400.
+# line rate they were set for (Azure/azurehpc-health-checks conf/): H100 375/400, H200 (and GB200) 360/400.
 _IB_WRITE_BW_FRACTION: dict[str, tuple[float, str]] = {
     "h100": (375 / 400, f"{_AZURE_H100}: check_ib_bw_gdr 375 (Gb/s at 400 Gb/s line rate = 93.75 %)"),
     "h200": (360 / 400, f"{_AZURE_H200}: check_ib_bw_gdr 360 (Gb/s at 400 Gb/s line rate = 90 %)"),
@@ -59,7 +59,7 @@ _IB_WRITE_BW_DEFAULT = (
 )
 
 # NCCL over the network reaches this fraction of the HCA line rate: Azure's all_reduce over IB loopback
-# passes at >= 40 GB/s on one 400 Gb/s (= 50 GB/s) HCA (ND H100 v5, reliability-facts.md 5.2).
+# passes at >= 40 GB/s on one 400 Gb/s (= 50 GB/s) HCA (ND H100 v5, Azure/azurehpc-health-checks).
 NCCL_NETWORK_EFFICIENCY = 40 / 50
 NCCL_EFFICIENCY_SOURCE = (
     f"{_AZURE_H100}: check_nccl_allreduce_ib_loopback 40.0 GB/s on one 400 Gb/s (50 GB/s) HCA = 80 % efficiency"

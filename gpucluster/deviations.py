@@ -2,7 +2,7 @@
 are derived or assumed rather than published: what a reviewer must know before signing the design.
 
 The RA's counts compared here are those of its fully tested configuration, the 4-SU, 127-node DGX H100 SuperPOD
-(RA-11333-001, Appendix A, Table 7, as compiled in shared/reference/hardware-facts.md section 1.3). They are
+(RA-11333-001, Appendix A, Table 7). They are
 compared only for a design of that shape (four 32-server SUs of DGX H100 or H200 on NDR InfiniBand), where a
 difference is a real deviation rather than a difference of size.
 """

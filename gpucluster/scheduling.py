@@ -15,7 +15,7 @@ from gpucluster.plan.model import Plan
 
 # Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
 # efficiency on GB200 NVL72 with Slurm block scheduling", 2026-05-07: topology/block in 23.11, topology.yaml
-# in 25.05; shared reference ecosystem-facts.md section 3).
+# in 25.05).
 SLURM_BLOCK_TOPOLOGY = (23, 11)
 SLURM_TOPOLOGY_YAML = (25, 5)
 
@@ -342,7 +342,8 @@ def domain_servers(server: GpuServer) -> int:
 
 
 # A job's segment leaves this many servers of each NVLink domain free: NVIDIA recommends --segment=16 on NVL72
-# (18 trays) for large jobs, so a domain still takes a segment with two trays down (rack-scale-facts.md 3.1, 5).
+# (18 trays) for large jobs, so a domain still takes a segment with two trays down
+# (NVIDIA/SchedMD GB200 block-scheduling blog, 2026-05-07; sbatch(1) --segment).
 SEGMENT_SPARE_SERVERS = 2
 
 

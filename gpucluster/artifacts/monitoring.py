@@ -23,7 +23,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
 
-# dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README, shared reference ecosystem-facts.md 5).
+# dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README).
 DCGM_EXPORTER_PORT = 9400
 # 9100 = Node exporter (Prometheus wiki "Default port allocations",
 # https://github.com/prometheus/prometheus/wiki/Default-port-allocations).
@@ -77,15 +77,15 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
     ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
     ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
-    # profiling fields, for utilisation (DCGM profiling module; ecosystem-facts.md section 5)
+    # profiling fields, for utilisation (DCGM profiling module; NVIDIA/dcgm-exporter etc/default-counters.csv)
     ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
     ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active."),
 )
 
 # Thresholds, each with its source.
-GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 m (ecosystem-facts.md 5)
-UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure azure_gpu_ecc.nhc: fail above 512 (reliability-facts.md 5.2)
+GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 m (no NVIDIA rule pack)
+UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure azure_gpu_ecc.nhc: fail above 512
 LINK_FLAP_WINDOW = "6h"  # Azure check_ib_link_flapping 6 (hours) in conf/nd96isr_h100_v5.conf (reliability 5.2)
 IDLE_IN_JOB_FOR = "1h"  # half the 2 h after which Princeton Research Computing kills zero-utilisation GPU jobs
 IDLE_IN_JOB_SOURCE = (

@@ -26,7 +26,7 @@ from gpucluster.scheduling import (
 from gpucluster.templating import render
 
 # switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
-# block-scheduling blog, 2026-05-07; shared reference ecosystem-facts.md section 3).
+# block-scheduling blog, 2026-05-07).
 SLURM_NVIDIA_IMEX = (24, 5)
 # Slurm 26.05 deprecates the partition option OverSubscribe=EXCLUSIVE for Exclusive=NODE (slurm.conf(5) of 26.05.3,
 # "Exclusive": "This replaces the deprecated options OverSubscribe=EXCLUSIVE, ExclusiveUser, and ExclusiveTopo").

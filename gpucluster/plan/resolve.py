@@ -19,7 +19,7 @@ SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"  #
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
 INBAND_OVERSUBSCRIPTION = 2.0  # management traffic is light; see README "How the plan is built"
-# DGX SuperPOD RA (DGX GB200), Architecture: "each SU contains 8 DGX GB200 systems" (rack-scale-facts.md 2).
+# DGX SuperPOD RA (DGX GB200), Architecture: "each SU contains 8 DGX GB200 systems".
 RACK_SYSTEMS_PER_SU = 8
 
 

@@ -33,13 +33,13 @@ ASSUMED_WORKLOAD = Workload(model_parameters_b=70)
 
 # Checkpoint bytes per parameter. Mixed-precision Adam saves bf16 weights 2 + fp32 master weights 4 + Adam
 # first and second moments 4 + 4 (ZeRO, arXiv:1910.02054 section 3.1: K = 12 optimizer bytes; gradients are
-# not saved; reliability-facts.md 3.1). SGD with momentum keeps one moment instead of two (derived: 2 + 4 + 4).
+# not saved). SGD with momentum keeps one moment instead of two (derived: 2 + 4 + 4).
 BYTES_PER_PARAMETER = {"adam": 14.0, "adamw": 14.0, "sgd-momentum": 10.0}
 BYTES_SOURCE = "ZeRO (arXiv:1910.02054 3.1): bf16 weights 2 + fp32 master 4 + Adam moments 4 + 4"
 
 # Async checkpoints: PyTorch DCP blocked Llama3-70B training on 1,856 H200 for 0.78 s to stage the
-# checkpoint in host memory (pytorch.org blog "6x faster Async Checkpointing in PyTorch", 2025;
-# reliability-facts.md 3.2). Scaled by the bytes each GPU stages: 70e9 x 14 B / 1,856 GPUs = 528 MB.
+# checkpoint in host memory (pytorch.org blog "6x faster Async Checkpointing in PyTorch", Meta and
+# Crusoe, 2025). Scaled by the bytes each GPU stages: 70e9 x 14 B / 1,856 GPUs = 528 MB.
 ASYNC_STALL_S = 0.78
 ASYNC_REFERENCE_BYTES_PER_GPU = 70e9 * 14.0 / 1856
 

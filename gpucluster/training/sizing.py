@@ -2,7 +2,8 @@
 the catalog, with its source), the expected MFU and goodput give the GPUs that finish in the target days.
 
 Training FLOPs ≈ 6 N D (Kaplan et al. 2020 section 2.1; Chinchilla, Hoffmann et al. 2022); GPUs =
-6 N D / (peak x MFU x goodput x wall seconds) (reliability-facts.md 4).
+6 N D / (peak x MFU x goodput x wall seconds), dense peak, goodput about 0.9 for the best-run large jobs
+(Llama 3, MegaScale, Meta RSC).
 """
 
 from __future__ import annotations
