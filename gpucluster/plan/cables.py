@@ -145,7 +145,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     lengths = run_lengths_m(plan, links, routing)
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
     groups = _two_link_groups(links, ends, by_cage)
-    counters: dict[str, int] = defaultdict(int)
+    counters: dict[tuple[str, str], int] = defaultdict(int)  # (network prefix, rack of the A end) -> cables so far
     done = bytearray(len(links))
     if uncabled:
         for index, link in enumerate(links):
@@ -180,10 +180,11 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         for i in group:
             done[i] = 1
         prefix = NETWORK_INFO[link.network].cable_prefix
-        counters[prefix] += 1
+        rack = devices[link.a_device].rack
+        counters[(prefix, rack)] += 1
         plan.cables.append(
             Cable(
-                id=f"{prefix}{counters[prefix]:06d}",
+                id=cable_id(prefix, rack, counters[(prefix, rack)]),
                 network=link.network,
                 links=tuple(group),
                 media=choice.cable.media,
@@ -196,6 +197,13 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             )
         )
     _one_module_per_twin_cage(plan, ends, by_cage, choose)
+
+
+def cable_id(prefix: str, rack: str, number: int) -> str:
+    """A cable's identifier: its network's letter, the rack its A end stands in and its number among that
+    network's cables from that rack (``C-A04-0012``). Numbered per network and per rack, so growing one rack or
+    changing another network never renumbers a cable whose label is already printed."""
+    return f"{prefix}-{rack}-{number:04d}"
 
 
 def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: dict, choose) -> None:
