@@ -178,6 +178,13 @@ CASES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
 }
+for _what, _command in CASES.values():  # a build writes its plan lock beside the design: not into bench/designs/
+    if "build" in _command:
+        _command.append("--no-lock")
+CASES["lock-16384"] = (
+    "the plan lock of 16,384 GPUs: write, read, and plan under it (CPU seconds of each, in one process)",
+    [sys.executable, str(ROOT / "bench" / "lock.py"), str(BENCH / "h100-16384.yaml")],
+)
 # Inputs a case reads, made once before its runs in a scratch folder ({data}).
 SYNTHETIC = [sys.executable, str(ROOT / "bench" / "synthetic_discovery.py")]
 PREPARE: dict[str, list[str]] = {

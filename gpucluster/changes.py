@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import hostlist
 
@@ -25,6 +25,9 @@ from gpucluster.diff import PlanDiff, diff_plans
 from gpucluster.plan.budget import power_budget
 from gpucluster.plan.model import NETWORKS, Link, Plan
 from gpucluster.plan.totals import link_tier_name
+
+if TYPE_CHECKING:
+    from gpucluster.phases import LockChanges
 
 K = TypeVar("K")  # what a comparison keys devices, links or racks by
 Kind = TypeVar("Kind", str, tuple[int, int])  # what _counted counts: a role or purpose, or (network, tier)
@@ -123,6 +126,7 @@ class PlanChanges:
     racks: Changes
     power: list[Figure]
     files: FileChanges | None = None
+    phase: LockChanges | None = None  # the new revision against the plan lock of what is built (gpucluster diff --lock)
 
 
 def compare_plans(

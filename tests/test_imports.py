@@ -50,6 +50,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.bom",
             "gpucluster.diff",
             "gpucluster.changes",
+            "gpucluster.phases",  # the plan lock as written and what a revision changes against it
             "gpucluster.cli",
             "gpucluster.components",
             "gpucluster.templates",

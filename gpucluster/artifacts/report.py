@@ -36,6 +36,7 @@ from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
+from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.rules import RULE_PREFIX
 from gpucluster.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.templating import render
@@ -273,6 +274,15 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
             f"every {duration(checkpoint.interval_s)}; job MTBF {duration(checkpoint.mtbf_s)}",
         ),
     ]
+    reserve = growth_reserve(plan)
+    if reserve is not None:
+        figures.append(
+            (
+                "Growth reserve",
+                f"{reserve.final_scalable_units} scalable units",
+                reserve_line(reserve).removeprefix("growth reserve: "),
+            )
+        )
     prices = bom.price_totals()
     figures.append(
         (

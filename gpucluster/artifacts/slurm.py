@@ -202,9 +202,7 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
                 "cluster_default": True,
                 "block": {
                     "block_sizes": block_sizes(domains),
-                    "blocks": [
-                        {"block": block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)
-                    ],
+                    "blocks": [{"block": block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)],
                 },
             }
         )

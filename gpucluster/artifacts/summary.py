@@ -6,6 +6,7 @@ from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, Settings
+from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.scheduling import scheduler_sides
 
 
@@ -59,6 +60,9 @@ def summary_lines(plan: Plan) -> list[str]:
         f"  power    IT {t.it_power_max_kw:,.1f} kW maximum, {t.it_power_typical_kw:,.1f} kW typical; "
         f"{t.cables:,} cables"
     )
+    reserve = growth_reserve(plan)
+    if reserve is not None:
+        lines.append(f"  {reserve_line(reserve)}")
     findings = [f for f in plan.findings if f.severity != "ok"]
     for finding in findings:
         lines.append(f"  {finding.severity}: {finding.message}")

@@ -15,6 +15,7 @@ from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
 from gpucluster.plan.fabric import ClosResult, merge_planes
+from gpucluster.plan.lock import Lock, keep_locked_cable_ids, keep_locked_ports, place_under_lock
 from gpucluster.plan.model import Device, FilesystemAsked, Finding, ObjectStorageAsked, Plan, Settings
 from gpucluster.plan.networks import (
     Resolved,
@@ -52,8 +53,9 @@ __all__ = ["Progress", "build_physical_plan"]
 Progress = Callable[[str], None]
 
 
-def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
-    """The physical plan of a loaded design: devices, racks, links, cables, device power and graphs."""
+def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None = None) -> Plan:
+    """The physical plan of a loaded design: devices, racks, links, cables, device power and graphs. Under a
+    `lock` (plan/lock.py) what the lock holds keeps its place, ports and cable ids."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
     plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
@@ -128,17 +130,24 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     say("out-of-band management network")
     placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack)
     order = floor_order(planner)
-    planner.layout(plan, order)
+    planner.layout(plan, floor_order(planner, r.final_scalable_units))
     assign_nvlink_domains(plan)
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
     add_pdus(plan, count_pdus, feed.redundancy, reserved=slots)
     build_oob_network(plan, planner, r, order, placeholders)
+    if lock is not None:
+        say("plan lock")
+        pitch_mm = site.rack_pitch_mm or rack_part.width_mm
+        place_under_lock(plan, lock, planner.power_w, planner.budget_w, site.racks_per_row, pitch_mm, site.row_pitch_mm)
+        keep_locked_ports(plan, lock)
 
     say("cables")
     try:
         add_cables(plan, catalog, site.cabling)
     except NoCableFits as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+    if lock is not None:
+        keep_locked_cable_ids(plan, lock)
     plan.device_power = add_optics_power(plan)
     say("graph analyses")
     plan.graphs = build_graphs(plan)
@@ -359,4 +368,8 @@ def _settings(r: Resolved) -> Settings:
         oob_technology="ethernet",
         oob_switch=r.oob_switch.id,
         oob_aggregation_switch=r.oob_aggregation_switch.id,
+        # the growth reserve: what the spines, central racks and floor are planned for (equal: none)
+        scalable_units=r.scalable_units,
+        final_scalable_units=r.final_scalable_units or r.scalable_units,
+        storage_final_scalable_units=r.storage_final_scalable_units or r.scalable_units,
     )

@@ -200,6 +200,11 @@ class Settings:
     nvlink_domains: int | None = None  # rack-scale designs: NVLink domains planned (one per rack system)
     servers_per_rack: int = 0  # GPU servers (rack-scale: compute trays) per compute rack
     servers_per_rack_fit: int | None = None  # servers the rack's power, height and cooling allow (not rack-scale)
+    # the growth reserve (compute_fabric.final_scalable_units): the SUs filled now and those the spines, central
+    # racks and floor are planned for (equal: no reserve)
+    scalable_units: int = 0
+    final_scalable_units: int = 0
+    storage_final_scalable_units: int = 0
     # the checkpoint and failure model's summary (training/checkpoint.py checkpoint_facts), set by the pipeline
     checkpoint: dict[str, Any] | None = None  # plain JSON
 

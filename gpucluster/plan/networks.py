@@ -56,6 +56,9 @@ class Resolved:
     object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)
     rack_system: RackSystem | None = None  # the design names a rack-scale system; `server` is its compute tray
     fabric_manager_leaf: bool = False  # the fabric managers on a leaf of their own, outside the SUs
+    scalable_units: int = 1  # the SUs the servers, spares and fabric-manager slots fill now
+    final_scalable_units: int = 0  # the growth reserve of the compute fabric (and in-band): SUs at the final size
+    storage_final_scalable_units: int = 0  # the storage network's growth reserve
 
     @property
     def su_manager_slots(self) -> int:
@@ -229,6 +232,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
                 leaf_part=r.compute_switch,
                 plane=plane if r.planes > 1 else None,
                 fewest_upper_switches=rack_scale,
+                final_units=math.ceil(r.final_scalable_units / units) if r.final_scalable_units else None,
             )
         )
     return results
@@ -256,7 +260,12 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
             label = f"pfs-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     return build_clos(
-        plan, network="storage", groups=list(groups.values()), leaf_part=r.storage_switch, min_top_switches=2
+        plan,
+        network="storage",
+        groups=list(groups.values()),
+        leaf_part=r.storage_switch,
+        min_top_switches=2,
+        final_units=r.storage_final_scalable_units or None,
     )
 
 
@@ -276,5 +285,10 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
                 label = f"svc-{'abcdefgh'[index % 2]}"
                 groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription)).ports.append(port)
     return build_clos(
-        plan, network="inband", groups=list(groups.values()), leaf_part=r.inband_switch, min_top_switches=2
+        plan,
+        network="inband",
+        groups=list(groups.values()),
+        leaf_part=r.inband_switch,
+        min_top_switches=2,
+        final_units=r.final_scalable_units or None,
     )

@@ -196,6 +196,23 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     oob_aggregation = _switch(loaded, ("management", "oob_aggregation_switch"), mgmt.oob_aggregation_switch)
     _has_fabric_ports(loaded, ("management", "oob_aggregation_switch"), oob_aggregation, "the out-of-band uplinks")
     check_scheduler(loaded, production, server.gpu.count)
+    # the UFM's server slots in SU 1 (none on their own leaf or beside a rack-scale SU's trays)
+    taken = 0 if system is not None or own_leaf else manager_slots(manager, managers if manager else 0, rails)
+    units = math.ceil((production + spares + taken) / su)
+    final = _final_units(loaded, ("compute_fabric", "final_scalable_units"), fabric.final_scalable_units, units)
+    if final * su * server.gpu.count > MAX_GPUS:
+        _fail(
+            loaded,
+            ("compute_fabric", "final_scalable_units"),
+            f"{final} scalable units of {su} x {server.model} hold {final * su * server.gpu.count:,} GPUs; the "
+            f"largest supported cluster is {MAX_GPUS:,} GPUs",
+        )
+    storage_final = _final_units(
+        loaded,
+        ("storage_network", "final_scalable_units"),
+        storage_network.final_scalable_units or final or None,
+        units,
+    )
     return Resolved(
         server=server,
         production_servers=production,
@@ -234,7 +251,24 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
         object_shared=shared,
         rack_system=system,
+        scalable_units=units,
+        final_scalable_units=final,
+        storage_final_scalable_units=storage_final,
     )
+
+
+def _final_units(loaded: LoadedDesign, loc: tuple[str, ...], final: int | None, units: int) -> int:
+    """A growth reserve (0: none), never below the scalable units the design fills now."""
+    if final is None:
+        return 0
+    if final < units:
+        _fail(
+            loaded,
+            loc,
+            f"{final} is fewer than the {units} scalable units this design already fills (servers, spares and "
+            f"fabric-manager slots); the final size is at least {units}",
+        )
+    return final if final > units else 0
 
 
 def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
