@@ -92,9 +92,11 @@ def _write_file(path: Path, text: str) -> None:
 
 
 def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> Plan:
-    """Load and plan a design; bad input exits with status 2."""
+    """Load and plan a design, under its plan lock when there is one beside it (what is built is where the lock
+    says: validate's rules, simulate and verify see that plan); bad input exits with status 2."""
     try:
-        return plan_design(load_design(design, data_dirs), say)
+        loaded = load_design(design, data_dirs)
+        return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded.design.name))
     except DesignError as error:
         _fail(error)
         raise
