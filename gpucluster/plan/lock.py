@@ -14,7 +14,6 @@ line like a design's.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter, defaultdict
@@ -26,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from gpucluster.catalog.ports import device_ports
-from gpucluster.errors import DesignError, Problem
+from gpucluster.errors import MAX_REPORTED, DesignError, Problem
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
@@ -132,30 +131,30 @@ def read_lock(path: Path, cluster: str) -> Lock:
         line = raw[: error.start].count(b"\n") + 1
         raise DesignError([Problem(where, line, 1, "", "a lock is UTF-8 JSON; this byte is not UTF-8")]) from None
     try:
-        data = json.loads(text, parse_constant=_refuse_constant)
-    except json.JSONDecodeError as error:
-        raise DesignError([Problem(where, error.lineno, error.colno, "", f"not JSON: {error.msg}")]) from None
-    except (ValueError, RecursionError) as error:
-        raise DesignError([Problem(where, 0, 0, "", f"not a lock: {error}")]) from None
-    if not isinstance(data, dict) or data.get("schema") != LOCK_SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise DesignError(
-            [
-                Problem(
-                    where,
-                    _line_of(text, "schema"),
-                    1,
-                    "schema",
-                    f"not a plan lock of this tool: schema {str(found)[:60]!r}, expected {LOCK_SCHEMA!r} "
-                    "(write a new one with gpucluster build --relock)",
-                )
-            ]
-        )
-    try:
-        lock = Lock.model_validate(data)
+        lock = Lock.model_validate_json(raw)  # pydantic-core parses and checks in one pass
     except ValidationError as exc:
-        problems = [_problem(where, text, error) for error in exc.errors()[:50]]
-        raise DesignError(problems) from None
+        errors = exc.errors()
+        syntax = next((e for e in errors if e["type"] == "json_invalid"), None)
+        if syntax is not None:
+            found = re.search(r"line (\d+) column (\d+)", str(syntax["ctx"].get("error", "")) + syntax["msg"])
+            line, column = (int(found[1]), max(1, int(found[2]))) if found else (0, 0)
+            reason = str(syntax["ctx"].get("error", syntax["msg"]))
+            raise DesignError([Problem(where, line, column, "", f"not JSON: {reason[:200]}")]) from None
+        if any(e["loc"] in ((), ("schema",)) for e in errors):
+            found_schema = re.search(r'"schema"\s*:\s*("(?:[^"\\]|\\.){0,60}")', text)
+            raise DesignError(
+                [
+                    Problem(
+                        where,
+                        _line_of(text, "schema"),
+                        1,
+                        "schema",
+                        f"not a plan lock of this tool: schema {found_schema[1] if found_schema else 'missing'}, "
+                        f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)",
+                    )
+                ]
+            ) from None
+        raise DesignError([_problem(where, text, error) for error in errors[:MAX_REPORTED]]) from None
     if lock.cluster != cluster:
         raise DesignError(
             [
@@ -171,10 +170,6 @@ def read_lock(path: Path, cluster: str) -> Lock:
         )
     _check_consistent(where, text, lock)
     return lock
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number a lock holds")
 
 
 def _line_of(text: str, key: str, index: int | None = None) -> int:
