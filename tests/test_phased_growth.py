@@ -13,6 +13,7 @@ from conftest import DESIGNS, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts.cabling import cable_rows
+from gpucluster.artifacts.plan_json import plan_chunks
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.cli import main
 from gpucluster.components.offline import run_offline
@@ -157,6 +158,8 @@ def test_a_plan_built_under_its_own_lock_is_the_same_plan(tmp_path: Path) -> Non
     again = plan_design(load_design(path), lock=lock)
     assert _placements(again) == _placements(plan) and _cables(again) == _cables(plan)
     assert lock_text(again) == lock_text(plan) == (tmp_path / "lock.json").read_text(encoding="utf-8")
+    loaded = load_design(path)
+    assert b"".join(plan_chunks(again, loaded)) == b"".join(plan_chunks(plan, loaded))  # plan.json, byte for byte
     assert lock_changes(lock, again).pure_growth
 
 

@@ -158,8 +158,8 @@ class RackPlanner:
                     part=rack.part or self.rack_part.id,
                     row=row,
                     position=position,
-                    x_mm=position * pitch,
-                    y_mm=row * self.site.row_pitch_mm,
+                    x_mm=float(position * pitch),
+                    y_mm=float(row * self.site.row_pitch_mm),  # floats, as a lock reads them back
                     purpose=rack.purpose,
                     height_u=rack.height_u,
                     su=rack.su,
