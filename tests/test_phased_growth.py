@@ -361,3 +361,15 @@ def test_the_pulumi_tree_of_a_phase_keeps_every_kept_devices_resource(tmp_path: 
     assert leaves and all(new[urn].inputs == old[urn].inputs for urn in leaves if "compute" in urn)
     added = {new[urn].name for urn in set(new) - set(old)}
     assert "superpod-h200-4su-gpu127" in added and "superpod-h200-4su-compute-leaf-su04-r8" in added
+
+
+def test_a_lock_that_stacks_two_devices_in_one_unit_is_refused(tmp_path: Path) -> None:
+    plan = _plan(DESIGNS / "lab-4-servers.yaml")
+    path = tmp_path / "lab.lock.json"
+    write_lock(plan, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    servers = [d for d in data["devices"] if d["name"].startswith("gpu")]
+    servers[1]["u"] = servers[0]["u"]  # two servers in the same rack units
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(DesignError, match=r"the plan lock puts gpu.* taken by another device of the lock"):
+        plan_design(load_design(DESIGNS / "lab-4-servers.yaml"), lock=read_lock(path, plan.name))

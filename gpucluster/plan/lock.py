@@ -339,6 +339,12 @@ def place_under_lock(
             template,
         )
         device = plan.devices[name]
+        if math.ceil(device.u_height) and not fits_at(home_rack, device, entry.u):
+            raise ValueError(
+                f"the plan lock puts {name} ({math.ceil(device.u_height)}U) at U{entry.u} of rack {home_rack.name}, "
+                f"which is beyond its {home_rack.height_u}U or taken by another device of the lock: the lock is "
+                "corrupted (build with --relock to plan afresh)"
+            )
         device.rack, device.u_position = home_rack.name, entry.u
         occupy(home_rack, device, entry.u)
     renames: dict[str, str] = {}
