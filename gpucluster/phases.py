@@ -102,6 +102,7 @@ class LockChanges:
     added_cables: list[str] = field(default_factory=list)  # "id: a label"
     removed_cables: list[str] = field(default_factory=list)
     relabelled_cables: list[str] = field(default_factory=list)
+    replaced_cables: list[str] = field(default_factory=list)  # removed, though every device it joins is kept
     changed_racks: list[str] = field(default_factory=list)  # racks that gain or lose devices or cables, in order
 
     @property
@@ -112,6 +113,7 @@ class LockChanges:
             *(f"rack moved: {m}" for m in self.moved_racks),
             *(f"link re-cabled: {m}" for m in self.removed_links),
             *(f"cable relabelled: {m}" for m in self.relabelled_cables),
+            *(f"cable replaced: {m}" for m in self.replaced_cables),
         ]
 
     @property
@@ -164,6 +166,15 @@ def lock_changes(lock: Lock, plan: Plan) -> LockChanges:
         else:
             changes.kept_cables += 1
     changes.removed_cables = sorted(set(labels) - seen)
+    ends: dict[str, set[str]] = {}
+    for entry in lock.links:
+        if entry.cable is not None:
+            ends.setdefault(entry.cable, set()).update((entry.a[0], entry.b[0]))
+    changes.replaced_cables = [
+        f"{cable}: {labels[cable][0]}"
+        for cable in changes.removed_cables
+        if ends.get(cable) and not ends[cable] & gone and ends[cable] <= plan.devices.keys()
+    ]
     touched = {plan.devices[n].rack for n in changes.added_devices}
     touched |= {d.rack for d in lock.devices if d.name in set(changes.removed_devices)}
     for key in planned - locked_links:
