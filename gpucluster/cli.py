@@ -213,7 +213,8 @@ def build(
     progress: bool | None,
 ) -> None:
     """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/, and its plan lock
-    (DESIGN.lock.json): a later build of a revised design keeps every placement, port and cable label it holds."""
+    (designs/x.yaml: designs/x.lock.json): a later build of a revised design keeps every placement, port and
+    cable label it holds."""
     from gpucluster.phases import lock_changes, lock_lines, write_lock
 
     start = time.perf_counter()
