@@ -167,9 +167,9 @@ def lock_changes(lock: Lock, plan: Plan) -> LockChanges:
             changes.kept_cables += 1
     changes.removed_cables = sorted(set(labels) - seen)
     ends: dict[str, set[str]] = {}
-    for entry in lock.links:
-        if entry.cable is not None:
-            ends.setdefault(entry.cable, set()).update((entry.a[0], entry.b[0]))
+    for link in lock.links:
+        if link.cable is not None:
+            ends.setdefault(link.cable, set()).update((link.a[0], link.b[0]))
     changes.replaced_cables = [
         f"{cable}: {labels[cable][0]}"
         for cable in changes.removed_cables
