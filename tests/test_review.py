@@ -42,7 +42,9 @@ def test_figures_devices_racks_and_links_that_changed(reviewed: tuple[PlanChange
     assert (figures["compute links"].old, figures["compute links"].new) == (32, 48)
     assert figures["compute links"].changed and not figures["compute leaf switches"].changed
     assert {c.line.item for c in changes.bom.of_kind("gain")} >= {"hgx-h100-oem"}
-    assert changes.devices.added_text.split(",") == ["A03-pdu-a", "A03-pdu-b", "A03-pdu-c", "gpu[005-006]"]
+    # the second compute rack is A02 (the central rack stands after the SU, now A03): A02 takes a compute rack's
+    # three PDUs where the central rack had two
+    assert changes.devices.added_text.split(",") == ["A02-pdu-c", "A03-pdu-a", "A03-pdu-b", "gpu[005-006]"]
     assert changes.devices.removed == [] and changes.racks.added == ["A03"]
     roles = {f.name: (f.old, f.new) for f in changes.devices.counts}
     assert roles["gpu-server"] == (4, 6)
