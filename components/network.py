@@ -112,7 +112,7 @@ class FabricManager(pulumi.ComponentResource):
 
 def _network_props(plan: Plan, network: NetworkName) -> dict[str, object]:
     """What every network shows: technology, tiers, switches, links and the analyses' headline figures."""
-    analysis = plan.analysis.get(network, {})
+    analysis = plan.analysis_of(network)
     return {
         "network": network,
         "technology": plan.settings.technology(network),
@@ -167,7 +167,7 @@ class _SwitchedNetwork(pulumi.ComponentResource):
             {
                 "switches": sum(plan.totals.switches[network].values()),
                 "links": sum(plan.totals.links[network].values()),
-                "bisection_bandwidth_gbps": plan.analysis.get(network, {}).get("bisection_bandwidth_gbps"),
+                "bisection_bandwidth_gbps": plan.analysis_of(network).get("bisection_bandwidth_gbps"),
             }
         )
 

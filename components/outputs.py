@@ -32,5 +32,5 @@ def stack_outputs(plan: Plan) -> dict[str, object]:
         "racks_by_purpose": t.racks_by_purpose,
         "it_power_max_kw": t.it_power_max_kw,
         "it_power_typical_kw": t.it_power_typical_kw,
-        "compute_bisection_bandwidth_gbps": plan.analysis.get("compute", {}).get("bisection_bandwidth_gbps"),
+        "compute_bisection_bandwidth_gbps": plan.analysis_of("compute").get("bisection_bandwidth_gbps"),
     }

@@ -178,10 +178,10 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
         for tier, n in t.switches[network].items():
             figures[f"{network} {tier} switches"] = (n, "", 0)
         figures[f"{network} links"] = (sum(t.links[network].values()), "", 0)
-        bisection = plan.analysis.get(network, {}).get("bisection_bandwidth_gbps")
+        bisection = plan.analysis_of(network).get("bisection_bandwidth_gbps")
         if bisection is not None:
             figures[f"{network} bisection bandwidth"] = (bisection / 1000, "Tb/s", 1)
-    hops = plan.analysis.get("compute", {}).get("hops", {}).get("max_switch_hops")
+    hops = plan.analysis_of("compute").get("hops", {}).get("max_switch_hops")
     if hops is not None:
         figures["compute switch hops, at most"] = (hops, "", 0)
     checkpoint = plan.settings.checkpoint or {}

@@ -148,7 +148,7 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     trays = max(len(d) for d in domains)
     segment = slurm_segment(trays)
     spare_racks = sum(all(plan.devices[n].spare for n in d) for d in domains)
-    nvlink = plan.analysis.get("nvlink", {})
+    nvlink = plan.analysis_of("nvlink")
     usable_w, nameplate_w = shelf_capacity_w(plan, system)
     racks = [r for r in budget.racks if plan.racks[r.name].rack_system]
     worst = max(racks, key=lambda r: r.load.max_w)
@@ -225,7 +225,7 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
     """(label, value, note) for the first page: what a reviewer checks first."""
     t = plan.totals
     s = plan.settings
-    compute = plan.analysis.get("compute", {})
+    compute = plan.analysis_of("compute")
     switches = t.switches
     tiers = ", ".join(f"{n:,} {tier}" for tier, n in switches["compute"].items())
     racks = ", ".join(f"{n} {purpose}" for purpose, n in t.racks_by_purpose.items())
@@ -318,7 +318,7 @@ def _findings(plan: Plan) -> list[dict[str, str]]:
 
 def _network(plan: Plan, network: str) -> dict:
     drawing = network_drawing(plan, network)
-    analysis = plan.analysis.get(network, {})
+    analysis = plan.analysis_of(network)
     tiers = [t for t in plan.tiers if t.network == network]
     failures = []
     for tier, result in analysis.get("single_switch_failure", {}).items():

@@ -41,7 +41,7 @@ def summary_lines(plan: Plan) -> list[str]:
         else:  # "9 leaf sn2201, 2 spine sn4600c"
             switches = ", ".join(f"{tier.switches} {tier.name} {tier.switch_part}" for tier in tiers)
         links = sum(t.links[network].values())
-        analysis = plan.analysis.get(network, {})
+        analysis = plan.analysis_of(network)
         extra = ""
         if network == "compute":
             hops = analysis.get("hops", {}).get("max_switch_hops")

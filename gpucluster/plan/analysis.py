@@ -8,11 +8,12 @@ carry their ports are connected through switches alone: analyses run on the swit
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import networkx as nx
 
 from gpucluster.plan import registry
-from gpucluster.plan.model import Plan, Tier
+from gpucluster.plan.model import NetworkAnalysis, Plan, Reachability, Tier
 
 
 def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
@@ -47,11 +48,11 @@ def _switch_graph(plan: Plan, graph: nx.Graph) -> nx.Graph:
     return graph.subgraph([n for n, role in graph.nodes(data="role") if role == "switch"])
 
 
-def analyse(plan: Plan) -> dict[str, dict]:
+def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
     """Per network: reachability, tiers, bisection, hops, and the effect of one switch failure per tier.
     A multi-plane fabric is analysed plane by plane (each plane must connect every host port on it) and
     gains what losing a whole plane costs."""
-    results: dict[str, dict] = {}
+    results: dict[str, NetworkAnalysis] = {}
     for network in plan.networks():
         graph = plan.graphs[network]
         tiers = [t for t in plan.tiers if t.network == network]
@@ -74,7 +75,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
                 "worst_leaf_failure": worst_leaf_failure(plan, network),
             }
             continue
-        per_plane = {}
+        per_plane: dict[str, dict[str, Any]] = {}
         for plane in planes:
             members = [n for n, p in switches.nodes(data="plane") if p == plane]
             plane_switches = switches.subgraph(members)
@@ -100,7 +101,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
     return results
 
 
-def _nvlink_domains(plan: Plan, graph: nx.Graph) -> dict:
+def _nvlink_domains(plan: Plan, graph: nx.Graph) -> NetworkAnalysis:
     """The NVLink backplanes: within each domain (a rack-scale system's rack) every GPU server reaches every other
     through the domain's switch trays alone, one switch hop apart; domains are separate by design (between them
     traffic runs on the compute fabric)."""
@@ -144,7 +145,7 @@ def _host_leaves(plan: Plan, graph: nx.Graph) -> dict[str, int]:
     return dict(plan.queries().host_ports_by_leaf.get(graph.graph["network"], {}))
 
 
-def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:
+def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> Reachability:
     components = list(nx.connected_components(switches))
     with_hosts = [c for c in components if any(leaf in c for leaf in host_leaves)]
     return {

@@ -152,6 +152,32 @@ class ObjectStorageAsked(TypedDict):
     throughput_gbytes_per_s: float | None
 
 
+class Reachability(TypedDict):
+    """Whether every host of a network reaches every other over its switches, and in how many pieces they stand."""
+
+    all_hosts_reach_each_other: bool
+    switch_components: int
+
+
+class NetworkAnalysis(TypedDict, total=False):
+    """One network's graph analysis (plan/analysis.py; plan.json "analysis"): reachability, tiers, bisection, hops
+    and what one failure costs; a multi-plane fabric adds its planes, the NVLink backplane its domains. Empty for a
+    network the plan does not analyse (Plan.analysis_of)."""
+
+    all_hosts_reach_each_other: bool
+    switch_components: int
+    scope: str  # nvlink: "within each NVLink domain"
+    domains: int  # nvlink: NVLink domains
+    links: int  # nvlink: backplane links
+    tiers: list[dict[str, Any]]
+    bisection_bandwidth_gbps: float
+    hops: dict[str, Any]  # max_switch_hops, ... ({} where hosts do not all reach each other)
+    single_switch_failure: dict[str, Any]  # per tier
+    worst_leaf_failure: dict[str, Any]
+    planes: dict[str, dict[str, Any]]  # multi-plane fabrics: per plane
+    plane_failure: dict[str, Any]  # multi-plane fabrics: what losing one plane costs
+
+
 @dataclass(slots=True)
 class Settings:
     """What the planner resolved from the design's defaults and the catalog (plan.json "settings").
@@ -269,7 +295,7 @@ class Plan:
     racks: dict[str, RackPlan] = field(default_factory=dict)
     tiers: list[Tier] = field(default_factory=list)
     graphs: dict[str, nx.Graph] = field(default_factory=dict)
-    analysis: dict[str, dict] = field(default_factory=dict)  # network -> its graph analysis (plan/analysis.py)
+    analysis: dict[str, NetworkAnalysis] = field(default_factory=dict)  # network -> its graph analysis
     totals: Totals = field(default_factory=Totals)
     facts: dict[str, object] = field(default_factory=dict)  # what the design rules read (rules.py)
     findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
@@ -303,6 +329,10 @@ class Plan:
         if not isinstance(part, kind):
             raise TypeError(f"catalog part {part_id} is a {type(part).__name__}, not a {kind.__name__}")
         return part
+
+    def analysis_of(self, network: str) -> NetworkAnalysis:
+        """A network's graph analysis, empty for a network the plan has none of."""
+        return self.analysis.get(network) or NetworkAnalysis()
 
     def part(self, device: str) -> AnyPart:
         """The catalog part of a device in the plan."""
