@@ -178,6 +178,13 @@ CASES: dict[str, tuple[str, list[str]]] = {
         ],
     ),
 }
+for _what, _command in CASES.values():  # a build writes its plan lock beside the design: not into bench/designs/
+    if "build" in _command:
+        _command.append("--no-lock")
+CASES["lock-16384"] = (
+    "the plan lock of 16,384 GPUs: write, read, and plan under it (CPU seconds of each, in one process)",
+    [sys.executable, str(ROOT / "bench" / "lock.py"), str(BENCH / "h100-16384.yaml")],
+)
 # Inputs a case reads, made once before its runs in a scratch folder ({data}).
 SYNTHETIC = [sys.executable, str(ROOT / "bench" / "synthetic_discovery.py")]
 PREPARE: dict[str, list[str]] = {
@@ -283,9 +290,9 @@ def main() -> None:
             f"{name:20} {len(walls):>4} {min(walls):9.2f} / {statistics.median(walls):7.2f} / {max(walls):7.2f}"
             f" {statistics.median(peaks):18.0f} {statistics.median(cpus):15.2f} {statistics.median(trees):22.0f}"
         )
-        for stage, figures in profiles.items():  # cases run with --profile: each stage's and writer's medians
-            wall = statistics.median(f[0] for f in figures)
-            cpu = statistics.median(f[1] for f in figures)
+        for stage, rows in profiles.items():  # cases run with --profile: each stage's and writer's medians
+            wall = statistics.median(f[0] for f in rows)
+            cpu = statistics.median(f[1] for f in rows)
             print(f"    {stage:40} wall {wall:8.2f} s   cpu {cpu:8.2f} s")
 
 

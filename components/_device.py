@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from gpucluster.catalog.schema import RackMounted
 from gpucluster.plan.model import Device, Link, Plan
 
 
@@ -49,12 +50,12 @@ def _add(entry: DeviceLinks, link: Link, peer: str, up: bool = False, down: bool
         entry.down_gbps += link.speed_gbps
 
 
-def device_props(device: Device, part: object, links: DeviceLinks) -> dict[str, object]:
+def device_props(device: Device, part: RackMounted, links: DeviceLinks) -> dict[str, object]:
     """The properties every device component has: model, rack and U, maximum power, connections."""
     return {
         "model": device.part,
         "rack": device.rack,
         "u_position": device.u_position,
-        "power_max_kw": round(float(part.power_max_w) / 1000, 3),  # type: ignore[attr-defined]
+        "power_max_kw": round(float(part.power_max_w) / 1000, 3),
         "connected_to": links.peers_by_network(),
     }

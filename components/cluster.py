@@ -6,6 +6,7 @@ from typing import Literal, get_args
 
 import pulumi
 
+from gpucluster.catalog.schema import GpuServer, RackSystem, StorageBlock
 from gpucluster.design.load import design_from_model
 from gpucluster.design.schema import Design
 from gpucluster.pipeline import plan_design
@@ -39,7 +40,7 @@ def per_device(plan: Plan, granularity: Granularity) -> bool:
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
     if granularity == "auto":
-        return int(plan.totals["servers"]) <= DEVICE_GRANULARITY_MAX_SERVERS  # type: ignore[call-overload]
+        return int(plan.totals.servers) <= DEVICE_GRANULARITY_MAX_SERVERS
     return granularity == "device"
 
 
@@ -67,13 +68,13 @@ class Cluster(pulumi.ComponentResource):
             raise TypeError(f"Cluster needs a Design or a Plan, not {type(design).__name__}")
         self.plan = plan
         self.per_device = per_device(plan, granularity)
-        spec: Design = plan.design  # type: ignore[assignment]
+        spec: Design = plan.design
         props = {
             "design_name": plan.name,
             "description": spec.description,
             "granularity": "device" if self.per_device else "rack",
             "design": spec.model_dump(mode="json"),
-            "settings": plan.settings,
+            "settings": plan.settings.as_json(),
             FACTS_PROP: plan.facts,
             "findings": [
                 {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject}
@@ -88,19 +89,17 @@ class Cluster(pulumi.ComponentResource):
 
     def _build(self, prefix: str) -> None:
         plan = self.plan
-        spec: Design = plan.design  # type: ignore[assignment]
+        spec: Design = plan.design
         links = index_links(plan)
         child = pulumi.ResourceOptions(parent=self)
         detail = self.per_device
 
-        self.site = Site(
-            f"{prefix}site", spec.site, list(plan.racks.values()), str(plan.settings["pdu"]), prefix, child
-        )
+        self.site = Site(f"{prefix}site", spec.site, list(plan.racks.values()), plan.settings.pdu, prefix, child)
 
         servers_by_su: dict[int, list] = {}
         for server in plan.devices_with("gpu-server"):
             servers_by_su.setdefault(server.su or 1, []).append(server)
-        server_part = plan.catalog_parts[str(plan.settings["server"])]
+        server_part = plan.catalog_part(plan.settings.server, GpuServer)
         racks_by_su: dict[int | None, list[str]] = {}
         for rack in plan.racks.values():
             racks_by_su.setdefault(rack.su, []).append(rack.name)
@@ -108,6 +107,8 @@ class Cluster(pulumi.ComponentResource):
         for device in plan.devices.values():
             if device.role == "switch" and device.tier == 1 and device.network:
                 leaves_by_su.setdefault(device.su, {}).setdefault(device.network, []).append(device.name)
+        system = plan.settings.rack_system
+        system_part = plan.catalog_part(system, RackSystem) if system else None
         self.scalable_units = []
         for su, servers in sorted(servers_by_su.items()):
             racks = sorted(racks_by_su.get(su, []))
@@ -118,7 +119,7 @@ class Cluster(pulumi.ComponentResource):
                     f"{prefix}su{su:02d}",
                     su,
                     servers,
-                    server_part,  # type: ignore[arg-type]
+                    server_part,
                     racks,
                     leaves,
                     power_max_kw,
@@ -126,7 +127,7 @@ class Cluster(pulumi.ComponentResource):
                     detail,
                     prefix,
                     child,
-                    plan.catalog_parts.get(str(plan.settings.get("rack_system"))),  # type: ignore[arg-type]
+                    system_part,
                 )
             )
 
@@ -139,23 +140,23 @@ class Cluster(pulumi.ComponentResource):
         self.parallel_filesystem = ParallelFilesystem(
             f"{prefix}parallel-filesystem",
             spec.parallel_filesystem,
-            plan.catalog_parts[str(settings["parallel_filesystem_block"])],  # type: ignore[arg-type]
+            plan.catalog_part(settings.parallel_filesystem_block, StorageBlock),
             plan.devices_with("storage"),
-            float(settings["parallel_filesystem_capacity_tb"]),  # type: ignore[arg-type]
-            float(settings["parallel_filesystem_read_gbytes_per_s"]),  # type: ignore[arg-type]
-            float(settings["parallel_filesystem_write_gbytes_per_s"]),  # type: ignore[arg-type]
+            float(settings.parallel_filesystem_capacity_tb),
+            float(settings.parallel_filesystem_read_gbytes_per_s),
+            float(settings.parallel_filesystem_write_gbytes_per_s),
             links,
             prefix,
             child,
         )
         self.object_storage: ObjectStorage | None = None
         if spec.object_storage is not None:
-            shared = bool(settings["object_storage_shared"])
-            block = settings["parallel_filesystem_block" if shared else "object_storage_block"]
+            shared = bool(settings.object_storage_shared)
+            block = settings.parallel_filesystem_block if shared else settings.object_storage_block
             self.object_storage = ObjectStorage(
                 f"{prefix}object-storage",
                 spec.object_storage,
-                plan.catalog_parts[str(block)],  # type: ignore[arg-type]
+                plan.catalog_part(str(block), StorageBlock),
                 plan.devices_with("storage" if shared else "object-storage"),
                 links,
                 prefix,

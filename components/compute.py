@@ -60,7 +60,7 @@ class RackSystem(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         gpus = len(trays) * tray.gpu.count
-        props = {
+        props: dict[str, object] = {
             "nvlink_domain": domain,
             "system_model": system.id,
             "rack": trays[0].rack,

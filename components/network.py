@@ -112,10 +112,10 @@ class FabricManager(pulumi.ComponentResource):
 
 def _network_props(plan: Plan, network: NetworkName) -> dict[str, object]:
     """What every network shows: technology, tiers, switches, links and the analyses' headline figures."""
-    analysis = plan.analysis.get(network, {})
+    analysis = plan.analysis_of(network)
     return {
         "network": network,
-        "technology": plan.settings.get(f"{network}_technology"),
+        "technology": plan.settings.technology(network),
         "tiers": [
             {
                 "tier": t.tier,
@@ -127,8 +127,8 @@ def _network_props(plan: Plan, network: NetworkName) -> dict[str, object]:
             for t in plan.tiers
             if t.network == network
         ],
-        "switches": plan.totals["switches"][network],  # type: ignore[index]
-        "links": plan.totals["links"][network],  # type: ignore[index]
+        "switches": plan.totals.switches[network],
+        "links": plan.totals.links[network],
         "bisection_bandwidth_gbps": analysis.get("bisection_bandwidth_gbps"),
         "max_switch_hops": analysis.get("hops", {}).get("max_switch_hops"),
         "all_hosts_reach_each_other": analysis.get("all_hosts_reach_each_other"),
@@ -159,15 +159,15 @@ class _SwitchedNetwork(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         for tier in plan.tiers:
             if tier.network == network:
-                part = plan.catalog_parts[tier.switch_part]
+                part = plan.catalog_part(tier.switch_part, SwitchPart)
                 switches = plan.switches(network, tier.tier)
-                SwitchTier(f"{prefix}{network}-{tier.name}", tier, switches, part, links, per_device, prefix, child)  # type: ignore[arg-type]
+                SwitchTier(f"{prefix}{network}-{tier.name}", tier, switches, part, links, per_device, prefix, child)
         self._children(plan, links, prefix, child)
         self.register_outputs(
             {
-                "switches": sum(plan.totals["switches"][network].values()),  # type: ignore[index]
-                "links": sum(plan.totals["links"][network].values()),  # type: ignore[index]
-                "bisection_bandwidth_gbps": plan.analysis.get(network, {}).get("bisection_bandwidth_gbps"),
+                "switches": sum(plan.totals.switches[network].values()),
+                "links": sum(plan.totals.links[network].values()),
+                "bisection_bandwidth_gbps": plan.analysis_of(network).get("bisection_bandwidth_gbps"),
             }
         )
 
@@ -187,16 +187,18 @@ class ComputeFabric(_SwitchedNetwork):
 
     def _props(self, plan: Plan) -> dict[str, object]:
         return {
-            "topology": plan.design.compute_fabric.topology,  # type: ignore[attr-defined]
-            "rails": plan.settings["rails"],
-            "oversubscription": plan.settings["compute_oversubscription"],
-            "fabric_manager_model": plan.settings["fabric_manager"],
+            "topology": plan.design.compute_fabric.topology,
+            "rails": plan.settings.rails,
+            "oversubscription": plan.settings.compute_oversubscription,
+            "fabric_manager_model": plan.settings.fabric_manager,
             "fabric_managers": [m.name for m in plan.devices_with("fabric-manager") if m.network != "storage"],
         }
 
     def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
         for manager in [m for m in plan.devices_with("fabric-manager") if m.network != "storage"]:
-            FabricManager(prefix + manager.name, manager, plan.part(manager.name), links[manager.name], child)  # type: ignore[arg-type]
+            FabricManager(
+                prefix + manager.name, manager, plan.part_as(manager.name, Appliance), links[manager.name], child
+            )
 
 
 class StorageNetwork(_SwitchedNetwork):
@@ -206,7 +208,7 @@ class StorageNetwork(_SwitchedNetwork):
     NETWORK = "storage"
 
     def _props(self, plan: Plan) -> dict[str, object]:
-        spec = plan.design.storage_network  # type: ignore[attr-defined]
+        spec = plan.design.storage_network
         return {
             "server_oversubscription": round(spec.server_oversubscription, 4),
             "storage_oversubscription": round(spec.storage_oversubscription, 4),
@@ -215,7 +217,9 @@ class StorageNetwork(_SwitchedNetwork):
 
     def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
         for manager in [m for m in plan.devices_with("fabric-manager") if m.network == "storage"]:
-            FabricManager(prefix + manager.name, manager, plan.part(manager.name), links[manager.name], child)  # type: ignore[arg-type]
+            FabricManager(
+                prefix + manager.name, manager, plan.part_as(manager.name, Appliance), links[manager.name], child
+            )
 
 
 class ManagementNetwork(_SwitchedNetwork):

@@ -37,7 +37,8 @@ def facts_from_props(props: Mapping[str, object]) -> dict | None:
     """The design-rule facts in a cluster's properties, as plain data again: protobuf carries every
     number as a float, so whole numbers become ints (a rule's message reads "3 links", not "3.0")."""
     facts = props.get(FACTS_PROP)
-    return _plain(facts) if isinstance(facts, Mapping) else None  # type: ignore[return-value]
+    plain = _plain(facts) if isinstance(facts, Mapping) else None
+    return plain if isinstance(plain, dict) else None
 
 
 def _plain(value: object) -> object:

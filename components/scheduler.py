@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pulumi
 
 from gpucluster.catalog.schema import Appliance
@@ -41,7 +43,7 @@ class Scheduler(pulumi.ComponentResource):
         spec: SchedulerSpec,
         split: SchedulerSplit,
         head_nodes: list[Device],
-        parts: dict[str, object],
+        parts: Mapping[str, object],
         links: dict[str, DeviceLinks],
         prefix: str = "",
         opts: pulumi.ResourceOptions | None = None,
@@ -65,5 +67,8 @@ class Scheduler(pulumi.ComponentResource):
         super().__init__(SCHEDULER_TYPE, name, props, opts)
         child = pulumi.ResourceOptions(parent=self)
         for node in head_nodes:
-            HeadNode(prefix + node.name, node, parts[node.part], links[node.name], child)  # type: ignore[arg-type]
+            part = parts[node.part]
+            if not isinstance(part, Appliance):
+                raise TypeError(f"head node {node.name} is a {type(part).__name__}, not an appliance")
+            HeadNode(prefix + node.name, node, part, links[node.name], child)
         self.register_outputs({"gpu_servers": gpu_servers, "head_nodes": len(head_nodes)})

@@ -14,9 +14,9 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
+from typing import Any
 
-from gpucluster.catalog.schema import Pdu, RackSystem
+from gpucluster.catalog.schema import Pdu, RackSystem, Transceiver
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.power import (
@@ -181,7 +181,7 @@ def short_description(text: str) -> str:
     return first[: DESCRIPTION_CHARS - 3].rsplit(" ", 1)[0].rstrip(",;:(") + "..."
 
 
-def _facts(part: object) -> dict[str, object]:
+def _facts(part: object) -> dict[str, Any]:
     return {
         "vendor": str(getattr(part, "vendor", "")),
         "model": str(getattr(part, "model", "")),
@@ -230,7 +230,7 @@ def _device_lines(plan: Plan) -> list[BomLine]:
                 weight_kg=getattr(part, "weight_kg", None),
                 u_height=float(getattr(part, "u_height", 0.0)),
                 notes=notes,
-                **_facts(part),  # type: ignore[arg-type]
+                **_facts(part),
             )
         )
     return lines
@@ -256,7 +256,7 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
                 quantity=sum(purposes.values()),
                 weight_kg=getattr(part, "weight_kg", None),
                 notes=", ".join(f"{purpose} {n}" for purpose, n in sorted(purposes.items())),
-                **_facts(part),  # type: ignore[arg-type]
+                **_facts(part),
             )
         )
     return lines
@@ -265,7 +265,7 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
 def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
     """A rack-scale system is ordered as one rack; its trays, shelves and switches are itemised on their own lines
     (quantity there = racks x per rack), its rack (MGX, with busbar and manifolds) on the racks line."""
-    system = cast(RackSystem, plan.catalog_parts[system_id])
+    system = plan.catalog_part(system_id, RackSystem)
     contents = (
         f"{system.compute_trays} compute trays, {system.nvlink_switch_trays} NVLink switch trays, "
         f"{system.power_shelves} power shelves, {system.management_switches} management switches per rack, "
@@ -279,7 +279,7 @@ def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
         quantity=count,
         weight_kg=system.weight_kg,
         notes=contents,
-        **_facts(system),  # type: ignore[arg-type]
+        **_facts(system),
     )
 
 
@@ -302,7 +302,7 @@ def _cdu_lines(plan: Plan) -> list[BomLine]:
             item=cdu,
             quantity=n,
             notes="; ".join(notes[cdu]),
-            **_facts(plan.catalog_parts[cdu]),  # type: ignore[arg-type]
+            **_facts(plan.catalog_parts[cdu]),
         )
         for cdu, n in sorted(units.items())
     ]
@@ -323,7 +323,7 @@ def _cable_lines(plan: Plan) -> list[BomLine]:
         part = plan.catalog_parts[part_id]
         per_m = getattr(part, "weight_kg_per_m", None)
         weight = per_m * length_m if per_m is not None else None
-        facts: dict[str, object] = {"part_number": part_number, "length_m": length_m, "weight_kg": weight}
+        facts: dict[str, Any] = {"part_number": part_number, "length_m": length_m, "weight_kg": weight}
         per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
         if per_end_w:  # an active cable draws at each of its ends: one near cage, `split` far cages
             facts["power_typical_w"] = facts["power_max_w"] = per_end_w * (1 + int(getattr(part, "split", 1)))
@@ -344,7 +344,7 @@ def _optics_line(
         quantity=sum(breakdown.values()),
         media=str(getattr(part, "media", "")),
         notes=prefix + ", ".join(f"{where} {n}" for where, n in sorted(breakdown.items())),
-        **(_facts(part) | facts),  # type: ignore[arg-type]
+        **(_facts(part) | facts),
     )
 
 
@@ -363,7 +363,7 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
         groups[(network, optic, typical, maximum)][devices[device].role] += count
     lines = []
     for (network, optic, typical, maximum), roles in groups.items():
-        leg = maximum != module_power_w(plan.catalog_parts[optic])[1]  # type: ignore[arg-type]
+        leg = maximum != module_power_w(plan.catalog_part(optic, Transceiver))[1]
         power = {"power_typical_w": typical, "power_max_w": maximum}
         prefix = "on 1:2 splitter legs (200G mode) in " if leg else "in "
         lines.append(_optics_line(plan, "transceiver", network, optic, roles, prefix, **power))
@@ -445,11 +445,11 @@ def _power_cord_lines(plan: Plan) -> list[BomLine]:
                 "one per power supply (power_cords: PSU to PDU outlet); length to suit the rack",
             )
         )
-    feed = plan.design.site.power_feed  # type: ignore[attr-defined]
+    feed = plan.design.site.power_feed
     by_circuit: Counter[str] = Counter()
     for rack in plan.racks.values():
         for name in rack.pdus:
-            by_circuit[circuit_kind(feed, cast(Pdu, plan.part(name)))] += 1
+            by_circuit[circuit_kind(feed, plan.part_as(name, Pdu))] += 1
     lines += [
         _generic(
             "racks-power",
@@ -492,7 +492,7 @@ def _rail_lines(plan: Plan) -> list[BomLine]:
 def _rear_door_lines(plan: Plan) -> list[BomLine]:
     """Where the site cools with rear doors, one active rear-door heat exchanger per rack (a rack-scale system's rack
     is liquid-cooled and has none), rated for the site's per-rack cooling capacity."""
-    site = plan.design.site  # type: ignore[attr-defined]
+    site = plan.design.site
     if site.cooling != "rear-door":
         return []
     racks = [r for r in plan.racks.values() if not r.rack_system]
@@ -522,7 +522,7 @@ def _software_lines(plan: Plan) -> list[BomLine]:
     """Support and software licences counted from the plan, each with the unit it is counted in."""
     devices = list(plan.devices.values())
     servers = [d for d in devices if d.role == "gpu-server"]
-    gpus = int(plan.totals.get("gpus", 0))
+    gpus = plan.totals.gpus
     dgx = [d for d in servers if str(getattr(plan.part(d.name), "model", "")).upper().startswith("DGX")]
     lines = []
     if dgx:
@@ -596,13 +596,14 @@ def _software_lines(plan: Plan) -> list[BomLine]:
                 "support per switch",
             )
         )
-    for key in ("parallel_filesystem", "object_storage"):
-        block_id = plan.settings.get(f"{key}_block")
-        blocks = int(plan.settings.get(f"{key}_blocks") or 0)
+    s = plan.settings
+    for what, block_id, blocks in (
+        ("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks),
+        ("object storage", s.object_storage_block, s.object_storage_blocks),
+    ):
         if not block_id or not blocks:
             continue
-        block = plan.catalog_parts[str(block_id)]
-        what = "parallel filesystem" if key == "parallel_filesystem" else "object storage"
+        block = plan.catalog_parts[block_id]
         lines.append(
             _generic(
                 "software-support",
@@ -622,25 +623,25 @@ def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
     """The headline figures (from the plan's totals, and from the lines for optics and PDUs)."""
     t = plan.totals
     counts: dict[str, float] = {
-        "GPUs": t["gpus"],
-        "GPUs in production": t["production_gpus"],
-        "GPU servers": t["servers"],
-        "GPU servers in production": t["production_servers"],
-        "Hot-spare GPU servers": t["spare_servers"],
-        "Scalable units": t["scalable_units"],
+        "GPUs": t.gpus,
+        "GPUs in production": t.production_gpus,
+        "GPU servers": t.servers,
+        "GPU servers in production": t.production_servers,
+        "Hot-spare GPU servers": t.spare_servers,
+        "Scalable units": t.scalable_units,
     }
-    for network, tiers in t["switches"].items():
+    for network, tiers in t.switches.items():
         if tiers:
             counts[f"Switches, {NETWORK_INFO[network].short}"] = sum(tiers.values())
-    counts["Switches"] = t["switches_total"]
-    counts["Cables"] = t["cables"]
+    counts["Switches"] = t.switches_total
+    counts["Cables"] = t.cables
     counts["Transceivers"] = sum(line.quantity for line in lines if line.kind == "transceiver")
-    counts["Racks"] = t["racks"]
+    counts["Racks"] = t.racks
     counts["PDUs"] = sum(line.quantity for line in lines if line.kind == "pdu")
     included_w = sum(p.optics_max_w for p in device_powers(plan).values() if p.optics_in_catalog_max)
     counts[OPTICS_INCLUDED] = included_w / 1000
-    counts["IT power, typical (kW)"] = t["it_power_typical_kw"]
-    counts["IT power, maximum (kW)"] = t["it_power_max_kw"]
+    counts["IT power, typical (kW)"] = t.it_power_typical_kw
+    counts["IT power, maximum (kW)"] = t.it_power_max_kw
     return counts
 
 

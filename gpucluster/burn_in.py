@@ -3,32 +3,34 @@ with its pass threshold and that threshold's source, computed once per plan (``p
 design rule and the burn-in artifact (gpucluster/artifacts/burn_in.py, which renders it) read the same tests.
 
 The tests run from the smallest scope to the largest, so that a failure names one server or one link
-before a fabric-wide test involves it. Every threshold carries its source (shared reference
-reliability-facts.md section 5) or its derivation from the plan's fabric.
+before a fabric-wide test involves it. Every threshold carries its source (Azure's
+node-acceptance checks, NVIDIA DCGM, nccl-tests, gpu-burn) or its derivation from the plan's fabric.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gpucluster.catalog.ports import port_details
+from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.model import Link, Plan
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
 
-# --- Thresholds and their sources (reliability-facts.md section 5) -----------------------------------------
+# --- Thresholds and their sources ---------------------------------------------------------------------------
 _AZURE = "Azure/azurehpc-health-checks"
 _AZURE_H100 = f"{_AZURE} conf/nd96isr_h100_v5.conf (reliability-facts.md 5.2)"
 _AZURE_H200 = f"{_AZURE} conf/nd96isr_h200_v5.conf (reliability-facts.md 5.2)"
 
 # dcgmi diag -r 3: "approximately 15 minutes", the long level with targeted stress, power and memory
-# bandwidth (NVIDIA DCGM dcgmi diag reference, reliability-facts.md 5.3).
+# bandwidth (NVIDIA DCGM dcgmi diag reference).
 DCGM_DIAG_LEVEL = 3
 DCGM_DIAG_SOURCE = "NVIDIA DCGM 'dcgmi diag' reference: level 3 = long, ~15 min (reliability-facts.md 5.3)"
 
-# Sustained load "typically 24-72 hours" to flush infant mortality (leviathansystems.co glossary,
-# reliability-facts.md 5.4); we take the low end. gpu-burn publishes no threshold; "the usual criterion is
-# zero errors and no throttling" (wilicc/gpu-burn README, reliability-facts.md 5.4).
+# Sustained load "typically 24-72 hours" to flush infant mortality (leviathansystems.co glossary);
+# we take the low end. gpu-burn publishes no threshold; "the usual criterion is
+# zero errors and no throttling" (wilicc/gpu-burn README).
 GPU_BURN_SECONDS = 24 * 3600
 GPU_BURN_SOURCE = (
     "wilicc/gpu-burn README: zero errors; 24 h = low end of the usual 24-72 h burn-in (reliability-facts.md 5.4); "
@@ -36,7 +38,7 @@ GPU_BURN_SOURCE = (
 )
 
 # In-server NCCL all_reduce busbw, 16 GiB message ("-b 16G -e 16G -f 2 -c 1", the "Avg bus bandwidth"
-# line), per GPU type: Azure's node-acceptance thresholds (reliability-facts.md 5.2).
+# line), per GPU type: Azure's node-acceptance thresholds (Azure/azurehpc-health-checks conf/).
 _NVLINK_ALL_REDUCE_GBYTES_PER_S: dict[str, tuple[float, str]] = {
     "h100": (460.0, f"{_AZURE_H100}: check_nccl_allreduce 460.0 ... 16G"),
     "h200": (431.0, f"{_AZURE_H200}: check_nccl_allreduce 431.0 ... 16G"),
@@ -45,7 +47,7 @@ _NVLINK_REFERENCE = "h100"  # scale other GPU types from this one by their NVLin
 _NVLINK_REFERENCE_PART = "dgx-h100"  # the catalog part whose GPU is the reference
 
 # ib_write_bw with GPUDirect, 8 MiB messages, per HCA: Azure's thresholds as a fraction of the 400 Gb/s
-# line rate they were set for (reliability-facts.md 5.2): H100 375/400, H200 (and GB200) 360/400.
+# line rate they were set for (Azure/azurehpc-health-checks conf/): H100 375/400, H200 (and GB200) 360/400.
 _IB_WRITE_BW_FRACTION: dict[str, tuple[float, str]] = {
     "h100": (375 / 400, f"{_AZURE_H100}: check_ib_bw_gdr 375 (Gb/s at 400 Gb/s line rate = 93.75 %)"),
     "h200": (360 / 400, f"{_AZURE_H200}: check_ib_bw_gdr 360 (Gb/s at 400 Gb/s line rate = 90 %)"),
@@ -57,7 +59,7 @@ _IB_WRITE_BW_DEFAULT = (
 )
 
 # NCCL over the network reaches this fraction of the HCA line rate: Azure's all_reduce over IB loopback
-# passes at >= 40 GB/s on one 400 Gb/s (= 50 GB/s) HCA (ND H100 v5, reliability-facts.md 5.2).
+# passes at >= 40 GB/s on one 400 Gb/s (= 50 GB/s) HCA (ND H100 v5, Azure/azurehpc-health-checks).
 NCCL_NETWORK_EFFICIENCY = 40 / 50
 NCCL_EFFICIENCY_SOURCE = (
     f"{_AZURE_H100}: check_nccl_allreduce_ib_loopback 40.0 GB/s on one 400 Gb/s (50 GB/s) HCA = 80 % efficiency"
@@ -143,12 +145,8 @@ class RailPort:
 
 
 def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
-    """server -> rail -> index into plan.links of its tier-0 compute link on that rail."""
-    by_server: dict[str, dict[int, int]] = {}
-    for index, link in enumerate(plan.links):
-        if link.network == "compute" and link.tier == 0 and link.rail is not None:
-            by_server.setdefault(link.a_device, {})[link.rail] = index
-    return by_server
+    """server -> rail -> index into plan.links of its tier-0 compute link on that rail (plan queries)."""
+    return plan.queries().rail_links
 
 
 def burn_in_plan(plan: Plan) -> list[BurnInTest]:
@@ -157,17 +155,17 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     if not servers:
         return []
     ports = rail_ports(plan, servers)
-    gpu = plan.part(servers[0]).gpu  # type: ignore[attr-defined]
+    gpu = plan.part_as(servers[0], GpuServer).gpu
     rack_of = {name: plan.devices[name].rack for name in servers}
 
-    def test(stage: int, subject: str, nodes: Iterable[str], **fields: object) -> BurnInTest:
+    def test(stage: int, subject: str, nodes: Iterable[str], **fields: Any) -> BurnInTest:
         name, scope = _STAGE[stage][1:3]
         nodes = tuple(nodes)
         key = subject.replace(" ", "")
         racks = tuple(sorted({rack_of[n] for n in nodes}))
         return BurnInTest(
             id=f"{name}:{key}", stage=stage, test=name, scope=scope, subject=subject, nodes=nodes, racks=racks, **fields
-        )  # type: ignore[arg-type]
+        )
 
     tests = [
         test(
@@ -211,7 +209,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )
         for node in servers
     ]
-    reference_gpu = plan.catalog_parts[_NVLINK_REFERENCE_PART].gpu  # type: ignore[attr-defined]
+    reference_gpu = plan.catalog_part(_NVLINK_REFERENCE_PART, GpuServer).gpu
     nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
     tests += [
         test(
@@ -260,7 +258,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
 def _nvlink_domain_tests(
     plan: Plan,
     servers: list[str],
-    gpu: object,
+    gpu: Gpu,
     nvlink_gbytes: float,
     nvlink_source: str,
     test: Callable[..., BurnInTest],
@@ -273,7 +271,7 @@ def _nvlink_domain_tests(
         if domain:
             domains.setdefault(domain, []).append(name)
     tests = []
-    per_node = gpu.count  # type: ignore[attr-defined]
+    per_node = gpu.count
     for domain, nodes in sorted(domains.items()):
         if len(nodes) < 2:
             continue
@@ -306,8 +304,8 @@ def cabling_networks(plan: Plan) -> list[str]:
 
 def discovery_port(plan: Plan, network: str) -> tuple[str, str | None]:
     """(GPU server, RDMA device) ibnetdiscover runs from on an InfiniBand network: the first server's port on it."""
-    for link in plan.links:
-        if link.network == network and plan.devices[link.a_device].role == "gpu-server":
+    for link in plan.queries().links(network):
+        if plan.devices[link.a_device].role == "gpu-server":
             return link.a_device, port_info(plan, link.a_device, link.a_port).os_device
     return "", None
 
@@ -320,15 +318,15 @@ def _cabling_command(plan: Plan, network: str) -> str:
     return "lldpcli show neighbors -f json (on every switch) > discovery/lldp/<switch>.json; gpucluster verify"
 
 
-def nvlink_all_reduce_threshold(gpu: object, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:
+def nvlink_all_reduce_threshold(gpu: Gpu, reference_nvlink_gbytes_per_s: float) -> tuple[float, str]:
     """In-server all_reduce busbw threshold (GB/s) for a GPU type, with its source or derivation; GPU
     types without a published figure scale the H100's by NVLink bandwidth (the reference's, from the
     catalog)."""
-    gres = gpu.gres_type  # type: ignore[attr-defined]
+    gres = gpu.gres_type
     if gres in _NVLINK_ALL_REDUCE_GBYTES_PER_S:
         return _NVLINK_ALL_REDUCE_GBYTES_PER_S[gres]
     reference, source = _NVLINK_ALL_REDUCE_GBYTES_PER_S[_NVLINK_REFERENCE]
-    nvlink = gpu.nvlink_bandwidth_gbytes_per_s  # type: ignore[attr-defined]
+    nvlink = gpu.nvlink_bandwidth_gbytes_per_s
     value = round(reference * nvlink / reference_nvlink_gbytes_per_s, 1)
     return value, (
         f"derived: {reference:g} GB/s for H100 ({source}) x NVLink {nvlink:g} / {reference_nvlink_gbytes_per_s:g} GB/s "
@@ -350,7 +348,7 @@ def _multi_node_tests(
     plan: Plan,
     servers: list[str],
     ports: dict[str, dict[int, RailPort]],
-    gpu: object,
+    gpu: Gpu,
     nvlink_gbytes: float,
     test: Callable[..., BurnInTest],
 ) -> list[BurnInTest]:
@@ -398,7 +396,7 @@ def _multi_node_tests(
     by_su: dict[int, list[str]] = {}
     for node in servers:
         by_su.setdefault(plan.devices[node].su or 1, []).append(node)
-    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"  # type: ignore[attr-defined]
+    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"
     tests += [nccl(8, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
     if len(by_su) > 1:
         tests.append(nccl(9, "all", servers, len(rails), command))
@@ -430,7 +428,7 @@ def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> Rai
 def burn_in_tests(plan: Plan) -> list[BurnInTest]:
     """The plan's burn-in tests as the planner computed them (or computed now, for a plan assembled
     without the planner): the design rule and the artifact read these instead of recomputing them."""
-    return plan.burn_in or burn_in_plan(plan)  # type: ignore[return-value]
+    return plan.burn_in or burn_in_plan(plan)
 
 
 def burn_in_facts(plan: Plan) -> dict:

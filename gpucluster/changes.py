@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import hostlist
 
@@ -24,6 +25,12 @@ from gpucluster.diff import PlanDiff, diff_plans
 from gpucluster.plan.budget import power_budget
 from gpucluster.plan.model import NETWORKS, Link, Plan
 from gpucluster.plan.totals import link_tier_name
+
+if TYPE_CHECKING:
+    from gpucluster.phases import LockChanges
+
+K = TypeVar("K")  # what a comparison keys devices, links or racks by
+Kind = TypeVar("Kind", str, tuple[int, int])  # what _counted counts: a role or purpose, or (network, tier)
 
 MAX_DIFF_LINES = 60  # of a changed text file's unified diff shown in the review
 MAX_DIFF_BYTES = 4_000_000  # larger text files are compared, not diffed (difflib is quadratic at worst)
@@ -119,6 +126,7 @@ class PlanChanges:
     racks: Changes
     power: list[Figure]
     files: FileChanges | None = None
+    phase: LockChanges | None = None  # the new revision against the plan lock of what is built (gpucluster diff --lock)
 
 
 def compare_plans(
@@ -158,7 +166,7 @@ def compare_builds(
             write_artifacts(plan, loaded, Path(scratch) / side, names, progress)
             for side, (loaded, plan) in (("old", old), ("new", new))
         ]
-        return compare_plans(old[1], new[1], *folders, bom=bom)
+        return compare_plans(old[1], new[1], folders[0], folders[1], bom=bom)
 
 
 def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
@@ -167,21 +175,21 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     t = plan.totals
     figures: dict[str, tuple[float, str, int]] = {}
     for network in plan.networks():
-        for tier, n in t["switches"][network].items():  # type: ignore[index]
+        for tier, n in t.switches[network].items():
             figures[f"{network} {tier} switches"] = (n, "", 0)
-        figures[f"{network} links"] = (sum(t["links"][network].values()), "", 0)  # type: ignore[index]
-        bisection = plan.analysis.get(network, {}).get("bisection_bandwidth_gbps")
+        figures[f"{network} links"] = (sum(t.links[network].values()), "", 0)
+        bisection = plan.analysis_of(network).get("bisection_bandwidth_gbps")
         if bisection is not None:
             figures[f"{network} bisection bandwidth"] = (bisection / 1000, "Tb/s", 1)
-    hops = plan.analysis.get("compute", {}).get("hops", {}).get("max_switch_hops")
+    hops = plan.analysis_of("compute").get("hops", {}).get("max_switch_hops")
     if hops is not None:
         figures["compute switch hops, at most"] = (hops, "", 0)
-    checkpoint = plan.settings.get("checkpoint") or {}
+    checkpoint = plan.settings.checkpoint or {}
     if checkpoint:
-        figures["Checkpoint write"] = (checkpoint["write_seconds"], "s", 1)  # type: ignore[index]
-        if math.isfinite(checkpoint["mtbf_hours"]):  # type: ignore[index]
-            figures["Job MTBF"] = (checkpoint["mtbf_hours"], "h", 1)  # type: ignore[index]
-        figures["Checkpoint goodput"] = (100 * checkpoint["goodput"], "%", 2)  # type: ignore[index]
+        figures["Checkpoint write"] = (checkpoint["write_seconds"], "s", 1)
+        if math.isfinite(checkpoint["mtbf_hours"]):
+            figures["Job MTBF"] = (checkpoint["mtbf_hours"], "h", 1)
+        figures["Checkpoint goodput"] = (100 * checkpoint["goodput"], "%", 2)
     return figures
 
 
@@ -243,7 +251,7 @@ def compare_racks(old: Plan, new: Plan) -> Changes:
     return changes
 
 
-def _counted(old: list, new: list, name: Callable[[object], str] = str) -> list[Figure]:
+def _counted(old: list[Kind], new: list[Kind], name: Callable[[Kind], str] = str) -> list[Figure]:
     """How many of each kind (role, purpose, network and tier) before and after, in the kinds' order."""
     before, after = Counter(old), Counter(new)
     return [Figure(name(key), before[key], after[key]) for key in sorted(before.keys() | after.keys())]
@@ -299,10 +307,10 @@ def _files(folder: Path) -> set[str]:
 
 
 def _compare(
-    old: set,
-    new: set,
-    old_attributes: Callable[[object], dict[str, str]],
-    new_attributes: Callable[[object], dict[str, str]],
+    old: set[K],
+    new: set[K],
+    old_attributes: Callable[[K], dict[str, str]],
+    new_attributes: Callable[[K], dict[str, str]],
 ) -> Changes:
     changes = Changes(added=_names(new - old), removed=_names(old - new))
     for key in sorted(old & new, key=str):

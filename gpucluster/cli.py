@@ -20,6 +20,7 @@ from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
 from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary
 from gpucluster.pipeline import plan_design
+from gpucluster.plan.lock import Lock, default_lock_path, read_lock
 from gpucluster.plan.model import Plan
 
 EXIT_BAD_INPUT = 2
@@ -91,9 +92,11 @@ def _write_file(path: Path, text: str) -> None:
 
 
 def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> Plan:
-    """Load and plan a design; bad input exits with status 2."""
+    """Load and plan a design, under its plan lock when there is one beside it (what is built is where the lock
+    says: validate's rules, simulate and verify see that plan); bad input exits with status 2."""
     try:
-        return plan_design(load_design(design, data_dirs), say)
+        loaded = load_design(design, data_dirs)
+        return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded.design.name))
     except DesignError as error:
         _fail(error)
         raise
@@ -185,6 +188,16 @@ def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -
     help="Print (to stderr) each planning stage's and each writer's wall and CPU seconds and memory, and the "
     "build's peak memory.",
 )
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The plan lock to read and write (default: DESIGN's name with .lock.json, beside it). What it holds "
+    "keeps its rack, U, ports and cable ids; the build then writes the new plan's lock there.",
+)
+@click.option("--relock", is_flag=True, help="Ignore the lock: plan afresh (and write a new lock).")
+@click.option("--no-lock", is_flag=True, help="Neither read nor write a lock.")
 @data_dir_option
 @progress_option
 def build(
@@ -193,10 +206,17 @@ def build(
     only: tuple[str, ...],
     jobs: int | None,
     profile: bool,
+    lock_file: Path | None,
+    relock: bool,
+    no_lock: bool,
     data_dirs: tuple[Path, ...],
     progress: bool | None,
 ) -> None:
-    """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/."""
+    """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/, and its plan lock
+    (designs/x.yaml: designs/x.lock.json): a later build of a revised design keeps every placement, port and
+    cable label it holds."""
+    from gpucluster.phases import lock_changes, lock_lines, write_lock
+
     start = time.perf_counter()
     stopwatch = profiling.Stopwatch()
     costs: list[profiling.Cost] = []
@@ -207,7 +227,9 @@ def build(
             timed = _Timed(display, stopwatch)
             timed("load design")
             loaded = load_design(design, data_dirs)
-            plan = plan_design(loaded, timed)
+            lock_path = None if no_lock else lock_file or default_lock_path(design)
+            lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
+            plan = plan_design(loaded, timed, lock)
             stopwatch.stop()
             sampler.sample([], force=True)
             _refuse_rule_errors(plan)
@@ -217,6 +239,15 @@ def build(
     except MissingSystemLibrary as error:
         click.echo(f"error: {error}", err=True)
         sys.exit(1)
+    if lock_path is not None:
+        if lock is not None:
+            for line in lock_lines(lock_changes(lock, plan)):
+                click.echo(line)
+        try:
+            write_lock(plan, lock_path)
+        except OSError as error:
+            click.echo(f"error: {lock_path}: cannot write the lock: {error.strerror}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
     if profile:
         sampler.sample([], force=True)
         for line in profiling.profile_lines(
@@ -226,6 +257,13 @@ def build(
     for line in summary_lines(plan):
         click.echo(line)
     click.echo(f"wrote {folder}")
+    if lock_path is not None:
+        click.echo(f"wrote {lock_path}")
+
+
+def _read_lock(path: Path, cluster: str) -> Lock | None:
+    """The lock at `path` when there is one (a first build has none); a bad one is a DesignError."""
+    return read_lock(path, cluster) if path.exists() else None
 
 
 @main.command("catalog")
@@ -308,7 +346,7 @@ def size_command(
         ] or None
     else:
         catalog = load_catalog()
-    given = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
+    given: dict[str, object] = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
     given |= {"mfu": mfu, "precision": precision}
     fields |= {k: v for k, v in given.items() if v is not None}
     missing = [flags[k] for k in flags if fields.get(k) is None]
@@ -360,29 +398,69 @@ def size_command(
     show_default=True,
     help="Build both designs and compare the files they generate (configs, scripts, plan.json) in the review.",
 )
+@click.option(
+    "--lock",
+    "lock_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The plan lock of what is built (default: OLD's .lock.json beside it, when there is one). Both designs "
+    "are planned under it and the review shows NEW as a phase: what it adds (racks, devices, cables with their "
+    "labels, the BOM to order, the printouts of the racks that change) and any move, re-cabling or relabelling "
+    "of what is built, which is an error (exit 1) unless --allow-moves.",
+)
+@click.option("--allow-moves", is_flag=True, help="Accept a phase that moves, re-cables or relabels what is built.")
 @data_dir_option
 @progress_option
-def diff(old: Path, new: Path, out_dir: Path, files: bool, data_dirs: tuple[Path, ...], progress: bool | None) -> None:
+def diff(
+    old: Path,
+    new: Path,
+    out_dir: Path,
+    files: bool,
+    lock_file: Path | None,
+    allow_moves: bool,
+    data_dirs: tuple[Path, ...],
+    progress: bool | None,
+) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
-    write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf."""
+    write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf.
+    With a plan lock, NEW is reviewed as a phase of growth of what is built."""
     with _display(progress) as say:
-        _diff(old, new, out_dir, files, say, data_dirs)
+        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file)
+    if moves and not allow_moves:
+        click.echo(
+            f"error: {new} moves, re-cables or relabels {moves:,} things already built (listed above and in the "
+            "review); a phase of growth only adds. Accept it with --allow-moves.",
+            err=True,
+        )
+        sys.exit(1)
 
 
 def _diff(
-    old: Path, new: Path, out_dir: Path, files: bool, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()
-) -> None:
+    old: Path,
+    new: Path,
+    out_dir: Path,
+    files: bool,
+    say: Callable[[str], None],
+    data_dirs: tuple[Path, ...] = (),
+    lock_file: Path | None = None,
+) -> int:
+    """Write the diff and the review; the number of changes to what the lock says is built (0 without one)."""
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
     from gpucluster.bom import bom_for
     from gpucluster.changes import compare_builds, compare_plans
     from gpucluster.diff import diff_boms
+    from gpucluster.phases import lock_changes, lock_lines, write_rack_printouts
 
+    lock_path = lock_file or default_lock_path(old)
     try:
         planned = []
+        lock = None
         for design in (old, new):
             loaded = load_design(design, data_dirs)
-            planned.append((loaded, plan_design(loaded, say)))
+            if design is old and (lock_file is not None or lock_path.exists()):
+                lock = read_lock(lock_path, loaded.design.name)
+            planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:
         _fail(error)
     result = diff_boms(*(bom_for(plan, loaded) for loaded, plan in planned))
@@ -397,6 +475,10 @@ def _diff(
         changes = compare_builds(old_side, new_side, result, say)
     else:
         changes = compare_plans(old_side[1], new_side[1], bom=result)
+    printouts: list[Path] = []
+    if lock is not None:
+        changes.phase = lock_changes(lock, new_side[1])
+        printouts = write_rack_printouts(new_side[1], changes.phase.changed_racks, folder)
     say("review")
     try:
         reviews = write_review(changes, folder)
@@ -405,8 +487,14 @@ def _diff(
         sys.exit(1)
     for line in report_lines(result):
         click.echo(line)
+    if changes.phase is not None:
+        for line in lock_lines(changes.phase):
+            click.echo(line)
     for path in (*reviews, target):
         click.echo(f"wrote {path}")
+    if printouts:
+        click.echo(f"wrote {len(printouts)} rack printouts to {folder / 'racks'}")
+    return len(changes.phase.moves) if changes.phase is not None else 0
 
 
 @main.command()

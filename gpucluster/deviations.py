@@ -2,7 +2,7 @@
 are derived or assumed rather than published: what a reviewer must know before signing the design.
 
 The RA's counts compared here are those of its fully tested configuration, the 4-SU, 127-node DGX H100 SuperPOD
-(RA-11333-001, Appendix A, Table 7, as compiled in shared/reference/hardware-facts.md section 1.3). They are
+(RA-11333-001, Appendix A, Table 7). They are
 compared only for a design of that shape (four 32-server SUs of DGX H100 or H200 on NDR InfiniBand), where a
 difference is a real deviation rather than a difference of size.
 """
@@ -54,10 +54,10 @@ def is_ra_4su_shape(plan: Plan) -> bool:
     """Four 32-server SUs of DGX H100/H200 on NDR InfiniBand: the shape Table 7 describes."""
     s = plan.settings
     return (
-        s.get("server") in ("dgx-h100", "dgx-h200")
-        and s.get("scalable_unit_servers") == RA_SU_SERVERS
-        and s.get("compute_technology") == "infiniband-ndr"
-        and plan.totals.get("scalable_units") == 4
+        s.server in ("dgx-h100", "dgx-h200")
+        and s.scalable_unit_servers == RA_SU_SERVERS
+        and s.compute_technology == "infiniband-ndr"
+        and plan.totals.scalable_units == 4
     )
 
 
@@ -90,14 +90,14 @@ def deviations(plan: Plan) -> list[Deviation]:
     """Every place this plan differs from the RA: design choices first, then counts against Table 7."""
     s = plan.settings
     found: list[Deviation] = []
-    su = s.get("scalable_unit_servers")
+    su = s.scalable_unit_servers
     if su != RA_SU_SERVERS:
         found.append(
             Deviation(
                 "Scalable unit", f"{RA_SU_SERVERS} servers", f"{su} servers", "compute_fabric.scalable_unit_servers"
             )
         )
-    over = float(s.get("compute_oversubscription") or 1)  # type: ignore[arg-type]
+    over = s.compute_oversubscription or 1
     if over != 1:
         found.append(
             Deviation(
@@ -107,7 +107,7 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "compute_fabric.oversubscription",
             )
         )
-    server = str(s.get("server", ""))
+    server = s.server
     if not server.startswith("dgx-"):
         found.append(
             Deviation(
@@ -127,7 +127,7 @@ def deviations(plan: Plan) -> list[Deviation]:
                 ),
             )
         )
-    if _count(plan, "fabric-manager") and s.get("fabric_manager_ports") == "own-leaf":
+    if _count(plan, "fabric-manager") and s.fabric_manager_ports == "own-leaf":
         found.append(
             Deviation(
                 "UFM placement",
@@ -155,12 +155,12 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "the site's own network: add its uplinks, optics and fibre to the order",
             )
         )
-    if is_ra_4su_shape(plan) and s.get("inband_switch") != "sn4600c":
+    if is_ra_4su_shape(plan) and s.inband_switch != "sn4600c":
         found.append(
             Deviation(
                 f"In-band switch model ({RA_SOURCE})",
                 "SN4600C (64 x 100G)",
-                str(s.get("inband_switch")),
+                s.inband_switch,
                 "management.inband_switch: the object store's 200GbE ports run at full speed on SN5600 ports split "
                 "by 1:2 splitter fibres; SN4600C ports are 100G",
             )
@@ -215,7 +215,7 @@ def used_parts(plan: Plan) -> list[str]:
     ids = {d.part for d in plan.devices.values()} | {r.part for r in plan.racks.values()}
     for cable in plan.cables:
         ids.update(p for p in (cable.cable_part, cable.a_transceiver, cable.b_transceiver) if p)
-    ids.update(str(plan.settings[k]) for k in ("pdu", "non_compute_pdu") if plan.settings.get(k))
+    ids.update(pdu for pdu in (plan.settings.pdu, plan.settings.non_compute_pdu) if pdu)
     return sorted(i for i in ids if i in plan.catalog_parts)
 
 

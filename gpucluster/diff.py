@@ -21,7 +21,10 @@ class LineChange:
     @property
     def line(self) -> BomLine:
         """The line's identity and catalog facts (the new side where it exists)."""
-        return self.new or self.old  # type: ignore[return-value]
+        line = self.new or self.old
+        if line is None:
+            raise ValueError("a BOM line change has an old or a new side")
+        return line
 
     @property
     def old_quantity(self) -> int:

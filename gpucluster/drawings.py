@@ -165,6 +165,7 @@ def _grouped(plan: Plan, network: str, levels: dict[str, int]) -> list[_Group]:
         device = plan.devices[node]
         kind = _kind(device, network)
         su = _su(plan, device) if level == 0 else device.su  # a spine stands in its pod's rack, not in an SU
+        number: int | None
         if level and su is None and device.pod is not None:
             scope, number = "pod", device.pod
         else:
@@ -351,7 +352,7 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
     height = y - _LEVEL_GAP + 10.0
 
     bundles = _bundles(graph, anchor, detailed)
-    links = plan.totals["links"][network]  # type: ignore[index]
+    links = plan.totals.links[network]
     for link_tier in range(top):
         upper = centres.get(link_tier + 1)
         lower = centres.get(link_tier)
@@ -489,7 +490,7 @@ class FloorPlan:
 def floor_plan(plan: Plan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
-    site = plan.design.site  # type: ignore[attr-defined]
+    site = plan.design.site
     budget_w = float(site.rack_power_budget_kw) * 1000
     racks = list(plan.racks.values())
     labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
@@ -550,12 +551,12 @@ def floor_plan(plan: Plan) -> FloorPlan:
     for rack, shown in zip(racks, drawn, strict=True):
         if rack.su is not None:
             segments[(rack.su, row_of(shown))].append(shown)
-    for (su, _row), members in sorted(segments.items()):
-        x0 = min(r.x for r in members)
-        y0 = min(r.y for r in members)
-        x1 = max(r.x + r.width for r in members)
-        y1 = max(r.y + r.depth for r in members)
-        sus.append((x0, y0, x1 - x0, y1 - y0, f"SU {su}"))
+    for (su_number, _y), segment in sorted(segments.items()):
+        x0 = min(r.x for r in segment)
+        y0 = min(r.y for r in segment)
+        x1 = max(r.x + r.width for r in segment)
+        y1 = max(r.y + r.depth for r in segment)
+        sus.append((x0, y0, x1 - x0, y1 - y0, f"SU {su_number}"))
     return FloorPlan(
         min_x=round(min_x, 1),
         min_y=round(min_y, 1),

@@ -13,13 +13,18 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+
+if TYPE_CHECKING:  # rich is imported only when bars are drawn
+    from rich.console import Console
+    from rich.progress import TaskID
 
 T = TypeVar("T")
 _CHECK_EVERY = 512  # items between clock reads in track(): keeps its cost far below the work per item
 _INTERVAL_S = 0.1  # at most this often a report
 
 
+@runtime_checkable
 class Reporter(Protocol):
     """Where progress goes: a stage starting (by name), and counts within the running stage."""
 
@@ -51,8 +56,8 @@ def install(reporter: Reporter | Callable[[str], None] | None) -> Reporter:
     previous = _State.reporter
     if reporter is None:
         _State.reporter = Silent()
-    elif hasattr(reporter, "update"):
-        _State.reporter = reporter  # type: ignore[assignment]
+    elif isinstance(reporter, Reporter):  # has update() too
+        _State.reporter = reporter
     else:
         _State.reporter = _StagesOnly(reporter)
     return previous
@@ -114,7 +119,7 @@ class Bars:
     Drawn without rich's refresh thread (a worker process is forked while it draws): each report redraws,
     at most every 0.1 s. Use as a context manager; stages that finish stay on the screen with their time."""
 
-    def __init__(self, console: object | None = None) -> None:
+    def __init__(self, console: Console | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -136,11 +141,11 @@ class Bars:
             TimeElapsedColumn(),
             TextColumn("left"),
             TimeRemainingColumn(),
-            console=console or Console(stderr=True),  # type: ignore[arg-type]
+            console=console or Console(stderr=True),
             auto_refresh=False,
             transient=False,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
         self.started: dict[str, float] = {}
         self.running_in_main = ""
         self.last_refresh = 0.0

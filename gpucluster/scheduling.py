@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+import networkx as nx
+
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
 
 # Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
 # efficiency on GB200 NVL72 with Slurm block scheduling", 2026-05-07: topology/block in 23.11, topology.yaml
-# in 25.05; shared reference ecosystem-facts.md section 3).
+# in 25.05).
 SLURM_BLOCK_TOPOLOGY = (23, 11)
 SLURM_TOPOLOGY_YAML = (25, 5)
 
@@ -58,7 +60,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     units where the count allows (:func:`kubernetes_units`), so each side's jobs stay under their own leaves;
     each hot spare stays with the side that runs most of its scalable unit's production servers, so a spare
     replaces a server of its own fabric neighbourhood."""
-    scheduler = plan.design.scheduler  # type: ignore[attr-defined]
+    scheduler = plan.design.scheduler
     servers = plan.devices_with("gpu-server")
     names = [d.name for d in servers]
     if scheduler.kind == "slurm":
@@ -69,7 +71,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     by_su: dict[int, list[str]] = defaultdict(list)
     for device in production:
         by_su[device.su or 1].append(device.name)
-    kubernetes = set(kubernetes_units(by_su, scheduler.kubernetes_servers))
+    kubernetes = set(kubernetes_units(by_su, scheduler.kubernetes_servers or 0))
     for spare in (d for d in servers if d.spare):
         unit = [d for d in production if d.su == spare.su]
         if unit and sum(d.name in kubernetes for d in unit) * 2 > len(unit):
@@ -147,8 +149,8 @@ def slurm_partitions(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[s
 def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
     """Each scheduler's servers, partitions or team queues, and their scalable units and leaf groups."""
     split = scheduler_split(plan)
-    scheduler = plan.design.scheduler  # type: ignore[attr-defined]
-    gpus_per_server = int(plan.settings["gpus_per_server"])  # type: ignore[call-overload]
+    scheduler = plan.design.scheduler
+    gpus_per_server = int(plan.settings.gpus_per_server)
     sides = []
     for name, servers in (("Slurm", split.slurm), ("Kubernetes", split.kubernetes)):
         if not servers:
@@ -201,14 +203,17 @@ def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
     wanted = set(servers)
     parents: dict[str, set[str]] = defaultdict(set)
     leaf_nodes: dict[str, set[str]] = defaultdict(set)
-    for link in plan.links:
-        if link.network != "compute":
-            continue
-        if link.tier == 0:
-            if plan.devices[link.a_device].role == "gpu-server":
-                leaf_nodes[link.b_device].add(link.a_device)
+    graph = plan.graphs["compute"]  # the fabric's topology: one edge per pair of devices, with its link tier
+    role = nx.get_node_attributes(graph, "role")
+    switch_tier = nx.get_node_attributes(graph, "tier")
+    for (a, b), tier in nx.get_edge_attributes(graph, "tier").items():
+        if tier == 0:
+            host, leaf = (a, b) if role[b] == "switch" else (b, a)
+            if role[host] == "gpu-server":
+                leaf_nodes[leaf].add(host)
         else:
-            parents[link.a_device].add(link.b_device)
+            lower, upper = (a, b) if (switch_tier[a] or 0) < (switch_tier[b] or 0) else (b, a)
+            parents[lower].add(upper)
     tier_names = {t.tier: t.name for t in plan.tiers if t.network == "compute"}
     groups = _leaf_groups(plan, leaf_nodes)
 
@@ -337,7 +342,8 @@ def domain_servers(server: GpuServer) -> int:
 
 
 # A job's segment leaves this many servers of each NVLink domain free: NVIDIA recommends --segment=16 on NVL72
-# (18 trays) for large jobs, so a domain still takes a segment with two trays down (rack-scale-facts.md 3.1, 5).
+# (18 trays) for large jobs, so a domain still takes a segment with two trays down
+# (NVIDIA/SchedMD GB200 block-scheduling blog, 2026-05-07; sbatch(1) --segment).
 SEGMENT_SPARE_SERVERS = 2
 
 

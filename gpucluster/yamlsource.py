@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import yaml
 
@@ -148,8 +148,8 @@ class _Builder:
             self._count(event, 1)
             path = self._child_path(event)
             self.positions.setdefault(path, _mark(event))
-            value: dict | list = {} if isinstance(event, yaml.MappingStartEvent) else []
-            self.stack.append(_Frame(path, value, event.anchor, self.count))
+            container: dict | list = {} if isinstance(event, yaml.MappingStartEvent) else []
+            self.stack.append(_Frame(path, container, event.anchor, self.count))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             frame = self.stack.pop()
             if frame.anchor:
@@ -180,7 +180,9 @@ class _Builder:
                 tag = _FLOAT_TAG  # YAML 1.2 reads 1e15 as a number; YAML 1.1 wanted 1.0e+15
         if tag == "tag:yaml.org,2002:merge":
             self._stop(event, self._where(), "merge keys (<<) are not supported; write the fields out")
-        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        # libyaml's events carry yaml._yaml.Mark, which the stubs do not accept for a node (it has the same fields)
+        start, end = cast(yaml.Mark | None, event.start_mark), cast(yaml.Mark | None, event.end_mark)
+        node = yaml.ScalarNode(tag, event.value, start, end, event.style)
         try:
             return _CONSTRUCTOR.construct_object(node, deep=True)
         except yaml.YAMLError as exc:
@@ -250,7 +252,8 @@ class _Builder:
 
 
 def _mark(event: yaml.Event) -> tuple[int, int]:
-    return (event.start_mark.line + 1, event.start_mark.column + 1)
+    mark = event.start_mark
+    return (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
 
 
 def _line_column(text: str, index: int) -> tuple[int, int]:

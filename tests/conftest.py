@@ -24,6 +24,28 @@ needs_chromium = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _locks_of_the_example_designs_in_scratch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`gpucluster build` writes a plan lock beside its design: a test that builds an example design of the
+    repository keeps that lock in its own scratch folder, so it never lands in designs/ (where the next run
+    would build under it)."""
+    import gpucluster.cli
+    from gpucluster.plan.lock import default_lock_path
+
+    folder: list[Path] = []
+
+    def scratch_lock(design: Path) -> Path:
+        lock = default_lock_path(design)
+        if not lock.resolve().is_relative_to(ROOT):
+            return lock
+        folder[:] = folder or [tmp_path_factory.mktemp("locks")]
+        return folder[0] / lock.name
+
+    monkeypatch.setattr(gpucluster.cli, "default_lock_path", scratch_lock)
+
+
 @cache
 def planned(name: str) -> tuple[LoadedDesign, Plan]:
     """An example design (designs/<name>.yaml) loaded and planned; cached, so treat it as read-only."""

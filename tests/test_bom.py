@@ -40,9 +40,9 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
     for role, count in roles.items():
         assert _quantity(bom, kind=role) == count, role
     spares = [d for d in plan.devices.values() if d.spare]
-    assert _quantity(bom, section="spares") == len(spares) == plan.totals["spare_servers"]
-    assert _quantity(bom, section="compute") == plan.totals["production_servers"]
-    for network, tiers in plan.totals["switches"].items():
+    assert _quantity(bom, section="spares") == len(spares) == plan.totals.spare_servers
+    assert _quantity(bom, section="compute") == plan.totals.production_servers
+    for network, tiers in plan.totals.switches.items():
         assert _quantity(bom, kind="switch", network=network) == sum(tiers.values())
     assert _quantity(bom, kind="rack") == len(plan.racks)
     # the cabling plan as written (plan.json's cable records): same parts, lengths and counts
@@ -54,7 +54,7 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
         if line.kind == "cable"
     }
     assert in_bom == dict(written)
-    assert _quantity(bom, kind="cable") == plan.totals["cables"]
+    assert _quantity(bom, kind="cable") == plan.totals.cables
     # one transceiver per occupied cage at every optical cable end, counted here without the BOM's code
     optical = {i for c in plan.cables if c.media in ("mmf", "smf") for i in c.links}
     cages = {(plan.links[i].a_device, plan.links[i].a_cage) for i in optical}
@@ -66,7 +66,7 @@ def test_bom_quantities_reconcile_with_plan_and_cabling(name: str) -> None:
     assert bom.total("power_max_w") == pytest.approx(sum(p.catalog_max_w + p.optics_max_w for p in powers))
     assert bom.total("power_typical_w") == pytest.approx(sum(p.catalog_typical_w + p.optics_typical_w for p in powers))
     it_max_kw = bom.total("power_max_w") / 1000 - bom.counts[OPTICS_INCLUDED]
-    assert it_max_kw == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
+    assert it_max_kw == pytest.approx(plan.totals.it_power_max_kw, abs=0.01)
     assert bom.counts[OPTICS_INCLUDED] > 0  # the QM9700/SN5600 maxima are stated with optics
     assert bom.counts["Transceivers"] == len(cages)
 
@@ -88,7 +88,7 @@ def test_twin_port_transceivers_counted_once_per_cage(h100_1su) -> None:
     _loaded, plan = h100_1su
     bom = build_bom(plan)
     # a DGX H100 has four twin-port compute cages: 8 links, 8 fibres, 4 transceivers
-    servers = plan.totals["servers"]
+    servers = plan.totals.servers
     assert _quantity(bom, kind="transceiver", item="mma4z00-ns-flt-host-ndr") == 4 * servers
     host_fibres = sum(1 for c in plan.cables if c.network == "compute" and plan.links[c.links[0]].tier == 0)
     assert host_fibres >= 8 * servers
@@ -139,10 +139,10 @@ def test_workbook_is_one_a_buyer_accepts(tmp_path: Path, h100_1su) -> None:
         assert summary_values.cell(rows[title], 3).value == pytest.approx(bom.total("quantity", key))
     assert summary_values.cell(rows["Total"], 5).value == pytest.approx(bom.total("power_max_w") / 1000)
     figures = {summary.cell(r, 1).value: summary_values.cell(r, 2).value for r in range(1, summary.max_row + 1)}
-    assert figures["GPUs"] == plan.totals["gpus"]
+    assert figures["GPUs"] == plan.totals.gpus
     assert figures["Racks"] == len(plan.racks)
     assert figures["Cables"] == len(plan.cables)
-    assert figures["IT power, maximum (kW)"] == pytest.approx(plan.totals["it_power_max_kw"], abs=0.01)
+    assert figures["IT power, maximum (kW)"] == pytest.approx(plan.totals.it_power_max_kw, abs=0.01)
     cables_by_length = sum(
         summary_values.cell(r, 3).value
         for r in range(rows["Cables by media"] + 1, summary.max_row + 1)
@@ -416,12 +416,12 @@ def test_the_bom_orders_cords_rails_rear_doors_spare_optics_and_software(tmp_pat
             assert spare[0]["Maximum W"] is None and spare[0]["Section"] == "Spare optics and cables"
     software = {r["Catalog id"]: r for r in rows if r["Section"] == "Software and support"}
     assert software["nvidia-enterprise-support-dgx"]["Quantity"] == len(dgx)
-    assert software["nvidia-ai-enterprise"]["Quantity"] == plan.totals["gpus"]
+    assert software["nvidia-ai-enterprise"]["Quantity"] == plan.totals.gpus
     assert software["nvidia-ufm-enterprise"]["Quantity"] == sum(1 for d in devices if d.role == "fabric-manager")
     ethernet = [d for d in devices if d.role == "switch" and plan.part(d.name).technology == "ethernet"]
     assert software["nvidia-cumulus-linux"]["Quantity"] == len(ethernet) > 0
-    blocks = plan.settings["parallel_filesystem_blocks"]
-    assert software[f"{plan.settings['parallel_filesystem_block']}-software"]["Quantity"] == blocks
+    blocks = plan.settings.parallel_filesystem_blocks
+    assert software[f"{plan.settings.parallel_filesystem_block}-software"]["Quantity"] == blocks
     assert all(r["Part number"] is None and r["Vendor"] is None for r in software.values())  # nothing invented
     assert all(r.get("Unit price") is None for r in software.values())
 

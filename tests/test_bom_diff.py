@@ -34,9 +34,9 @@ def test_diff_of_two_designs_reports_gains_and_losses(tmp_path: Path) -> None:
     assert {"dgx-h200", "qm9700"} <= gains
     assert "dgx-h100" in losses  # the H100 servers and spare go, H200 come
     figures = {f.name: f for f in diff.figures}
-    assert (figures["GPUs"].old, figures["GPUs"].new) == (old.totals["gpus"], new.totals["gpus"])
+    assert (figures["GPUs"].old, figures["GPUs"].new) == (old.totals.gpus, new.totals.gpus)
     assert figures["IT power, maximum (kW)"].change == pytest.approx(
-        new.totals["it_power_max_kw"] - old.totals["it_power_max_kw"]
+        new.totals.it_power_max_kw - old.totals.it_power_max_kw
     )
 
 
@@ -79,7 +79,7 @@ def test_diff_command_prints_and_writes_bom_diff_xlsx(tmp_path: Path) -> None:
         assert values["Changes"].cell(row, col["Quantity change"]).value == change.quantity_change
     figures = values["Figures"]
     gpus = next(r for r in range(2, figures.max_row + 1) if figures.cell(r, 1).value == "GPUs")
-    assert figures.cell(gpus, 4).value == new.totals["gpus"] - old.totals["gpus"]
+    assert figures.cell(gpus, 4).value == new.totals.gpus - old.totals.gpus
 
 
 def test_diff_of_a_design_with_itself_changes_nothing(tmp_path: Path) -> None:

@@ -47,8 +47,8 @@ def _count(bom: Bom, network: str, **where: object) -> int:
 
 def test_compute_fabric_switches_and_links_match_the_ra() -> None:
     plan, bom = _reference()
-    assert plan.totals["switches"]["compute"] == {"leaf": RA_LEAF, "spine": RA_SPINE}
-    assert plan.totals["links"]["compute"] == {"host-leaf": RA_NODE_LEAF, "leaf-spine": RA_LEAF_SPINE}
+    assert plan.totals.switches["compute"] == {"leaf": RA_LEAF, "spine": RA_SPINE}
+    assert plan.totals.links["compute"] == {"host-leaf": RA_NODE_LEAF, "leaf-spine": RA_LEAF_SPINE}
     switches = [line for line in bom.lines if line.kind == "switch" and line.network == "compute"]
     assert [(line.part_number, line.quantity) for line in switches] == [("920-9B210-00FN-0M0", RA_COMPUTE_SWITCHES)]
     assert sum(line.quantity for line in bom.lines if line.kind == "gpu-server") == RA_DGX

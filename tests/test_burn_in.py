@@ -40,7 +40,7 @@ def test_every_gpu_server_and_compute_link_is_tested() -> None:
         assert facts["servers_covered"] == facts["servers"] == len(plan.devices_with("gpu-server"))
         gpu_links = sum(1 for link in plan.links if link.network == "compute" and link.tier == 0 and link.rail)
         assert facts["links_covered"] == facts["compute_host_links"] == gpu_links
-        assert gpu_links == len(plan.devices_with("gpu-server")) * plan.settings["gpus_per_server"]
+        assert gpu_links == len(plan.devices_with("gpu-server")) * plan.settings.gpus_per_server
         assert plan.facts["burn_in_plan"] == facts
 
 

@@ -73,7 +73,7 @@ def test_write_time_is_the_checkpoint_over_the_slowest_stage(h200_4su) -> None:
     slowest = min(limit.gbytes_per_s for limit in a.write.limits)
     assert a.write_s == pytest.approx(0.98e12 / (slowest * 1e9))
     assert a.write.bottleneck.name == "parallel filesystem write"
-    assert slowest == plan.settings["parallel_filesystem_write_gbytes_per_s"]
+    assert slowest == plan.settings.parallel_filesystem_write_gbytes_per_s
 
 
 @pytest.mark.parametrize("name", ["superpod-h100-1su", "superpod-h200-4su"])

@@ -37,7 +37,7 @@ def test_the_4su_design_is_compared_with_table_7_and_every_difference_is_listed(
     assert counts["compute"] == 48 and counts["gpu-server"] == 127  # as Table 7: not listed
     # the MinIO staging tier's 200GbE ports take SN5600 in-band leaves (split ports), whose 400G cores cannot take
     # the out-of-band switches' 100G uplinks: both differences from Table 7 are listed with the switch model
-    assert plan.settings["inband_switch"] == "sn5600" and listed["in-band Ethernet switches"].plan == "4"
+    assert plan.settings.inband_switch == "sn5600" and listed["in-band Ethernet switches"].plan == "4"
     assert counts["oob"] == 10 and "out-of-band switches (SN2201)" in listed
     subjects = {d.subject for d in deviations(plan)}
     assert f"In-band switch model ({RA_SOURCE})" in subjects and "UFM cabling" not in subjects  # splitters, as the RA
@@ -49,8 +49,8 @@ def test_the_ra_4su_design_has_table_7s_in_band_and_out_of_band_switches() -> No
     plan = plan_design(load_design(RA_DESIGN))
     inband = plan.switches("inband")
     assert len(inband) == 8 and {d.part for d in inband} == {"sn4600c"}
-    assert plan.totals["switches"]["inband"] == {"leaf": 6, "spine": 2}
-    assert plan.totals["links"]["inband"]["leaf-spine"] == 24
+    assert plan.totals.switches["inband"] == {"leaf": 6, "spine": 2}
+    assert plan.totals.links["inband"]["leaf-spine"] == 24
     oob = plan.switches("oob")
     assert len(oob) == 8 and {d.part for d in oob} == {"sn2201"}
     uplinks = [link for link in plan.links_on("oob") if link.tier == 1]

@@ -183,7 +183,7 @@ def test_a_partial_last_unit_warning_names_the_fields_that_fill_the_units(brief:
         }
     )
     plan = plan_design(design_from_model(fixed))
-    assert plan.totals["scalable_units"] == 2 and plan.totals["switches"]["compute"] == {"leaf": 16, "spine": 8}
+    assert plan.totals.scalable_units == 2 and plan.totals.switches["compute"] == {"leaf": 16, "spine": 8}
     assert not [f for f in plan.findings if "scalable unit" in f.message]
     (sm,) = [f for f in _rule(plan, "subnet-manager-present") if f.message.startswith("compute")]
     assert sm.severity == "ok" and "qm9700 switches' on-board subnet manager runs it" in sm.message
@@ -213,14 +213,14 @@ def test_the_summary_gives_storage_as_delivered_and_as_asked(brief: Plan) -> Non
         "SUs (NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6))"
     ) in text
     assert "5 x vast-ceres-df3060-2cnode-s3: delivered 5,978 TB, 132 GB/s read (asked 5,000 TB)" in text
-    assert brief.settings["parallel_filesystem_capacity_tb"] == pytest.approx(4 * 1195.56)
+    assert brief.settings.parallel_filesystem_capacity_tb == pytest.approx(4 * 1195.56)
 
 
 def test_object_storage_can_share_the_vast_cluster(tmp_path: Path) -> None:
     loaded, plan = planned("h200-512-two-teams")
     assert not plan.devices_with("object-storage")  # no boxes of its own
     # 2,000 TB of files + 5,000 TB of objects on one VAST cluster: 6 boxes of 1,195.56 TB
-    assert plan.settings["parallel_filesystem_blocks"] == 6 and plan.settings["object_storage_shared"]
+    assert plan.settings.parallel_filesystem_blocks == 6 and plan.settings.object_storage_shared
     assert plan.facts["checkpoint"]["training"]["filesystem_capacity_tb"] == pytest.approx(6 * 1195.56 - 5000)
     folder = write_artifacts(plan, loaded, tmp_path, ["checkpoint"])
     assert "nothing is copied between the tiers" in (folder / "checkpoint.md").read_text()
@@ -239,7 +239,7 @@ def test_shared_object_storage_needs_a_platform_that_serves_s3(tmp_path: Path) -
 
 def test_a_host_port_linked_below_its_speed_is_a_warning_naming_both_ends(brief: Plan, tmp_path: Path) -> None:
     # by default the object store's 200GbE ports take SN5600 in-band leaves (split ports): nothing runs slow
-    assert brief.settings["inband_switch"] == "sn5600"
+    assert brief.settings.inband_switch == "sn5600"
     assert not [f for f in _rule(brief, "host-ports-at-full-speed") if f.severity != "ok"]
     design = tmp_path / "brief-sn4600c.yaml"  # the RA's 100G SN4600C chosen by hand: the rule warns
     design.write_text(BRIEF.read_text() + "management: {inband_switch: sn4600c}\n")
@@ -260,7 +260,7 @@ def test_parts_without_a_weight_are_named_instead_of_weighing_nothing(brief: Pla
 
 
 def test_racks_divide_the_su_by_default_and_an_advisory_names_the_packing_field(brief: Plan) -> None:
-    assert brief.settings["servers_per_rack"] == 2
+    assert brief.settings.servers_per_rack == 2
     (advisory,) = [f for f in brief.findings if f.subject == "site.servers_per_rack"]
     assert advisory.severity == "advisory"
     assert "2 x dgx-h200 (20.6 kW of the 40 kW budget)" in advisory.message
@@ -271,7 +271,7 @@ def test_servers_per_rack_packs_racks_to_the_budget_and_the_circuits_follow(brie
     from gpucluster.plan.budget import power_budget
 
     _loaded, packed = planned("h200-512-two-teams")
-    assert packed.settings["servers_per_rack"] == 3
+    assert packed.settings.servers_per_rack == 3
     compute = [r for r in packed.racks.values() if r.purpose == "compute"]
     assert len(compute) == 24 and max(r.power_max_w for r in compute) <= 40_000
     assert not [f for f in packed.findings if f.subject == "site.servers_per_rack"]

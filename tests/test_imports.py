@@ -25,6 +25,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.catalog",
             "gpucluster.progress",  # progress display: any stage reports through it
             "gpucluster.profiling",  # --profile: stage and writer timings
+            "gpucluster.yamlout",  # writing YAML: one dumper for every writer
         ),
     ),
     ("physical plan", ("gpucluster.plan",)),
@@ -49,6 +50,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.bom",
             "gpucluster.diff",
             "gpucluster.changes",
+            "gpucluster.phases",  # the plan lock as written and what a revision changes against it
             "gpucluster.cli",
             "gpucluster.components",
             "gpucluster.templates",

@@ -400,7 +400,7 @@ def test_nic_cluster_policy_gives_pods_the_compute_hcas(design):
         if all(netdevs):
             assert selectors == {"ifNames": netdevs}  # rail order
         else:
-            expected = "ether" if plan.settings["compute_fabric"] == "roce" else "infiniband"
+            expected = "ether" if plan.settings.compute_fabric == "roce" else "infiniband"
             assert selectors["linkTypes"] == [expected]
     assert plugin["repository"] == "nvcr.io/nvidia/mellanox" and plugin["version"] == "network-operator-v26.4.1"
     with pytest.raises(jsonschema.ValidationError):

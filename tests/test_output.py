@@ -115,10 +115,13 @@ def test_separate_processes_with_different_hash_seeds_write_the_same_bytes(tmp_p
             str(DESIGNS / "superpod-h100-1su.yaml"),
             "-o",
             str(out),
+            "--lock",
+            str(tmp_path / f"{seed}.lock.json"),  # a lock of its own: none beside the example design
         ]
         subprocess.run(command, check=True, env=env, capture_output=True)
         outputs.append(_files(out / "superpod-h100-1su"))
     assert outputs[0] == outputs[1]
+    assert (tmp_path / "1.lock.json").read_bytes() == (tmp_path / "2.lock.json").read_bytes()
 
 
 def test_a_missing_pdf_library_is_one_clear_error_not_a_traceback(tmp_path, monkeypatch):

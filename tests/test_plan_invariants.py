@@ -104,7 +104,7 @@ def check_invariants(plan: Plan) -> None:
     # Every host reaches every other on every network, through switches alone.
     for network, result in plan.analysis.items():
         assert result["all_hosts_reach_each_other"], f"{network} is split"
-    assert plan.totals["links_total"] == len(plan.links)
+    assert plan.totals.links_total == len(plan.links)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -116,7 +116,7 @@ def test_a_switch_maximum_stated_with_optics_is_not_raised_by_them(h100_1su):
 def test_plan_totals_and_rack_loads_include_the_optics(h100_1su):
     _loaded, plan = h100_1su
     budget = _budget("superpod-h100-1su")
-    assert plan.totals["it_power_max_kw"] == pytest.approx(budget.total.max_w / 1000, abs=0.001)
+    assert plan.totals.it_power_max_kw == pytest.approx(budget.total.max_w / 1000, abs=0.001)
     assert budget.total.optics_max_w > 0
     for rack in budget.racks:
         assert plan.racks[rack.name].power_max_w == pytest.approx(rack.load.max_w)
@@ -316,7 +316,7 @@ def test_the_cooling_each_rack_needs_follows_its_density():
 
 def test_racks_are_packed_within_the_sites_cooling(tmp_path):
     plan = _plan_text(tmp_path, "name: x\nsite: {cooling: air}\ncompute: {servers: 8}\n")
-    assert plan.settings["servers_per_rack"] == 2  # 4 DGX H100 fit 45 kW, but air takes 30 kW: 2 divide the SU
+    assert plan.settings.servers_per_rack == 2  # 4 DGX H100 fit 45 kW, but air takes 30 kW: 2 divide the SU
     assert not [f for f in plan.findings if f.rule == "rule:rack-power-and-cooling" and f.severity != "ok"]
 
 

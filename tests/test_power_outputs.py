@@ -99,7 +99,7 @@ def test_the_workbook_has_one_row_per_rack_and_device_and_the_plans_totals(out):
     assert racks == list(plan.racks)
     assert book["Devices"].max_row - 1 == len(plan.devices)
     summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True) if row[0]}
-    assert summary["IT load, maximum"] == pytest.approx(plan.totals["it_power_max_kw"], abs=0.001)
+    assert summary["IT load, maximum"] == pytest.approx(plan.totals.it_power_max_kw, abs=0.001)
     assert summary["PUE (facility power / IT power)"] == 1.3
 
 

@@ -23,6 +23,7 @@ from gpucluster.components import (
 from gpucluster.components import cluster as cluster_module
 from gpucluster.components.offline import OfflineRun, run_offline
 from gpucluster.components.policy import facts_from_props
+from gpucluster.phases import write_lock
 
 PROGRAM = ROOT / "__main__.py"
 EXAMPLE = ROOT / "examples" / "design_as_code" / "__main__.py"
@@ -97,11 +98,11 @@ def test_tree_has_one_resource_per_server_switch_rack_and_appliance_at_device_gr
 ) -> None:
     _loaded, plan = planned("superpod-h200-4su")
     counts = Counter(r.type for r in default_run.resources)
-    assert counts["gpu-cluster:compute:GpuServer"] == plan.totals["servers"] == 127
-    assert counts["gpu-cluster:compute:ScalableUnit"] == plan.totals["scalable_units"] == 4
-    assert counts["gpu-cluster:network:Switch"] == plan.totals["switches_total"]
+    assert counts["gpu-cluster:compute:GpuServer"] == plan.totals.servers == 127
+    assert counts["gpu-cluster:compute:ScalableUnit"] == plan.totals.scalable_units == 4
+    assert counts["gpu-cluster:network:Switch"] == plan.totals.switches_total
     assert counts["gpu-cluster:network:SwitchTier"] == len(plan.tiers)
-    assert counts["gpu-cluster:site:Rack"] == plan.totals["racks"]
+    assert counts["gpu-cluster:site:Rack"] == plan.totals.racks
     assert counts["gpu-cluster:storage:StorageBlock"] == len(plan.devices_with("storage")) + len(
         plan.devices_with("object-storage")
     )
@@ -163,11 +164,14 @@ def test_components_carry_the_plans_figures_as_props(default_run: OfflineRun) ->
 
 
 def test_changing_the_design_changes_the_outputs_and_props(tmp_path: Path) -> None:
-    """What `pulumi preview --diff` shows after an edit: one more SU of servers, no spares."""
-    before = run_offline(PROGRAM, {"design": str(DESIGNS / "superpod-h100-1su.yaml")})
+    """What `pulumi preview --diff` shows after an edit: one more SU of servers, no spares, planned under the
+    plan lock of the first (so every rack and device keeps its name)."""
+    lock = tmp_path / "built.lock.json"
+    write_lock(planned("superpod-h100-1su")[1], lock)
+    before = run_offline(PROGRAM, {"design": str(DESIGNS / "superpod-h100-1su.yaml"), "lock": str(lock)})
     text = (DESIGNS / "superpod-h100-1su.yaml").read_text().replace("servers: 30", "servers: 62")
     edited = write_design(tmp_path, text.replace("spare_servers: 1", "spare_servers: 0"))
-    after = run_offline(PROGRAM, {"design": str(edited)})
+    after = run_offline(PROGRAM, {"design": str(edited), "lock": str(lock)})
 
     assert (before.outputs["gpus"], after.outputs["gpus"]) == (248, 496)
     assert (before.outputs["scalable_units"], after.outputs["scalable_units"]) == (1, 2)
@@ -198,7 +202,7 @@ def test_rack_granularity_lists_servers_and_switches_instead_of_resources() -> N
 
 def test_auto_granularity_is_per_device_up_to_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     _loaded, plan = planned("superpod-h200-4su")
-    assert plan.totals["servers"] <= DEVICE_GRANULARITY_MAX_SERVERS
+    assert plan.totals.servers <= DEVICE_GRANULARITY_MAX_SERVERS
     assert cluster_module.per_device(plan, "auto")
     monkeypatch.setattr(cluster_module, "DEVICE_GRANULARITY_MAX_SERVERS", 100)
     assert not cluster_module.per_device(plan, "auto")

@@ -107,11 +107,11 @@ def test_a_dgx_b300_xdr_design_matches_the_b300_xdr_ra_table_3(tmp_path, scalabl
         "compute_fabric: {switch: q3400-ra, scalable_unit_servers: 72, fabric_managers: 0}\n",
     )
     plan = plan_design(load_design(path))
-    assert plan.totals["scalable_units"] == scalable_units
-    assert plan.totals["gpus"] == nodes * 8
-    assert plan.totals["switches"]["compute"] == {"leaf": leaf, "spine": spine}
-    assert plan.totals["links"]["compute"] == {"host-leaf": node_leaf, "leaf-spine": leaf_spine}
-    assert plan.settings["servers_per_rack"] == 4  # the RA's four DGX B300 per rack
+    assert plan.totals.scalable_units == scalable_units
+    assert plan.totals.gpus == nodes * 8
+    assert plan.totals.switches["compute"] == {"leaf": leaf, "spine": spine}
+    assert plan.totals.links["compute"] == {"host-leaf": node_leaf, "leaf-spine": leaf_spine}
+    assert plan.settings.servers_per_rack == 4  # the RA's four DGX B300 per rack
 
 
 # ----------------------------------------------------------------------------------------------- planning
@@ -164,11 +164,11 @@ def _port_use(plan, network="compute"):
 def test_a_gb200_superpod_fabric_uses_more_than_half_of_every_switch_above_the_leaves(tmp_path, scalable_units):
     leaf, spine, core, host_leaf, leaf_spine, spine_core = GB200_SUPERPOD_FABRIC[scalable_units]
     plan = plan_design(load_design(_nvl72(tmp_path, gpus=576 * scalable_units)))
-    assert plan.totals["scalable_units"] == scalable_units
+    assert plan.totals.scalable_units == scalable_units
     expected = {"leaf": leaf, "spine": spine} | ({"core": core} if core else {})
-    assert plan.totals["switches"]["compute"] == expected
+    assert plan.totals.switches["compute"] == expected
     links = {"host-leaf": host_leaf, "leaf-spine": leaf_spine} | ({"spine-core": spine_core} if core else {})
-    assert plan.totals["links"]["compute"] == links
+    assert plan.totals.links["compute"] == links
     for tier, used, ports in _port_use(plan):
         assert used > ports / 2 if tier > 1 else used >= ports * 0.85, (tier, used, ports)
     # rail-optimized by SU: every leaf serves one rail of one SU, and keeps as much uplink bandwidth as its hosts
@@ -207,8 +207,8 @@ def test_a_gb300_xdr_fabric_has_the_b300_xdr_ra_s_counts_per_576_ports(tmp_path,
     extra = "compute_fabric: {technology: infiniband-xdr, switch: q3400-ra, fabric_managers: 0}\n"
     path = _nvl72(tmp_path, extra, system="gb300-nvl72", gpus=576 * scalable_units, site=", cooling_capacity_kw: 150")
     plan = plan_design(load_design(path))
-    assert plan.totals["switches"]["compute"] == {"leaf": leaf, "spine": spine}
-    assert plan.totals["links"]["compute"] == {"host-leaf": host_leaf, "leaf-spine": leaf_spine}
+    assert plan.totals.switches["compute"] == {"leaf": leaf, "spine": spine}
+    assert plan.totals.links["compute"] == {"host-leaf": host_leaf, "leaf-spine": leaf_spine}
     assert all(used > ports / 2 for _tier, used, ports in _port_use(plan))
 
 
@@ -238,7 +238,7 @@ def test_a_gb200_su_is_8_racks_576_gpus_within_the_ra_s_1_2_mw(gb200_1su):
     from gpucluster.plan.budget import power_budget
 
     _loaded, plan = gb200_1su
-    assert plan.totals["scalable_units"] == 1 and plan.totals["gpus"] == 576
+    assert plan.totals.scalable_units == 1 and plan.totals.gpus == 576
     budget = power_budget(plan)
     su = next(g for g in budget.sus if g.name == "SU 1")
     # 8 racks of ~120 kW (DGX GB rack guide) up to the RA's 1.2 MW TDP per SU (racks and SU networking)
@@ -420,7 +420,7 @@ def test_size_counts_whole_nvl72_racks_and_writes_a_design_that_plans(tmp_path):
     assert "x gb200-nvl72 racks" in result.output
     plan = plan_design(load_design(out))
     racks = [rack for rack in plan.racks.values() if rack.rack_system == "gb200-nvl72"]
-    assert racks and plan.totals["gpus"] == 72 * len(racks)
+    assert racks and plan.totals.gpus == 72 * len(racks)
     assert not [f for f in plan.findings if f.severity == "error"]
 
 
@@ -460,7 +460,7 @@ def test_a_failed_tray_degrades_its_domain_and_spare_racks_cover_racks_short_of_
 
 def test_the_rack_scale_plan_reports_in_rack_spare_trays_and_spare_racks(gb200_1su):
     _loaded, plan = gb200_1su
-    domains = plan.settings["checkpoint"]["domain_spares"]
+    domains = plan.settings.checkpoint["domain_spares"]
     assert (domains["racks"], domains["segment"], domains["in_rack_spares"]) == (8, 16, 2)
     spares = next(f for f in plan.findings if f.rule.endswith("spare-servers"))
     assert spares.severity == "ok" and "16 in-rack spare trays" in spares.message
@@ -525,7 +525,7 @@ def test_the_nvlink_backplane_is_counted_and_analysed_but_never_cabled(gb200_1su
     assert len(per_gpu) == 576 and all(len(chips) == 18 for chips in per_gpu.values())  # one link to every chip
     cabled = {i for cable in plan.cables for i in cable.links}
     assert not any(plan.links[i].network == "nvlink" for i in cabled)
-    assert plan.totals["links"]["nvlink"] == {"host-leaf": 8 * 1296}
+    assert plan.totals.links["nvlink"] == {"host-leaf": 8 * 1296}
 
 
 def test_a_rack_scale_job_runs_on_16_of_each_rack_s_18_trays_and_idle_trays_do_not_stop_it(gb200_1su):

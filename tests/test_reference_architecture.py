@@ -26,7 +26,7 @@ def _rail_optimized(switch_id: str, scalable_units: int, servers_per_su: int, ra
         for su in range(1, scalable_units + 1)
         for rail in range(1, rails + 1)
     ]
-    plan = Plan(name="ra", design=None)
+    plan = Plan.scratch("ra")
     result = build_clos(plan, network="compute", groups=groups, leaf_part=switch)
     switches = {t.name: t.switches for t in result.tiers}
     links = [sum(1 for link in plan.links if link.tier == tier) for tier in range(len(result.tiers))]
@@ -85,9 +85,9 @@ def test_dgx_h100_design_matches_the_h100_ra_table_4(tmp_path, scalable_units):
         f"name: ra\ncompute: {{server: dgx-h100, servers: {nodes}, spare_servers: 0}}\n",
     )
     plan = plan_design(load_design(path))
-    assert plan.totals["scalable_units"] == scalable_units
-    assert plan.totals["switches"]["compute"] == {"leaf": leaf, "spine": spine}
-    assert plan.totals["links"]["compute"] == {"host-leaf": node_leaf, "leaf-spine": spine_leaf}
+    assert plan.totals.scalable_units == scalable_units
+    assert plan.totals.switches["compute"] == {"leaf": leaf, "spine": spine}
+    assert plan.totals.links["compute"] == {"host-leaf": node_leaf, "leaf-spine": spine_leaf}
     servers_in_su1 = sum(1 for d in plan.devices_with("gpu-server") if d.su == 1)
     assert servers_in_su1 == 31
 

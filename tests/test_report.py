@@ -100,16 +100,16 @@ def test_report_pdf_holds_the_key_figures_and_every_finding(built: Path) -> None
     _loaded, plan = planned(DESIGN)
     text = _pdf_text(built / "report.pdf")
     t = plan.totals
-    checkpoint = plan.settings["checkpoint"]
+    checkpoint = plan.settings.checkpoint
     bisection = plan.analysis["compute"]["bisection_bandwidth_gbps"] / 1000
     for figure in (
         plan.name,
-        f"{t['production_gpus']:,}",
-        f"{t['it_power_max_kw']:,.1f} kW",
+        f"{t.production_gpus:,}",
+        f"{t.it_power_max_kw:,.1f} kW",
         f"{bisection:,.1f} Tb/s",
         f"{checkpoint['goodput']:.1%}",  # type: ignore[index]
         f"{checkpoint['checkpoint_tb']:.2f} TB",  # type: ignore[index]
-        f"{t['cables']:,}",
+        f"{t.cables:,}",
     ):
         assert figure in text, figure
     for finding in plan.findings:
@@ -165,7 +165,7 @@ def test_small_networks_draw_every_device_and_every_cable_run() -> None:
     assert drawing.detailed
     assert len(drawing.boxes) == graph.number_of_nodes() and {b.devices for b in drawing.boxes} == {1}
     assert len(drawing.bundles) == graph.number_of_edges()
-    assert sum(b.links for b in drawing.bundles) == sum(plan.totals["links"]["compute"].values())
+    assert sum(b.links for b in drawing.bundles) == sum(plan.totals.links["compute"].values())
     assert {b.lines[0] for b in drawing.boxes} == set(graph.nodes)
 
 
@@ -187,7 +187,7 @@ def test_large_networks_draw_counted_groups_that_add_up_to_the_graph(network: st
     links = sum(data["links"] for _a, _b, data in graph.edges(data=True))
     assert sum(b.links for b in drawing.bundles) <= links
     if network == "compute":  # a tree with every group on its own level: every link is drawn
-        assert sum(b.links for b in drawing.bundles) == links == sum(plan.totals["links"]["compute"].values())
+        assert sum(b.links for b in drawing.bundles) == links == sum(plan.totals.links["compute"].values())
         assert any(box.lines[0].startswith("SUs ") for box in drawing.boxes)
 
 

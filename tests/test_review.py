@@ -42,7 +42,9 @@ def test_figures_devices_racks_and_links_that_changed(reviewed: tuple[PlanChange
     assert (figures["compute links"].old, figures["compute links"].new) == (32, 48)
     assert figures["compute links"].changed and not figures["compute leaf switches"].changed
     assert {c.line.item for c in changes.bom.of_kind("gain")} >= {"hgx-h100-oem"}
-    assert changes.devices.added_text.split(",") == ["A03-pdu-a", "A03-pdu-b", "A03-pdu-c", "gpu[005-006]"]
+    # the second compute rack is A02 (the central rack stands after the SU, now A03): A02 takes a compute rack's
+    # three PDUs where the central rack had two
+    assert changes.devices.added_text.split(",") == ["A02-pdu-c", "A03-pdu-a", "A03-pdu-b", "gpu[005-006]"]
     assert changes.devices.removed == [] and changes.racks.added == ["A03"]
     roles = {f.name: (f.old, f.new) for f in changes.devices.counts}
     assert roles["gpu-server"] == (4, 6)
@@ -62,7 +64,7 @@ def test_generated_files_that_changed_with_a_short_diff(reviewed: tuple[PlanChan
     slurm = by_path["slurm/slurm.conf"]
     assert slurm.status == "changed" and slurm.lines_added and slurm.lines_removed
     assert "+PartitionName=gpu Nodes=gpu[001-004]" in " ".join(slurm.diff)  # two of six run Kubernetes
-    assert by_path["burn-in/checklists/A03.html"].status == "added"
+    assert by_path["burn-in/checklists/A02.html"].status == "added"  # the central rack stands after the SU
     assert by_path["power.xlsx"].note == "binary" and not by_path["power.xlsx"].diff
     assert changes.files.unchanged > 0 and "monitoring/rules/gpu-alerts.yml" not in by_path  # same in both builds
     assert all(len(f.diff) <= 60 for f in changes.files.changed)

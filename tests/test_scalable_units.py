@@ -40,10 +40,10 @@ def test_1000_gpus_as_the_ra_builds_them_end_in_a_partial_fourth_su_with_its_own
     4-SU fabric keeps 1,024 leaf-spine cables)."""
     plan = _plan(tmp_path, 125)
     assert _servers_per_su(plan) == {1: 31, 2: 32, 3: 32, 4: 30}
-    assert plan.totals["switches"]["compute"] == {"leaf": 32, "spine": 16}
+    assert plan.totals.switches["compute"] == {"leaf": 32, "spine": 16}
     su4 = [leaf for leaf in plan.switches("compute", 1) if leaf.su == 4]
     assert len(su4) == 8 and {_hosts_per_leaf(plan)[leaf.name] for leaf in su4} == {30}
-    assert plan.totals["links"]["compute"] == {"host-leaf": 125 * 8 + 4, "leaf-spine": 1024}  # + 2 UFM x 2 ports
+    assert plan.totals.links["compute"] == {"host-leaf": 125 * 8 + 4, "leaf-spine": 1024}  # + 2 UFM x 2 ports
     ufm_leaves = {link.b_device for link in plan.links_on("compute") if link.a_device.startswith("ufm-")}
     assert {plan.devices[leaf].su for leaf in ufm_leaves} == {1}
 
@@ -62,14 +62,14 @@ def test_fabric_managers_on_their_own_leaf_leave_every_su_its_32_servers(tmp_pat
     assert sum(1 for link in plan.links_on("compute") if link.a_device == fm_leaf.name and link.tier == 1) == 2
     su4 = [leaf for leaf in leaves if leaf.su == 4]
     assert len(su4) == 8 and {_hosts_per_leaf(plan)[leaf.name] for leaf in su4} == {29}
-    assert plan.totals["switches"]["compute"] == {"leaf": 33, "spine": 32}
+    assert plan.totals.switches["compute"] == {"leaf": 33, "spine": 32}
     (warning,) = [f for f in plan.findings if "own leaf needs" in f.message]
     assert "16 more top-tier qm9700 switches" in warning.message and "fabric_manager_ports: su-slot" in warning.message
     assert plan.analysis["compute"]["all_hosts_reach_each_other"]
     ufm_racks = {plan.devices[name].rack for name in ("ufm-01", "ufm-02")}
     head_racks = {d.rack for d in plan.devices_with("management-server")}
     assert ufm_racks <= head_racks
-    assert plan.settings["fabric_manager_ports"] == "own-leaf"
+    assert plan.settings.fabric_manager_ports == "own-leaf"
     assert "UFM placement" in [d.subject for d in deviations(plan)]
 
 
@@ -78,7 +78,7 @@ def test_fabric_managers_on_their_own_leaf_cost_one_leaf_where_the_spines_have_f
     its two uplinks fit: 25 leaves and the RA's 16 spines, every SU whole, no warning."""
     plan = _plan(tmp_path, 96, "own-leaf")
     assert _servers_per_su(plan) == {1: 32, 2: 32, 3: 32}
-    assert plan.totals["switches"]["compute"] == {"leaf": 25, "spine": 16}
+    assert plan.totals.switches["compute"] == {"leaf": 25, "spine": 16}
     assert not [f for f in plan.findings if "own leaf needs" in f.message]
     assert plan.analysis["compute"]["all_hosts_reach_each_other"]
     spine_ports = Counter(link.b_device for link in plan.links_on("compute") if link.tier == 1)
@@ -91,5 +91,5 @@ def test_a_partial_unit_warning_offers_the_managers_own_leaf(tmp_path):
     (warning,) = [f for f in plan.findings if f.rule == "planning" and "scalable unit 3" in f.message]
     assert "compute_fabric.fabric_manager_ports: own-leaf" in warning.message
     fixed = _plan(tmp_path, 64, "own-leaf")
-    assert fixed.totals["scalable_units"] == 2
+    assert fixed.totals.scalable_units == 2
     assert not [f for f in fixed.findings if "scalable unit" in f.message]

@@ -35,7 +35,7 @@ B300_SPECTRUM_X_TABLE_3 = {
 def _two_plane_fabric(scalable_units: int, nodes_per_su: int = 64, rails: int = 8) -> Plan:
     """The compute fabric alone: each GPU's ConnectX-8 runs as 2 x 400GbE, one port on each plane's rail leaf."""
     switch = load_catalog().get("sn5610", Switch)
-    plan = Plan(name="b300-spectrum-x", design=None)
+    plan = Plan.scratch("b300-spectrum-x")
     for plane in (1, 2):
         groups = [
             LeafGroup(
@@ -101,16 +101,16 @@ def test_the_b200_spectrum_x_example_runs_bluefield_3_supernics_as_nvidia_builds
     server = plan.part(plan.devices_with("gpu-server")[0].name)
     (compute,) = server.port_groups("compute")
     assert (server.id, compute.pci_device_id, compute.speed_gbps) == ("hgx-b200-spectrum-x", "a2dc", 400)
-    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
-    assert plan.settings["servers_per_rack"] == 2  # as NVIDIA racks B200, in 35 kW racks
+    assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
+    assert plan.settings.servers_per_rack == 2  # as NVIDIA racks B200, in 35 kW racks
     assert "= 0xa2dc ]" in nccl_files(plan)["nccl/nccl.env"]
 
 
 def test_64_dgx_b200_on_spectrum_x_take_8_leaves_and_4_spines(tmp_path):
     """Two 32-server SUs share each rail leaf: 8 SN5600 leaves of 64 x 400G down and 64 x 400G up, 4 spines."""
     plan = _b200_roce(tmp_path, 64)
-    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
-    assert plan.totals["links"]["compute"] == {"host-leaf": 512, "leaf-spine": 512}
+    assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
+    assert plan.totals.links["compute"] == {"host-leaf": 512, "leaf-spine": 512}
     for leaf in plan.switches("compute", 1):
         down = [link for link in plan.links if link.b_device == leaf.name and link.tier == 0]
         up = [link for link in plan.links if link.a_device == leaf.name and link.tier == 1]
@@ -128,7 +128,7 @@ def test_a_rail_group_past_a_leaf_grows_by_whole_leaves(tmp_path):
     plan = _b200_roce(tmp_path, 96)
     names = sorted(s.name for s in plan.switches("compute", 1))
     assert "compute-leaf-su01-02-r8" in names and "compute-leaf-su03-r8" in names
-    assert plan.totals["switches"]["compute"]["leaf"] == 16
+    assert plan.totals.switches["compute"]["leaf"] == 16
     assert plan.analysis["compute"]["all_hosts_reach_each_other"]
 
 
@@ -180,8 +180,8 @@ def _planes_plan(
 
 def test_connectx_8_on_spectrum_x_builds_two_planes_each_gpu_one_400g_port_on_each(tmp_path):
     plan = _planes_plan(tmp_path)
-    assert plan.settings["compute_planes"] == 2
-    assert plan.totals["switches"]["compute"] == {"leaf": 16, "spine": 8}  # RA Table 3, 1 SU
+    assert plan.settings.compute_planes == 2
+    assert plan.totals.switches["compute"] == {"leaf": 16, "spine": 8}  # RA Table 3, 1 SU
     host_links = [link for link in plan.links if link.network == "compute" and link.tier == 0]
     assert len(host_links) == 1024 and {link.speed_gbps for link in host_links} == {400}
     server = sorted(d.name for d in plan.devices_with("gpu-server"))[0]
@@ -395,8 +395,8 @@ def test_hgx_spectrum_x_servers_carry_one_bluefield_3_supernic_per_gpu(tmp_path)
         "scheduler: {kind: kubernetes}\n",
     )
     plan = plan_design(load_design(path))
-    assert plan.settings["compute_fabric"] == "roce"
-    assert plan.totals["switches"]["compute"] == {"leaf": 8, "spine": 4}
+    assert plan.settings.compute_fabric == "roce"
+    assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
     assert "= 0xa2dc ]" in nccl_files(plan)["nccl/nccl.env"]
     policy = kubernetes_manifests(plan)["network-operator.yaml"][0]
     selectors = json.loads(policy["spec"]["rdmaSharedDevicePlugin"]["config"])["configList"][0]["selectors"]

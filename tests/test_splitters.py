@@ -71,7 +71,7 @@ def test_the_default_design_runs_every_host_port_at_its_speed() -> None:
     """The MinIO staging tier's 200GbE ports take SN5600 in-band ports split by splitter fibres, where SN4600C
     leaves ran them at 100G (the rule host-ports-at-full-speed warned)."""
     _loaded, plan = planned("superpod-h200-4su")
-    assert plan.settings["inband_switch"] == "sn5600"
+    assert plan.settings.inband_switch == "sn5600"
     assert not [f for f in plan.findings if f.rule == "rule:host-ports-at-full-speed" and f.severity != "ok"]
     objects = [link for link in plan.links if plan.devices[link.a_device].role == "object-storage"]
     assert objects and all(link.speed_gbps == 200 and link.b_half for link in objects)

@@ -23,6 +23,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, Pipe, wait
 from pathlib import Path
+from typing import cast
 
 from gpucluster import profiling, progress
 from gpucluster.design.load import LoadedDesign
@@ -55,7 +56,7 @@ def run_parallel(
     work: Sequence[tuple[str, bool]],
     jobs_of: Callable[[str], list[tuple[str, Write]]],
     jobs: int,
-    reporter: progress.Reporter,
+    reporter: progress.Reporter | Callable[[str], None],  # a plain callable only hears writer names
     costs: list[profiling.Cost],
     sampler: profiling.PeakSampler,
 ) -> None:
@@ -79,7 +80,8 @@ def run_parallel(
                 conn, pid = _fork(plan, loaded, staging, name, write)
                 running[conn] = (name, pid, time.perf_counter())
             sampler.sample([pid for _name, pid, _start in running.values()])
-            for conn in wait(list(running), timeout=0.25):
+            ready = cast(list[Connection], wait(list(running), timeout=0.25))  # wait returns what it was given
+            for conn in ready:
                 name, pid, start = running[conn]
                 try:
                     message = conn.recv()

@@ -122,11 +122,12 @@ def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]
     for row, line in enumerate(bom.lines, start=1):
         for col, f in enumerate(fields):
             value = f.value(line)
-            if f.per_unit and value is not None:
+            number = float(value) if isinstance(value, int | float) else None
+            if f.per_unit and number is not None:
                 formula = f"={quantity}{row + 1}*{_letter(column_of[f.per_unit])}{row + 1}"
-                book.formula(sheet, row, col, formula, float(value), f.column.number_format)  # type: ignore[arg-type]
+                book.formula(sheet, row, col, formula, number, f.column.number_format)
             elif f.column.number_format:
-                book.number(sheet, row, col, value, f.column.number_format)  # type: ignore[arg-type]
+                book.number(sheet, row, col, number, f.column.number_format)
             else:
                 book.text(sheet, row, col, str(value or ""), wrap=f.column.wrap)
         fit_row_height(sheet, row, [(str(f.value(line) or ""), f.column.width) for f in fields if f.column.wrap])

@@ -114,7 +114,7 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
         by_name.setdefault(t.test, []).append(t)
     rail_ports = next(iter(ports.values()), {})
     pairs = dict.fromkeys(t.nodes for t in by_name.get("ib-write-bw", []))
-    roce = plan.settings.get("compute_fabric") == "roce"
+    roce = plan.settings.compute_fabric == "roce"
 
     def first(name: str) -> BurnInTest | None:
         return by_name[name][0] if by_name.get(name) else None
@@ -127,7 +127,7 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
         "pairs": [f"{client} {server}" for client, server in pairs],
         "rails": [f"{rail}:{port.hca or '-'}:{port.gpu}" for rail, port in sorted(rail_ports.items())],
         "hcas_known": all(p.hca for rails in ports.values() for p in rails.values()),
-        "gpus_per_server": plan.settings["gpus_per_server"],
+        "gpus_per_server": plan.settings.gpus_per_server,
         "dcgm_diag_level": DCGM_DIAG_LEVEL,
         "gpu_burn_seconds": GPU_BURN_SECONDS,
         "gpu_burn_hours_limit": GPU_BURN_SECONDS // 3600 + 2,  # the burn plus two hours of start-up and checks

@@ -107,7 +107,7 @@ class Locator:
     """Where devices stand, and the TIA-606 identifier of their ports (computed once per device)."""
 
     def __init__(self, plan: Plan):
-        self.site = plan.design.site.name  # type: ignore[attr-defined]
+        self.site = plan.design.site.name
         self.devices = plan.devices
         self._prefix: dict[str, str] = {}
 
@@ -189,7 +189,7 @@ def cable_rows(plan: Plan, network: str | None = None) -> Iterator[CableRow]:
 def _part_numbers(plan: Plan) -> dict[str, str]:
     """Catalog id -> the number to order it by (its part number, else its model)."""
     return {
-        part_id: getattr(part, "part_number", None) or getattr(part, "model", part_id)
+        part_id: str(getattr(part, "part_number", None) or getattr(part, "model", part_id))
         for part_id, part in plan.catalog_parts.items()
     }
 
@@ -256,7 +256,7 @@ def write_workbook(plan: Plan, network: str, path: Path) -> None:
             value = row[i]
             if i in _NUMERIC:
                 write_number(r, c, value)
-            elif value and needs_quote(value):
+            elif isinstance(value, str) and value and needs_quote(value):
                 write_string(r, c, value, quoted)
             elif value:
                 write_string(r, c, value)

@@ -95,9 +95,10 @@ def _chart(name: str, a: CheckpointAnalysis, results: list[IntervalResult], fold
         x = np.geomspace(low, high, 200)
         axes.plot(x / 60, [100 * a.goodput_at(v) for v in x], color="#1f77b4", label="Daly's complete model")
         simulated = [r for r in results if r.runs is not None]
+        summaries = [r.runs.summary() for r in results if r.runs is not None]
         if simulated:
-            means = [100 * r.runs.summary()["goodput"] for r in simulated]  # type: ignore[union-attr]
-            errors = [100 * r.runs.summary()["goodput_ci95"] for r in simulated]  # type: ignore[union-attr]
+            means = [100 * s["goodput"] for s in summaries]
+            errors = [100 * s["goodput_ci95"] for s in summaries]
             axes.errorbar(
                 [r.interval_s / 60 for r in simulated],
                 means,

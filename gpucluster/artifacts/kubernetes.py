@@ -24,12 +24,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.artifacts.monitoring import counters_csv
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
+from gpucluster.design.schema import KubernetesSettings
 from gpucluster.plan.model import Plan
 from gpucluster.scheduling import fabric_tree, nvlink_domains, scheduler_split
 
@@ -110,10 +110,10 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 def file_headers(plan: Plan) -> dict[str, str]:
     """Comment lines written above a file's YAML: how to use it, where the YAML alone does not say."""
     servers = scheduler_split(plan).kubernetes
-    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    server = plan.part_as(servers[0], GpuServer)
     if not is_mnnvl(server):
         return {}
-    return {"dra-driver-values.yaml": dra_driver_header(server, plan.design.scheduler.kubernetes.gpu_operator)}  # type: ignore[attr-defined]
+    return {"dra-driver-values.yaml": dra_driver_header(server, plan.design.scheduler.kubernetes.gpu_operator)}
 
 
 def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
@@ -121,8 +121,8 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
     servers = scheduler_split(plan).kubernetes
     if not servers:
         return {}
-    settings = plan.design.scheduler.kubernetes  # type: ignore[attr-defined]
-    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    settings = plan.design.scheduler.kubernetes
+    server = plan.part_as(servers[0], GpuServer)
     mnnvl = {"dra-driver-values.yaml": [dra_driver_values(server, settings.gpu_operator)]} if is_mnnvl(server) else {}
     return {
         "nodes.yaml": node_manifests(plan, servers),
@@ -143,14 +143,14 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
 HELM_VALUES_FILES = ("gpu-operator-values.yaml", "network-operator-values.yaml", "dra-driver-values.yaml")
 
 
-def _settings(plan: Plan) -> object:
-    return plan.design.scheduler.kubernetes  # type: ignore[attr-defined]
+def _settings(plan: Plan) -> KubernetesSettings:
+    return plan.design.scheduler.kubernetes
 
 
 def fabric_label(plan: Plan, tier: int, tier_name: str) -> str:
     """The node label key of a compute-fabric tier (1 = leaf) in the design's label generation."""
     settings = _settings(plan)
-    if settings.topology_labels == "topograph-1":  # type: ignore[attr-defined]
+    if settings.topology_labels == "topograph-1":
         return TOPOGRAPH_FABRIC_TIER.format(n=tier - 1)
     return f"{_legacy_prefix(settings)}/{tier_name}"
 
@@ -158,7 +158,7 @@ def fabric_label(plan: Plan, tier: int, tier_name: str) -> str:
 def accelerator_label(plan: Plan) -> str:
     """The node label key of the NVLink domain in the design's label generation."""
     settings = _settings(plan)
-    if settings.topology_labels == "topograph-1":  # type: ignore[attr-defined]
+    if settings.topology_labels == "topograph-1":
         return TOPOGRAPH_ACCELERATOR
     return f"{_legacy_prefix(settings)}/accelerator"
 
@@ -384,9 +384,9 @@ def rail_interfaces(plan: Plan, server: GpuServer) -> list[RailInterface]:
     """Each compute port (each plane of it on a multi-plane fabric) on a RoCE fabric, in rail then plane order, when
     the catalog names every one's interface (netdevs; plane_netdevs per plane): what per-rail (per-plane) secondary
     networks need. Empty otherwise."""
-    if plan.settings.get("compute_fabric") != "roce":
+    if plan.settings.compute_fabric != "roce":
         return []
-    planes = int(str(plan.settings.get("compute_planes", 1)))
+    planes = plan.settings.compute_planes
     details = port_details(server, "compute")
     if planes == 1:
         ports = [RailInterface(d.rail or 0, None, d.netdev_on(True) or "", d.name) for d in details]
@@ -417,7 +417,7 @@ def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
     the RDMA shared device plugin (one resource with every compute HCA), SR-IOV VFs per rail, or on a RoCE fabric
     whose ports the catalog names, each rail's port itself (host-device) with NV-IPAM and Multus for its network.
     Selectors name the compute interfaces; without names, the compute adapters' PCI device ID."""
-    roce = plan.settings.get("compute_fabric") == "roce"
+    roce = plan.settings.compute_fabric == "roce"
     details = port_details(server, "compute")
     netdevs = [d.netdev_on(roce) for d in details]
     device_id = _compute_device_id(server)
@@ -633,13 +633,6 @@ class _DefaultTeam:
     lending_limit_gpus: int | None = None
 
 
-class _NoAliases(yaml.SafeDumper):
-    """Repeated objects (one pod template for master and workers) written out in full, not as YAML anchors."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
-
-
 def dump_yaml(documents: list[dict]) -> str:
-    """Kubernetes YAML documents, keys in the order written, no anchors."""
-    return yaml.dump_all(documents, Dumper=_NoAliases, sort_keys=False, default_flow_style=False, width=120)
+    """Kubernetes YAML documents, keys in the order written, no anchors (a repeated pod template in full)."""
+    return yamlout.dump_all(documents, width=120)

@@ -11,18 +11,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.artifacts.grafana import dashboard_json
 from gpucluster.artifacts.switch_config import ROCE_QOS, configured_networks, switch_configs
 from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
+from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
 
-# dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README, shared reference ecosystem-facts.md 5).
+# dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README).
 DCGM_EXPORTER_PORT = 9400
 # 9100 = Node exporter (Prometheus wiki "Default port allocations",
 # https://github.com/prometheus/prometheus/wiki/Default-port-allocations).
@@ -76,15 +77,15 @@ COUNTERS: tuple[tuple[str, str, str], ...] = (
     ("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries."),
     ("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors."),
     ("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "Total number of NVLink bandwidth counters for all lanes."),
-    # profiling fields, for utilisation (DCGM profiling module; ecosystem-facts.md section 5)
+    # profiling fields, for utilisation (DCGM profiling module; NVIDIA/dcgm-exporter etc/default-counters.csv)
     ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
     ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active."),
     ("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active."),
 )
 
 # Thresholds, each with its source.
-GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 m (ecosystem-facts.md 5)
-UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure azure_gpu_ecc.nhc: fail above 512 (reliability-facts.md 5.2)
+GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 m (no NVIDIA rule pack)
+UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure azure_gpu_ecc.nhc: fail above 512
 LINK_FLAP_WINDOW = "6h"  # Azure check_ib_link_flapping 6 (hours) in conf/nd96isr_h100_v5.conf (reliability 5.2)
 IDLE_IN_JOB_FOR = "1h"  # half the 2 h after which Princeton Research Computing kills zero-utilisation GPU jobs
 IDLE_IN_JOB_SOURCE = (
@@ -160,24 +161,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def _dump(path: Path, document: object) -> None:
-    path.write_text(
-        yaml.dump(document, Dumper=_Dumper, sort_keys=False, width=1 << 20, allow_unicode=True), encoding="utf-8"
-    )
-
-
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """Block-style YAML with multi-line strings as literal blocks (readable PromQL), no anchors."""
-
-    def ignore_aliases(self, data: object) -> bool:
-        return True
-
-
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _str)
+    """Block-style YAML with multi-line strings as literal blocks (readable PromQL), lines never folded."""
+    path.write_text(yamlout.dump(document, blocks=True, width=1 << 20, allow_unicode=True), encoding="utf-8")
 
 
 # --- scrape targets -----------------------------------------------------------------------------------------
@@ -255,7 +240,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
     """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
     management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
     series with its rail and leaf."""
-    gpus = int(plan.settings.get("gpus_per_server") or 0)
+    gpus = plan.settings.gpus_per_server
     rails = list(range(1, gpus + 1))
     gpu_rails = [
         {"source_labels": ["gpu"], "regex": str(rail - 1), "target_label": "rail", "replacement": str(rail)}
@@ -368,13 +353,13 @@ def alert_rules(
 ) -> list[Alert]:
     """The alert rules with a firing and a healthy sample for each (see alert_tests); `leaves` is
     server_leaves(plan)."""
-    gpus = int(plan.settings.get("gpus_per_server") or 8)
-    tdp_w = plan.part(servers[0].node).gpu.tdp_w if servers else 0  # type: ignore[attr-defined]
+    gpus = plan.settings.gpus_per_server
+    tdp_w = plan.part_as(servers[0].node, GpuServer).gpu.tdp_w if servers else 0
     hcas = _rail_hcas(plan)
     speed_gbps = _compute_link_gbps(plan)
     bad, good = servers[0], servers[1 % len(servers)]
     bad_gpu, good_gpu = _gpu_series(leaves, bad, 0), _gpu_series(leaves, good, 1 if good is bad else 0)
-    hca = min(hcas, key=hcas.get) if hcas else "mlx5_0"
+    hca = min(hcas, key=lambda name: hcas[name]) if hcas else "mlx5_0"
     bad_hca, good_hca = _hca_series(leaves, bad, hca, hcas), _hca_series(leaves, good, hca, hcas)
     ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
 
@@ -390,7 +375,7 @@ def alert_rules(
             metric: str,
             firing: str,
             healthy: str,
-            **extra: object,
+            **extra: Any,
         ) -> Alert:
             return Alert(
                 name,
@@ -402,7 +387,7 @@ def alert_rules(
                 healthy=[(metric, good_labels, healthy)],
                 labels=dict(bad_labels),
                 **extra,
-            )  # type: ignore[arg-type]
+            )
 
         return make
 
@@ -731,7 +716,7 @@ def _hca_series(leaves: dict[str, dict[int, str]], target: _Target, hca: str, hc
 
 
 def _compute_link_gbps(plan: Plan) -> float:
-    return min((link.speed_gbps for link in plan.links if link.network == "compute" and link.tier == 0), default=0)
+    return min((link.speed_gbps for link in plan.queries().links("compute", 0)), default=0)
 
 
 def _rules(alerts: list[Alert]) -> list[dict]:

@@ -69,7 +69,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 def nccl_files(plan: Plan) -> dict[str, str]:
     split = scheduler_split(plan)
-    server: GpuServer = plan.part(plan.devices_with("gpu-server")[0].name)  # type: ignore[assignment]
+    server = plan.part_as(plan.devices_with("gpu-server")[0].name, GpuServer)
     files = {"nccl/nccl.env": nccl_env(plan, server, pod=False)}
     if split.slurm:
         domain = domain_servers(server)
@@ -249,7 +249,7 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
         socket, note = f"={inband[0].netdev}", ""
     else:
         socket, note = "^lo,docker", " (any interface but loopback and docker: the catalog names none)"
-    roce = plan.settings.get("compute_fabric") == "roce"
+    roce = plan.settings.compute_fabric == "roce"
     device_id = compute_device_id(server)
     by_rate = compute_device_and_rate(server) if not device_id else None
     discover = ""
@@ -268,7 +268,7 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
         "launch/nccl.env.j2",
         design=plan.name,
         server_model=server.model,
-        fabric=str(plan.settings.get("compute_fabric")),
+        fabric=str(plan.settings.compute_fabric),
         hca_list="=" + ",".join(f"{d}:1" for d in devices) if all(devices) else "",
         discover=discover,
         device_id=device_id or (by_rate[0] if by_rate else ""),
@@ -348,7 +348,7 @@ def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) 
     """The Kubernetes launch template of the design's generation (TrainJob, or PyTorchJob with its env ConfigMap)."""
     namespace, nodes = _job_team(plan, servers, server)
     level = job_topology_level(plan, servers)
-    kind = plan.design.scheduler.kubernetes.training_job  # type: ignore[attr-defined]
+    kind = plan.design.scheduler.kubernetes.training_job
     env = _env_pairs(nccl_env(plan, server, pod=True))
     if kind == "trainjob":
         job = train_job(plan, server, servers, nodes, namespace, level, env)
@@ -369,7 +369,7 @@ def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) 
 def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
     """A whole server per node: every GPU and the compute HCAs (quantities as strings, as the API types them)."""
     limits = {GPU_RESOURCE: str(server.gpu.count)}
-    mode = plan.design.scheduler.kubernetes.rdma  # type: ignore[attr-defined]
+    mode = plan.design.scheduler.kubernetes.rdma
     for resource in rdma_resources(server, mode, rail_interfaces(plan, server)):
         limits[resource] = "1"
     return limits

@@ -23,18 +23,17 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from itertools import islice
 from pathlib import Path
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
-from gpucluster.catalog.schema import Pdu
+from gpucluster.catalog.schema import AnyPart, Pdu, RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
@@ -133,7 +132,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
     site = cluster_site(plan)
     files["01-sites.csv"] = _csv(
         ["name", "slug", "status", "facility", "description"],
-        [[site, _slug(site), "planned", plan.design.site.name, f"GPU cluster {plan.name}"]],  # type: ignore[attr-defined]
+        [[site, _slug(site), "planned", plan.design.site.name, f"GPU cluster {plan.name}"]],
     )
     files["02-racks.csv"] = _csv(
         ["site", "name", "status", "width", "u_height", "description"],
@@ -166,7 +165,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
 def cluster_site(plan: Plan) -> str:
     """The cluster's NetBox site: the design's site and the cluster's name (one site per cluster keeps two clusters'
     device, rack and panel names apart, and every import form finds a device by name within its site)."""
-    return f"{plan.design.site.name} {plan.name}"  # type: ignore[attr-defined]
+    return f"{plan.design.site.name} {plan.name}"
 
 
 # ------------------------------------------------------------------------------------------------- device types
@@ -230,12 +229,12 @@ def interface_type(technology: str | None, cage: str, speed_gbps: float, host: b
     return _HOST_OSFP_RHS.get(slug, slug) if host else slug
 
 
-def _device_type(part: object) -> DeviceType:
-    kind = part.kind  # type: ignore[attr-defined]
+def _device_type(part: AnyPart) -> DeviceType:
+    kind = part.kind
     interfaces: list[InterfaceTemplate] = []
     seen: set[str] = set()
     for group in getattr(part, "ports", []):
-        for detail in port_details(part, group.role):  # type: ignore[arg-type]
+        for detail in port_details(part, group.role):
             if detail.name in seen:
                 continue
             seen.add(detail.name)
@@ -253,18 +252,18 @@ def _device_type(part: object) -> DeviceType:
     power_ports: list[PowerPortTemplate] = []
     outlets: list[PowerOutletTemplate] = []
     psus = getattr(part, "psus", None)
-    if psus:
+    if psus and isinstance(part, RackMounted):
         for n in range(1, psus.count + 1):  # each PSU's share of the device's draw (derived: total / PSUs)
             power_ports.append(
                 PowerPortTemplate(
                     f"PSU{n}",
                     f"iec-60320-{psus.inlet.lower()}",
-                    round(part.power_max_w / psus.count),  # type: ignore[attr-defined]
-                    round(part.power_typical_w / psus.count),  # type: ignore[attr-defined]
+                    round(part.power_max_w / psus.count),
+                    round(part.power_typical_w / psus.count),
                 )
             )
-    if kind == "pdu":
-        pdu: Pdu = part  # type: ignore[assignment]
+    if isinstance(part, Pdu):
+        pdu = part
         interfaces.append(InterfaceTemplate(PDU_NETWORK_PORT, "1000base-t", True))
         power_ports.append(PowerPortTemplate(PDU_INPUT, "", 0, 0))  # the catalog does not name the input plug
         for name, outlet in pdu_outlet_names(pdu):  # which phase each outlet is on: not in the catalog, left unset
@@ -272,9 +271,9 @@ def _device_type(part: object) -> DeviceType:
     u_height = float(getattr(part, "u_height", 0))
     airflow = getattr(part, "airflow", "")
     return DeviceType(
-        manufacturer=part.vendor,  # type: ignore[attr-defined]
-        model=part.model,  # type: ignore[attr-defined]
-        slug=_slug(part.id),  # type: ignore[attr-defined]
+        manufacturer=part.vendor,
+        model=part.model,
+        slug=_slug(part.id),
         part_number=getattr(part, "part_number", None) or "",
         u_height=u_height,
         is_full_depth=u_height > 0,
@@ -333,7 +332,7 @@ def _device_types_yaml(types: Iterable[DeviceType]) -> str:
                 for o in t.power_outlets
             ]
         documents.append(document)
-    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True, allow_unicode=True, width=120)
+    return yamlout.dump_all(documents, explicit_start=True, allow_unicode=True, width=120)
 
 
 def _manufacturers_csv(names: list[str]) -> str:
@@ -343,17 +342,17 @@ def _manufacturers_csv(names: list[str]) -> str:
 # ------------------------------------------------------------------------------------------------- the cluster
 
 
-def _power_panels_and_feeds(plan: Plan, site: str) -> tuple[list[list[object]], list[list[object]]]:
+def _power_panels_and_feeds(plan: Plan, site: str) -> tuple[Sequence[Sequence[object]], Sequence[Sequence[object]]]:
     """One power panel per feed of the site (A, and B with 2N) and one power feed per PDU: the PDU's circuit at the
     site's voltage and breaker, its continuous-load fraction as the maximum utilisation."""
-    supply = plan.design.site.power_feed  # type: ignore[attr-defined]
+    supply = plan.design.site.power_feed
     feeds_used: set[str] = set()
     rows: list[list[object]] = []
     for rack in plan.racks.values():
         for feed, pdus in rack_feeds(plan, rack).items():
             feeds_used.add(feed)
             for name in pdus:
-                pdu: Pdu = plan.part(name)  # type: ignore[assignment]
+                pdu = plan.part_as(name, Pdu)
                 rows.append(
                     [
                         site,
@@ -386,8 +385,8 @@ def _devices(plan: Plan, site: str) -> Iterator[list[object]]:
             [
                 d.name,
                 ROLES[d.role].netbox_role,
-                part.vendor,  # type: ignore[attr-defined]
-                part.model,  # type: ignore[attr-defined]
+                part.vendor,
+                part.model,
                 "planned",
                 site,
                 d.rack,
@@ -461,11 +460,11 @@ def _power_cables(plan: Plan, site: str) -> Iterator[list[object]]:
 # ------------------------------------------------------------------------------------------------- helpers
 
 
-def _split(emit: Callable[[str, str], None], stem: str, header: list[str], rows: Iterable[list[object]]) -> None:
+def _split(emit: Callable[[str, str], None], stem: str, header: list[str], rows: Iterable[Sequence[object]]) -> None:
     """One file, or numbered parts of at most ROWS_PER_FILE rows each (import them in order), made one part at a
     time from the rows as they come."""
     iterator = iter(rows)
-    held: list[list[object]] | None = None
+    held: list[Sequence[object]] | None = None
     number = 0
     while chunk := list(islice(iterator, ROWS_PER_FILE)):
         if held is not None:
@@ -478,7 +477,7 @@ def _split(emit: Callable[[str, str], None], stem: str, header: list[str], rows:
         emit(f"{stem}-{number + 1:02d}.csv", _csv(header, held))
 
 
-def _csv(header: list[str], rows: list[list[object]]) -> str:
+def _csv(header: list[str], rows: Sequence[Sequence[object]]) -> str:
     handle = io.StringIO()
     writer = GuardedCsvWriter(handle)
     writer.writerow(header)

@@ -33,8 +33,8 @@ def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
     head = {
         "schema_version": SCHEMA_VERSION,
         "design": {"name": design.name, "description": design.description, "source": design.model_dump(mode="json")},
-        "settings": plan.settings,
-        "totals": plan.totals,
+        "settings": plan.settings.as_json(),
+        "totals": plan.totals.as_json(),
         "tiers": [_tier(t) for t in plan.tiers],
         "analysis": plan.analysis,
         "facts": plan.facts,
@@ -131,7 +131,7 @@ def _link(index: int, link, cable: str | None) -> dict:
     if link.rail is not None:
         record["rail"] = link.rail
     if link.b_half:  # the b end is that half of a switch port split in two (a 1:2 splitter fibre)
-        record["b"]["half"] = link.b_half  # type: ignore[index]
+        record["b"]["half"] = link.b_half
     return record
 
 

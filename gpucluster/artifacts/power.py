@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
@@ -24,7 +26,12 @@ from gpucluster.templating import render
 
 CHART = "power-racks"
 # Deterministic output: fixed SVG ids, no dates or tool versions in the files.
-_RC = {"svg.hashsalt": "gpucluster", "svg.fonttype": "path", "font.family": "DejaVu Sans", "font.size": 9}
+_RC: dict[RcKeyType, Any] = {
+    "svg.hashsalt": "gpucluster",
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+}
 _METADATA = {
     "png": {"Software": None},
     "svg": {"Date": None, "Creator": None, "Format": None, "Type": None},

@@ -210,7 +210,7 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
     pages: dict[str, RackPage] = {}
     for rack in plan.racks.values():
         what = rack.purpose + (f", SU {rack.su}" if rack.su else "")
-        page = pages[rack.name] = RackPage(rack, f"{design.name} · {design.site.name} · rack {rack.name} ({what})")  # type: ignore[attr-defined]
+        page = pages[rack.name] = RackPage(rack, f"{design.name} · {design.site.name} · rack {rack.name} ({what})")
         for name in [*rack.devices, *rack.pdus]:
             device = plan.devices[name]
             slot = Slot(device.u_position, device.u_height, name, getattr(parts[device.part], "model", ""), device.role)
@@ -220,7 +220,7 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
     keyed: dict[str, list[tuple[tuple, EndRow]]] = defaultdict(list)
     for cable in plan.cables:
         a, bs = cable_connectors(plan, cable)
-        part_number = cable.part_number or parts[cable.cable_part].model  # type: ignore[attr-defined]
+        part_number = cable.part_number or parts[cable.cable_part].model
         connectors = [(a, bs), *((b, (a,)) for b in bs)]
         for near, fars in connectors:
             device = plan.devices[near.device]
@@ -248,13 +248,13 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
     for cord in power_cords(plan):
         pages[plan.devices[cord.device].rack].cords.append(cord)
     picks: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for (device, cage), module in cage_modules(plan).items():
-        if module.transceiver and plan.devices[device].rack:
-            picks[(device, module.part)].append(cage)
-    for (device, optic), cages in picks.items():
-        pages[plan.devices[device].rack].optics.append(
+    for (holder, cage), module in cage_modules(plan).items():
+        if module.transceiver and plan.devices[holder].rack:
+            picks[(holder, module.part)].append(cage)
+    for (holder, optic), cages in picks.items():
+        pages[plan.devices[holder].rack].optics.append(
             (
-                device,
+                holder,
                 getattr(parts[optic], "part_number", None) or "",
                 getattr(parts[optic], "model", optic),
                 str(len(cages)),
@@ -311,9 +311,9 @@ def pick_list(plan: Plan, pages: dict[str, RackPage]) -> list[tuple[str, str, st
         rows += [(name, "transceiver", pn, model, n) for (pn, model), n in sorted(optics.items())]
         cords: dict[str, int] = defaultdict(int)
         for cord in page.cords:
-            if model := cord_model(plan, cord):
-                cords[model] += 1
-        rows += [(name, "power cord", "", model, n) for model, n in sorted(cords.items())]
+            if cord_type := cord_model(plan, cord):
+                cords[cord_type] += 1
+        rows += [(name, "power cord", "", cord_type, n) for cord_type, n in sorted(cords.items())]
     return rows
 
 
@@ -336,7 +336,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
     (out / "racks").mkdir(parents=True, exist_ok=True)
     pages = rack_pages(plan)
-    paper = plan.design.site.paper  # type: ignore[attr-defined]
+    paper = plan.design.site.paper
     picks = pick_list(plan, pages)
     with open(out / PICK_LIST, "w", encoding="utf-8", newline="") as handle:
         writer = GuardedCsvWriter(handle)
@@ -397,7 +397,7 @@ def _write_racks(
     for name in pages:
         writer.append(out / "racks" / f"{name}.pdf", outline_item=f"Rack {name}")
     writer.add_metadata({"/Title": f"{plan.name} rack cabling", "/Creator": "gpucluster"})
-    writer._ID = None  # type: ignore[attr-defined]  # no random file identifier: same design, same bytes
+    writer._ID = None  # no random file identifier: same design, same bytes
     with open(out / "cluster.pdf", "wb") as handle:
         writer.write(handle)
 
@@ -468,7 +468,7 @@ def _overview_pdf(
 ) -> bytes:
     _fonts()
     buffer = io.BytesIO()
-    title = f"{plan.name} · {plan.design.site.name} · rack cabling"  # type: ignore[attr-defined]
+    title = f"{plan.name} · {plan.design.site.name} · rack cabling"
     doc = _document(buffer, paper, title, title)
     rows = [["Rack", "Purpose", "SU", "Devices", "Cable ends", "Max kW"]]
     for page in pages.values():
@@ -489,7 +489,7 @@ def _overview_pdf(
     story = [
         Paragraph(f"{plan.name}: rack cabling", _STYLES["h1"]),
         Paragraph(
-            f"Site {plan.design.site.name}, {len(pages)} racks, {cables:,} cables. "  # type: ignore[attr-defined]
+            f"Site {plan.design.site.name}, {len(pages)} racks, {cables:,} cables. "
             "Each rack follows: its front and rear elevations, its cable ends (top device first, then port by port) "
             "and a sheet of labels. Labels read <i>this end / other end</i> as site.rack-U:port (TIA-606).",
             _STYLES["p"],
@@ -498,9 +498,10 @@ def _overview_pdf(
         table,
     ]
     if picks:
-        rows = [PICK_COLUMNS, *((rack, kind, pn, model, f"{n:,}") for rack, kind, pn, model, n in picks)]
-        font_pt, widths = _fit(rows, doc.width)
-        pick_table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
+        pick_rows: list[tuple[str, ...]] = [PICK_COLUMNS]
+        pick_rows += [(rack, kind, pn, model, f"{n:,}") for rack, kind, pn, model, n in picks]
+        font_pt, widths = _fit(pick_rows, doc.width)
+        pick_table = LongTable(pick_rows, colWidths=widths, repeatRows=1, splitByRow=1)
         pick_table.setStyle(_table_style(font_pt))
         story += [
             PageBreak(),

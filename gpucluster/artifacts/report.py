@@ -23,7 +23,7 @@ from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
-from gpucluster.deviations import assumptions, deviations
+from gpucluster.deviations import Assumption, Deviation, assumptions, deviations
 from gpucluster.drawings import (
     DETAIL_MAX_PER_LEVEL,
     FLOOR_LABEL_MAX_RACKS,
@@ -36,6 +36,7 @@ from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
+from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.rules import RULE_PREFIX
 from gpucluster.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.templating import render
@@ -99,9 +100,9 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
     )
 
 
-def vars_of(record: object) -> dict[str, str]:
+def vars_of(record: Deviation | Assumption) -> dict[str, str]:
     """A slotted record's fields, for the template."""
-    return {name: getattr(record, name) for name in record.__slots__}  # type: ignore[attr-defined]
+    return {name: getattr(record, name) for name in record.__slots__}
 
 
 def _schedulers(plan: Plan) -> list[dict]:
@@ -135,21 +136,19 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     from gpucluster.plan.rack_scale import shelf_capacity_w
     from gpucluster.training.report import failover_lines
 
-    system_id = plan.settings.get("rack_system")
+    system_id = plan.settings.rack_system
     if not system_id:
         return None
-    system = plan.catalog_parts[str(system_id)]
-    assert isinstance(system, RackSystem)
-    tray = plan.catalog_parts[system.compute_tray]
-    switch_tray = plan.catalog_parts[system.nvlink_switch_tray]
-    shelf = plan.catalog_parts[system.power_shelf]
-    assert isinstance(tray, GpuServer) and isinstance(switch_tray, NvlinkSwitchTray) and isinstance(shelf, PowerShelf)
+    system = plan.catalog_part(system_id, RackSystem)
+    tray = plan.catalog_part(system.compute_tray, GpuServer)
+    switch_tray = plan.catalog_part(system.nvlink_switch_tray, NvlinkSwitchTray)
+    shelf = plan.catalog_part(system.power_shelf, PowerShelf)
     servers = [d.name for d in plan.devices_with("gpu-server")]
     domains = nvlink_domains(plan, servers)
     trays = max(len(d) for d in domains)
     segment = slurm_segment(trays)
     spare_racks = sum(all(plan.devices[n].spare for n in d) for d in domains)
-    nvlink = plan.analysis.get("nvlink", {})
+    nvlink = plan.analysis_of("nvlink")
     usable_w, nameplate_w = shelf_capacity_w(plan, system)
     racks = [r for r in budget.racks if plan.racks[r.name].rack_system]
     worst = max(racks, key=lambda r: r.load.max_w)
@@ -226,42 +225,42 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
     """(label, value, note) for the first page: what a reviewer checks first."""
     t = plan.totals
     s = plan.settings
-    compute = plan.analysis.get("compute", {})
-    switches = t["switches"]  # type: ignore[index]
+    compute = plan.analysis_of("compute")
+    switches = t.switches
     tiers = ", ".join(f"{n:,} {tier}" for tier, n in switches["compute"].items())
-    racks = ", ".join(f"{n} {purpose}" for purpose, n in t["racks_by_purpose"].items())  # type: ignore[union-attr]
-    media = ", ".join(f"{n:,} {m}" for m, n in t["cables_by_media"].items())  # type: ignore[union-attr]
+    racks = ", ".join(f"{n} {purpose}" for purpose, n in t.racks_by_purpose.items())
+    media = ", ".join(f"{n:,} {m}" for m, n in t.cables_by_media.items())
     hops = compute.get("hops", {}).get("max_switch_hops")
     figures = [
         (
             "GPUs",
-            f"{t['production_gpus']:,}",
-            f"+ {t['gpus'] - t['production_gpus']:,} in hot spares; {s['gpu_model']}",
+            f"{t.production_gpus:,}",
+            f"+ {t.gpus - t.production_gpus:,} in hot spares; {s.gpu_model}",
         ),
         (
             "GPU servers",
-            f"{t['production_servers']:,} + {t['spare_servers']} spare",
-            f"{s['server']}, {t['scalable_units']} scalable units of {s['scalable_unit_servers']}",
+            f"{t.production_servers:,} + {t.spare_servers} spare",
+            f"{s.server}, {t.scalable_units} scalable units of {s.scalable_unit_servers}",
         ),
-        ("Compute fabric", f"{s['compute_switch']}", f"{s['compute_technology']}: {tiers}"),
+        ("Compute fabric", f"{s.compute_switch}", f"{s.compute_technology}: {tiers}"),
         (
             "Bisection bandwidth",
             f"{compute.get('bisection_bandwidth_gbps', 0) / 1000:,.1f} Tb/s",
             f"at most {hops} switch hops" if hops else "",
         ),
-        ("Switches", f"{t['switches_total']:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
-        ("Parallel filesystem", f"{s['parallel_filesystem_capacity_tb']:,.0f} TB", filesystem_figures(s)),
+        ("Switches", f"{t.switches_total:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
+        ("Parallel filesystem", f"{s.parallel_filesystem_capacity_tb:,.0f} TB", filesystem_figures(s)),
         *(
-            [("Object storage", f"{s['object_storage_capacity_tb']:,.0f} TB", object_storage_figures(s))]
+            [("Object storage", f"{s.object_storage_capacity_tb:,.0f} TB", object_storage_figures(s))]
             if object_storage_figures(s)
             else []
         ),
-        ("Racks", f"{t['racks']:,}", racks),
-        ("Cables", f"{t['cables']:,}", media),
+        ("Racks", f"{t.racks:,}", racks),
+        ("Cables", f"{t.cables:,}", media),
         (
             "IT power",
-            f"{t['it_power_max_kw']:,.1f} kW",
-            f"maximum; {t['it_power_typical_kw']:,.1f} kW typical",
+            f"{t.it_power_max_kw:,.1f} kW",
+            f"maximum; {t.it_power_typical_kw:,.1f} kW typical",
         ),
         (
             "Facility power",
@@ -275,6 +274,15 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
             f"every {duration(checkpoint.interval_s)}; job MTBF {duration(checkpoint.mtbf_s)}",
         ),
     ]
+    reserve = growth_reserve(plan)
+    if reserve is not None:
+        figures.append(
+            (
+                "Growth reserve",
+                f"{reserve.final_scalable_units} scalable units",
+                reserve_line(reserve).removeprefix("growth reserve: "),
+            )
+        )
     prices = bom.price_totals()
     figures.append(
         (
@@ -310,7 +318,7 @@ def _findings(plan: Plan) -> list[dict[str, str]]:
 
 def _network(plan: Plan, network: str) -> dict:
     drawing = network_drawing(plan, network)
-    analysis = plan.analysis.get(network, {})
+    analysis = plan.analysis_of(network)
     tiers = [t for t in plan.tiers if t.network == network]
     failures = []
     for tier, result in analysis.get("single_switch_failure", {}).items():

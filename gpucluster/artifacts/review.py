@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import hostlist
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
@@ -41,7 +42,16 @@ def review_html(changes: PlanChanges) -> str:
         number=_number,
         signed=_signed,
         style=Markup(render("report/style.css")),
+        hosts=host_names,
     )
+
+
+def host_names(names: list[str]) -> str:
+    """Names as a host list (gpu[065-096]), cut short; "none" for none."""
+    if not names:
+        return "none"
+    text = hostlist.collect_hostlist(names)
+    return text if len(text) <= 600 else text[:597] + "..."
 
 
 def _whole(*values: float) -> bool:

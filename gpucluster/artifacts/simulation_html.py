@@ -57,10 +57,8 @@ def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
         "leaves": leaves[:8],
         "spines": spines[:4],
         "storage_names": storage[:4],
-        "storage_label": "{} x {}".format(
-            plan.settings["parallel_filesystem_blocks"], plan.settings["parallel_filesystem_block"]
-        ),
-        "fabric_label": f"{len(plan.switches('compute'))} x {plan.settings['compute_switch']}",
+        "storage_label": f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}",
+        "fabric_label": f"{len(plan.switches('compute'))} x {plan.settings.compute_switch}",
         "kinds": [
             {"kind": k.kind, "label": rel.KIND_LABELS[k.kind], "per_hour": k.job_failures_per_hour}
             for k in a.kinds

@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 import hostlist
-import yaml
 
+from gpucluster import yamlout
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
@@ -26,7 +26,7 @@ from gpucluster.scheduling import (
 from gpucluster.templating import render
 
 # switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
-# block-scheduling blog, 2026-05-07; shared reference ecosystem-facts.md section 3).
+# block-scheduling blog, 2026-05-07).
 SLURM_NVIDIA_IMEX = (24, 5)
 # Slurm 26.05 deprecates the partition option OverSubscribe=EXCLUSIVE for Exclusive=NODE (slurm.conf(5) of 26.05.3,
 # "Exclusive": "This replaces the deprecated options OverSubscribe=EXCLUSIVE, ExclusiveUser, and ExclusiveTopo").
@@ -52,11 +52,11 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     servers = scheduler_split(plan).slurm
     if not servers:
         return {}
-    settings = plan.design.scheduler.slurm  # type: ignore[attr-defined]
+    settings = plan.design.scheduler.slurm
     target = version or settings.version
     year, _, month = target.partition(".")
     release = (int(year), int(month))
-    server: GpuServer = plan.part(servers[0])  # type: ignore[assignment]
+    server = plan.part_as(servers[0], GpuServer)
     design = plan.name
     tree = fabric_tree(plan, servers)
     domains = nvlink_domains(plan, servers)
@@ -211,7 +211,7 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
         "# a scalable unit; spines and cores by their plan names)"
         + ("; NVLink domains as blocks, the default for partitions.\n" if domains else ".\n")
     )
-    return head + yaml.safe_dump(topologies, sort_keys=False, default_flow_style=False)
+    return head + yamlout.dump(topologies)
 
 
 def _hostlist(names: list[str]) -> str:

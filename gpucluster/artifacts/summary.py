@@ -5,29 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Plan, Settings
+from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.scheduling import scheduler_sides
 
 
 def summary_lines(plan: Plan) -> list[str]:
     t = plan.totals
     s = plan.settings
-    units = t["scalable_units"]
-    system = s.get("rack_system")
+    units = t.scalable_units
+    system = s.rack_system
     if system:  # a rack-scale system: racks (NVLink domains) of compute trays
-        per_rack = int(s["servers_per_rack"])
-        spare = int(t["spare_servers"]) // per_rack
+        per_rack = s.servers_per_rack
+        spare = t.spare_servers // per_rack
         head = (
-            f"{plan.name}: {t['production_gpus']:,} GPUs in {int(t['production_servers']) // per_rack:,} {system} "
-            f"racks ({t['production_servers']:,} {s['server']}s; one {per_rack * int(s['gpus_per_server'])}-GPU NVLink "
+            f"{plan.name}: {t.production_gpus:,} GPUs in {t.production_servers // per_rack:,} {system} "
+            f"racks ({t.production_servers:,} {s.server}s; one {per_rack * s.gpus_per_server}-GPU NVLink "
             f"domain per rack) + {spare} spare rack{'s' if spare != 1 else ''}, {units} scalable "
-            f"unit{'s' if units != 1 else ''} of {int(s['scalable_unit_servers']) // per_rack} racks"
+            f"unit{'s' if units != 1 else ''} of {s.scalable_unit_servers // per_rack} racks"
         )
     else:
         head = (
-            f"{plan.name}: {t['production_gpus']:,} GPUs on {t['production_servers']:,} {s['server']} servers "
-            f"+ {t['spare_servers']} spare, {units} scalable unit{'s' if units != 1 else ''} of "
-            f"{s['scalable_unit_servers']}"
+            f"{plan.name}: {t.production_gpus:,} GPUs on {t.production_servers:,} {s.server} servers "
+            f"+ {t.spare_servers} spare, {units} scalable unit{'s' if units != 1 else ''} of "
+            f"{s.scalable_unit_servers}"
         )
     lines = [head]
     for network in plan.networks():
@@ -39,8 +40,8 @@ def summary_lines(plan: Plan) -> list[str]:
             switches = f"{tiers[0].switch_part}: " + ", ".join(f"{tier.switches} {tier.name}" for tier in tiers)
         else:  # "9 leaf sn2201, 2 spine sn4600c"
             switches = ", ".join(f"{tier.switches} {tier.name} {tier.switch_part}" for tier in tiers)
-        links = sum(t["links"][network].values())
-        analysis = plan.analysis.get(network, {})
+        links = sum(t.links[network].values())
+        analysis = plan.analysis_of(network)
         extra = ""
         if network == "compute":
             hops = analysis.get("hops", {}).get("max_switch_hops")
@@ -52,13 +53,16 @@ def summary_lines(plan: Plan) -> list[str]:
     if object_storage_figures(s):
         lines.append(f"  object   {object_storage_figures(s)}")
     lines += scheduler_lines(plan)
-    racks = ", ".join(f"{n} {k}" for k, n in t["racks_by_purpose"].items())
+    racks = ", ".join(f"{n} {k}" for k, n in t.racks_by_purpose.items())
     per = "trays per rack-scale system" if system else "servers per compute rack"
-    lines.append(f"  racks    {t['racks']} ({racks}), {s['servers_per_rack']} {per}")
+    lines.append(f"  racks    {t.racks} ({racks}), {s.servers_per_rack} {per}")
     lines.append(
-        f"  power    IT {t['it_power_max_kw']:,.1f} kW maximum, {t['it_power_typical_kw']:,.1f} kW typical; "
-        f"{t['cables']:,} cables"
+        f"  power    IT {t.it_power_max_kw:,.1f} kW maximum, {t.it_power_typical_kw:,.1f} kW typical; "
+        f"{t.cables:,} cables"
     )
+    reserve = growth_reserve(plan)
+    if reserve is not None:
+        lines.append(f"  {reserve_line(reserve)}")
     findings = [f for f in plan.findings if f.severity != "ok"]
     for finding in findings:
         lines.append(f"  {finding.severity}: {finding.message}")
@@ -80,36 +84,38 @@ def scheduler_lines(plan: Plan) -> list[str]:
     return lines
 
 
-def filesystem_figures(s: dict) -> str:
+def filesystem_figures(s: Settings) -> str:
     """The parallel filesystem as delivered by its blocks, and what the design asked (both named)."""
-    asked = s["parallel_filesystem_asked"]
+    asked = s.parallel_filesystem_asked
+    if asked is None:  # a plan the planner did not resolve (a scratch plan)
+        return ""
     capacity = f"{asked['capacity_tb']:,.0f} TB, " if asked["capacity_tb"] else ""
     basis = f", from {asked['basis']}" if asked.get("basis") else ""
     return (
-        f"{s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']}: the appliances deliver "
-        f"{s['parallel_filesystem_capacity_tb']:,.0f} TB, {s['parallel_filesystem_read_gbytes_per_s']:,.0f} GB/s read, "
-        f"{s['parallel_filesystem_write_gbytes_per_s']:,.0f} GB/s write (target asked {capacity}"
+        f"{s.parallel_filesystem_blocks} x {s.parallel_filesystem_block}: the appliances deliver "
+        f"{s.parallel_filesystem_capacity_tb:,.0f} TB, {s.parallel_filesystem_read_gbytes_per_s:,.0f} GB/s read, "
+        f"{s.parallel_filesystem_write_gbytes_per_s:,.0f} GB/s write (target asked {capacity}"
         f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write{basis})"
     )
 
 
-def object_storage_figures(s: dict) -> str:
+def object_storage_figures(s: Settings) -> str:
     """Object storage as delivered and as asked, or '' without one."""
-    if s.get("object_storage_capacity_tb") is None:
+    asked = s.object_storage_asked
+    if s.object_storage_capacity_tb is None or asked is None:
         return ""
-    asked = s["object_storage_asked"]
     wanted = f"asked {asked['capacity_tb']:,.0f} TB" + (
         f", {asked['throughput_gbytes_per_s']:,.0f} GB/s" if asked["throughput_gbytes_per_s"] else ""
     )
-    if s["object_storage_shared"]:
+    if s.object_storage_shared:
         return (
-            f"S3 on the parallel filesystem's {s['parallel_filesystem_blocks']} x {s['parallel_filesystem_block']} "
-            f"(one store, files and objects): {s['object_storage_capacity_tb']:,.0f} TB of it, sharing its "
-            f"{s['object_storage_read_gbytes_per_s']:,.0f} GB/s read ({wanted})"
+            f"S3 on the parallel filesystem's {s.parallel_filesystem_blocks} x {s.parallel_filesystem_block} "
+            f"(one store, files and objects): {s.object_storage_capacity_tb:,.0f} TB of it, sharing its "
+            f"{s.object_storage_read_gbytes_per_s:,.0f} GB/s read ({wanted})"
         )
     return (
-        f"{s['object_storage_blocks']} x {s['object_storage_block']}: delivered "
-        f"{s['object_storage_capacity_tb']:,.0f} TB, {s['object_storage_read_gbytes_per_s']:,.0f} GB/s read ({wanted})"
+        f"{s.object_storage_blocks} x {s.object_storage_block}: delivered "
+        f"{s.object_storage_capacity_tb:,.0f} TB, {s.object_storage_read_gbytes_per_s:,.0f} GB/s read ({wanted})"
     )
 
 

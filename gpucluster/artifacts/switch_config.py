@@ -51,7 +51,7 @@ HOST_MTU = 9000  # in-band bonds, as the EVPN-MH example; RoCE needs only 4096 +
 PRIVATE_ASN_BASE = 4_200_000_000  # RFC 6996: 4200000000-4294967294 are private four-byte ASNs
 NETWORK_ASN_BLOCK = {"compute": 1, "storage": 2, "inband": 3}  # ASN = base + block x 10^7 + plane x 10^6 + ...
 LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
-P2P_POOLS = {"compute": ipaddress.ip_network("10.0.0.0/11"), "storage": ipaddress.ip_network("10.32.0.0/13")}
+P2P_POOLS = {"compute": ipaddress.IPv4Network("10.0.0.0/11"), "storage": ipaddress.IPv4Network("10.32.0.0/13")}
 INBAND_SUBNET = ipaddress.ip_network("10.64.0.0/15")
 INBAND_VLAN = 10
 INBAND_VNI = 10
@@ -134,7 +134,7 @@ def configured_networks(plan: Plan) -> list[str]:
 def switch_configs(plan: Plan) -> list[SwitchConfig]:
     networks = configured_networks(plan)
     switches = sorted(
-        (d for n in networks for d in plan.switches(n)), key=lambda d: (networks.index(d.network), d.name)
+        (d for n in networks for d in plan.switches(n)), key=lambda d: (networks.index(d.network or ""), d.name)
     )
     if len(switches) > LOOPBACKS.num_addresses - 2:
         raise ValueError(f"{len(switches)} switches exceed the loopback plan {LOOPBACKS}")
@@ -167,16 +167,20 @@ def switch_asn(switch: Device, leaf_number: int) -> int:
 
 
 def _switch_ports(plan: Plan, names: set[str]) -> dict[str, list[_Port]]:
+    """Switch -> its ports on its own network, in link order (each network's links from the plan queries)."""
+    links, devices, queries = plan.links, plan.devices, plan.queries()
     ports: dict[str, list[_Port]] = defaultdict(list)
-    for index, link in enumerate(plan.links):
-        if link.a_device in names and link.network == plan.devices[link.a_device].network:
-            ports[link.a_device].append(
-                _Port(link.a_port, link.speed_gbps, link.b_device, link.b_port, link.tier, index)
-            )
-        if link.b_device in names and link.network == plan.devices[link.b_device].network:
-            ports[link.b_device].append(
-                _Port(link.b_port, link.speed_gbps, link.a_device, link.a_port, link.tier, index, link.b_half)
-            )
+    for network in sorted({devices[name].network or "" for name in names}):
+        for index in queries.link_indexes(network):
+            link = links[index]
+            if link.a_device in names and devices[link.a_device].network == network:
+                ports[link.a_device].append(
+                    _Port(link.a_port, link.speed_gbps, link.b_device, link.b_port, link.tier, index)
+                )
+            if link.b_device in names and devices[link.b_device].network == network:
+                ports[link.b_device].append(
+                    _Port(link.b_port, link.speed_gbps, link.a_device, link.a_port, link.tier, index, link.b_half)
+                )
     return ports
 
 
@@ -184,15 +188,15 @@ def _management_ports(plan: Plan) -> dict[str, tuple[str, str, str]]:
     """Switch -> (its management port, the out-of-band switch and port it is cabled to)."""
     return {
         link.a_device: (link.a_port, link.b_device, link.b_port)
-        for link in plan.links_on("oob")
-        if link.tier == 0 and plan.devices[link.a_device].role == "switch"
+        for link in plan.queries().links("oob", 0)
+        if plan.devices[link.a_device].role == "switch"
     }
 
 
 def rail_blocks(plan: Plan, network: str) -> dict[tuple[int, int], ipaddress.IPv4Network]:
     """(plane, rail) -> the block of the network's /31 pool its host links take (0 where there is none): each rail
     of each plane its own subnet, so a pod's rail interface routes its rail's block through its leaf."""
-    keys = sorted({(link.plane or 0, link.rail or 0) for link in plan.links_on(network) if link.tier == 0})
+    keys = sorted({(link.plane or 0, link.rail or 0) for link in plan.queries().links(network, 0)})
     pool = P2P_POOLS[network]
     bits = max(0, math.ceil(math.log2(len(keys)))) if keys else 0
     return dict(zip(keys, pool.subnets(prefixlen_diff=bits), strict=False))
@@ -203,16 +207,17 @@ def _p2p_addresses(plan: Plan, network: str) -> dict[int, tuple[str, str]]:
     blocks = rail_blocks(plan, network)
     used: dict[tuple[int, int], int] = defaultdict(int)
     result = {}
-    for index, link in enumerate(plan.links):
-        if link.network == network and link.tier == 0:
-            key = (link.plane or 0, link.rail or 0)
-            block = blocks[key]
-            offset = 2 * used[key]
-            if offset + 1 >= block.num_addresses:
-                raise ValueError(f"rail block {block} of the {network} network is full")
-            base = int(block.network_address) + offset
-            result[index] = (str(ipaddress.IPv4Address(base)), str(ipaddress.IPv4Address(base + 1)))
-            used[key] += 1
+    links = plan.links
+    for index in plan.queries().link_indexes(network, 0):
+        link = links[index]
+        key = (link.plane or 0, link.rail or 0)
+        block = blocks[key]
+        offset = 2 * used[key]
+        if offset + 1 >= block.num_addresses:
+            raise ValueError(f"rail block {block} of the {network} network is full")
+        base = int(block.network_address) + offset
+        result[index] = (str(ipaddress.IPv4Address(base)), str(ipaddress.IPv4Address(base + 1)))
+        used[key] += 1
     return result
 
 
@@ -224,7 +229,7 @@ def host_addresses(plan: Plan, network: str) -> dict[tuple[str, str], tuple[str,
 
 def _segment_ids(plan: Plan) -> dict[str, int]:
     """In-band host -> its EVPN-MH local segment ID, one per host and the same on every leaf it reaches."""
-    hosts = sorted({link.a_device for link in plan.links_on("inband") if link.tier == 0})
+    hosts = sorted(plan.queries().host_leaves("inband"))
     return {host: index for index, host in enumerate(hosts, start=1)}
 
 

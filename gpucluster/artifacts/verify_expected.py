@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpucluster.artifacts._xlsx import csv_safe
 from gpucluster.artifacts.cabling import Locator
+from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
@@ -84,9 +85,9 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
 
 
 def _ib_ports(plan: Plan, device: str) -> list[int]:
-    part = plan.part(device)
+    part = plan.part_as(device, RackMounted)
     numbers = []
-    for group in part.ports:  # type: ignore[attr-defined]
+    for group in part.ports:
         for name, _cage in group.port_names():
             info = port_info(plan, device, name)
             if info.ib_port:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import (
+    AnyPart,
     Appliance,
     Cable,
     Cdu,
@@ -17,6 +18,7 @@ from gpucluster.catalog.schema import (
     Pdu,
     PowerShelf,
     Rack,
+    RackMounted,
     RackSystem,
     StorageBlock,
     Switch,
@@ -29,11 +31,11 @@ def _ports(part: object, role: str | None = None) -> str:
     return " + ".join(f"{g.port_count} x {g.speed_gbps:g}G {g.cage_type}" for g in groups) or "-"
 
 
-def _rack_figures(part: object) -> list[tuple[str, str]]:
+def _rack_figures(part: RackMounted) -> list[tuple[str, str]]:
     weight = getattr(part, "weight_kg", None)
     return [
-        ("u_height", f"{part.u_height:g}U"),  # type: ignore[attr-defined]
-        ("power_max_w", f"{part.power_max_w / 1000:,.2f} kW max"),  # type: ignore[attr-defined]
+        ("u_height", f"{part.u_height:g}U"),
+        ("power_max_w", f"{part.power_max_w / 1000:,.2f} kW max"),
         ("weight_kg", f"{weight:g} kg" if weight else "weight not given"),
     ]
 
@@ -170,17 +172,17 @@ def catalog_lines(catalog: Catalog, kind: str | None = None, *, citations: bool 
     for part_kind in PART_KINDS:
         if kind is not None and part_kind.name != kind:
             continue
-        parts: list = catalog.of_kind(part_kind.kind)
+        parts: list[AnyPart] = catalog.of_kind(part_kind.kind)
         if not parts:
             continue
         lines.append(f"{part_kind.name} ({len(parts)})")
         for part in parts:
             figures = part_kind.figures(part)
-            lines.append(f"  {part.id}: {part.vendor} {part.model}")  # type: ignore[attr-defined]
+            lines.append(f"  {part.id}: {part.vendor} {part.model}")
             lines.append("      " + "; ".join(text for _field, text in figures))
             sources = []
             for field_name, _text in figures:
-                cited = catalog.citation(part.id, field_name) if citations else _tag(part, field_name)  # type: ignore[attr-defined]
+                cited = catalog.citation(part.id, field_name) if citations else _tag(part, field_name)
                 if cited and cited not in sources:
                     sources.append(cited)
             if citations:
@@ -190,6 +192,6 @@ def catalog_lines(catalog: Catalog, kind: str | None = None, *, citations: bool 
     return lines
 
 
-def _tag(part: object, field_name: str) -> str | None:
-    sources = part.sources  # type: ignore[attr-defined]
+def _tag(part: AnyPart, field_name: str) -> str | None:
+    sources = part.sources
     return sources.get(field_name) or sources.get(field_name.split(".")[0])

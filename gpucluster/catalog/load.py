@@ -12,6 +12,7 @@ from typing import TypeVar
 from pydantic import ValidationError
 
 from gpucluster.catalog.schema import (
+    AnyPart,
     Appliance,
     Cable,
     CatalogFile,
@@ -38,7 +39,7 @@ PartT = TypeVar("PartT")
 class Catalog:
     """Every part by id, with the citation text of each source tag resolved."""
 
-    parts: dict[str, object] = field(default_factory=dict)
+    parts: dict[str, AnyPart] = field(default_factory=dict)
     source_text: dict[str, str] = field(default_factory=dict)
     origin: dict[str, str] = field(default_factory=dict)  # part id -> file it came from
 
@@ -52,12 +53,12 @@ class Catalog:
         return sorted(pid for pid, part in self.parts.items() if isinstance(part, kind))
 
     def of_kind(self, kind: type[PartT]) -> list[PartT]:
-        return [self.parts[pid] for pid in self.ids(kind)]  # type: ignore[misc]
+        return [part for pid in self.ids(kind) if isinstance(part := self.parts[pid], kind)]
 
     def citation(self, part_id: str, field_name: str) -> str | None:
         """The source of one fact, resolved from its tag to the citation text."""
         part = self.parts[part_id]
-        sources = part.sources  # type: ignore[attr-defined]
+        sources = part.sources
         tag = sources.get(field_name) or sources.get(field_name.split(".")[0])
         if tag is None:
             return None

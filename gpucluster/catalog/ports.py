@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_HasPorts = object  # a catalog part with .ports
+from gpucluster.catalog.schema import AnyPart, Nic, PortGroup, RackMounted
+
+_HasPorts = AnyPart | RackMounted  # any catalog part: those without ports (racks, cables, optics, PDUs) have none
 
 
 @dataclass(frozen=True)
@@ -35,18 +37,19 @@ def device_ports(part: _HasPorts) -> dict[str, PortPool]:
 def _device_ports(part: _HasPorts) -> dict[str, PortPool]:
     """A part's logical ports by role, named as the hardware names them. Names are shared strings,
     so a plan of millions of ports holds each name once per part."""
-    roles = dict.fromkeys(group.role for group in part.ports)  # type: ignore[attr-defined]
-    speeds = {group.role: group.speed_gbps for group in reversed(part.ports)}  # type: ignore[attr-defined]
-    pools = {}
+    groups = _groups(part)
+    roles = dict.fromkeys(group.role for group in groups)
+    speeds = {group.role: group.speed_gbps for group in reversed(groups)}
+    pools: dict[str, PortPool] = {}
     for role in roles:
         details = port_details(part, role)
-        groups = [group for group in part.ports if group.role == role]  # type: ignore[attr-defined]
+        of_role = [group for group in groups if group.role == role]
         split = {
-            name: pair for g in groups for (name, _c), pair in zip(g.port_names(), g.split_port_names(), strict=False)
+            name: pair for g in of_role for (name, _c), pair in zip(g.port_names(), g.split_port_names(), strict=False)
         }
         halves = tuple(split[d.name] for d in details) if len(split) == len(details) else ()
         pools[role] = PortPool(
-            tuple(d.name for d in details), tuple(d.cage for d in details), speeds[role], halves, groups[0].cage_type
+            tuple(d.name for d in details), tuple(d.cage for d in details), speeds[role], halves, of_role[0].cage_type
         )
     return pools
 
@@ -79,7 +82,7 @@ def port_details(part: _HasPorts, role: str) -> list[PortDetail]:
     with cage numbers unique across the device (each group numbered on from the cages before it)."""
     details: list[PortDetail] = []
     offset = 0
-    for group in part.ports:  # type: ignore[attr-defined]
+    for group in _groups(part):
         if group.role == role:
             for i, (name, cage) in enumerate(group.port_names()):
                 rail = group.rails[i] if group.rails else (len(details) + 1 if role == "compute" else None)
@@ -103,3 +106,7 @@ def port_details(part: _HasPorts, role: str) -> list[PortDetail]:
     if role == "compute":
         details.sort(key=lambda d: d.rail or 0)
     return details
+
+
+def _groups(part: _HasPorts) -> list[PortGroup]:
+    return part.ports if isinstance(part, RackMounted | Nic) else []

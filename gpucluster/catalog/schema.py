@@ -216,7 +216,7 @@ class _Part(_Strict):
     sources: dict[Name, Text] = Field(default_factory=dict, max_length=MAX_LIST_ITEMS)
 
 
-class _RackMounted(_Part):
+class RackMounted(_Part):
     u_height: float = Field(ge=0, le=60, description="rack units; 0 for zero-U (side-mounted) parts")
     weight_kg: float | None = Field(default=None, gt=0, le=10_000)
     depth_mm: float | None = Field(default=None, gt=0, le=5_000)
@@ -233,7 +233,7 @@ class _RackMounted(_Part):
     psus: Psus | None = None
 
     @model_validator(mode="after")
-    def _typical_not_above_max(self) -> _RackMounted:
+    def _typical_not_above_max(self) -> RackMounted:
         if self.power_typical_w > self.power_max_w:
             raise ValueError("power_typical_w exceeds power_max_w")
         if sum(group.port_count for group in self.ports) > MAX_PORTS_PER_DEVICE:
@@ -281,7 +281,7 @@ class Cooling(_Strict):
     liquid_fraction: float = Field(default=0.0, ge=0, le=1)
 
 
-class GpuServer(_RackMounted):
+class GpuServer(RackMounted):
     kind: Literal["gpu_server"]
     gpu: Gpu
     cpu: Cpu
@@ -311,7 +311,7 @@ class GpuServer(_RackMounted):
         return self
 
 
-class Switch(_RackMounted):
+class Switch(RackMounted):
     kind: Literal["switch"]
     technology: Technology
     subnet_manager: bool = Field(default=False, description="runs an on-board InfiniBand subnet manager")
@@ -322,14 +322,14 @@ class Switch(_RackMounted):
         return sum(group.port_count for group in self.port_groups("fabric"))
 
 
-class Appliance(_RackMounted):
+class Appliance(RackMounted):
     """Fabric managers and management servers: rack devices with host ports but no GPUs."""
 
     kind: Literal["appliance"]
     role: Literal["fabric-manager", "management-server"]
 
 
-class StorageBlock(_RackMounted):
+class StorageBlock(RackMounted):
     """One building block of a parallel filesystem or object store (an appliance or a node)."""
 
     kind: Literal["storage_block"]
@@ -445,7 +445,7 @@ class Pdu(_Part):
     metered: bool = True
 
 
-class NvlinkSwitchTray(_RackMounted):
+class NvlinkSwitchTray(RackMounted):
     """A tray of NVLink switch chips on a rack-scale system's copper backplane (no front-panel cabling in a
     single-rack domain): every GPU of the domain has one NVLink link to every chip."""
 
@@ -454,11 +454,11 @@ class NvlinkSwitchTray(_RackMounted):
     nvlink_ports_per_chip: int = Field(gt=0, description="NVLink ports of one chip (its backplane side)")
 
 
-class PowerShelf(_RackMounted):
+class PowerShelf(RackMounted):
     """A rack power shelf: rectifier PSUs that feed the rack's DC busbar (instead of PDUs and IEC cords)."""
 
     kind: Literal["power_shelf"]
-    psus: Psus  # type: ignore[assignment]
+    psus: Psus
     output: str = Field(description="what it feeds, e.g. the rack's DC busbar")
 
     @property
@@ -542,7 +542,7 @@ class Cdu(_Part):
     u_height: float = Field(default=0, ge=0, description="in-rack units take rack units; in-row ones a floor position")
 
 
-Part = Annotated[
+AnyPart = (
     GpuServer
     | Switch
     | Appliance
@@ -555,9 +555,9 @@ Part = Annotated[
     | NvlinkSwitchTray
     | PowerShelf
     | RackSystem
-    | Cdu,
-    Field(discriminator="kind"),
-]
+    | Cdu
+)
+Part = Annotated[AnyPart, Field(discriminator="kind")]
 
 
 class CatalogFile(_Strict):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn, TypeGuard
 
 from pydantic import BaseModel, ValidationError
 
@@ -139,7 +139,7 @@ def check_references(loaded: LoadedDesign) -> list[Problem]:
     return problems
 
 
-def _problem(filename: str, positions: Positions, error: dict) -> Problem:
+def _problem(filename: str, positions: Positions, error: Mapping[str, Any]) -> Problem:
     loc = tuple(error["loc"])
     line, col = locate(positions, loc)
     field = ".".join(str(p) for p in loc)
@@ -163,7 +163,7 @@ def _problem(filename: str, positions: Positions, error: dict) -> Problem:
     elif kind == "too_long":
         message = f"{ctx['actual_length']:,} entries; at most {ctx['max_length']:,} are supported"
     elif kind == "string_too_long":
-        message = f"text of {len(value):,} characters; at most {ctx['max_length']:,} are allowed"
+        message = f"text of {len(str(value)):,} characters; at most {ctx['max_length']:,} are allowed"
     else:
         message = error["msg"]
         if "input" in error and not isinstance(value, (dict, list)):
@@ -198,13 +198,13 @@ def _allowed_fields(model: type[BaseModel], loc: tuple) -> list[str]:
     return sorted(current.model_fields) if _is_model(current) else []
 
 
-def _is_model(obj: object) -> bool:
+def _is_model(obj: object) -> TypeGuard[type[BaseModel]]:
     return isinstance(obj, type) and issubclass(obj, BaseModel)
 
 
 def _model_of(annotation: object) -> type[BaseModel] | None:
     if _is_model(annotation):
-        return annotation  # type: ignore[return-value]
+        return annotation
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) in (typing.Union, list):
         for arg in typing.get_args(annotation):
             found = _model_of(arg)

@@ -180,6 +180,14 @@ class ComputeFabric(_Section):
         description="independent fabric planes, each GPU port split across them (RoCE only); default from the "
         "server: 2 for ConnectX-8 on Spectrum-X (each GPU 2 x 400GbE), else 1",
     )
+    final_scalable_units: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="growth reserve: the scalable units the cluster will have at its final size; spines, cores, "
+        "the central racks, floor space and the in-band network are planned for it, so a later phase adds SUs "
+        "and their leaf-spine cables without re-cabling a port (default: the SUs the design fills now)",
+    )
 
     _parse_ratio = field_validator("oversubscription", mode="before")(_ratio)
 
@@ -201,6 +209,13 @@ class StorageNetwork(_Section):
         le=8,
         description="UFM appliances of an InfiniBand storage fabric, its own subnet (the H100 RA's storage-fabric UFM "
         "pair, Table 7); default: as many as the compute fabric's, 0 on Ethernet",
+    )
+    final_scalable_units: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="growth reserve of the storage network: the scalable units its spines are planned for "
+        "(default: compute_fabric.final_scalable_units)",
     )
 
     _parse_ratio = field_validator("server_oversubscription", "storage_oversubscription", mode="before")(_ratio)

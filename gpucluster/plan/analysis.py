@@ -8,11 +8,12 @@ carry their ports are connected through switches alone: analyses run on the swit
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import networkx as nx
 
 from gpucluster.plan import registry
-from gpucluster.plan.model import Plan, Tier
+from gpucluster.plan.model import NetworkAnalysis, Plan, Reachability, Tier
 
 
 def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
@@ -37,7 +38,7 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
             carriers[link.network].add(link.b_device)
     graphs = {}
     for network, edges in merged.items():
-        graph = nx.Graph(network=network)
+        graph: nx.Graph = nx.Graph(network=network)
         graph.add_edges_from(
             (a, b, {"links": n, "bandwidth_gbps": bandwidth, "tier": tier})
             for (a, b), (n, bandwidth, tier) in edges.items()
@@ -57,11 +58,11 @@ def _switch_graph(plan: Plan, graph: nx.Graph) -> nx.Graph:
     return graph.subgraph([n for n, role in graph.nodes(data="role") if role == "switch"])
 
 
-def analyse(plan: Plan) -> dict[str, dict]:
+def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
     """Per network: reachability, tiers, bisection, hops, and the effect of one switch failure per tier.
     A multi-plane fabric is analysed plane by plane (each plane must connect every host port on it) and
     gains what losing a whole plane costs."""
-    results: dict[str, dict] = {}
+    results: dict[str, NetworkAnalysis] = {}
     for network in plan.networks():
         graph = plan.graphs[network]
         tiers = [t for t in plan.tiers if t.network == network]
@@ -72,7 +73,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
             continue
         switches = _switch_graph(plan, graph)
         host_leaves = _host_leaves(plan, graph)
-        planes = sorted({p for _, p in switches.nodes(data="plane") if p is not None})
+        planes: list[int] = sorted({p for p in nx.get_node_attributes(switches, "plane").values() if p is not None})
         if not planes:
             reach = _reachability(switches, host_leaves)
             results[network] = {
@@ -84,7 +85,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
                 "worst_leaf_failure": worst_leaf_failure(plan, network),
             }
             continue
-        per_plane = {}
+        per_plane: dict[str, dict[str, Any]] = {}
         for plane in planes:
             members = [n for n, p in switches.nodes(data="plane") if p == plane]
             plane_switches = switches.subgraph(members)
@@ -110,7 +111,7 @@ def analyse(plan: Plan) -> dict[str, dict]:
     return results
 
 
-def _nvlink_domains(plan: Plan, graph: nx.Graph) -> dict:
+def _nvlink_domains(plan: Plan, graph: nx.Graph) -> NetworkAnalysis:
     """The NVLink backplanes: within each domain (a rack-scale system's rack) every GPU server reaches every other
     through the domain's switch trays alone, one switch hop apart; domains are separate by design (between them
     traffic runs on the compute fabric)."""
@@ -118,7 +119,7 @@ def _nvlink_domains(plan: Plan, graph: nx.Graph) -> dict:
     for node in graph.nodes:
         members.setdefault(str(plan.devices[node].nvlink_domain), []).append(node)
     whole = all(nx.is_connected(graph.subgraph(nodes)) for nodes in members.values())
-    links = sum(n for _a, _b, n in graph.edges(data="links"))
+    links = sum(data["links"] for _a, _b, data in graph.edges(data=True))
     return {
         "all_hosts_reach_each_other": whole,
         "scope": "within each NVLink domain",
@@ -138,7 +139,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
     lost = planes[0]
     hosts = {n for n, role in graph.nodes(data="role") if role == "gpu-server"}
-    ports = [link for link in plan.links if link.network == graph.graph["network"] and link.tier == 0]
+    ports = plan.queries().links(graph.graph["network"], 0)
     on_lost = [link for link in ports if link.plane == lost]
     keeping = {link.a_device for link in ports if link.plane != lost}
     return {
@@ -151,14 +152,10 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
 
 def _host_leaves(plan: Plan, graph: nx.Graph) -> dict[str, int]:
     """Leaf switch -> host ports it carries."""
-    counts: Counter[str] = Counter()
-    for link in plan.links:
-        if link.tier == 0 and graph.graph["network"] == link.network:
-            counts[link.b_device] += 1
-    return dict(counts)
+    return dict(plan.queries().host_ports_by_leaf.get(graph.graph["network"], {}))
 
 
-def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:
+def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> Reachability:
     components = list(nx.connected_components(switches))
     with_hosts = [c for c in components if any(leaf in c for leaf in host_leaves)]
     return {
@@ -242,12 +239,8 @@ def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict
 
 
 def _leaves_of_hosts(plan: Plan, network: str) -> dict[str, set[str]]:
-    """Host -> the leaves its ports on this network land on."""
-    leaves: dict[str, set[str]] = {}
-    for link in plan.links:
-        if link.network == network and link.tier == 0:
-            leaves.setdefault(link.a_device, set()).add(link.b_device)
-    return leaves
+    """Host -> the leaves its ports on this network land on (plan queries: built once per network)."""
+    return plan.queries().host_leaves(network)
 
 
 def _hosts_cut_off(plan: Plan, network: str, failed: str) -> list[str]:
@@ -272,9 +265,9 @@ def worst_leaf_failure(plan: Plan, network: str) -> dict:
     servers it cuts off and the storage services it stops."""
     host_leaves = _leaves_of_hosts(plan, network)
     sole: dict[str, list[str]] = {}
-    for host, leaves in host_leaves.items():
-        if len(leaves) == 1:
-            sole.setdefault(next(iter(leaves)), []).append(host)
+    for host, reached in host_leaves.items():
+        if len(reached) == 1:
+            sole.setdefault(next(iter(reached)), []).append(host)
     leaves = sorted({leaf for found in host_leaves.values() for leaf in found})
     if not leaves:
         return {}

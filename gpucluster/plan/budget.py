@@ -27,7 +27,6 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
 
 from gpucluster.catalog.schema import Cdu, FlowPoint, Pdu, RackSystem
 from gpucluster.design.schema import Site
@@ -183,7 +182,7 @@ class RackBudget:
     load: Load
     circuits: RackCircuits
     cooling_needed: str  # air | rear-door | liquid
-    cooling_use: str  # the heat the site's cooling takes of its capacity (rules.cooling_against_site)
+    cooling_use: str  # the heat the site's cooling takes of its capacity (plan/power.py cooling_against_site)
     findings: tuple[Finding, ...]
 
 
@@ -267,11 +266,11 @@ class Budget:
 
 def power_budget(plan: Plan) -> Budget:
     """The whole budget of a plan (cheap: one pass over devices, cables and racks)."""
-    site = cast(Site, plan.design.site)  # type: ignore[attr-defined]
+    site = plan.design.site
     feed = site.power_feed
     powers = device_powers(plan)
-    pdu = cast(Pdu, plan.catalog_parts[str(plan.settings["pdu"])])
-    other_pdu = cast(Pdu, plan.catalog_parts[str(plan.settings.get("non_compute_pdu") or pdu.id)])
+    pdu = plan.catalog_part(plan.settings.pdu, Pdu)
+    other_pdu = plan.catalog_part(plan.settings.non_compute_pdu or pdu.id, Pdu)
     devices = [_device_budget(plan, name, powers[name]) for name in sorted(plan.devices)]
     by_name = {d.name: d for d in devices}
     rule_findings = [
@@ -333,7 +332,7 @@ def _coolant(plan: Plan, racks: list[RackBudget], site: Site) -> list[RackCoolan
         rack = plan.racks[budget.name]
         if not rack.rack_system or budget.load.liquid_w <= 0:
             continue
-        system = cast(RackSystem, plan.catalog_parts[rack.rack_system])
+        system = plan.catalog_part(rack.rack_system, RackSystem)
         liquid = budget.load.liquid_w
         if site.coolant_temperature_rise_k:
             flow = water_flow_l_per_min(liquid, site.coolant_temperature_rise_k)
@@ -354,7 +353,7 @@ def choose_cdu(plan: Plan, site: Site, racks: int, liquid_w: float) -> Cdu:
     """The design's CDU, or the smallest in-row unit that serves `racks` racks and `liquid_w` with one unit."""
     parts = plan.catalog_parts
     if site.cdu != "auto":
-        return cast(Cdu, parts[site.cdu])
+        return plan.catalog_part(site.cdu, Cdu)
     units = sorted((p for p in parts.values() if isinstance(p, Cdu) and p.placement == "in-row"), key=_cdu_key)
     fitting = [u for u in units if (u.max_racks or racks) >= racks and u.capacity_kw * 1000 >= liquid_w]
     return (fitting or units)[0 if fitting else -1]
@@ -436,7 +435,7 @@ def _groups(
 
 
 def _circuit_kinds(plan: Plan, racks: list[RackBudget]) -> list[CircuitKind]:
-    feed = cast(Site, plan.design.site).power_feed  # type: ignore[attr-defined]
+    feed = plan.design.site.power_feed
     counts: dict[tuple[str, str, float], int] = defaultdict(int)
     for rack in racks:
         pdus = plan.racks[rack.name].pdus
@@ -445,7 +444,7 @@ def _circuit_kinds(plan: Plan, racks: list[RackBudget]) -> list[CircuitKind]:
         elif not pdus:
             continue
         else:
-            kind = circuit_kind(feed, cast(Pdu, plan.part(pdus[0])))
+            kind = circuit_kind(feed, plan.part_as(pdus[0], Pdu))
         for feed_name in rack.circuits.feeds:
             counts[(kind, feed_name, rack.circuits.circuit_usable_w)] += rack.circuits.circuits_per_feed
     return [CircuitKind(kind, feed_name, n, usable) for (kind, feed_name, usable), n in sorted(counts.items())]

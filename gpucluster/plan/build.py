@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.load import LoadedDesign
@@ -14,7 +15,8 @@ from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
 from gpucluster.plan.fabric import ClosResult, merge_planes
-from gpucluster.plan.model import Device, Finding, Plan
+from gpucluster.plan.lock import Lock, keep_locked_cable_ids, keep_locked_ports, place_under_lock
+from gpucluster.plan.model import Device, FilesystemAsked, Finding, ObjectStorageAsked, Plan, Settings
 from gpucluster.plan.networks import (
     Resolved,
     add_appliances,
@@ -51,12 +53,12 @@ __all__ = ["Progress", "build_physical_plan"]
 Progress = Callable[[str], None]
 
 
-def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
-    """The physical plan of a loaded design: devices, racks, links, cables, device power and graphs."""
+def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None = None) -> Plan:
+    """The physical plan of a loaded design: devices, racks, links, cables, device power and graphs. Under a
+    `lock` (plan/lock.py) what the lock holds keeps its place, ports and cable ids."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
-    plan = Plan(name=design.name, design=design, catalog_parts=catalog.parts)
-    plan.settings.update(_settings(r))
+    plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
     site = design.site
     feed = site.power_feed
     pdu = choose_pdu(catalog, feed, site.pdu)
@@ -73,8 +75,8 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
         )
     # racks without GPU servers take the PDU made for them (the RA's PX3-5747V-V2: many C13 outlets for C14 inlets)
     other_pdu = choose_pdu(catalog, feed, site.non_compute_pdu, compute=False) or pdu
-    plan.settings["pdu"] = pdu.id
-    plan.settings["non_compute_pdu"] = other_pdu.id
+    plan.settings.pdu = pdu.id
+    plan.settings.non_compute_pdu = other_pdu.id
 
     say("servers and appliances")
     system = r.rack_system
@@ -82,8 +84,8 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     if system is not None:
         domains = add_rack_systems(plan, r, design.compute.hostname_prefix)
         add_nvlink_links(plan, system, domains)  # the backplane: network nvlink, counted, never cabled
-        plan.settings["rack_system"] = system.id
-        plan.settings["nvlink_domains"] = len(domains)
+        plan.settings.rack_system = system.id
+        plan.settings.nvlink_domains = len(domains)
     else:
         add_gpu_servers(plan, r, design.compute.hostname_prefix)
     add_appliances(plan, r)
@@ -114,7 +116,7 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     else:
         per_rack, packing = _servers_per_rack(loaded, plan, r, planner, server_w)
         plan.findings += packing
-    plan.settings["servers_per_rack"] = per_rack
+    plan.settings.servers_per_rack = per_rack
     try:
         pack_devices(plan, planner, per_rack)
     except ValueError as exc:
@@ -128,17 +130,24 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress) -> Plan:
     say("out-of-band management network")
     placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack)
     order = floor_order(planner)
-    planner.layout(plan, order)
+    planner.layout(plan, floor_order(planner, r.final_scalable_units))
     assign_nvlink_domains(plan)
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
     add_pdus(plan, count_pdus, feed.redundancy, reserved=slots)
     build_oob_network(plan, planner, r, order, placeholders)
+    if lock is not None:
+        say("plan lock")
+        pitch_mm = site.rack_pitch_mm or rack_part.width_mm
+        place_under_lock(plan, lock, planner.power_w, planner.budget_w, site.racks_per_row, pitch_mm, site.row_pitch_mm)
+        keep_locked_ports(plan, lock)
 
     say("cables")
     try:
         add_cables(plan, catalog, site.cabling)
     except NoCableFits as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+    if lock is not None:
+        keep_locked_cable_ids(plan, lock)
     plan.device_power = add_optics_power(plan)
     say("graph analyses")
     plan.graphs = build_graphs(plan)
@@ -167,7 +176,7 @@ def _servers_per_rack(
             "budget",
         )
     most = fit.most if fit.cooling > 0 else min(fit.power, fit.height)  # beyond the cooling: the rule warns
-    plan.settings["servers_per_rack_fit"] = most  # the most power, height and cooling allow
+    plan.settings.servers_per_rack_fit = most  # the most power, height and cooling allow
     if site.servers_per_rack is not None:
         n = site.servers_per_rack
         if n > min(fit.power, fit.height):
@@ -276,7 +285,7 @@ def _manager_leaf_findings(fabric: list[ClosResult], r: Resolved) -> list[Findin
     ]
 
 
-def _object_storage_delivered(r: Resolved) -> dict[str, object]:
+def _object_storage_delivered(r: Resolved) -> dict[str, Any]:
     """Object storage as delivered (its own blocks, or its share of the filesystem's) and as asked."""
     if r.object_capacity_asked_tb is None:
         return {"object_storage_capacity_tb": None, "object_storage_read_gbytes_per_s": None}
@@ -289,10 +298,9 @@ def _object_storage_delivered(r: Resolved) -> dict[str, object]:
     return {
         "object_storage_capacity_tb": capacity,
         "object_storage_read_gbytes_per_s": read,
-        "object_storage_asked": {
-            "capacity_tb": r.object_capacity_asked_tb,
-            "throughput_gbytes_per_s": r.object_throughput_asked_gbytes_per_s,
-        },
+        "object_storage_asked": ObjectStorageAsked(
+            capacity_tb=r.object_capacity_asked_tb, throughput_gbytes_per_s=r.object_throughput_asked_gbytes_per_s
+        ),
     }
 
 
@@ -319,47 +327,51 @@ def unweighed_parts(plan: Plan) -> list[Finding]:
     ]
 
 
-def _settings(r: Resolved) -> dict[str, object]:
-    return {
-        "server": r.server.id,
-        "gpus_per_server": r.server.gpu.count,
-        "gpu_model": r.server.gpu.model,
-        "production_servers": r.production_servers,
-        "spare_servers": r.spare_servers,
-        "scalable_unit_servers": r.su_servers,
-        "rails": r.rails,
-        "compute_planes": r.planes,
-        "compute_technology": switch_technology(r.compute_technology),
-        "compute_fabric": r.compute_technology,
-        "compute_switch": r.compute_switch.id,
-        "compute_oversubscription": r.compute_oversubscription,
-        "fabric_manager": r.fabric_manager.id if r.fabric_manager else None,
-        "fabric_managers": r.fabric_managers,
-        "fabric_manager_ports": "own-leaf" if r.fabric_manager_leaf else ("su-slot" if r.fabric_managers else None),
-        "storage_fabric_manager": r.storage_fabric_manager.id if r.storage_fabric_manager else None,
-        "storage_fabric_managers": r.storage_fabric_managers,
-        "storage_technology": r.storage_switch.technology,
-        "storage_switch": r.storage_switch.id,
-        "parallel_filesystem_block": r.pfs_block.id,
-        "parallel_filesystem_blocks": r.pfs_blocks,
+def _settings(r: Resolved) -> Settings:
+    return Settings(
+        server=r.server.id,
+        gpus_per_server=r.server.gpu.count,
+        gpu_model=r.server.gpu.model,
+        production_servers=r.production_servers,
+        spare_servers=r.spare_servers,
+        scalable_unit_servers=r.su_servers,
+        rails=r.rails,
+        compute_planes=r.planes,
+        compute_technology=switch_technology(r.compute_technology),
+        compute_fabric=r.compute_technology,
+        compute_switch=r.compute_switch.id,
+        compute_oversubscription=r.compute_oversubscription,
+        fabric_manager=r.fabric_manager.id if r.fabric_manager else None,
+        fabric_managers=r.fabric_managers,
+        fabric_manager_ports="own-leaf" if r.fabric_manager_leaf else ("su-slot" if r.fabric_managers else None),
+        storage_fabric_manager=r.storage_fabric_manager.id if r.storage_fabric_manager else None,
+        storage_fabric_managers=r.storage_fabric_managers,
+        storage_technology=r.storage_switch.technology,
+        storage_switch=r.storage_switch.id,
+        parallel_filesystem_block=r.pfs_block.id,
+        parallel_filesystem_blocks=r.pfs_blocks,
         # as delivered: what the planned blocks give (the design's figures are under *_asked)
-        "parallel_filesystem_read_gbytes_per_s": r.pfs_blocks * r.pfs_block.read_gbytes_per_s,
-        "parallel_filesystem_write_gbytes_per_s": r.pfs_blocks * r.pfs_block.write_gbytes_per_s,
-        "parallel_filesystem_capacity_tb": r.pfs_blocks * r.pfs_block.capacity_tb,
-        "parallel_filesystem_asked": {
-            "capacity_tb": r.pfs_capacity_asked_tb,
-            "read_gbytes_per_s": r.pfs_read_gbytes_per_s,
-            "write_gbytes_per_s": r.pfs_write_gbytes_per_s,
-            "basis": r.pfs_throughput_basis,
-        },
-        "object_storage_block": r.object_block.id if r.object_block else None,
-        "object_storage_blocks": r.object_blocks,
-        "object_storage_shared": r.object_shared,
+        parallel_filesystem_read_gbytes_per_s=r.pfs_blocks * r.pfs_block.read_gbytes_per_s,
+        parallel_filesystem_write_gbytes_per_s=r.pfs_blocks * r.pfs_block.write_gbytes_per_s,
+        parallel_filesystem_capacity_tb=r.pfs_blocks * r.pfs_block.capacity_tb,
+        parallel_filesystem_asked=FilesystemAsked(
+            capacity_tb=r.pfs_capacity_asked_tb,
+            read_gbytes_per_s=r.pfs_read_gbytes_per_s,
+            write_gbytes_per_s=r.pfs_write_gbytes_per_s,
+            basis=r.pfs_throughput_basis,
+        ),
+        object_storage_block=r.object_block.id if r.object_block else None,
+        object_storage_blocks=r.object_blocks,
+        object_storage_shared=r.object_shared,
         **_object_storage_delivered(r),
-        "inband_technology": "ethernet",
-        "inband_switch": r.inband_switch.id,
-        "inband_oversubscription": r.inband_oversubscription,
-        "oob_technology": "ethernet",
-        "oob_switch": r.oob_switch.id,
-        "oob_aggregation_switch": r.oob_aggregation_switch.id,
-    }
+        inband_technology="ethernet",
+        inband_switch=r.inband_switch.id,
+        inband_oversubscription=r.inband_oversubscription,
+        oob_technology="ethernet",
+        oob_switch=r.oob_switch.id,
+        oob_aggregation_switch=r.oob_aggregation_switch.id,
+        # the growth reserve: what the spines, central racks and floor are planned for (equal: none)
+        scalable_units=r.scalable_units,
+        final_scalable_units=r.final_scalable_units or r.scalable_units,
+        storage_final_scalable_units=r.storage_final_scalable_units or r.scalable_units,
+    )

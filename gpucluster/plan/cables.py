@@ -111,7 +111,7 @@ def _port_height_u(device: Device, rack_height_u: int) -> float:
 
 
 def _technology(plan: Plan, network: str) -> str | None:
-    return str(plan.settings.get(f"{network}_technology")) if plan.settings.get(f"{network}_technology") else None
+    return plan.settings.technology(network) or None
 
 
 def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
@@ -150,7 +150,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     lengths = run_lengths_m(plan, links, routing)
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
     groups = _two_link_groups(links, ends, by_cage)
-    counters: dict[str, int] = defaultdict(int)
+    counters: dict[tuple[str, str], int] = defaultdict(int)  # (network prefix, rack of the A end) -> cables so far
     done = bytearray(len(links))
     if uncabled:
         for index, link in enumerate(links):
@@ -174,16 +174,18 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         for i in group:
             done[i] = 1
         prefix = NETWORK_INFO[link.network].cable_prefix
-        counters[prefix] += 1
         # the a end is the one its links share (the switch cage); a cable with one leg used keeps its link's
         # ends, host (a) and switch (b), as every single-link cable does (power.cable_ends)
         a_module = choice.a_transceiver.id if choice.a_transceiver else None
         b_module = choice.b_transceiver.id if choice.b_transceiver else None
+        rack = devices[link.b_device].rack
         if len(group) == 1:
             a_module, b_module = b_module, a_module
+            rack = devices[link.a_device].rack
+        counters[(prefix, rack)] += 1
         plan.cables.append(
             Cable(
-                id=f"{prefix}{counters[prefix]:06d}",
+                id=cable_id(prefix, rack, counters[(prefix, rack)]),
                 network=link.network,
                 links=tuple(group),
                 media=choice.cable.media,
@@ -224,10 +226,11 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         for i in group:
             done[i] = 1
         prefix = NETWORK_INFO[link.network].cable_prefix
-        counters[prefix] += 1
+        rack = devices[link.a_device].rack
+        counters[(prefix, rack)] += 1
         plan.cables.append(
             Cable(
-                id=f"{prefix}{counters[prefix]:06d}",
+                id=cable_id(prefix, rack, counters[(prefix, rack)]),
                 network=link.network,
                 links=tuple(group),
                 media=choice.cable.media,
@@ -242,6 +245,13 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     _one_module_per_twin_cage(plan, ends, by_cage, choose)
 
 
+def cable_id(prefix: str, rack: str, number: int) -> str:
+    """A cable's identifier: its network's letter, the rack its A end stands in and its number among that
+    network's cables from that rack (``C-A04-0012``). Numbered per network and per rack, so growing one rack or
+    changing another network never renumbers a cable whose label is already printed."""
+    return f"{prefix}-{rack}-{number:04d}"
+
+
 def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: dict, choose) -> None:
     """Give every twin-port cage one transceiver module: an NVIDIA twin-port OSFP module serves both
     ports with one media (SR8 multimode or DR8 single-mode, hardware-facts §2).
@@ -253,7 +263,7 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
     link stays multimode and the plan carries a warning: that cage's ports need other partners.
     """
     links = plan.links
-    cable_of: list[Cable] = [None] * len(links)  # type: ignore[list-item]
+    cable_of: list[Cable | None] = [None] * len(links)  # None: a backplane link (no cable)
     for cable in plan.cables:
         for i in cable.links:
             cable_of[i] = cable
@@ -272,6 +282,8 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
         device, cage = queue.pop()
         for index in by_cage[(device, cage)]:
             cable = cable_of[index]
+            if cable is None:
+                continue
             if cable.media == "mmf" and not _refit(plan, cable, ends[index], choose):
                 unfit.append(index)
             link = links[index]
@@ -286,6 +298,8 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
             continue
         i, j = indexes
         cable_i, cable_j = cable_of[i], cable_of[j]
+        if cable_i is None or cable_j is None:
+            continue
         at_a_i, at_a_j = links[i].a_device == device, links[j].a_device == device
         module_i = cable_i.a_transceiver if at_a_i else cable_i.b_transceiver
         module_j = cable_j.a_transceiver if at_a_j else cable_j.b_transceiver

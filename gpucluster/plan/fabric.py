@@ -187,6 +187,7 @@ class ClosResult:
     tiers: list[Tier] = field(default_factory=list)
     leaves: dict[str, list[str]] = field(default_factory=dict)  # group label -> leaf names
     service_top_switches: int = 0  # top-tier switches added only for service leaves' uplinks (no free port)
+    reserved_leaves: int = 0  # leaves of the growth reserve the tiers above have ports for
 
 
 def build_clos(
@@ -202,6 +203,8 @@ def build_clos(
     fewest_upper_switches: bool = False,
     top: Sequence[Device] = (),
     one_switch: bool = True,
+    final_units: int | None = None,
+    final_groups: Sequence[LeafGroup] = (),
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
@@ -221,6 +224,14 @@ def build_clos(
     the in-band core) that take the leaves' uplinks on their free ports instead of tiers of this network's own.
     ``one_switch=False`` keeps each group on leaves of its own even where one switch could take every host port (a
     bonded pair's two sides on two leaves).
+
+    ``final_units`` is the growth reserve: the number of units (the groups' ``su`` values) the network will
+    serve at its final size. The tiers above the leaves are then built for that size, the RA's way of growing
+    a SuperPOD: as many spines (and cores) as the final leaves need, each child's uplinks spread over all of
+    them on ports that do not depend on how many children there are now, so a phase adds leaves and their
+    uplinks without re-cabling a port. ``final_groups`` is the same reserve for a network whose leaves are not
+    per unit (the in-band leaves packed across the SUs): the groups as they will be at the final size, whose
+    extra leaves the tiers above are sized for.
     """
     upper_part = upper_part or leaf_part
     prefix = f"{network}-p{plane}" if plane else network
@@ -236,9 +247,33 @@ def build_clos(
     if not groups:
         return result
     total_ports = sum(len(g.ports) for g in groups)
+    units = sorted({g.su for g in groups if g.su is not None})
+    growing = bool(final_units and final_units > len(units)) or sum(len(g.ports) for g in final_groups) > total_ports
+    split: dict[int, int] = {}
+
+    def reserved_leaves() -> int:
+        """The growth reserve's leaves: a unit's leaves (its rails'; a rack-scale fabric's one fabric-manager leaf
+        comes once) for each unit still to come, or the leaves the final groups need beyond today's."""
+        if not growing:
+            return 0
+        if final_groups:
+            cap_of = {g.label: caps[id(g)] for g in groups}  # host ports per leaf, as today's leaves take them
+            final = sum(
+                len(
+                    _slices(
+                        f.ports, math.ceil(port_slots(f.ports, down_pool) / cap_of.get(f.label, capacity)), down_pool
+                    )
+                )
+                for f in final_groups
+                if f.ports
+            )
+            return max(0, final - sum(split.values()))
+        railed = [g for g in groups if g.rail is not None] or groups
+        per_unit = max(sum(split[id(g)] for g in railed if g.su == unit) for unit in units)
+        return (int(final_units or 0) - len(units)) * per_unit
 
     # One switch is enough: every host port on a single leaf, no uplinks needed.
-    if one_switch and port_slots([p for g in groups for p in g.ports], down_pool) <= len(down_pool):
+    if one_switch and not growing and port_slots([p for g in groups for p in g.ports], down_pool) <= len(down_pool):
         leaf = _add_switch(plan, name_of("leaf", "01"), leaf_part, network, 1, groups[0], plane)
         leaf.su = groups[0].su if len(groups) == 1 else None
         leaf.rail = groups[0].rail if len(groups) == 1 else None
@@ -273,7 +308,7 @@ def build_clos(
         uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in rail_groups)
         uplinks = max(uplinks, min(leaf_uplinks or 0, capacity - max(used.values())))
         if fewest_upper_switches:
-            leaves = sum(split.values())
+            leaves = sum(split.values()) + reserved_leaves()
             uplinks = min(
                 range(uplinks, max(uplinks, capacity - max(used.values())) + 1),
                 key=lambda u: (upper_switch_count(leaves, u, len(_pool(upper_part, "fabric"))), u),
@@ -294,11 +329,16 @@ def build_clos(
     for g in groups:
         names = []
         count = split[id(g)]
+        # leaves with uplink ports of their own (out-of-band access switches) fill one after another, so a group
+        # that grows keeps its hosts where they are; fabric leaves share the hosts evenly (one uplink count)
+        fill = caps[id(g)] if separate_uplinks and not down_pool.halves else 0
         for i in range(count):
-            suffix = g.label if count == 1 and not g.numbered else f"{g.label}-{i + 1}"
+            # the first leaf keeps the group's name when the group grows to several: a phase adds "-2", "-3" ...;
+            # a numbered group's leaves are <label>-1, -2 ... from the first
+            suffix = f"{g.label}-{i + 1}" if g.numbered or i else g.label
             leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g, plane)
             names.append(leaf.name)
-            hosts = slices[id(g)][i]
+            hosts = g.ports[i * fill : (i + 1) * fill] if fill else slices[id(g)][i]
             down_gbps += _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
             down_links += len(hosts)
             own = uplinks
@@ -327,11 +367,22 @@ def build_clos(
             plane,
         )
     )
+    reserve = reserved_leaves()
+    result.reserved_leaves = reserve
     if top:
         _uplink_to(plan, network, children, list(top), result)
         return result
     _build_upper_tiers(
-        plan, network, children, upper_part, name_of, result, min_top_switches, plane, not fewest_upper_switches
+        plan,
+        network,
+        children,
+        upper_part,
+        name_of,
+        result,
+        min_top_switches,
+        plane,
+        not fewest_upper_switches,
+        reserve,
     )
     return result
 
@@ -369,7 +420,9 @@ def _uplink_to(plan: Plan, network: NetworkName, children: list[_Child], top: li
             if not free[switch.name]:
                 raise ValueError(f"{switch.name} has no free port for {network} uplinks")
             speed = min(child.speed_gbps, pools[switch.name].speed_gbps)
-            _uplink(plan, network, 2, lower, switch.name, pools[switch.name], free[switch.name].pop(0), speed)
+            # the highest free ports first: where they are does not depend on how many leaves take the low ports
+            # (the in-band core's growth reserve keeps the ports after its leaves' free for the leaves to come)
+            _uplink(plan, network, 2, lower, switch.name, pools[switch.name], free[switch.name].pop(), speed)
             links += 1
             gbps += speed
     result.tiers.append(Tier(network, 2, TIER_NAMES[1], top[0].part, len(top), links, 0, gbps, 0.0))
@@ -385,21 +438,27 @@ def _build_upper_tiers(
     min_top_switches: int,
     plane: int | None,
     su_aligned: bool = True,
+    reserve: int = 0,
 ) -> None:
+    """The tiers above the leaves; `reserve` children more are to come (the growth reserve)."""
     pool = _pool(part, "fabric")
     radix = len(pool)
     tier = 2
     while True:
         tier_name = TIER_NAMES[tier - 1]
-        if len(children) <= radix:
-            _build_top(plan, network, children, part, pool, tier, tier_name, name_of, result, min_top_switches, plane)
+        final = len(children) + reserve
+        if final <= radix:
+            _build_top(
+                plan, network, children, part, pool, tier, tier_name, name_of, result, min_top_switches, plane, reserve
+            )
             return
         blocks = (
             _blocks(children, radix // 2)
             if su_aligned
             else [children[i : i + radix // 2] for i in range(0, len(children), radix // 2)]
         )
-        block_size = max(len(b) for b in blocks)
+        # a block that will fill up later takes its final uplinks now: half the switch up, as when it is full
+        block_size = radix // 2 if reserve else max(len(b) for b in blocks)
         positions = len(children[0].uplinks)
         if any(len(c.uplinks) != positions for c in children):
             raise ValueError("children of a blocked tier need equal uplink counts")
@@ -445,6 +504,7 @@ def _build_upper_tiers(
                 plane,
             )
         )
+        reserve = max(0, math.ceil(final / (radix // 2)) - len(blocks)) if reserve else 0
         children = next_children
         tier += 1
 
@@ -461,12 +521,14 @@ def _build_top(
     result: ClosResult,
     min_top_switches: int,
     plane: int | None,
+    reserve: int = 0,
 ) -> None:
     radix = len(pool)
     spread = [c for c in children if not c.service]
     services = [c for c in children if c.service]
     common = math.gcd(*(len(c.uplinks) for c in spread))
-    total = sum(len(c.uplinks) for c in spread)
+    # the growth reserve's leaves take uplinks like the others: the top tier is sized for them from the start
+    total = sum(len(c.uplinks) for c in spread) + reserve * len(spread[-1].uplinks)
     service_total = sum(len(c.uplinks) for c in services)
     widest = max((len(c.uplinks) for c in services), default=0)
     fitting = [t for t in _divisors(common) if total / t + math.ceil(service_total / t) <= radix and t >= widest]
@@ -491,6 +553,8 @@ def _build_top(
             _uplink(plan, network, tier, (device, port, cage), switches[t].name, pool, next_port[t], speed, plane)
             next_port[t] += 1
             links += 1
+    if reserve and spread:  # the service leaves take ports after the growth reserve's leaves
+        next_port = [p + reserve * (len(spread[-1].uplinks) // top) for p in next_port]
     for child in services:  # each uplink to a different top switch, the least used first
         targets = sorted(range(top), key=lambda t: (next_port[t], t))[: len(child.uplinks)]
         for (device, port, cage), t in zip(child.uplinks, sorted(targets), strict=True):

@@ -7,17 +7,27 @@ backplane links have none). The networkx graphs are derived from the links, one 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
 
 import networkx as nx
 
+from gpucluster.catalog.schema import AnyPart
+from gpucluster.design.schema import Compute, Design
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
+
+if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
+    from gpucluster.burn_in import BurnInTest
+    from gpucluster.plan.power import DevicePower
+    from gpucluster.plan.queries import PlanQueries
+
+PartT = TypeVar("PartT")
 
 NetworkName = str  # a key of plan/registry.py NETWORK_INFO
 NETWORKS: tuple[NetworkName, ...] = NETWORK_NAMES
 DeviceRole = str  # a key of plan/registry.py ROLES
 
+Severity = Literal["error", "warning", "advisory", "ok"]
 RULE_PREFIX = "rule:"  # findings from design rules (gpucluster/rules.py) carry their rule's name after this prefix
 
 
@@ -122,35 +132,212 @@ class Finding:
     """A design-rule result or a warning, with its reason."""
 
     rule: str
-    severity: Literal["error", "warning", "advisory", "ok"]
+    severity: Severity
     message: str
     subject: str = ""  # what it is about: a rack, a network, the design
 
 
-@dataclass
+class FilesystemAsked(TypedDict):
+    """The parallel filesystem the design asked for (its own figures, or the RA's level per SU), and on what basis."""
+
+    capacity_tb: float | None
+    read_gbytes_per_s: float
+    write_gbytes_per_s: float
+    basis: str
+
+
+class ObjectStorageAsked(TypedDict):
+    """The object storage the design asked for."""
+
+    capacity_tb: float | None
+    throughput_gbytes_per_s: float | None
+
+
+class Reachability(TypedDict):
+    """Whether every host of a network reaches every other over its switches, and in how many pieces they stand."""
+
+    all_hosts_reach_each_other: bool
+    switch_components: int
+
+
+class NetworkAnalysis(TypedDict, total=False):
+    """One network's graph analysis (plan/analysis.py; plan.json "analysis"): reachability, tiers, bisection, hops
+    and what one failure costs; a multi-plane fabric adds its planes, the NVLink backplane its domains. Empty for a
+    network the plan does not analyse (Plan.analysis_of)."""
+
+    all_hosts_reach_each_other: bool
+    switch_components: int
+    scope: str  # nvlink: "within each NVLink domain"
+    domains: int  # nvlink: NVLink domains
+    links: int  # nvlink: backplane links
+    tiers: list[dict[str, Any]]
+    bisection_bandwidth_gbps: float
+    hops: dict[str, Any]  # max_switch_hops, ... ({} where hosts do not all reach each other)
+    single_switch_failure: dict[str, Any]  # per tier
+    worst_leaf_failure: dict[str, Any]
+    planes: dict[str, dict[str, Any]]  # multi-plane fabrics: per plane
+    plane_failure: dict[str, Any]  # multi-plane fabrics: what losing one plane costs
+
+
+@dataclass(slots=True)
+class Settings:
+    """What the planner resolved from the design's defaults and the catalog (plan.json "settings").
+
+    The planner sets every field (plan/build.py); the empty defaults are those of a scratch plan.
+    """
+
+    server: str = ""  # catalog id of the GPU server
+    gpus_per_server: int = 0
+    gpu_model: str = ""
+    production_servers: int = 0
+    spare_servers: int = 0
+    scalable_unit_servers: int = 0
+    rails: int = 0
+    compute_planes: int = 0
+    compute_technology: str = ""  # what the compute switches and optics speak (RoCE runs on ethernet)
+    compute_fabric: str = ""  # infiniband-ndr | infiniband-xdr | roce
+    compute_switch: str = ""
+    compute_oversubscription: float = 0.0
+    fabric_manager: str | None = None
+    fabric_managers: int = 0
+    fabric_manager_ports: str | None = None  # own-leaf | su-slot (compute_fabric.fabric_manager_ports); None without
+    storage_fabric_manager: str | None = None  # catalog id of an InfiniBand storage fabric's UFM appliance
+    storage_fabric_managers: int = 0  # its UFM appliances (storage_network.fabric_managers)
+    storage_technology: str = ""
+    storage_switch: str = ""
+    parallel_filesystem_block: str = ""
+    parallel_filesystem_blocks: int = 0
+    parallel_filesystem_read_gbytes_per_s: float = 0.0
+    parallel_filesystem_write_gbytes_per_s: float = 0.0
+    parallel_filesystem_capacity_tb: float = 0.0
+    parallel_filesystem_asked: FilesystemAsked | None = None  # the design's figures
+    object_storage_block: str | None = None
+    object_storage_blocks: int = 0
+    object_storage_shared: bool = False  # served by the parallel filesystem's blocks
+    object_storage_capacity_tb: float | None = None  # as delivered
+    object_storage_read_gbytes_per_s: float | None = None
+    object_storage_asked: ObjectStorageAsked | None = None  # the design's figures, when it has object storage
+    inband_technology: str = ""
+    inband_switch: str = ""
+    inband_oversubscription: float = 0.0
+    oob_technology: str = ""
+    oob_switch: str = ""
+    oob_aggregation_switch: str = ""
+    pdu: str = ""  # catalog id, chosen from the site's feed
+    non_compute_pdu: str = ""  # catalog id of the PDU of racks without GPU servers (site.non_compute_pdu)
+    rack_system: str | None = None  # catalog id of the design's rack-scale NVLink system (GB200 NVL72 ...)
+    nvlink_domains: int | None = None  # rack-scale designs: NVLink domains planned (one per rack system)
+    servers_per_rack: int = 0  # GPU servers (rack-scale: compute trays) per compute rack
+    servers_per_rack_fit: int | None = None  # servers the rack's power, height and cooling allow (not rack-scale)
+    # the growth reserve (compute_fabric.final_scalable_units): the SUs filled now and those the spines, central
+    # racks and floor are planned for (equal: no reserve)
+    scalable_units: int = 0
+    final_scalable_units: int = 0
+    storage_final_scalable_units: int = 0
+    # the checkpoint and failure model's summary (training/checkpoint.py checkpoint_facts), set by the pipeline
+    checkpoint: dict[str, Any] | None = None  # plain JSON
+
+    def technology(self, network: str) -> str | None:
+        """The technology a network's switches and optics speak (None for a network without one, e.g. NVLink)."""
+        return {
+            "compute": self.compute_technology,
+            "storage": self.storage_technology,
+            "inband": self.inband_technology,
+            "oob": self.oob_technology,
+        }.get(network)
+
+    def as_json(self) -> dict[str, object]:
+        """plan.json's "settings": every field, less those that only some designs have (absent, not null)."""
+        record = asdict(self)
+        for name in _ABSENT_WHEN_NONE:
+            if record[name] is None:
+                del record[name]
+        return record
+
+
+# Settings fields plan.json leaves out (rather than writing null) for a design without them
+_ABSENT_WHEN_NONE = ("object_storage_asked", "rack_system", "nvlink_domains", "servers_per_rack_fit", "checkpoint")
+
+
+@dataclass(slots=True)
+class Totals:
+    """Counts every view quotes (plan/totals.py; plan.json "totals")."""
+
+    servers: int = 0
+    production_servers: int = 0
+    spare_servers: int = 0
+    gpus: int = 0
+    production_gpus: int = 0
+    scalable_units: int = 0
+    switches: dict[str, dict[str, int]] = field(default_factory=dict)  # network -> tier name -> switches
+    switches_total: int = 0
+    links: dict[str, dict[str, int]] = field(default_factory=dict)  # network -> "host-leaf"... -> links
+    links_total: int = 0
+    cables: int = 0
+    cables_by_media: dict[str, int] = field(default_factory=dict)
+    racks: int = 0
+    racks_by_purpose: dict[str, int] = field(default_factory=dict)
+    devices_by_role: dict[str, int] = field(default_factory=dict)
+    it_power_max_kw: float = 0.0
+    it_power_typical_kw: float = 0.0
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
 class Plan:
     """The whole physical plan of one design."""
 
     name: str
-    design: object  # the Design (typed in gpucluster.design.schema; kept loose to avoid a cycle)
+    design: Design
+    settings: Settings = field(default_factory=Settings)
     devices: dict[str, Device] = field(default_factory=dict)
     links: list[Link] = field(default_factory=list)
     cables: list[Cable] = field(default_factory=list)
     racks: dict[str, RackPlan] = field(default_factory=dict)
     tiers: list[Tier] = field(default_factory=list)
     graphs: dict[str, nx.Graph] = field(default_factory=dict)
-    analysis: dict[str, dict] = field(default_factory=dict)
-    totals: dict[str, object] = field(default_factory=dict)  # counts every view quotes (plan/totals.py)
+    analysis: dict[str, NetworkAnalysis] = field(default_factory=dict)  # network -> its graph analysis
+    totals: Totals = field(default_factory=Totals)
     facts: dict[str, object] = field(default_factory=dict)  # what the design rules read (rules.py)
     findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
-    settings: dict[str, object] = field(default_factory=dict)  # resolved defaults (switch models, SU size...)
-    catalog_parts: dict[str, object] = field(default_factory=dict, repr=False)  # part id -> catalog part
-    # device name -> its draw with optics (plan/power.py DevicePower), computed once with the cables
-    device_power: dict[str, object] = field(default_factory=dict, repr=False)
-    # the burn-in tests in the order to run them (gpucluster/burn_in.py BurnInTest), computed once with the plan
-    burn_in: list[object] = field(default_factory=list, repr=False)
+    catalog_parts: dict[str, AnyPart] = field(default_factory=dict, repr=False)  # part id -> catalog part
+    # device name -> its draw with optics (plan/power.py), computed once with the cables
+    device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
+    # the burn-in tests in the order to run them (gpucluster/burn_in.py), computed once with the plan
+    burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
+    _queries: PlanQueries | None = field(default=None, init=False, repr=False, compare=False)  # not copied by replace()
 
-    def part(self, device: str) -> object:
+    def queries(self, refresh: bool = False) -> PlanQueries:
+        """The plan's link and device indexes (plan/queries.py), built once: views look things up there."""
+        if self._queries is None or refresh:
+            from gpucluster.plan.queries import PlanQueries
+
+            self._queries = PlanQueries(self)
+        return self._queries
+
+    @classmethod
+    def scratch(cls, name: str) -> Plan:
+        """A plan that only holds one network's devices and links (fabric dry runs, tests): no design."""
+        return cls(name=name, design=Design.model_construct(name=name, compute=Compute.model_construct()))
+
+    def part_as(self, device: str, kind: type[PartT]) -> PartT:
+        """A device's catalog part, known to be of a kind (a GPU server's GpuServer, a switch's Switch ...)."""
+        return self.catalog_part(self.devices[device].part, kind)
+
+    def catalog_part(self, part_id: str, kind: type[PartT]) -> PartT:
+        """A catalog part by id, known to be of a kind."""
+        part = self.catalog_parts[part_id]
+        if not isinstance(part, kind):
+            raise TypeError(f"catalog part {part_id} is a {type(part).__name__}, not a {kind.__name__}")
+        return part
+
+    def analysis_of(self, network: str) -> NetworkAnalysis:
+        """A network's graph analysis, empty for a network the plan has none of."""
+        return self.analysis.get(network) or NetworkAnalysis()
+
+    def part(self, device: str) -> AnyPart:
         """The catalog part of a device in the plan."""
         return self.catalog_parts[self.devices[device].part]
 
@@ -180,4 +367,5 @@ class Plan:
         return [name for name in NETWORKS if NETWORK_INFO[name].every_design or name in used]
 
     def links_on(self, network: str) -> list[Link]:
-        return [link for link in self.links if link.network == network]
+        """A network's links in plan order (from the plan queries: build the plan's links first)."""
+        return self.queries().links(network)

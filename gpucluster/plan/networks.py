@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
-from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackSystem, StorageBlock, Switch
+from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
 
@@ -58,6 +58,9 @@ class Resolved:
     fabric_manager_leaf: bool = False  # the fabric managers on a leaf of their own, outside the SUs
     storage_fabric_manager: Appliance | None = None  # UFM of an InfiniBand storage fabric (its own subnet)
     storage_fabric_managers: int = 0
+    scalable_units: int = 1  # the SUs the servers, spares and fabric-manager slots fill now
+    final_scalable_units: int = 0  # the growth reserve of the compute fabric (and in-band): SUs at the final size
+    storage_final_scalable_units: int = 0  # the storage network's growth reserve
 
     @property
     def su_manager_slots(self) -> int:
@@ -71,7 +74,7 @@ class Resolved:
         return self.production_servers + self.spare_servers
 
 
-def host_ports(device: str, part: GpuServer | Appliance | StorageBlock, role: str, purpose: str) -> list[HostPort]:
+def host_ports(device: str, part: RackMounted, role: str, purpose: str) -> list[HostPort]:
     """A device's ports of one role, in catalog (for compute: rail) order."""
     pool = device_ports(part).get(role)
     if pool is None:
@@ -239,6 +242,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
                 leaf_part=r.compute_switch,
                 plane=plane if r.planes > 1 else None,
                 fewest_upper_switches=rack_scale,
+                final_units=math.ceil(r.final_scalable_units / units) if r.final_scalable_units else None,
             )
         )
     return results
@@ -289,6 +293,7 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         leaf_part=r.storage_switch,
         min_top_switches=2,
         one_switch=2 * r.servers < r.su_servers,  # dual-homed from half an SU up, even where one switch has the ports
+        final_units=r.storage_final_scalable_units or None,
     )
 
 
@@ -314,11 +319,18 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
             ports["ab"[index % 2]].append(port)
     for role in ("management-server", "fabric-manager", "object-storage"):
         for device in plan.devices_with(role):
-            part = catalog.parts[device.part]
+            part = catalog.get(device.part, RackMounted)
             port_role = "storage" if role == "object-storage" else "inband"
-            for index, port in enumerate(host_ports(device.name, part, port_role, "management")):  # type: ignore[arg-type]
+            for index, port in enumerate(host_ports(device.name, part, port_role, "management")):
                 ports["ab"[index % 2]].append(port)
     groups = [LeafGroup(side, hosts, r.inband_oversubscription, numbered=True) for side, hosts in ports.items()]
+    # the growth reserve: the SUs still to come bring their servers' in-band ports; the cores are sized for the
+    # leaves those need from the start (a phase adds leaves and their uplinks, no core port is re-cabled)
+    final = {side: list(hosts) for side, hosts in ports.items()}
+    extra_servers = max(0, (r.final_scalable_units or 0) - r.scalable_units) * r.su_servers
+    for k in range(extra_servers):
+        for index, port in enumerate(host_ports(f"~reserve-{k}", r.server, "inband", "management")):
+            final["ab"[index % 2]].append(port)
     return build_clos(
         plan,
         network="inband",
@@ -327,4 +339,7 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
         leaf_uplinks=INBAND_LEAF_UPLINKS,
         min_top_switches=2,
         one_switch=2 * r.servers < r.su_servers,  # from half a scalable unit up, a bond's two sides on two leaves
+        final_groups=[LeafGroup(side, hosts, r.inband_oversubscription, numbered=True) for side, hosts in final.items()]
+        if extra_servers
+        else [],
     )

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Cable as CablePart
-from gpucluster.catalog.schema import Pdu
+from gpucluster.catalog.schema import Pdu, Switch
 from gpucluster.plan.cables import run_length_m
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, free_ports
 from gpucluster.plan.model import Device, Plan
@@ -113,7 +113,8 @@ def reserve_oob_switches(
     def reserve(cluster: Cluster, part_id: str, purpose: str, count: int, key: str) -> None:
         slots = reserved.setdefault(key, [])
         while len(slots) < count:
-            slot = Device(f"~{key}-{len(slots)}", part_id, "switch", u_height=planner.catalog.parts[part_id].u_height)
+            height = planner.catalog.get(part_id, Switch).u_height
+            slot = Device(f"~{key}-{len(slots)}", part_id, "switch", u_height=height)
             planner.place(cluster, purpose, slot)
             slots.append(slot)
 
@@ -132,7 +133,8 @@ def reserve_oob_switches(
         leaves = [
             (planner.clusters[name].su, count if name == "central" else len(reserved.get(name, []))) for name in order
         ]
-        leaves += [(rack.su, len(reserved[rack.nvlink_domain])) for rack in _system_racks(planner, order)]
+        systems = _system_racks(planner, order)
+        leaves += [(rack.su, len(reserved[domain])) for rack in systems if (domain := rack.nvlink_domain)]
         access = sum(n for _su, n in leaves)
         upper = 0 if inband_top(plan, r, access) else _oob_upper_switches(r, leaves)
         reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
@@ -150,7 +152,7 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
     cluster in floor order: a dry run of the same construction on full access switches."""
     if sum(n for _su, n in leaves) <= 1:
         return 0
-    scratch = Plan(name="scratch", design=None)
+    scratch = Plan.scratch("scratch")
     access = sum(g.port_count for g in r.oob_switch.port_groups("access"))
     groups = [
         LeafGroup(f"g{i}", [HostPort(f"h{i}-{j}", "p", 0, 1.0) for j in range(access * n)], su=su)
@@ -212,7 +214,7 @@ def _spill_central(
     if central is None or not central.ports:
         return
     reach_m = max((c.reach_m for c in catalog.of_kind(CablePart) if c.media == "cat6"), default=0.0)
-    routing = plan.design.site.cabling  # type: ignore[attr-defined]
+    routing = plan.design.site.cabling
     room = {
         id(g): len(reserved.get(g.label, [])) * per_switch - len(g.ports)
         for g in groups

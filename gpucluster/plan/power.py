@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import cast
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
-from gpucluster.catalog.schema import Pdu, PowerShelf, RackSystem, Transceiver
+from gpucluster.catalog.schema import Pdu, PowerShelf, RackMounted, RackSystem, Transceiver
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.cables import CAGE_ACCEPTS
 from gpucluster.plan.model import Cable, Plan, RackPlan
@@ -158,10 +158,11 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
     def module_of(part_id: str, network: str, transceiver: bool, leg: bool = False) -> CageModule | None:
         part = parts[part_id]
         if transceiver:
-            typical, maximum = module_power_w(part)  # type: ignore[arg-type]
-            if leg and getattr(part, "split_power_max_w", None) is not None:  # 200G mode: half its lanes lit
-                maximum = float(part.split_power_max_w)  # type: ignore[attr-defined]
-                typical = min(typical, float(getattr(part, "split_power_typical_w", None) or maximum))
+            module = plan.catalog_part(part_id, Transceiver)
+            typical, maximum = module_power_w(module)
+            if leg and module.split_power_max_w is not None:  # 200G mode: half its lanes lit
+                maximum = float(module.split_power_max_w)
+                typical = min(typical, float(module.split_power_typical_w or maximum))
             return CageModule(part_id, network, True, typical, maximum)
         per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
         return CageModule(part_id, network, False, per_end_w, per_end_w) if per_end_w else None
@@ -237,7 +238,7 @@ def optics_allowance_w(plan: Plan, catalog: Catalog) -> dict[str, float]:
     return result
 
 
-def _cage_allowance_w(part: object, switch: bool, modules: list[tuple[str, int, str, float]]) -> dict[int, float]:
+def _cage_allowance_w(part: object, switch: bool, modules: Sequence[tuple[str, int, str, float]]) -> dict[int, float]:
     """Cage number (unique across the device, as catalog.ports numbers them) -> the most a module in it draws."""
     result = {}
     offset = 0
@@ -259,7 +260,7 @@ def _cage_allowance_w(part: object, switch: bool, modules: list[tuple[str, int, 
 def device_powers(plan: Plan) -> dict[str, DevicePower]:
     """Each device's draw with its optics, as the planner computed it (or computed now, for a plan
     assembled without the planner): every view reads this instead of recomputing it."""
-    return plan.device_power or device_power(plan)  # type: ignore[return-value]
+    return plan.device_power or device_power(plan)
 
 
 def device_power(plan: Plan) -> dict[str, DevicePower]:
@@ -428,10 +429,10 @@ def feed_loss(plan: Plan, feed: PowerFeed) -> list[FeedLoss]:
     for part_id, (surviving, split) in sorted(worst.items()):
         part = plan.catalog_parts[part_id]
         psus = getattr(part, "psus", None)
-        if not psus:
+        if not psus or not isinstance(part, RackMounted):
             continue
         surviving_w = surviving * psus.rating_w
-        if surviving_w < part.power_max_w:  # type: ignore[attr-defined]
+        if surviving_w < part.power_max_w:
             result.append(
                 FeedLoss(
                     part=part_id,
@@ -440,8 +441,8 @@ def feed_loss(plan: Plan, feed: PowerFeed) -> list[FeedLoss]:
                     psu_rating_w=psus.rating_w,
                     surviving_psus=surviving,
                     surviving_w=surviving_w,
-                    max_w=part.power_max_w,  # type: ignore[attr-defined]
-                    typical_w=part.power_typical_w,  # type: ignore[attr-defined]
+                    max_w=part.power_max_w,
+                    typical_w=part.power_typical_w,
                     split=split,
                 )
             )
@@ -469,7 +470,7 @@ def pdu_outlet_names(pdu: Pdu) -> list[tuple[str, str]]:
 
 def rack_feeds(plan: Plan, rack: RackPlan) -> dict[str, list[str]]:
     """The rack's PDUs by feed, in the order add_pdus named them (a1, b1, a2 ... with 2N; a, b, c with N+1)."""
-    redundancy = plan.design.site.power_feed.redundancy  # type: ignore[attr-defined]
+    redundancy = plan.design.site.power_feed.redundancy
     feeds: dict[str, list[str]] = defaultdict(list)
     for name, feed in zip(rack.pdus, pdu_feeds(len(rack.pdus), redundancy), strict=True):
         feeds[feed].append(name)
@@ -485,7 +486,7 @@ def power_cords(plan: Plan) -> list[PowerCord]:
     Each cord takes the outlet type that mates with the inlet (C20 -> C19), else any free outlet, as pdus_needed
     counted them (adapter cord). A PSU for which no outlet is left gets no cord (the outlet design rule reports
     that rack)."""
-    redundancy = plan.design.site.power_feed.redundancy  # type: ignore[attr-defined]
+    redundancy = plan.design.site.power_feed.redundancy
     cords: list[PowerCord] = []
     for rack in plan.racks.values():
         feeds = rack_feeds(plan, rack)

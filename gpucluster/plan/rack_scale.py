@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
+from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem, Switch
 from gpucluster.plan.model import Device, Link, Plan
 from gpucluster.plan.networks import Resolved
 from gpucluster.plan.racks import RackPlanner
@@ -46,9 +46,8 @@ def add_rack_systems(plan: Plan, r: Resolved, prefix: str) -> list[Domain]:
     system = r.rack_system
     assert system is not None
     tray = r.server
-    catalog = plan.catalog_parts
-    switch_tray = catalog[system.nvlink_switch_tray]
-    shelf = catalog[system.power_shelf]
+    switch_tray = plan.catalog_part(system.nvlink_switch_tray, NvlinkSwitchTray)
+    shelf = plan.catalog_part(system.power_shelf, PowerShelf)
     racks = r.servers // system.compute_trays
     spare_racks = r.spare_servers // system.compute_trays
     racks_per_su = r.su_servers // system.compute_trays
@@ -99,7 +98,7 @@ def add_nvlink_links(plan: Plan, system: RackSystem, domains: list[Domain]) -> N
                     switch = domain.switch_trays[c // chips]
                     links.append(
                         Link(
-                            "nvlink",  # type: ignore[arg-type]
+                            "nvlink",
                             0,
                             tray_name,
                             gpu_ports[g * system.nvlink_links_per_gpu + c],
@@ -122,7 +121,7 @@ def place_rack_systems(
     if system.height_u > height:
         raise ValueError(f"{system.id} needs {system.height_u}U; its rack {system.rack} has {height}U")
     reserved: dict[str, list[Device]] = {}
-    management = planner.catalog.parts[system.management_switch]
+    management = planner.catalog.get(system.management_switch, Switch)
     for domain in domains:
         cluster = planner.cluster(f"su{domain.su:02d}", domain.su)
         rack = planner.new_rack(cluster, "compute")

@@ -126,11 +126,29 @@ class RackPlanner:
         pitch = self.site.rack_pitch_mm or self.rack_part.width_mm
         per_row = self.site.racks_per_row
         row, position = 0, 0
-        for name in order:
+        reserved_width = max((len(c.racks) for n, c in self.clusters.items() if n != CENTRAL and c.su), default=0)
+        for index, name in enumerate(order):
+            after = order[index + 1 :]
+            if name not in self.clusters:
+                # a scalable unit of the growth reserve: its floor space is kept free, as wide as the widest unit
+                if position and position + reserved_width > per_row:
+                    row, position = row + 1, 0
+                position += reserved_width
+                while position > per_row:
+                    row, position = row + 1, position - per_row
+                continue
             cluster = self.clusters[name]
-            racks = _network_in_middle(cluster.racks)
-            if position and position + len(racks) > per_row:
-                row, position = row + 1, 0
+            if name == CENTRAL:
+                # the central racks start a row of their own when scalable units follow them, and the units after
+                # them start the next row: a change to storage or management never moves a unit's racks, and the
+                # compute fabric's racks come first among the central ones, so it never moves them either
+                racks = sorted(cluster.racks, key=_central_rank)
+                if position and after:
+                    row, position = row + 1, 0
+            else:
+                racks = _network_in_middle(cluster.racks)
+                if position and position + len(racks) > per_row:
+                    row, position = row + 1, 0
             for rack in racks:
                 if position == per_row:
                     row, position = row + 1, 0
@@ -140,8 +158,8 @@ class RackPlanner:
                     part=rack.part or self.rack_part.id,
                     row=row,
                     position=position,
-                    x_mm=position * pitch,
-                    y_mm=row * self.site.row_pitch_mm,
+                    x_mm=float(position * pitch),
+                    y_mm=float(row * self.site.row_pitch_mm),  # floats, as a lock reads them back
                     purpose=rack.purpose,
                     height_u=rack.height_u,
                     su=rack.su,
@@ -156,6 +174,16 @@ class RackPlanner:
                 for device in rack.devices:
                     device.rack = rack_name
                 position += 1
+            if name == CENTRAL and after and position:
+                row, position = row + 1, 0
+
+
+CENTRAL = "central"  # the cluster of the hall's central racks (top tiers, storage, management)
+_CENTRAL_ORDER = ("network", "management", "storage")  # the central racks' order on the floor
+
+
+def _central_rank(rack: _Rack) -> int:
+    return _CENTRAL_ORDER.index(rack.purpose) if rack.purpose in _CENTRAL_ORDER else len(_CENTRAL_ORDER)
 
 
 def _network_in_middle(racks: list[_Rack]) -> list[_Rack]:
@@ -235,7 +263,7 @@ _CENTRAL_SPARE_U = 2  # room kept for the out-of-band switches when the central 
 def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     """Servers into compute racks by SU; each SU's leaves into its network rack; the spines of a pod
     (a block of SUs under a higher tier) beside that pod's SUs; the top tiers and services central."""
-    central = planner.cluster("central")
+    central = planner.cluster(CENTRAL)
     pod_sus: dict[str, set[int]] = {}
     for link in plan.links:
         if link.tier == 1:
@@ -263,7 +291,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             central_devices.append((NETWORK_INFO[device.network or "oob"].rack_purpose, device))
         elif device.role == "fabric-manager" and device.network == "storage":
             central_devices.append((NETWORK_INFO["storage"].rack_purpose, device))  # beside the storage leaves
-        elif device.role == "fabric-manager" and plan.settings.get("fabric_manager_ports") != "own-leaf":
+        elif device.role == "fabric-manager" and plan.settings.fabric_manager_ports != "own-leaf":
             # UFM appliances cable to SU 1's leaves (the RA gives them a server slot there): stand beside them
             planner.place(planner.cluster("su01", 1), ROLES[device.role].rack_purpose, device)
         elif device.role == "fabric-manager":  # on a leaf of their own outside the SUs: with the management servers
@@ -281,15 +309,21 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
 
 def _by_su(planner: RackPlanner, name: str) -> tuple[int, str]:
     """Clusters by SU number, not by name ("su100" sorts before "su11" as text), a pod after its last SU."""
-    return (planner.clusters[name].su or 0, name)
+    cluster = planner.clusters.get(name)
+    return (cluster.su or 0 if cluster else int(name.removeprefix("su")), name)
 
 
-def floor_order(planner: RackPlanner) -> list[str]:
+def floor_order(planner: RackPlanner, final_units: int = 0) -> list[str]:
     """Scalable units in order (each pod's spine racks after its last SU) with the central cluster in
-    the middle of the hall."""
-    sus = sorted((name for name in planner.clusters if name != "central"), key=lambda n: _by_su(planner, n))
-    half = len(sus) // 2
-    return [*sus[:half], "central", *sus[half:]]
+    the middle of the hall. With a growth reserve (`final_units`) the units still to come are in the order
+    too, under names no cluster has (``su03`` ...), so the floor keeps their space free and the middle of
+    the hall is the middle of the final one."""
+    sus = [name for name in planner.clusters if name != CENTRAL]
+    present = {planner.clusters[name].su for name in sus}
+    sus += [f"su{unit:02d}" for unit in range(1, final_units + 1) if unit not in present]
+    sus.sort(key=lambda n: _by_su(planner, n))
+    half = (len(sus) + 1) // 2
+    return [*sus[:half], CENTRAL, *sus[half:]]
 
 
 def assign_nvlink_domains(plan: Plan) -> None:

@@ -84,7 +84,7 @@ class Network:
     short: str  # inside a sentence or a BOM note, e.g. "compute fabric"
     colour: str  # "#RRGGBB" of its links and heading in drawings
     bom_section: str  # the BOM section of its switches (gpucluster.bom.SECTIONS)
-    cable_prefix: str  # first letter of its cable ids and labels (C0001 ...)
+    cable_prefix: str  # first letter of its cable ids (C-A04-0001: network, rack of the A end, number there)
     rack_purpose: str  # the rack its switches above the SU leaves stand in (RACK_PURPOSES)
     cabled: bool = True  # its links run over orderable cables; False: on a backplane (counted, no cable)
     every_design: bool = True  # planned for every design; False: present only where a part has such links

@@ -18,7 +18,7 @@ SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"  #
 
 DEFAULT_SWITCH = {"infiniband-ndr": "qm9700", "infiniband-xdr": "q3400-ra", "roce": "sn5600", "ethernet": "sn5600"}
 DEFAULT_FABRIC_MANAGER = {"infiniband-ndr": "ufm-enterprise-ndr", "infiniband-xdr": "ufm-enterprise-xdr"}
-# DGX SuperPOD RA (DGX GB200), Architecture: "each SU contains 8 DGX GB200 systems" (rack-scale-facts.md 2).
+# DGX SuperPOD RA (DGX GB200), Architecture: "each SU contains 8 DGX GB200 systems".
 RACK_SYSTEMS_PER_SU = 8
 
 
@@ -123,20 +123,22 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             f"{spares} hot spares for {production} production servers; at most one spare per server ({production})",
         )
 
-    network = design.storage_network
+    storage_network = design.storage_network
     storage_port_technology = technology_of(server.port_groups("storage")) or "infiniband-ndr"
-    storage_technology = network.technology or storage_port_technology
+    storage_technology = storage_network.technology or storage_port_technology
     storage_switch = _switch(
-        loaded, ("storage_network", "switch"), network.switch or DEFAULT_SWITCH[storage_technology]
+        loaded, ("storage_network", "switch"), storage_network.switch or DEFAULT_SWITCH[storage_technology]
     )
     _has_fabric_ports(loaded, ("storage_network", "switch"), storage_switch, "the storage network")
     # an InfiniBand storage fabric is a subnet of its own with its own UFM pair (H100 RA Table 7: 4 UFM appliances,
     # Table 8: UFM-leaf splitters and UFM transceivers on both fabrics)
-    storage_managers = network.fabric_managers if network.fabric_managers is not None else managers if manager else 0
+    storage_managers = (
+        storage_network.fabric_managers if storage_network.fabric_managers is not None else managers if manager else 0
+    )
     storage_manager: Appliance | None = None
     if storage_managers and storage_switch.technology in DEFAULT_FABRIC_MANAGER:
         storage_manager = catalog.get(DEFAULT_FABRIC_MANAGER[storage_switch.technology], Appliance)
-    elif storage_managers and network.fabric_managers:
+    elif storage_managers and storage_network.fabric_managers:
         _fail(loaded, ("storage_network", "fabric_managers"), "UFM manages InfiniBand fabrics; use 0 on Ethernet")
 
     pfs = design.parallel_filesystem
@@ -217,6 +219,23 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     oob_aggregation = _switch(loaded, ("management", "oob_aggregation_switch"), mgmt.oob_aggregation_switch)
     _has_fabric_ports(loaded, ("management", "oob_aggregation_switch"), oob_aggregation, "the out-of-band uplinks")
     check_scheduler(loaded, production, server.gpu.count)
+    # the UFM's server slots in SU 1 (none on their own leaf or beside a rack-scale SU's trays)
+    taken = 0 if system is not None or own_leaf else manager_slots(manager, managers if manager else 0, rails)
+    units = math.ceil((production + spares + taken) / su)
+    final = _final_units(loaded, ("compute_fabric", "final_scalable_units"), fabric.final_scalable_units, units)
+    if final * su * server.gpu.count > MAX_GPUS:
+        _fail(
+            loaded,
+            ("compute_fabric", "final_scalable_units"),
+            f"{final} scalable units of {su} x {server.model} hold {final * su * server.gpu.count:,} GPUs; the "
+            f"largest supported cluster is {MAX_GPUS:,} GPUs",
+        )
+    storage_final = _final_units(
+        loaded,
+        ("storage_network", "final_scalable_units"),
+        storage_network.final_scalable_units or final or None,
+        units,
+    )
     return Resolved(
         server=server,
         production_servers=production,
@@ -233,8 +252,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         storage_fabric_manager=storage_manager,
         storage_fabric_managers=storage_managers if storage_manager else 0,
         storage_switch=storage_switch,
-        storage_server_oversubscription=network.server_oversubscription,
-        storage_block_oversubscription=network.storage_oversubscription,
+        storage_server_oversubscription=storage_network.server_oversubscription,
+        storage_block_oversubscription=storage_network.storage_oversubscription,
         pfs_block=block,
         pfs_blocks=blocks,
         pfs_read_gbytes_per_s=read,
@@ -257,7 +276,24 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
         object_shared=shared,
         rack_system=system,
+        scalable_units=units,
+        final_scalable_units=final,
+        storage_final_scalable_units=storage_final,
     )
+
+
+def _final_units(loaded: LoadedDesign, loc: tuple[str, ...], final: int | None, units: int) -> int:
+    """A growth reserve (0: none), never below the scalable units the design fills now."""
+    if final is None:
+        return 0
+    if final < units:
+        _fail(
+            loaded,
+            loc,
+            f"{final} is fewer than the {units} scalable units this design already fills (servers, spares and "
+            f"fabric-manager slots); the final size is at least {units}",
+        )
+    return final if final > units else 0
 
 
 def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gpucluster.plan.fabric import TIER_NAMES
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Plan, Totals
 
 
 def tier_name(tier: int) -> str:
@@ -18,9 +18,9 @@ def link_tier_name(tier: int) -> str:
     return f"{lower}-{TIER_NAMES[tier]}"
 
 
-def totals(plan: Plan) -> dict:
+def totals(plan: Plan) -> Totals:
     servers = plan.devices_with("gpu-server")
-    gpus_per_server = int(plan.settings.get("gpus_per_server", 0))
+    gpus_per_server = plan.settings.gpus_per_server
     networks = plan.networks()
     switches: dict[str, dict[str, int]] = {n: {} for n in networks}
     for device in plan.devices.values():
@@ -28,29 +28,27 @@ def totals(plan: Plan) -> dict:
             per = switches[device.network]
             per[tier_name(device.tier)] = per.get(tier_name(device.tier), 0) + 1
     links: dict[str, dict[str, int]] = {n: {} for n in networks}
-    for link in plan.links:
-        per = links[link.network]
-        key = link_tier_name(link.tier)
-        per[key] = per.get(key, 0) + 1
+    for (network, tier), members in plan.queries().links_by_network_tier.items():
+        links[network][link_tier_name(tier)] = len(members)
     cables_by_media: Counter[str] = Counter(c.media for c in plan.cables)
     racks_by_purpose: Counter[str] = Counter(r.purpose for r in plan.racks.values())
     roles: Counter[str] = Counter(d.role for d in plan.devices.values())
-    return {
-        "servers": len(servers),
-        "production_servers": sum(1 for s in servers if not s.spare),
-        "spare_servers": sum(1 for s in servers if s.spare),
-        "gpus": len(servers) * gpus_per_server,
-        "production_gpus": sum(1 for s in servers if not s.spare) * gpus_per_server,
-        "scalable_units": len({s.su for s in servers}),
-        "switches": {n: dict(sorted(v.items(), key=lambda kv: TIER_NAMES.index(kv[0]))) for n, v in switches.items()},
-        "switches_total": sum(sum(v.values()) for v in switches.values()),
-        "links": {n: dict(sorted(v.items())) for n, v in links.items()},
-        "links_total": len(plan.links),
-        "cables": len(plan.cables),
-        "cables_by_media": dict(sorted(cables_by_media.items())),
-        "racks": len(plan.racks),
-        "racks_by_purpose": dict(sorted(racks_by_purpose.items())),
-        "devices_by_role": dict(sorted(roles.items())),
-        "it_power_max_kw": round(sum(r.power_max_w for r in plan.racks.values()) / 1000, 3),
-        "it_power_typical_kw": round(sum(r.power_typical_w for r in plan.racks.values()) / 1000, 3),
-    }
+    return Totals(
+        servers=len(servers),
+        production_servers=sum(1 for s in servers if not s.spare),
+        spare_servers=sum(1 for s in servers if s.spare),
+        gpus=len(servers) * gpus_per_server,
+        production_gpus=sum(1 for s in servers if not s.spare) * gpus_per_server,
+        scalable_units=len({s.su for s in servers}),
+        switches={n: dict(sorted(v.items(), key=lambda kv: TIER_NAMES.index(kv[0]))) for n, v in switches.items()},
+        switches_total=sum(sum(v.values()) for v in switches.values()),
+        links={n: dict(sorted(v.items())) for n, v in links.items()},
+        links_total=len(plan.links),
+        cables=len(plan.cables),
+        cables_by_media=dict(sorted(cables_by_media.items())),
+        racks=len(plan.racks),
+        racks_by_purpose=dict(sorted(racks_by_purpose.items())),
+        devices_by_role=dict(sorted(roles.items())),
+        it_power_max_kw=round(sum(r.power_max_w for r in plan.racks.values()) / 1000, 3),
+        it_power_typical_kw=round(sum(r.power_typical_w for r in plan.racks.values()) / 1000, 3),
+    )

@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from gpucluster.catalog.schema import GpuServer, RackMounted, StorageBlock
 from gpucluster.design.schema import Workload
 from gpucluster.plan.model import Plan
 from gpucluster.training import reliability as rel
@@ -32,13 +33,13 @@ ASSUMED_WORKLOAD = Workload(model_parameters_b=70)
 
 # Checkpoint bytes per parameter. Mixed-precision Adam saves bf16 weights 2 + fp32 master weights 4 + Adam
 # first and second moments 4 + 4 (ZeRO, arXiv:1910.02054 section 3.1: K = 12 optimizer bytes; gradients are
-# not saved; reliability-facts.md 3.1). SGD with momentum keeps one moment instead of two (derived: 2 + 4 + 4).
+# not saved). SGD with momentum keeps one moment instead of two (derived: 2 + 4 + 4).
 BYTES_PER_PARAMETER = {"adam": 14.0, "adamw": 14.0, "sgd-momentum": 10.0}
 BYTES_SOURCE = "ZeRO (arXiv:1910.02054 3.1): bf16 weights 2 + fp32 master 4 + Adam moments 4 + 4"
 
 # Async checkpoints: PyTorch DCP blocked Llama3-70B training on 1,856 H200 for 0.78 s to stage the
-# checkpoint in host memory (pytorch.org blog "6x faster Async Checkpointing in PyTorch", 2025;
-# reliability-facts.md 3.2). Scaled by the bytes each GPU stages: 70e9 x 14 B / 1,856 GPUs = 528 MB.
+# checkpoint in host memory (pytorch.org blog "6x faster Async Checkpointing in PyTorch", Meta and
+# Crusoe, 2025). Scaled by the bytes each GPU stages: 70e9 x 14 B / 1,856 GPUs = 528 MB.
 ASYNC_STALL_S = 0.78
 ASYNC_REFERENCE_BYTES_PER_GPU = 70e9 * 14.0 / 1856
 
@@ -62,7 +63,7 @@ class Limit:
 
 
 @dataclass(frozen=True)
-class Path:
+class TransferPath:
     """A transfer limited by the slowest of its stages."""
 
     limits: tuple[Limit, ...]
@@ -112,8 +113,8 @@ class CheckpointAnalysis:
     bytes_per_parameter: float
     bytes_source: str
     checkpoint_bytes: float
-    write: Path
-    read: Path
+    write: TransferPath
+    read: TransferPath
     write_s: float
     read_s: float
     stall_s: float  # GPU pause per checkpoint (the blocking write, or the async staging)
@@ -131,8 +132,8 @@ class CheckpointAnalysis:
     gpus_needed: int | None  # for the target days at this plan's goodput
     run_days: float
     run_days_from: str  # where the simulated run length comes from
-    staging_in: Path | None
-    staging_out: Path | None
+    staging_in: TransferPath | None
+    staging_out: TransferPath | None
     dataset_bytes: float | None
     model_bytes: float
     spares_needed: int
@@ -174,12 +175,12 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     design_workload = getattr(plan.design, "workload", None)
     workload = design_workload or ASSUMED_WORKLOAD
     assumed = design_workload is None
-    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    server_part = plan.catalog_part(plan.settings.server, GpuServer)
     servers, idle = _job_servers(plan, server_part)
     spare_names = {d.name for d in plan.devices_with("gpu-server") if d.spare}
-    gpu = server_part.gpu  # type: ignore[attr-defined]
+    gpu = server_part.gpu
     gpus = len(servers) * gpu.count
-    peak, peak_source = peak_tflops(server_part, workload.precision)  # type: ignore[arg-type]
+    peak, peak_source = peak_tflops(server_part, workload.precision)
 
     bytes_per_parameter = workload.checkpoint_bytes_per_parameter or BYTES_PER_PARAMETER[workload.optimizer]
     bytes_source = "design (workload.checkpoint_bytes_per_parameter)"
@@ -290,7 +291,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         domains=domains,
         failover=failover,
         notes=notes,
-        staging_shared=bool(plan.settings.get("object_storage_shared")),
+        staging_shared=bool(plan.settings.object_storage_shared),
     )
 
 
@@ -305,14 +306,14 @@ def _run_days(workload: Workload, compute_days: float | None, goodput: float) ->
     return DEFAULT_RUN_DAYS, "a default (the workload gives no days and no tokens)"
 
 
-def _job_servers(plan: Plan, server_part: object) -> tuple[list, set[str]]:
+def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list, set[str]]:
     """The production servers the job runs on, and the idle ones: on a rack-scale system the job takes a segment
     of each rack's trays (16 of an NVL72's 18, as the launch templates' --segment and Kueue slices place it), so
     the rest stand idle as in-rack spares: their failures do not stop the job and they write no checkpoint."""
     from gpucluster.scheduling import domain_servers, slurm_segment
 
     production = [d for d in plan.devices_with("gpu-server") if not d.spare]
-    segment = slurm_segment(domain_servers(server_part))  # type: ignore[arg-type]
+    segment = slurm_segment(domain_servers(server_part))
     if segment is None:
         return production, set()
     by_domain: dict[str | None, list] = {}
@@ -327,12 +328,12 @@ def _job_servers(plan: Plan, server_part: object) -> tuple[list, set[str]]:
     return job, idle
 
 
-def _domain_spares(plan: Plan, tray: object, failures: float, workload: Workload) -> rel.DomainSpares | None:
+def _domain_spares(plan: Plan, tray: GpuServer, failures: float, workload: Workload) -> rel.DomainSpares | None:
     """For a rack-scale system: each rack keeps the trays outside the job's segment (2 of an NVL72's 18 with
     --segment=16) as in-rack spares; spare racks cover racks with more trays than that in repair at once."""
     from gpucluster.scheduling import domain_servers, slurm_segment  # the segment the launch template uses
 
-    per_rack = domain_servers(tray)  # type: ignore[arg-type]
+    per_rack = domain_servers(tray)
     segment = slurm_segment(per_rack)
     if segment is None:
         return None
@@ -406,7 +407,7 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
         "sync_seconds": round(a.step.sync_s, 3),
         "dataset_tb": round(dataset_tb, 3) if dataset_tb is not None else None,
         "filesystem_capacity_tb": round(_file_capacity_tb(plan), 3),
-        "filesystem": f"{plan.settings['parallel_filesystem_blocks']} x {plan.settings['parallel_filesystem_block']}",
+        "filesystem": f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}",
     }
     # what is not known is left out (Pulumi drops None-valued properties; the rule reads absent as unknown)
     return {key: value for key, value in facts.items() if value is not None}
@@ -414,35 +415,35 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
 
 def _file_capacity_tb(plan: Plan) -> float:
     """The parallel filesystem's capacity for files as delivered: a shared object store's share is not."""
-    capacity = float(plan.settings["parallel_filesystem_capacity_tb"])
-    if plan.settings.get("object_storage_shared"):
-        capacity -= float(plan.settings["object_storage_capacity_tb"])  # type: ignore[arg-type]
+    capacity = float(plan.settings.parallel_filesystem_capacity_tb)
+    if plan.settings.object_storage_shared:
+        capacity -= plan.settings.object_storage_capacity_tb or 0.0
     return capacity
 
 
-def _port_count(part: object, role: str) -> int:
-    return sum(group.port_count for group in part.port_groups(role))  # type: ignore[attr-defined]
+def _port_count(part: RackMounted, role: str) -> int:
+    return sum(group.port_count for group in part.port_groups(role))
 
 
-def _port_gbps(part: object, role: str) -> float:
-    return sum(group.speed_gbps * group.port_count for group in part.port_groups(role))  # type: ignore[attr-defined]
+def _port_gbps(part: RackMounted, role: str) -> float:
+    return sum(group.speed_gbps * group.port_count for group in part.port_groups(role))
 
 
-def _checkpoint_paths(plan: Plan, job_servers: int, spares: set[str]) -> tuple[Path, Path]:
+def _checkpoint_paths(plan: Plan, job_servers: int, spares: set[str]) -> tuple[TransferPath, TransferPath]:
     """Write and read paths between the job's servers and the parallel filesystem: the filesystem's
     throughput, the storage network's narrowest point, and the servers' own storage ports."""
-    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    server_part = plan.catalog_part(plan.settings.server, GpuServer)
     ports_gbytes = job_servers * _port_gbps(server_part, "storage") / 8
     network = _storage_network_gbytes_per_s(plan, spares)
-    write_pfs = float(plan.settings["parallel_filesystem_write_gbytes_per_s"])
-    read_pfs = float(plan.settings["parallel_filesystem_read_gbytes_per_s"])
-    blocks = f"{plan.settings['parallel_filesystem_blocks']} x {plan.settings['parallel_filesystem_block']}"
+    write_pfs = float(plan.settings.parallel_filesystem_write_gbytes_per_s)
+    read_pfs = float(plan.settings.parallel_filesystem_read_gbytes_per_s)
+    blocks = f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}"
     common = (
         Limit("storage network", network, "narrowest of leaf uplinks and storage-block ports (plan links)"),
         Limit("servers' storage ports", ports_gbytes, f"{job_servers} servers x storage ports (catalog)"),
     )
-    write = Path((Limit("parallel filesystem write", write_pfs, f"design/RA level ({blocks})"), *common))
-    read = Path((Limit("parallel filesystem read", read_pfs, f"design/RA level ({blocks})"), *common))
+    write = TransferPath((Limit("parallel filesystem write", write_pfs, f"design/RA level ({blocks})"), *common))
+    read = TransferPath((Limit("parallel filesystem read", read_pfs, f"design/RA level ({blocks})"), *common))
     return write, read
 
 
@@ -450,13 +451,12 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
     """Capacity between GPU servers and storage blocks on the storage network, from the plan's links: the
     storage blocks' ports, and where leaves have uplinks, the uplinks of the servers' leaves and of the
     storage leaves (a fat tree above them carries what its leaves send up)."""
-    roles = {}
+    roles: dict[str, str] = {}
     server_leaves: set[str] = set()
     storage_leaves: set[str] = set()
     block_gbps = 0.0
-    for link in plan.links:
-        if link.network != "storage" or link.tier != 0:
-            continue
+    queries = plan.queries()
+    for link in queries.links("storage", 0):
         host, leaf = (link.a_device, link.b_device)
         role = roles.setdefault(host, plan.devices[host].role)
         if role == "gpu-server" and host not in spares:
@@ -465,9 +465,8 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
             storage_leaves.add(leaf)
             block_gbps += link.speed_gbps
     uplinks: dict[str, float] = defaultdict(float)
-    for link in plan.links:
-        if link.network == "storage" and link.tier == 1:
-            uplinks[link.a_device] += link.speed_gbps
+    for link in queries.links("storage", 1):
+        uplinks[link.a_device] += link.speed_gbps
     limits = [block_gbps]
     if server_leaves - storage_leaves and storage_leaves - server_leaves and uplinks:
         limits.append(sum(uplinks[leaf] for leaf in server_leaves - storage_leaves))
@@ -475,15 +474,19 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
     return min(limits) / 8
 
 
-def _staging_paths(plan: Plan, write: Path, read: Path) -> tuple[Path | None, Path | None]:
+def _staging_paths(
+    plan: Plan, write: TransferPath, read: TransferPath
+) -> tuple[TransferPath | None, TransferPath | None]:
     """Dataset in (object storage -> servers over in-band -> parallel filesystem) and finished model out."""
-    block_id = plan.settings.get("object_storage_block")
+    block_id = plan.settings.object_storage_block
     if not block_id:
         return None, None
-    block = plan.catalog_parts[str(block_id)]
-    count = int(plan.settings["object_storage_blocks"])
-    ports = sum(link.speed_gbps for link in plan.links if plan.devices[link.a_device].role == "object-storage") / 8
-    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    block = plan.catalog_part(str(block_id), StorageBlock)
+    count = int(plan.settings.object_storage_blocks)
+    queries = plan.queries()
+    host_links = (link for network in queries.networks() for link in queries.links(network, 0))
+    ports = sum(link.speed_gbps for link in host_links if plan.devices[link.a_device].role == "object-storage") / 8
+    server_part = plan.catalog_part(plan.settings.server, GpuServer)
     servers = sum(1 for d in plan.devices_with("gpu-server") if not d.spare)
     inband = servers * _port_gbps(server_part, "inband") / 8
     name = f"{count} x {block_id}"
@@ -491,11 +494,11 @@ def _staging_paths(plan: Plan, write: Path, read: Path) -> tuple[Path | None, Pa
         Limit("object storage ports", ports, "object-storage links (plan)"),
         Limit("servers' in-band ports", inband, "staging runs on the GPU servers (catalog)"),
     )
-    staging_in = Path(
-        (Limit("object storage read", count * block.read_gbytes_per_s, name), *common, *write.limits)  # type: ignore[attr-defined]
+    staging_in = TransferPath(
+        (Limit("object storage read", count * block.read_gbytes_per_s, name), *common, *write.limits)
     )
-    staging_out = Path(
-        (Limit("object storage write", count * block.write_gbytes_per_s, name), *common, *read.limits)  # type: ignore[attr-defined]
+    staging_out = TransferPath(
+        (Limit("object storage write", count * block.write_gbytes_per_s, name), *common, *read.limits)
     )
     return staging_in, staging_out
 
@@ -504,7 +507,7 @@ def _units(plan: Plan, servers: list, spares: set[str], gpus_per_server: int) ->
     """Units of each component kind the job depends on: its GPUs and servers, their compute NICs, the
     optics on compute-fabric cables (transceivers and active optical cable ends) that do not serve only
     spares, and every compute-fabric switch."""
-    server_part = plan.catalog_parts[str(plan.settings["server"])]
+    server_part = plan.catalog_part(plan.settings.server, GpuServer)
     optics = 0
     for cable in plan.cables:
         if cable.network != "compute":
@@ -522,7 +525,7 @@ def _units(plan: Plan, servers: list, spares: set[str], gpus_per_server: int) ->
     }
 
 
-def _step(workload: Workload, gpus: int, peak_tflops: float, read: Path, server_part: object) -> Step:
+def _step(workload: Workload, gpus: int, peak_tflops: float, read: TransferPath, server_part: GpuServer) -> Step:
     """One step of the global batch: 6 N D FLOPs at peak x MFU; the batch read from the parallel
     filesystem; the gradients all-reduced over the fabric, assuming tensor parallelism inside the NVLink
     domain and data parallelism across it (ring all-reduce moves 2 (n-1)/n of the data per GPU, nccl-tests
@@ -531,10 +534,10 @@ def _step(workload: Workload, gpus: int, peak_tflops: float, read: Path, server_
     params = workload.model_parameters_b * 1e9
     seconds = step_seconds(workload, gpus, peak_tflops)
     load_s = read.seconds(tokens * workload.dataset_bytes_per_token)
-    gpu = server_part.gpu  # type: ignore[attr-defined]
+    gpu = server_part.gpu
     model_parallel = min(gpu.nvlink_domain_gpus, gpus)
     replicas = max(gpus // model_parallel, 1)
-    port_gbytes = max((g.speed_gbps for g in server_part.port_groups("compute")), default=400) / 8  # type: ignore[attr-defined]
+    port_gbytes = max((g.speed_gbps for g in server_part.port_groups("compute")), default=400) / 8
     gradient_bytes = 2.0 * params / model_parallel  # bf16 gradients of one GPU's shard
     sync_s = 2.0 * (replicas - 1) / replicas * gradient_bytes / (port_gbytes * 1e9) if replicas > 1 else 0.0
     compute_s = max(seconds - load_s - sync_s, 0.0)

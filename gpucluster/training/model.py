@@ -26,7 +26,8 @@ from gpucluster.design.schema import Workload
 PEAK_FACTOR = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0}
 
 # Goodput assumed when sizing GPUs for a target before a plan exists: about 0.9 for the best-run large jobs
-# (Llama 3 ">90% effective training time", MegaScale ">90%", Meta RSC ETTR ~0.9; reliability-facts.md 4).
+# (Llama 3, arXiv:2407.21783: ">90% effective training time"; MegaScale, arXiv:2402.15627: ">90%"; Meta RSC,
+# arXiv:2410.21680: ETTR ~0.9).
 SIZING_GOODPUT = 0.9
 SIZING_GOODPUT_SOURCE = "assumed before planning: Llama 3 / MegaScale / Meta RSC ~90 % (reliability-facts.md 4)"
 

@@ -15,8 +15,8 @@ DAYS_PER_JULIAN_YEAR = 365.25  # failure rates per year of running: the mean yea
 HOURS_PER_JULIAN_YEAR = DAYS_PER_JULIAN_YEAR * 24
 
 # Llama 3 405B pre-training, 54-day snapshot on 16,384 H100 (2,048 servers): 419 unexpected interruptions
-# by root cause (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section 3.3.4, Table 5; via
-# shared reference reliability-facts.md 2.1). Counts are used, not the printed percentages, which disagree
+# by root cause (Dubey et al., "The Llama 3 Herd of Models", arXiv:2407.21783, section 3.3.4, Table 5).
+# Counts are used, not the printed percentages, which disagree
 # with them (148/419 is 35.3 %, printed 30.1 %).
 LLAMA3_DAYS = 54.0
 LLAMA3_GPUS = 16_384
@@ -147,7 +147,8 @@ def expected_loss_per_failure_s(interval_s: float, checkpoint_s: float, mtbf_s: 
 
 def spares_needed(servers: int, failures_per_server_year: float, repair_hours: float, confidence: float) -> int:
     """Fewest spare servers s with P(servers in repair at once <= s) >= confidence: a Poisson quantile of
-    mean servers x rate x repair time (reliability-facts.md 6, spare-node sizing)."""
+    mean servers x rate x repair time (servers in repair at once as a Poisson count; for scale, BLOOM-176B kept 4
+    spare nodes for 48: stas00/ml-engineering, fault-tolerance chapter)."""
     mean = servers * failures_per_server_year * repair_hours / HOURS_PER_JULIAN_YEAR
     if mean <= 0:
         return 0
@@ -217,14 +218,14 @@ def _z(confidence: float) -> float:
 class TrayFailover:
     """How a job placed in segments of NVLink domains (16 of an NVL72's 18 trays) goes on after one of its trays
     fails. The tray's GPUs leave the domain, the rest of the domain keeps working (NVLink partitions isolate one
-    part of a domain from another: NVIDIA's NVL72 Enterprise RA, rack-scale-facts.md 5), and the job restarts from
+    part of a domain from another: NVIDIA's NVL72 Enterprise RA), and the job restarts from
     its last checkpoint: its segment takes one of the rack's spare trays, or, when the rack already has all of them
     in repair, a spare rack; with no spare rack free either it waits for a tray of its rack to come back.
 
     Trays in repair are Poisson (Poisson failures, any repair time: the M/G/inf queue) and a failure sees the
     time-average state (PASTA), so the chance that the failed tray's rack has no spare tray free is
     P(Poisson(other trays x rate x repair) >= spares). NVL72 tray failure rates are not published
-    (rack-scale-facts.md 5): the rate is the tray's GPUs, host and NICs at the per-unit rates of this module
+    (none found in NVIDIA's documents): the rate is the tray's GPUs, host and NICs at the per-unit rates of this module
     (Llama 3's H100 fleet), an assumption the report and checkpoint.md state."""
 
     trays_per_rack: int

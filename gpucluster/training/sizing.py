@@ -2,7 +2,8 @@
 the catalog, with its source), the expected MFU and goodput give the GPUs that finish in the target days.
 
 Training FLOPs ≈ 6 N D (Kaplan et al. 2020 section 2.1; Chinchilla, Hoffmann et al. 2022); GPUs =
-6 N D / (peak x MFU x goodput x wall seconds) (reliability-facts.md 4).
+6 N D / (peak x MFU x goodput x wall seconds), dense peak, goodput about 0.9 for the best-run large jobs
+(Llama 3, MegaScale, Meta RSC).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import yaml
-
+from gpucluster import yamlout
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import GpuServer, RackSystem
 from gpucluster.design.schema import Workload
@@ -130,4 +130,4 @@ def starter_design(
     document["workload"] = workload
     lines = ["Starter design written by `gpucluster size`:", *sizing_lines(s), *(notes or [])]
     header = "".join(f"# {line}\n" for line in lines)
-    return header + yaml.safe_dump(document, sort_keys=False, allow_unicode=True)
+    return header + yamlout.dump(document, allow_unicode=True)

@@ -72,8 +72,8 @@ def plan_starter(
             needed = a.domains.spare_racks_needed * a.domains.trays_per_rack
             wanted_spares = needed if a.domains.spare_racks_needed > a.domains.spare_racks_have else spares
         # racks packed to what the site allows when dividing the SU evenly would leave budget unused
-        per_rack = int(plan.settings.get("servers_per_rack") or 0)  # type: ignore[call-overload]
-        fit = int(plan.settings.get("servers_per_rack_fit") or per_rack)  # type: ignore[call-overload]
+        per_rack = plan.settings.servers_per_rack
+        fit = plan.settings.servers_per_rack_fit or per_rack
         wanted_site = site
         if "servers_per_rack" not in site and fit > per_rack:
             wanted_site = {**site, "servers_per_rack": fit}

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from gpucluster.artifacts.cabling import Locator
+from gpucluster.catalog.schema import RackMounted
 from gpucluster.plan.model import Plan
 from gpucluster.verify.discovery import Discovery, FoundLink, PortKey
 from gpucluster.verify.expected import PlannedEnd, PlannedLink, port_info
@@ -158,8 +159,8 @@ class Names:
         names = self._ib_port_names.get(device)
         if names is None:
             names = self._ib_port_names[device] = {}
-            part = self.plan.part(device)
-            for group in part.ports:  # type: ignore[attr-defined]
+            part = self.plan.part_as(device, RackMounted)
+            for group in part.ports:
                 for name, _cage in group.port_names():
                     info = port_info(self.plan, device, name)
                     if info.ib_port:

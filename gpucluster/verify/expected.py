@@ -158,9 +158,8 @@ def cable_of_links(plan: Plan) -> dict[int, str]:
 def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
     """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports)."""
     cables = cable_of_links(plan)
-    for index, link in enumerate(plan.links):
-        if link.network != network:
-            continue
+    for index in plan.queries().link_indexes(network):
+        link = plan.links[index]
         if link.b_half and is_infiniband(plan, link):
             # a split InfiniBand port: the number ibnetdiscover gives each half was not found in NVIDIA's documents,
             # so these links (the UFM's, on 1:2 splitters) are left out of the check rather than guessed
@@ -180,16 +179,11 @@ def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
 
 def infiniband_networks(plan: Plan) -> list[str]:
     """The plan's networks whose links are InfiniBand, in plan order."""
-    seen: dict[str, bool] = {}
-    for link in plan.links:
-        if link.network not in seen:
-            seen[link.network] = is_infiniband(plan, link)
-    return [network for network, infiniband in seen.items() if infiniband]
+    queries = plan.queries()
+    return [n for n in queries.networks() if (link := queries.first_link(n)) and is_infiniband(plan, link)]
 
 
 def ethernet_networks(plan: Plan) -> list[str]:
-    seen: dict[str, bool] = {}
-    for link in plan.links:
-        if link.network not in seen:
-            seen[link.network] = not is_infiniband(plan, link)
-    return [network for network, ethernet in seen.items() if ethernet]
+    """The plan's networks whose links are Ethernet, in plan order."""
+    queries = plan.queries()
+    return [n for n in queries.networks() if (link := queries.first_link(n)) and not is_infiniband(plan, link)]

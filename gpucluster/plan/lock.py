@@ -1,0 +1,635 @@
+"""The plan lock: what is built stays where it is.
+
+`gpucluster build` writes ``<design>.lock.json`` beside the design: every rack's place on the floor, every
+device's rack and U, every link's ports and every cable's id and labels. A later build of a revised design
+reads it: a device still in the design (same name, same part) keeps its rack and U, a rack its place, a link
+between two kept devices its ports, a cable over the same links its id; new equipment goes into free rack
+space (in the rack its kept neighbours stand in) and new racks at free floor positions. What the lock holds
+and the design no longer does is listed as removed (:func:`lock_changes`).
+
+The file is JSON with one record per line, sorted, so it diffs and merges well under version control. It is
+user input when read: bounded in size, checked against a strict schema, and a problem is reported at its
+line like a design's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from gpucluster.catalog.ports import PortPool, device_ports
+from gpucluster.errors import MAX_REPORTED, DesignError, Problem
+from gpucluster.plan.model import Device, Link, Plan, RackPlan
+from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
+
+LOCK_SCHEMA = "gpucluster-lock/1"
+LOCK_SUFFIX = ".lock.json"
+MAX_LOCK_BYTES = 512 * 1024 * 1024  # a 131,072-GPU plan's lock is about 200 MB
+MAX_RECORDS = 4_000_000  # per list: above the links of the largest supported plan
+
+_Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9 _.:/+@-]{0,199}$")]  # device, part, port (limits.py)
+_RackName = Annotated[str, Field(pattern=r"^[A-Z]{1,3}[0-9]{2,4}$")]
+_CableId = Annotated[str, Field(pattern=r"^[A-Z]-[A-Z]{1,3}[0-9]{2,4}-[0-9]{4,7}$")]
+_Label = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]{0,4000}$")]
+_Count = Annotated[int, Field(ge=0, le=1_000_000)]
+_Mm = Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]
+_End = Annotated[list[_Name], Field(min_length=2, max_length=2)]
+
+
+def _one_of(allowed: Iterable[str], what: str) -> Callable[[str], str]:
+    names = tuple(allowed)
+
+    def check(value: str) -> str:
+        if value not in names:
+            raise ValueError(f"not a {what} (one of {', '.join(names)})")
+        return value
+
+    return check
+
+
+_Network = Annotated[str, AfterValidator(_one_of(NETWORK_NAMES, "network"))]
+_Purpose = Annotated[str, AfterValidator(_one_of(RACK_PURPOSES, "rack purpose"))]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+class LockedRack(_Record):
+    name: _RackName
+    part: _Name
+    row: _Count
+    position: _Count
+    x_mm: _Mm
+    y_mm: _Mm
+    purpose: _Purpose
+    su: _Count | None = None
+    height_u: Annotated[int, Field(ge=1, le=100)]
+
+
+class LockedDevice(_Record):
+    name: _Name
+    part: _Name
+    rack: _RackName
+    u: Annotated[int, Field(ge=0, le=100)]  # lowest rack unit; 0 for zero-U devices (PDUs)
+
+
+class LockedLink(_Record):
+    network: _Network
+    a: _End  # [device, port]
+    b: _End
+    cable: _CableId | None = None  # None for a backplane link (no cable)
+
+
+class LockedCable(_Record):
+    id: _CableId
+    a_label: _Label
+    b_label: _Label
+
+
+class Lock(_Record):
+    """A plan lock as written by :func:`lock_text`."""
+
+    schema_: Literal["gpucluster-lock/1"] = Field(alias="schema")
+    cluster: _Name
+    racks: Annotated[list[LockedRack], Field(max_length=MAX_RECORDS)]
+    devices: Annotated[list[LockedDevice], Field(max_length=MAX_RECORDS)]
+    links: Annotated[list[LockedLink], Field(max_length=MAX_RECORDS)]
+    cables: Annotated[list[LockedCable], Field(max_length=MAX_RECORDS)]
+
+
+def default_lock_path(design: Path) -> Path:
+    """``designs/x.yaml`` -> ``designs/x.lock.json``."""
+    return design.with_name(design.stem + LOCK_SUFFIX)
+
+
+# -- reading ----------------------------------------------------------------------------------------------------
+
+
+def read_lock(path: Path, cluster: str) -> Lock:
+    """Read and check a lock for the design named `cluster`; every problem is a located DesignError."""
+    where = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_LOCK_BYTES:
+            raise DesignError(
+                [Problem(where, 0, 0, "", f"a lock is at most {MAX_LOCK_BYTES >> 20} MiB, this is {size >> 20} MiB")]
+            )
+        raw = path.read_bytes()
+    except OSError as error:
+        raise DesignError([Problem(where, 0, 0, "", f"cannot read the lock: {error.strerror}")]) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise DesignError([Problem(where, line, 1, "", "a lock is UTF-8 JSON; this byte is not UTF-8")]) from None
+    try:
+        lock = Lock.model_validate_json(raw)  # pydantic-core parses and checks in one pass
+    except ValidationError as exc:
+        errors = exc.errors()
+        syntax = next((e for e in errors if e["type"] == "json_invalid"), None)
+        if syntax is not None:
+            found = re.search(r"line (\d+) column (\d+)", str(syntax["ctx"].get("error", "")) + syntax["msg"])
+            line, column = (int(found[1]), max(1, int(found[2]))) if found else (0, 0)
+            reason = str(syntax["ctx"].get("error", syntax["msg"]))
+            raise DesignError([Problem(where, line, column, "", f"not JSON: {reason[:200]}")]) from None
+        if any(e["loc"] in ((), ("schema",)) for e in errors):
+            found_schema = re.search(r'"schema"\s*:\s*("(?:[^"\\]|\\.){0,60}")', text)
+            raise DesignError(
+                [
+                    Problem(
+                        where,
+                        _line_of(text, "schema"),
+                        1,
+                        "schema",
+                        f"not a plan lock of this tool: schema {found_schema[1] if found_schema else 'missing'}, "
+                        f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)",
+                    )
+                ]
+            ) from None
+        raise DesignError([_problem(where, text, error) for error in errors[:MAX_REPORTED]]) from None
+    if lock.cluster != cluster:
+        raise DesignError(
+            [
+                Problem(
+                    where,
+                    _line_of(text, "cluster"),
+                    1,
+                    "cluster",
+                    f"this lock is of the cluster {lock.cluster!r}, not {cluster!r}: name the design's own lock with "
+                    "--lock, or start afresh with --relock",
+                )
+            ]
+        )
+    _check_consistent(where, text, lock)
+    return lock
+
+
+def _line_of(text: str, key: str, index: int | None = None) -> int:
+    """The line of a top-level key (or of record `index` of its list, one record per line as written)."""
+    match = re.search(rf'"{re.escape(key)}"\s*:', text)
+    if match is None:
+        return 0
+    line = text.count("\n", 0, match.start()) + 1
+    return line if index is None else line + 1 + index
+
+
+def _problem(where: str, text: str, error: Any) -> Problem:
+    loc = error["loc"]
+    field = ".".join(str(part) if not isinstance(part, int) else f"[{part}]" for part in loc).replace(".[", "[")
+    key = str(loc[0]) if loc else ""
+    index = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+    message = error["msg"]
+    if error["type"] == "extra_forbidden":
+        message = "unknown field: a lock holds only what gpucluster build writes"
+    return Problem(where, _line_of(text, key, index) if key else 0, 1, field, message)
+
+
+def _check_consistent(where: str, text: str, lock: Lock) -> None:
+    """Names unique, every device in a rack of the lock, every link's ends among the devices."""
+    problems: list[Problem] = []
+    racks = {r.name for r in lock.racks}
+    seen: set[str] = set()
+    for i, rack in enumerate(lock.racks):
+        if rack.name in seen:
+            problems.append(Problem(where, _line_of(text, "racks", i), 1, f"racks[{i}].name", "a rack listed twice"))
+        seen.add(rack.name)
+    devices: set[str] = set()
+    for i, device in enumerate(lock.devices):
+        if device.name in devices:
+            problems.append(
+                Problem(where, _line_of(text, "devices", i), 1, f"devices[{i}].name", "a device listed twice")
+            )
+        devices.add(device.name)
+        if device.rack not in racks:
+            problems.append(
+                Problem(where, _line_of(text, "devices", i), 1, f"devices[{i}].rack", "a rack the lock does not list")
+            )
+        if len(problems) >= 50:
+            break
+    for i, link in enumerate(lock.links):
+        if len(problems) >= 50:
+            break
+        for end in ("a", "b"):
+            if getattr(link, end)[0] not in devices:
+                problems.append(
+                    Problem(
+                        where, _line_of(text, "links", i), 1, f"links[{i}].{end}", "a device the lock does not list"
+                    )
+                )
+    if problems:
+        raise DesignError(problems)
+
+
+# -- applying ---------------------------------------------------------------------------------------------------
+
+
+def link_key(link: Link) -> tuple[str, str, str, str, str]:
+    return (link.network, link.a_device, link.a_port, link.b_device, link.b_port)
+
+
+def locked_key(link: LockedLink) -> tuple[str, str, str, str, str]:
+    return (link.network, link.a[0], link.a[1], link.b[0], link.b[1])
+
+
+@dataclass
+class _Floor:
+    """Free floor positions for new racks: the lock's positions are never reused."""
+
+    per_row: int
+    pitch_mm: float
+    row_pitch_mm: float
+    taken: set[tuple[int, int]] = field(default_factory=set)
+    names: set[str] = field(default_factory=set)
+
+    def free_from(self, row: int, position: int) -> tuple[int, int]:
+        while (row, position) in self.taken or rack_name(row, position) in self.names:
+            position += 1
+            if position >= self.per_row:
+                row, position = row + 1, 0
+        return row, position
+
+
+def rack_name(row: int, position: int) -> str:
+    letters, n = "", row + 1
+    while n:
+        n, rem = divmod(n - 1, 26)
+        letters = chr(ord("A") + rem) + letters
+    return f"{letters}{position + 1:02d}"
+
+
+def place_under_lock(
+    plan: Plan,
+    lock: Lock,
+    power_w: Callable[[Device], float],
+    budget_w: float,
+    per_row: int,
+    pitch_mm: float,
+    row_pitch_mm: float,
+) -> None:
+    """Keep every kept device at its locked rack and U and every locked rack at its place; put new devices
+    into free space of the rack their kept rack-mates stand in (within its U and power budget), else into
+    new racks at free floor positions. PDUs follow their rack's name. ``power_w(device)`` is the most a
+    device draws (with its optics), as the racks were packed."""
+    locked_device = {d.name: d for d in lock.devices}
+    locked_rack = {r.name: r for r in lock.racks}
+    kept = {
+        name
+        for name, device in plan.devices.items()
+        if device.role != "pdu" and (entry := locked_device.get(name)) is not None and entry.part == device.part
+    }
+    floor = _Floor(per_row, pitch_mm, row_pitch_mm)
+    floor.taken = {(r.row, r.position) for r in lock.racks}
+    floor.names = set(locked_rack)
+    final: dict[str, RackPlan] = {}
+    used_u: dict[str, list[bool]] = {}
+
+    def open_rack(spec: RackPlan, template: RackPlan) -> RackPlan:
+        """The final rack `spec` describes (created once), with the rack-scale system of its planned rack."""
+        name = spec.name
+        rack = final.get(name)
+        if rack is None:
+            spec.rack_system, spec.nvlink_domain = template.rack_system, template.nvlink_domain
+            rack = final[name] = spec
+            used_u[name] = [False] * (spec.height_u + 2)
+            floor.taken.add((spec.row, spec.position))
+            floor.names.add(name)
+        return rack
+
+    def occupy(rack: RackPlan, device: Device, u: int) -> None:
+        for unit in range(u, u + math.ceil(device.u_height)):
+            if 0 < unit < len(used_u[rack.name]):
+                used_u[rack.name][unit] = True
+
+    def fits_at(rack: RackPlan, device: Device, u: int) -> bool:
+        height = math.ceil(device.u_height)
+        return height == 0 or (
+            u >= 1 and u + height - 1 <= rack.height_u and not any(used_u[rack.name][u : u + height])
+        )
+
+    def free_u(rack: RackPlan, device: Device) -> int | None:
+        if math.ceil(device.u_height) == 0:
+            return 0
+        return next((u for u in range(1, rack.height_u + 1) if fits_at(rack, device, u)), None)
+
+    # kept devices first, at their locked places
+    for name in sorted(kept):
+        entry = locked_device[name]
+        spec = locked_rack[entry.rack]
+        template = plan.racks[plan.devices[name].rack]
+        home_rack = open_rack(
+            RackPlan(
+                name=spec.name,
+                part=spec.part,
+                row=spec.row,
+                position=spec.position,
+                x_mm=spec.x_mm,
+                y_mm=spec.y_mm,
+                purpose=spec.purpose,
+                height_u=spec.height_u,
+                su=spec.su,
+            ),
+            template,
+        )
+        device = plan.devices[name]
+        if math.ceil(device.u_height) and not fits_at(home_rack, device, entry.u):
+            raise ValueError(
+                f"the plan lock puts {name} ({math.ceil(device.u_height)}U) at U{entry.u} of rack {home_rack.name}, "
+                f"which is beyond its {home_rack.height_u}U or taken by another device of the lock: the lock is "
+                "corrupted (build with --relock to plan afresh)"
+            )
+        device.rack, device.u_position = home_rack.name, entry.u
+        occupy(home_rack, device, entry.u)
+    renames: dict[str, str] = {}
+    new_rack_of: dict[str, RackPlan] = {}
+    for planned in list(plan.racks.values()):
+        votes = Counter(locked_device[n].rack for n in planned.devices if n in kept)
+        target = final[min(votes, key=lambda r: (-votes[r], r))] if votes else None
+        members = [plan.devices[n] for n in planned.devices]
+        home: Counter[str] = Counter()
+        for device in members:
+            if device.name in kept:
+                final[device.rack].devices.append(device.name)
+                home[device.rack] += 1
+                continue
+            rack = None
+            if target is not None:
+                u = free_u(target, device)
+                load = sum(power_w(plan.devices[n]) for n in target.devices)
+                if u is not None and load + power_w(device) <= budget_w:
+                    rack, device.u_position = target, u
+            if rack is None:
+                rack = new_rack_of.get(planned.name)
+                if rack is None:
+                    row, position = (
+                        (planned.row, planned.position)
+                        if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
+                        else floor.free_from(planned.row, planned.position)
+                    )
+                    fresh = RackPlan(
+                        name=rack_name(row, position),
+                        part=planned.part,
+                        row=row,
+                        position=position,
+                        x_mm=float(position * pitch_mm),
+                        y_mm=float(row * row_pitch_mm),
+                        purpose=planned.purpose,
+                        height_u=planned.height_u,
+                        su=planned.su,
+                    )
+                    rack = new_rack_of[planned.name] = open_rack(fresh, planned)
+                if not fits_at(rack, device, device.u_position):
+                    u = free_u(rack, device)
+                    if u is None:
+                        raise ValueError(f"{device.name} does not fit the free space of rack {rack.name}")
+                    device.u_position = u
+            device.rack = rack.name
+            rack.devices.append(device.name)
+            occupy(rack, device, device.u_position)
+            home[rack.name] += 1
+        if planned.pdus:
+            host = final[min(home, key=lambda r: (-home[r], r))] if home else None
+            if host is None:
+                continue
+            for pdu in planned.pdus:
+                suffix = pdu.removeprefix(f"{planned.name}-")
+                name = f"{host.name}-{suffix}"
+                n = 1
+                while name in host.pdus:
+                    n += 1
+                    name = f"{host.name}-{suffix}-{n}"
+                renames[pdu] = name
+                host.pdus.append(name)
+    _rename_devices(plan, renames)
+    for name, device in plan.devices.items():
+        if device.role == "pdu":
+            device.rack = name.rsplit("-pdu-", 1)[0]
+    for rack in final.values():
+        rack.devices.sort(key=lambda n: (plan.devices[n].u_position, n))
+        rack.power_max_w = sum(power_w(plan.devices[n]) for n in rack.devices)
+        rack.power_typical_w = sum(
+            float(getattr(plan.catalog_parts[plan.devices[n].part], "power_typical_w", 0.0)) for n in rack.devices
+        )
+    plan.racks = {r.name: r for r in sorted(final.values(), key=lambda r: (r.row, r.position)) if r.devices or r.pdus}
+
+
+def _rename_devices(plan: Plan, renames: dict[str, str]) -> None:
+    if not renames:
+        return
+    devices = {}
+    for name, device in plan.devices.items():
+        new = renames.get(name, name)
+        device.name = new
+        devices[new] = device
+    plan.devices = devices
+    for link in plan.links:
+        link.a_device = renames.get(link.a_device, link.a_device)
+        link.b_device = renames.get(link.b_device, link.b_device)
+
+
+def keep_locked_ports(plan: Plan, lock: Lock) -> None:
+    """Links between two devices the lock also joins keep the lock's ports; a new link whose port a kept link
+    holds moves to a free port of the same kind on that device (one the lock left unused where there is one)."""
+    locked: dict[tuple, list[LockedLink]] = defaultdict(list)
+    used_in_lock: dict[str, set[str]] = defaultdict(set)
+    host_end: dict[tuple[str, str, str], LockedLink] = {}
+    for entry in lock.links:
+        locked[(entry.network, entry.a[0], entry.b[0])].append(entry)
+        used_in_lock[entry.a[0]].add(entry.a[1])
+        used_in_lock[entry.b[0]].add(entry.b[1])
+        host_end[(entry.network, entry.a[0], entry.a[1])] = entry
+    part_of = {d.name: d.part for d in lock.devices}
+    # a kept host port stays on the leaf port it is cabled to, where that leaf is still there (a grown
+    # out-of-band group may plan it on another access switch)
+    for link in plan.links:
+        if link.tier != 0:
+            continue
+        found = host_end.get((link.network, link.a_device, link.a_port))
+        if found is None or found.b[0] == link.b_device:
+            continue
+        entry = found
+        leaf = plan.devices.get(entry.b[0])
+        if leaf is not None and leaf.network == link.network and part_of.get(leaf.name) == leaf.part:
+            link.b_device = leaf.name
+            _set_port(plan, link, "b", entry.b[1], force=True)
+    fixed: dict[str, set[str]] = defaultdict(set)  # device -> ports held by kept links
+    matched = bytearray(len(plan.links))
+    by_pair: dict[tuple, list[int]] = defaultdict(list)
+    for index, link in enumerate(plan.links):
+        if (link.network, link.a_device, link.b_device) in locked:
+            by_pair[(link.network, link.a_device, link.b_device)].append(index)
+    for pair, indexes in by_pair.items():
+        entries = list(locked[pair])
+        # same ports first, then the rest in order
+        remaining = []
+        for index in indexes:
+            link = plan.links[index]
+            same = next((e for e in entries if (e.a[1], e.b[1]) == (link.a_port, link.b_port)), None)
+            if same is not None:
+                entries.remove(same)
+                matched[index] = 1
+            else:
+                remaining.append(index)
+        for index, entry in zip(remaining, entries, strict=False):
+            link = plan.links[index]
+            _set_port(plan, link, "a", entry.a[1])
+            _set_port(plan, link, "b", entry.b[1])
+            matched[index] = 1
+        for index in indexes:
+            if matched[index]:
+                link = plan.links[index]
+                fixed[link.a_device].add(link.a_port)
+                fixed[link.b_device].add(link.b_port)
+    taken: dict[str, set[str]] = defaultdict(set)
+    for device, ports in fixed.items():
+        taken[device] |= ports
+    # the cages a switch uses split (1:2 splitter halves) and whole: a cage breaks out one way (fabric._Placer)
+    split_cages: dict[str, set[int]] = defaultdict(set)
+    whole_cages: dict[str, set[int]] = defaultdict(set)
+    moving: list[tuple[Link, str]] = []
+    for index, link in enumerate(plan.links):
+        if matched[index]:
+            (split_cages if link.b_half else whole_cages)[link.b_device].add(link.b_cage)
+            continue
+        for end in ("a", "b"):
+            device, port = (link.a_device, link.a_port) if end == "a" else (link.b_device, link.b_port)
+            if port in taken[device]:
+                moving.append((link, end))
+            else:
+                taken[device].add(port)
+                if end == "b":
+                    (split_cages if link.b_half else whole_cages)[device].add(link.b_cage)
+    for link, end in moving:
+        device = link.a_device if end == "a" else link.b_device
+        port = link.a_port if end == "a" else link.b_port
+        role = next(
+            (r for r, p in device_ports(plan.part(device)).items() if port in p.names or _half_slot(p, port)), None
+        )
+        if role is None:
+            continue  # a port of no pool (a PDU's network port): kept as planned
+        half = link.b_half if end == "b" else 0
+        candidates = [device]
+        if link.tier == 0 and end == "b":
+            # the leaf is full with the hosts kept on it: a new host goes to a leaf of its network with room,
+            # one of the same group first (oob-leaf-central, oob-leaf-central-2 ...)
+            stem = device.split("-")
+            candidates += sorted(
+                (d.name for d in plan.switches(link.network, 1) if d.name != device),
+                key=lambda n: (n.split("-")[: len(stem)] != stem, n),
+            )
+        for candidate in candidates:
+            pool = device_ports(plan.part(candidate)).get(role)
+            if pool is not None and half:
+                free = _free_halves(pool, taken[candidate], split_cages[candidate], whole_cages[candidate])
+            elif pool is not None:
+                free = [
+                    name
+                    for name, cage in zip(pool.names, pool.cages, strict=True)
+                    if name not in taken[candidate] and cage not in split_cages[candidate]
+                ]
+            else:
+                free = []
+            if free:
+                break
+        else:
+            raise ValueError(
+                f"{device}: no free {role} port left for {link.a_device}:{link.a_port} beside the locked links "
+                "(build with --relock to plan the network afresh)"
+            )
+        choice = next((name for name in free if name not in used_in_lock[candidate]), free[0])
+        if candidate != device:
+            link.b_device = candidate
+        _set_port(plan, link, end, choice, force=True)
+        taken[candidate].add(choice)
+        if end == "b":
+            (split_cages if half else whole_cages)[candidate].add(link.b_cage)
+
+
+def _half_slot(pool: PortPool, port: str) -> tuple[int, int] | None:
+    """(port index, half 1 or 2) of a split port's half named ``port``, or None."""
+    for index, pair in enumerate(pool.halves):
+        if port in pair:
+            return index, pair.index(port) + 1
+    return None
+
+
+def _free_halves(pool: PortPool, taken: set[str], split: set[int], whole: set[int]) -> list[str]:
+    """Free halves of split ports on a switch, the second half of a port already split first (one splitter fibre
+    serves both), never in a cage whose ports run whole."""
+    open_halves, fresh = [], []
+    for index, pair in enumerate(pool.halves):
+        cage = pool.cages[index]
+        if cage in whole:
+            continue
+        free = [name for name in pair if name not in taken]
+        if len(free) == 1 and cage in split:
+            open_halves += free
+        elif len(free) == 2:
+            fresh += free
+    return open_halves + fresh
+
+
+def _set_port(plan: Plan, link: Link, end: str, port: str, force: bool = False) -> None:
+    """Put one end of a link on another port of its device, with that port's cage (a split port's half where the
+    link's b end is a half)."""
+    device = link.a_device if end == "a" else link.b_device
+    if not force and (link.a_port if end == "a" else link.b_port) == port:
+        return
+    cage = 0
+    for pool in device_ports(plan.part(device)).values():
+        slot = _half_slot(pool, port) if end == "b" and link.b_half else None
+        if slot is not None:
+            cage = pool.cages[slot[0]]
+            link.b_half = slot[1]
+            break
+        if port in pool.names:
+            cage = pool.cages[pool.names.index(port)]
+            break
+    if end == "a":
+        link.a_port, link.a_cage = port, cage or link.a_cage
+    else:
+        link.b_port, link.b_cage = port, cage or link.b_cage
+
+
+_CABLE_NUMBER = re.compile(r"^(?P<prefix>[A-Z])-(?P<rack>[A-Z]+[0-9]+)-(?P<number>[0-9]+)$")
+
+
+def keep_locked_cable_ids(plan: Plan, lock: Lock) -> None:
+    """A cable over the same links as a locked one keeps its id; every other cable is numbered on after the
+    highest number its network and rack have in the lock, so no id is ever given to two cables."""
+    from gpucluster.plan.cables import cable_id
+
+    by_links: dict[frozenset, str] = {}
+    grouped: dict[str, set[tuple[str, str, str, str, str]]] = defaultdict(set)
+    for entry in lock.links:
+        if entry.cable is not None:
+            grouped[entry.cable].add(locked_key(entry))
+    for cable_name, keys in grouped.items():
+        by_links[frozenset(keys)] = cable_name
+    highest: dict[tuple[str, str], int] = defaultdict(int)
+    for cable_name in grouped:
+        match = _CABLE_NUMBER.match(cable_name)
+        if match:
+            key = (match["prefix"], match["rack"])
+            highest[key] = max(highest[key], int(match["number"]))
+    fresh = []
+    for cable in plan.cables:
+        locked_id = by_links.get(frozenset(link_key(plan.links[i]) for i in cable.links))
+        if locked_id is not None:
+            cable.id = locked_id
+        else:
+            fresh.append(cable)
+    for cable in fresh:
+        match = _CABLE_NUMBER.match(cable.id)
+        if match is None:
+            continue
+        key = (match["prefix"], match["rack"])
+        highest[key] += 1
+        cable.id = cable_id(match["prefix"], match["rack"], highest[key])

@@ -1,0 +1,146 @@
+"""Plan queries built once: the indexes views look links and devices up by, instead of each view looping over
+``plan.links`` again. Each index is built on first use (a 131,072-GPU plan has millions of links, and most builds
+need only some of them) and kept on the plan (``Plan.queries()``); a plan changed after that builds new ones with
+``Plan.queries(refresh=True)``. Link indexes are kept as compact arrays of positions in ``plan.links`` (a list of
+Python ints would cost 28 bytes a link more).
+
+The physical plan must be complete before the first query (plan/build.py never asks one): the derived models
+(analyses, burn-in, checkpoint model), the design rules and the views do.
+"""
+
+from __future__ import annotations
+
+import heapq
+from array import array
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpucluster.plan.model import Link, Plan
+
+
+def _positions() -> array[int]:
+    return array("q")
+
+
+class PlanQueries:
+    """Indexes over one plan's links and devices (link indexes are positions in ``plan.links``)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self._plan = plan
+        self._host_leaves: dict[str, dict[str, set[str]]] = {}
+
+    @cached_property
+    def links_by_network_tier(self) -> dict[tuple[str, int], array[int]]:
+        """(network, tier) -> its links, in plan order (tier 0 = host to leaf); keys in the order their first
+        link appears."""
+        index: dict[tuple[str, int], array[int]] = {}
+        for i, link in enumerate(self._plan.links):
+            key = (link.network, link.tier)
+            members = index.get(key)
+            if members is None:
+                members = index[key] = _positions()
+            members.append(i)
+        return index
+
+    def networks(self) -> list[str]:
+        """The networks that have links, in the order their first link appears in the plan."""
+        first: dict[str, int] = {}
+        for (network, _tier), members in self.links_by_network_tier.items():
+            first[network] = min(first.get(network, members[0]), members[0])
+        return sorted(first, key=first.__getitem__)
+
+    def link_indexes(self, network: str, tier: int | None = None) -> list[int] | array[int]:
+        """Positions in ``plan.links`` of a network's links (of one tier, or all of them), in plan order."""
+        if tier is not None:
+            return self.links_by_network_tier.get((network, tier), _positions())
+        groups = [members for (name, _tier), members in self.links_by_network_tier.items() if name == network]
+        return list(heapq.merge(*groups)) if len(groups) > 1 else (groups[0] if groups else _positions())
+
+    def links(self, network: str, tier: int | None = None) -> list[Link]:
+        """A network's links (of one tier, or all of them), in plan order."""
+        links = self._plan.links
+        return [links[i] for i in self.link_indexes(network, tier)]
+
+    def first_link(self, network: str) -> Link | None:
+        """A network's first link in plan order (what its technology is read from), or None."""
+        firsts = [members[0] for (name, _tier), members in self.links_by_network_tier.items() if name == network]
+        return self._plan.links[min(firsts)] if firsts else None
+
+    def host_leaves(self, network: str) -> dict[str, set[str]]:
+        """Host -> the leaves its ports on a network land on (every device with a tier-0 link: servers,
+        appliances, and switches by their management ports on the out-of-band network), hosts in link order."""
+        found = self._host_leaves.get(network)
+        if found is None:
+            found = self._host_leaves[network] = {}
+            for link in self.links(network, 0):
+                found.setdefault(link.a_device, set()).add(link.b_device)
+        return found
+
+    @cached_property
+    def links_by_device(self) -> dict[str, array[int]]:
+        """Device -> the links at either end of it, in plan order."""
+        index: dict[str, array[int]] = {}
+        for i, link in enumerate(self._plan.links):
+            for name in (link.a_device, link.b_device):
+                members = index.get(name)
+                if members is None:
+                    members = index[name] = _positions()
+                members.append(i)
+        return index
+
+    @cached_property
+    def rail_links(self) -> dict[str, dict[int, int]]:
+        """Server -> rail -> its compute host link on that rail."""
+        links = self._plan.links
+        by_server: dict[str, dict[int, int]] = {}
+        for i in self.link_indexes("compute", 0):
+            link = links[i]
+            if link.rail is not None:
+                by_server.setdefault(link.a_device, {})[link.rail] = i
+        return by_server
+
+    @cached_property
+    def host_ports_by_leaf(self) -> dict[str, dict[str, int]]:
+        """Network -> leaf -> the host ports it carries (its tier-0 links)."""
+        links = self._plan.links
+        result: dict[str, dict[str, int]] = {}
+        for (network, tier), members in self.links_by_network_tier.items():
+            if tier == 0:
+                counts = result.setdefault(network, {})
+                for i in members:
+                    leaf = links[i].b_device
+                    counts[leaf] = counts.get(leaf, 0) + 1
+        return result
+
+    @cached_property
+    def server_leaves(self) -> dict[str, dict[str, list[str]]]:
+        """Host -> network -> the leaves its tier-0 links reach, in link order (a leaf once)."""
+        links = self._plan.links
+        result: dict[str, dict[str, list[str]]] = {}
+        for (network, tier), members in self.links_by_network_tier.items():
+            if tier == 0:
+                for i in members:
+                    link = links[i]
+                    leaves = result.setdefault(link.a_device, {}).setdefault(network, [])
+                    if link.b_device not in leaves:
+                        leaves.append(link.b_device)
+        return result
+
+    @cached_property
+    def devices_by_rack(self) -> dict[str, list[str]]:
+        """Rack -> the devices standing in it (zero-U ones too), in plan order."""
+        index: dict[str, list[str]] = {}
+        for device in self._plan.devices.values():
+            if device.rack:
+                index.setdefault(device.rack, []).append(device.name)
+        return index
+
+    @cached_property
+    def devices_by_su(self) -> dict[int, list[str]]:
+        """Scalable unit -> its devices (GPU servers and SU leaves), in plan order."""
+        index: dict[int, list[str]] = {}
+        for device in self._plan.devices.values():
+            if device.su is not None:
+                index.setdefault(device.su, []).append(device.name)
+        return index
