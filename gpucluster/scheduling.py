@@ -282,7 +282,8 @@ def _leaf_groups(plan: Plan, leaf_nodes: dict[str, set[str]]) -> list[tuple[str,
     components: dict[str, list[str]] = defaultdict(list)
     for leaf in sorted(leaf_nodes):
         components[find(leaf)].append(leaf)
-    ordered = sorted(components.values(), key=lambda members: min(_server_order(plan, leaf_nodes, members)))
+    order = {name: i for i, name in enumerate(plan.devices)}  # plan order, once (not once per group)
+    ordered = sorted(components.values(), key=lambda members: min(_server_order(order, leaf_nodes, members)))
     per_su: dict[int | None, int] = defaultdict(int)
     for members in ordered:
         per_su[_common(plan, members, "su")] += 1
@@ -301,8 +302,7 @@ def _leaf_groups(plan: Plan, leaf_nodes: dict[str, set[str]]) -> list[tuple[str,
     return named
 
 
-def _server_order(plan: Plan, leaf_nodes: dict[str, set[str]], members: list[str]) -> list[int]:
-    order = {name: i for i, name in enumerate(plan.devices)}
+def _server_order(order: dict[str, int], leaf_nodes: dict[str, set[str]], members: list[str]) -> list[int]:
     return [order[n] for m in members for n in leaf_nodes[m]] or [0]
 
 

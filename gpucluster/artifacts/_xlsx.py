@@ -48,11 +48,20 @@ class GuardedCsvWriter:
         self._writer = csv.writer(handle, lineterminator="\n")
 
     def writerow(self, row: Iterable[object]) -> None:
-        self._writer.writerow([csv_safe(cell) for cell in row])
+        self._writer.writerow(_guarded(row))
 
     def writerows(self, rows: Iterable[Iterable[object]]) -> None:
-        for row in rows:
-            self.writerow(row)
+        self._writer.writerows(map(_guarded, rows))
+
+
+def _guarded(row: Iterable[object]) -> list[object]:
+    """csv_safe of every cell, inlined: the cable schedule's CSV guards 16 million cells at 131,072 GPUs."""
+    return [
+        "'" + cell
+        if isinstance(cell, str) and cell.startswith(FORMULA_TRIGGERS) and not _PLAIN_NUMBER.fullmatch(cell)
+        else cell
+        for cell in row
+    ]
 
 
 @dataclass(frozen=True)

@@ -197,6 +197,10 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
         elif t.scope == "server":
             by_node.setdefault(t.nodes[0], []).append(t)
     shared = [t for t in tests if t.scope in ("rail", "su", "fabric")]
+    shared_of: dict[str, list[int]] = {}  # server -> the shared tests it takes part in (indexes into shared)
+    for index, t in enumerate(shared):
+        for node in t.nodes:
+            shared_of.setdefault(node, []).append(index)
     thresholds = _threshold_table(tests)
     pages = {}
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
@@ -205,7 +209,6 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
         )
         if not servers:
             continue
-        names = {d.name for d in servers}
         rows = [
             {
                 "server": server,
@@ -221,7 +224,7 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
             design=plan.name,
             rack=rack,
             rows=rows,
-            shared=[t for t in shared if names & set(t.nodes)],
+            shared=[shared[i] for i in sorted({i for d in servers for i in shared_of.get(d.name, ())})],
             thresholds=thresholds,
         )
     return pages
