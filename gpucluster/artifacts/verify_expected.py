@@ -63,11 +63,17 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
     """One record per node (switches by name, then HCAs by name), each with its ports in port order."""
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
+    ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
     for planned in links:
         for near, far in ((planned.a, planned.b), (planned.b, planned.a)):
             record = nodes.get(near.node)
             if record is None:
-                ports = sum(1 for info in _ib_ports(plan, near.device)) if near.switch else 1
+                ports = 1
+                if near.switch:
+                    part = plan.devices[near.device].part
+                    if part not in ib_ports:
+                        ib_ports[part] = len(_ib_ports(plan, near.device))
+                    ports = ib_ports[part]
                 record = nodes[near.node] = {
                     "kind": "Switch" if near.switch else "Ca",
                     "ports": ports,
