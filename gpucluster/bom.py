@@ -209,7 +209,7 @@ def _device_lines(plan: Plan) -> list[BomLine]:
             tiers = Counter(d.tier or 1 for d in devices)
             notes = ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
             notes = f"{NETWORK_INFO[network].short}: {notes}"
-        elif role == "gpu-server":
+        elif ROLES[role].gpu_node:
             gpus = getattr(getattr(part, "gpu", None), "count", 0)
             notes = f"{len(devices) * gpus:,} GPUs"
             if section == "spares":

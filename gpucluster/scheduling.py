@@ -12,6 +12,7 @@ import networkx as nx
 
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import is_gpu_node
 
 # Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
 # efficiency on GB200 NVL72 with Slurm block scheduling", 2026-05-07: topology/block in 23.11, topology.yaml
@@ -61,7 +62,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     each hot spare stays with the side that runs most of its scalable unit's production servers, so a spare
     replaces a server of its own fabric neighbourhood."""
     scheduler = plan.design.scheduler
-    servers = plan.devices_with("gpu-server")
+    servers = plan.gpu_nodes()
     names = [d.name for d in servers]
     if scheduler.kind == "slurm":
         return SchedulerSplit(tuple(names), ())
@@ -209,7 +210,7 @@ def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
     for (a, b), tier in nx.get_edge_attributes(graph, "tier").items():
         if tier == 0:
             host, leaf = (a, b) if role[b] == "switch" else (b, a)
-            if role[host] == "gpu-server":
+            if is_gpu_node(role[host]):
                 leaf_nodes[leaf].add(host)
         else:
             lower, upper = (a, b) if (switch_tier[a] or 0) < (switch_tier[b] or 0) else (b, a)

@@ -218,8 +218,8 @@ def test_each_nvl72_rack_is_one_whole_nvlink_domain_with_nothing_else_in_it(gb20
     for rack in systems:
         devices = [plan.devices[n] for n in rack.devices]
         roles = sorted({d.role for d in devices})
-        assert roles == ["gpu-server", "nvlink-switch-tray", "power-shelf", "switch"]
-        trays = [d for d in devices if d.role == "gpu-server"]
+        assert roles == ["compute-tray", "nvlink-switch-tray", "power-shelf", "switch"]
+        trays = [d for d in devices if d.role == "compute-tray"]
         assert len(trays) == 18 and {d.nvlink_domain for d in trays} == {rack.nvlink_domain}
         assert sum(d.role == "nvlink-switch-tray" for d in devices) == 9
         assert sum(d.role == "power-shelf" for d in devices) == 8
@@ -228,7 +228,7 @@ def test_each_nvl72_rack_is_one_whole_nvlink_domain_with_nothing_else_in_it(gb20
         units = sorted(u for d in devices for u in range(d.u_position, d.u_position + int(d.u_height)))
         assert units == list(range(1, 38))  # 37 x 1U, no gap, no overlap
     trays_by_domain = {}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         trays_by_domain.setdefault(device.nvlink_domain, set()).add(device.rack)
     assert all(len(racks) == 1 for racks in trays_by_domain.values())  # a domain never spans racks
 

@@ -20,7 +20,8 @@ from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.templating import render
 
 # dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README).
@@ -122,7 +123,10 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     for sub in ("rules", "tests", "grafana", "slurm"):
         (out / sub).mkdir(parents=True)
     leaves = server_leaves(plan)
-    servers, management = _targets(plan, "gpu-server", leaves), _targets(plan, "management-server", leaves)
+    servers, management = (
+        _targets(plan, plan.gpu_nodes(), leaves),
+        _targets(plan, plan.devices_with("management-server"), leaves),
+    )
     alerts = alert_rules(plan, servers, management, leaves)
     _dump(out / "prometheus.yml", prometheus_config(plan, servers, management))
     if switch_telemetry_switches(plan):
@@ -203,21 +207,27 @@ def server_leaves(plan: Plan) -> dict[str, dict[int, str]]:
     }
 
 
-def _targets(plan: Plan, role: str, leaves: dict[str, dict[int, str]]) -> list[_Target]:
-    """The scrape targets of one role, sorted by name; a GPU server's carry its leaves (see server_leaves)."""
+def _targets(plan: Plan, devices: list[Device], leaves: dict[str, dict[int, str]]) -> list[_Target]:
+    """The scrape targets, sorted by name, labelled with their role; a GPU node's carry its leaves (see
+    server_leaves)."""
     targets = []
-    for device in sorted(plan.devices_with(role), key=lambda d: d.name):
-        labels = {"node": device.name, "role": role, "rack": device.rack}
-        if role == "gpu-server":
+    for device in sorted(devices, key=lambda d: d.name):
+        labels = {"node": device.name, "role": device.role, "rack": device.rack}
+        if is_gpu_node(device.role):
             labels |= {"su": str(device.su or 1), "spare": str(device.spare).lower()}
             labels["leaves"] = ",".join(f"{rail}={leaf}" for rail, leaf in sorted(leaves.get(device.name, {}).items()))
         targets.append(_Target(device.name, labels))
     return targets
 
 
+def _gpu_roles_regex(plan: Plan) -> str:
+    """The roles of the plan's GPU nodes (registry Role.gpu_node) as a regex alternation."""
+    return "|".join(sorted({d.role for d in plan.gpu_nodes()})) or "gpu-server"
+
+
 def _rail_hcas(plan: Plan) -> dict[str, int]:
     """RDMA device -> rail, from the GPU servers' catalog part (empty when the catalog does not name them)."""
-    servers = plan.devices_with("gpu-server")
+    servers = plan.gpu_nodes()
     if not servers:
         return {}
     return {d.os_device: d.rail for d in port_details(plan.part(servers[0].name), "compute") if d.os_device and d.rail}
@@ -249,7 +259,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
     hca_rails = [
         {
             "source_labels": ["role", "device"],
-            "regex": f"gpu-server;{hca}",
+            "regex": f"{_gpu_roles_regex(plan)};{hca}",
             "target_label": "rail",
             "replacement": str(rail),
         }
@@ -361,7 +371,8 @@ def alert_rules(
     bad_gpu, good_gpu = _gpu_series(leaves, bad, 0), _gpu_series(leaves, good, 1 if good is bad else 0)
     hca = min(hcas, key=lambda name: hcas[name]) if hcas else "mlx5_0"
     bad_hca, good_hca = _hca_series(leaves, bad, hca, hcas), _hca_series(leaves, good, hca, hcas)
-    ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
+    roles = _gpu_roles_regex(plan)
+    ib_selector = '{rail!=""}' if hcas else f'{{role{"=~" if "|" in roles else "="}"{roles}"}}'
 
     def sampled(bad_labels: dict[str, str], good_labels: dict[str, str]) -> Callable[..., Alert]:
         """An alert whose test fires on one metric of the bad subject and stays quiet on the good one."""

@@ -175,7 +175,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
     """Per plane, one leaf group per (rail group, rail): a rail-optimized fat tree whose rail groups are as
     many whole SUs as a leaf serves. Fabric managers join rails of the first rail group."""
     units = rail_group_units(r)
-    sus = sorted({d.su for d in plan.devices_with("gpu-server") if d.su})
+    sus = sorted({d.su for d in plan.gpu_nodes() if d.su})
     first_su = {su: sus[(i // units) * units] for i, su in enumerate(sus)}
     last_su = {first: max(s for s in sus if first_su[s] == first) for first in set(first_su.values())}
 
@@ -191,7 +191,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         for first in sorted(last_su):
             for rail in range(1, r.rails + 1):
                 groups[(first, rail)] = LeafGroup(label(first, rail), [], r.compute_oversubscription, first, rail)
-        for server in plan.devices_with("gpu-server"):
+        for server in plan.gpu_nodes():
             for port, port_plane in compute_host_ports(server.name, r.server, r.planes):
                 if port_plane in (None, plane):
                     groups[(first_su[server.su or 1], port.rail or 1)].ports.append(port)
@@ -247,7 +247,7 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     dual-homed as the RA does: a host's ports alternate between an a-side and a b-side leaf group, so one
     leaf failure leaves every server and appliance with a path to the filesystem."""
     groups: dict[str, LeafGroup] = {}
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
             label = f"su{server.su:02d}-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su)).ports.append(
@@ -273,7 +273,7 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     """Each server's in-band ports go to a pair of leaves per scalable unit (bonded, one port to each);
     head nodes, fabric managers and object storage share the services leaves."""
     groups: dict[str, LeafGroup] = {}
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
             label = f"su{server.su:02d}-{'abcdefgh'[index]}"
             groups.setdefault(label, LeafGroup(label, [], r.inband_oversubscription, server.su)).ports.append(port)

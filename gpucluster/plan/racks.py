@@ -271,7 +271,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             if leaf.su is not None:
                 pod_sus.setdefault(link.b_device, set()).add(leaf.su)
     by_su: dict[int, list[Device]] = {}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         if device.nvlink_domain is not None:
             continue  # a rack-scale system's tray, placed with its rack (plan/rack_scale.py)
         by_su.setdefault(device.su or 1, []).append(device)
@@ -330,7 +330,7 @@ def assign_nvlink_domains(plan: Plan) -> None:
     domain's NVLink switch trays sitting in that rack. A server that is its own domain (HGX 8-GPU) keeps
     ``nvlink_domain`` unset."""
     by_rack: dict[str, list[Device]] = {}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         if device.nvlink_domain is None:  # a rack-scale system's trays have theirs from plan/rack_scale.py
             by_rack.setdefault(device.rack, []).append(device)
     for rack, members in by_rack.items():
