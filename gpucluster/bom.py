@@ -243,6 +243,7 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
             systems[rack.rack_system] += 1
     lines = [_rack_system_line(plan, system_id, count) for system_id, count in sorted(systems.items())]
     lines += _cdu_lines(plan)
+    lines += _coolant_lines(plan, systems)
     for part_id, purposes in by_part.items():
         part = plan.catalog_parts[part_id]
         lines.append(
@@ -303,6 +304,33 @@ def _cdu_lines(plan: Plan) -> list[BomLine]:
             **_facts(plan.catalog_parts[cdu]),
         )
         for cdu, n in sorted(units.items())
+    ]
+
+
+def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
+    """The rack systems' in-rack liquid-cooling parts (manifolds, tray quick disconnects, hoses to the CDU): racks
+    x per rack, one line per part; they ship with the rack system, so the line is for checking and spares."""
+    per_part: Counter[str] = Counter()
+    notes: dict[str, list[str]] = defaultdict(list)
+    for system_id, racks in sorted(systems.items()):
+        system = cast(RackSystem, plan.catalog_parts[system_id])
+        for count in system.coolant_parts:
+            per_rack = system.coolant_per_rack(count)
+            per_part[count.part] += racks * per_rack
+            where = "per rack" if count.per == "rack" else f"{count.count} per {count.per}"
+            notes[count.part].append(f"{per_rack} per {system.model} rack ({where})")
+    return [
+        BomLine(
+            section="racks-power",
+            kind="coolant-part",
+            network="",
+            item=part_id,
+            quantity=n,
+            weight_kg=getattr(plan.catalog_parts[part_id], "weight_kg", None),
+            notes="; ".join(notes[part_id]) + "; ships with the rack system",
+            **_facts(plan.catalog_parts[part_id]),  # type: ignore[arg-type]
+        )
+        for part_id, n in sorted(per_part.items())
     ]
 
 
