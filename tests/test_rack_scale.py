@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -597,6 +598,44 @@ def test_monitoring_lists_each_rack_s_switch_tray_and_shelf_management_ports(gb2
     in_rack = {n for n in plan.racks[first["rack"]].devices if plan.devices[n].role == "switch"}
     ports = [p for tray in first["nvlink_switch_trays"] for p in tray["ports"].values()]
     assert len(ports) == 27 and all(p.split(":")[0] in in_rack for p in ports)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)")
+def test_a_coolant_leak_bcm_reports_fires_an_alert_promtool_checks_and_tests(gb200_1su, tmp_path):
+    import subprocess
+
+    import yaml
+    from conftest import planned
+
+    from gpucluster.artifacts import monitoring
+
+    loaded, plan = gb200_1su
+    monitoring.write(plan, loaded, tmp_path)
+    folder = tmp_path / "monitoring"
+
+    def promtool(*args: str) -> None:
+        result = subprocess.run(["promtool", *args], cwd=folder, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    promtool("check", "config", "prometheus.yml")
+    promtool("check", "rules", "rules/gpu-alerts.yml")
+    promtool("test", "rules", "tests/gpu-alerts.test.yml")
+    config = yaml.safe_load((folder / "prometheus.yml").read_text())
+    [bcm] = [job for job in config["scrape_configs"] if job["job_name"] == "bcm"]
+    assert (bcm["scheme"], bcm["metrics_path"], bcm["static_configs"][0]["targets"]) == (
+        "https",
+        "/exporter",
+        ["head-01:8081"],
+    )
+    rules = yaml.safe_load((folder / "rules/gpu-alerts.yml").read_text())["groups"][0]["rules"]
+    [leak] = [r for r in rules if r["alert"] == "CoolantLeakDetected"]
+    assert leak["expr"] == "deviceswithleaks > 0" and leak["labels"]["severity"] == "critical"
+    tests = yaml.safe_load((folder / "tests/gpu-alerts.test.yml").read_text())["tests"]
+    fired = [t for test in tests for t in test.get("alert_rule_test", []) if t["alertname"] == "CoolantLeakDetected"]
+    assert any(t["exp_alerts"] for t in fired) and any(not t["exp_alerts"] for t in fired)
+    # no power-shelf alert: no exporter's metric names for the shelves were found; DGX designs get no leak job
+    assert not [r for r in rules if "shelf" in r["alert"].lower()]
+    assert monitoring.leak_alerts(planned("superpod-h100-1su")[1]) == []
 
 
 def test_slurm_26_05_loads_the_nvl72_blocks_one_per_rack(gb200_1su, current_slurm, load_slurm):

@@ -41,6 +41,18 @@ SCRAPE_INTERVAL = "30s"  # dcgm-exporter collects every 30 000 ms by default (it
 OTLP_GRPC_PORT = 4317
 COLLECTOR_PROMETHEUS_PORT = 8889
 SWITCH_JOB = "switch-telemetry"
+# Base Command Manager serves its measurables, leak detection among them, to Prometheus at
+# https://<head node>:8081/exporter, e.g. the gauge deviceswithleaks, "Number of devices that have detected a leak"
+# (NVIDIA Mission Control Systems Administration Guide 2.0/2.2, "Leak Detection": tray-level leaks come from the
+# compute and switch trays' BMCs over Redfish, rack-level ones from the building management system).
+BCM_JOB = "bcm"
+BCM_EXPORTER_PORT = 8081
+BCM_EXPORTER_PATH = "/exporter"
+BCM_LEAK_SOURCE = (
+    'NVIDIA Mission Control 2.2 Systems Administration Guide, "Leak Detection": BCM\'s Prometheus endpoint '
+    "https://<head>:8081/exporter serves deviceswithleaks (gauge), 'Number of devices that have detected a leak' "
+    "(https://docs.nvidia.com/mission-control/docs/systems-administration-guide/2.2.0/leak-detection.html)"
+)
 
 # A rail is "GPU index + 1" (catalog schema, PortGroup.rails): GPU k of every server is on rail k + 1.
 
@@ -289,6 +301,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
                 "metric_relabel_configs": hca_rails + _leaf_relabels(rails),
             },
             *_switch_job(plan),
+            *_bcm_job(plan),
         ],
     }
 
@@ -314,6 +327,49 @@ def _switch_job(plan: Plan) -> list[dict]:
             "honor_labels": True,
             "static_configs": [{"targets": [f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}"]}],
         }
+    ]
+
+
+def has_rack_systems(plan: Plan) -> bool:
+    return any(rack.rack_system for rack in plan.racks.values())
+
+
+def _bcm_job(plan: Plan) -> list[dict]:
+    """BCM's exporter on the first head node, for the leak detection of liquid-cooled rack systems. Its TLS
+    certificate is BCM's own (NVIDIA's example reads it with curl -k), so verification is off until its CA is
+    installed where Prometheus runs (README)."""
+    if not has_rack_systems(plan):
+        return []
+    return [
+        {
+            "job_name": BCM_JOB,
+            "scheme": "https",
+            "metrics_path": BCM_EXPORTER_PATH,
+            "tls_config": {"insecure_skip_verify": True},
+            "static_configs": [{"targets": [f"{collector_host(plan)}:{BCM_EXPORTER_PORT}"]}],
+        }
+    ]
+
+
+def leak_alerts(plan: Plan) -> list[Alert]:
+    """A coolant leak anywhere BCM watches (tray cold plates and inner manifolds through the trays' BMCs, rack and
+    CDU sensors through the building management system): liquid-cooled rack systems only."""
+    if not has_rack_systems(plan):
+        return []
+    series = {"job": BCM_JOB, "instance": f"{collector_host(plan)}:{BCM_EXPORTER_PORT}"}
+    return [
+        Alert(
+            "CoolantLeakDetected",
+            "deviceswithleaks > 0",
+            "critical",
+            "BCM reports a coolant leak on a device of a liquid-cooled rack: list them with leakinfo in cmsh and "
+            "isolate the rack's liquid loop",
+            BCM_LEAK_SOURCE,
+            firing=[("deviceswithleaks", series, "0 1x9")],
+            healthy=[("deviceswithleaks", {**series, "instance": "healthy-head:8081"}, "0x10")],
+            eval_time="5m",
+            labels=dict(series),
+        )
     ]
 
 
@@ -595,6 +651,7 @@ def alert_rules(
               eval_time="80m", labels=dict(busy))
     )  # fmt: skip
     alerts += switch_alerts(plan)
+    alerts += leak_alerts(plan)
     return alerts
 
 
