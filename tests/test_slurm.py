@@ -21,6 +21,7 @@ from gpucluster import load_design, plan_design
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.scheduling import scheduler_split
 
 
@@ -31,7 +32,7 @@ def _plan_fabric(plan: Plan) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     for link in plan.links:
         if link.network != "compute":
             continue
-        if link.tier == 0 and plan.devices[link.a_device].role == "gpu-server":
+        if link.tier == 0 and is_gpu_node(plan.devices[link.a_device].role):
             servers[link.b_device].add(link.a_device)
         elif link.tier > 0:
             below[link.b_device].add(link.a_device)
