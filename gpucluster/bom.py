@@ -313,7 +313,7 @@ def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
     per_part: Counter[str] = Counter()
     notes: dict[str, list[str]] = defaultdict(list)
     for system_id, racks in sorted(systems.items()):
-        system = cast(RackSystem, plan.catalog_parts[system_id])
+        system = plan.catalog_part(system_id, RackSystem)
         for count in system.coolant_parts:
             per_rack = system.coolant_per_rack(count)
             per_part[count.part] += racks * per_rack
@@ -545,7 +545,7 @@ H100_RA_SOFTWARE = "DGX SuperPOD H100 RA (RA-11333-001), System Design, Table 2 
 def _software_lines(plan: Plan) -> list[BomLine]:
     """Support and software licences counted from the plan, each with the unit it is counted in."""
     devices = list(plan.devices.values())
-    servers = [d for d in devices if d.role == "gpu-server"]
+    servers = plan.gpu_nodes()
     gpus = plan.totals.gpus
     dgx = [d for d in servers if str(getattr(plan.part(d.name), "model", "")).upper().startswith("DGX")]
     lines = []
