@@ -328,7 +328,7 @@ def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
             quantity=n,
             weight_kg=getattr(plan.catalog_parts[part_id], "weight_kg", None),
             notes="; ".join(notes[part_id]) + "; ships with the rack system",
-            **_facts(plan.catalog_parts[part_id]),  # type: ignore[arg-type]
+            **_facts(plan.catalog_parts[part_id]),
         )
         for part_id, n in sorted(per_part.items())
     ]

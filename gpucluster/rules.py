@@ -407,7 +407,7 @@ def _floor_loading(facts: dict) -> list[Finding]:
     for rack in racks:
         if rack["floor_load_kpa"] > rating + 1e-9:
             key = (rack["loaded_weight_kg"], rack["floor_load_kpa"], tuple(rack["floor_cell_mm"]))
-            grouped.setdefault(key, []).append(rack["name"])  # type: ignore[arg-type]
+            grouped.setdefault(key, []).append(rack["name"])
     findings = []
     for (kg, kpa, (width, depth)), names in sorted(grouped.items()):
         who = f"rack {names[0]}" if len(names) == 1 else f"{len(names)} racks ({_rack_list(names)})"

@@ -252,7 +252,7 @@ def test_compute_trays_have_their_own_role_and_every_view_counts_them_as_gpu_nod
     assert len(trays) == 144 and not plan.devices_with("gpu-server")
     assert is_gpu_node("compute-tray") and is_gpu_node("gpu-server") and not is_gpu_node("nvlink-switch-tray")
     assert sorted(d.name for d in plan.gpu_nodes()) == trays
-    assert plan.totals["servers"] == 144 and plan.totals["gpus"] == 576
+    assert plan.totals.servers == 144 and plan.totals.gpus == 576
     # Slurm: every tray a node; Kubernetes: every tray a labelled node
     conf = slurm_files(plan)["slurm.conf"]
     nodes = [

@@ -128,7 +128,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
     the other planes, so no host is cut off and jobs run on the remaining share of the bandwidth (the
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
     lost = planes[0]
-    hosts = {n for n, role in graph.nodes(data="role") if registry.is_gpu_node(role)}
+    hosts = {n for n, role in graph.nodes(data="role") if registry.is_gpu_node(str(role))}
     ports = plan.queries().links(graph.graph["network"], 0)
     on_lost = [link for link in ports if link.plane == lost]
     keeping = {link.a_device for link in ports if link.plane != lost}
