@@ -12,15 +12,19 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from gpucluster import load_design, plan_design
 from gpucluster.phases import write_lock
 from gpucluster.plan.lock import read_lock
 
+T = TypeVar("T")
 
-def _cpu(step: Callable[[], object], runs: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(runs):
+
+def _cpu(step: Callable[[], T], runs: int) -> tuple[float, T]:
+    """The median CPU seconds of ``runs`` runs (at least one) of a step, and what its last run returned."""
+    times = []
+    for _ in range(max(1, runs)):
         start = time.process_time()
         result = step()
         times.append(time.process_time() - start)
@@ -36,11 +40,11 @@ def main() -> None:
     plan_s, plan = _cpu(lambda: plan_design(loaded), args.runs)
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "plan.lock.json"
-        write_s, _ = _cpu(lambda: write_lock(plan, path), args.runs)  # type: ignore[arg-type]
-        read_s, lock = _cpu(lambda: read_lock(path, plan.name), args.runs)  # type: ignore[attr-defined]
-        locked_s, _ = _cpu(lambda: plan_design(loaded, lock=lock), args.runs)  # type: ignore[arg-type]
+        write_s, _ = _cpu(lambda: write_lock(plan, path), args.runs)
+        read_s, lock = _cpu(lambda: read_lock(path, plan.name), args.runs)
+        locked_s, _ = _cpu(lambda: plan_design(loaded, lock=lock), args.runs)
         size = path.stat().st_size
-    print(f"{args.design.name}: {len(plan.devices):,} devices, {len(plan.links):,} links, {len(plan.cables):,} cables")  # type: ignore[attr-defined]
+    print(f"{args.design.name}: {len(plan.devices):,} devices, {len(plan.links):,} links, {len(plan.cables):,} cables")
     print(f"lock {size / 2**20:,.1f} MiB; CPU s, medians of {args.runs}:")
     print(f"  write {write_s:.2f}  read {read_s:.2f}  plan {plan_s:.2f}  plan under the lock {locked_s:.2f}")
 

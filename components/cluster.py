@@ -97,7 +97,7 @@ class Cluster(pulumi.ComponentResource):
         self.site = Site(f"{prefix}site", spec.site, list(plan.racks.values()), plan.settings.pdu, prefix, child)
 
         servers_by_su: dict[int, list] = {}
-        for server in plan.devices_with("gpu-server"):
+        for server in plan.gpu_nodes():
             servers_by_su.setdefault(server.su or 1, []).append(server)
         server_part = plan.catalog_part(plan.settings.server, GpuServer)
         racks_by_su: dict[int | None, list[str]] = {}

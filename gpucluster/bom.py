@@ -211,7 +211,7 @@ def _device_lines(plan: Plan) -> list[BomLine]:
             tiers = Counter(d.tier or 1 for d in devices)
             notes = ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
             notes = f"{NETWORK_INFO[network].short}: {notes}"
-        elif role == "gpu-server":
+        elif ROLES[role].gpu_node:
             gpus = getattr(getattr(part, "gpu", None), "count", 0)
             notes = f"{len(devices) * gpus:,} GPUs"
             if section == "spares":
@@ -245,6 +245,7 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
             systems[rack.rack_system] += 1
     lines = [_rack_system_line(plan, system_id, count) for system_id, count in sorted(systems.items())]
     lines += _cdu_lines(plan)
+    lines += _coolant_lines(plan, systems)
     for part_id, purposes in by_part.items():
         part = plan.catalog_parts[part_id]
         lines.append(
@@ -305,6 +306,33 @@ def _cdu_lines(plan: Plan) -> list[BomLine]:
             **_facts(plan.catalog_parts[cdu]),
         )
         for cdu, n in sorted(units.items())
+    ]
+
+
+def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
+    """The rack systems' in-rack liquid-cooling parts (manifolds, tray quick disconnects, hoses to the CDU): racks
+    x per rack, one line per part; they ship with the rack system, so the line is for checking and spares."""
+    per_part: Counter[str] = Counter()
+    notes: dict[str, list[str]] = defaultdict(list)
+    for system_id, racks in sorted(systems.items()):
+        system = plan.catalog_part(system_id, RackSystem)
+        for count in system.coolant_parts:
+            per_rack = system.coolant_per_rack(count)
+            per_part[count.part] += racks * per_rack
+            where = "per rack" if count.per == "rack" else f"{count.count} per {count.per}"
+            notes[count.part].append(f"{per_rack} per {system.model} rack ({where})")
+    return [
+        BomLine(
+            section="racks-power",
+            kind="coolant-part",
+            network="",
+            item=part_id,
+            quantity=n,
+            weight_kg=getattr(plan.catalog_parts[part_id], "weight_kg", None),
+            notes="; ".join(notes[part_id]) + "; ships with the rack system",
+            **_facts(plan.catalog_parts[part_id]),
+        )
+        for part_id, n in sorted(per_part.items())
     ]
 
 
@@ -521,7 +549,7 @@ H100_RA_SOFTWARE = "DGX SuperPOD H100 RA (RA-11333-001), System Design, Table 2 
 def _software_lines(plan: Plan) -> list[BomLine]:
     """Support and software licences counted from the plan, each with the unit it is counted in."""
     devices = list(plan.devices.values())
-    servers = [d for d in devices if d.role == "gpu-server"]
+    servers = plan.gpu_nodes()
     gpus = plan.totals.gpus
     dgx = [d for d in servers if str(getattr(plan.part(d.name), "model", "")).upper().startswith("DGX")]
     lines = []

@@ -16,6 +16,7 @@ from typing import Any
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
 
 # --- Thresholds and their sources ---------------------------------------------------------------------------
@@ -151,7 +152,7 @@ def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
 
 def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     """Every burn-in test of the plan, in the order to run them."""
-    servers = sorted(d.name for d in plan.devices_with("gpu-server"))
+    servers = sorted(d.name for d in plan.gpu_nodes())
     if not servers:
         return []
     ports = rail_ports(plan, servers)
@@ -305,7 +306,7 @@ def cabling_networks(plan: Plan) -> list[str]:
 def discovery_port(plan: Plan, network: str) -> tuple[str, str | None]:
     """(GPU server, RDMA device) ibnetdiscover runs from on an InfiniBand network: the first server's port on it."""
     for link in plan.queries().links(network):
-        if plan.devices[link.a_device].role == "gpu-server":
+        if is_gpu_node(plan.devices[link.a_device].role):
             return link.a_device, port_info(plan, link.a_device, link.a_port).os_device
     return "", None
 
@@ -434,7 +435,7 @@ def burn_in_tests(plan: Plan) -> list[BurnInTest]:
 def burn_in_facts(plan: Plan) -> dict:
     """What the design rule "burn-in plan present" reads: plain JSON."""
     tests = burn_in_tests(plan)
-    servers = {d.name for d in plan.devices_with("gpu-server")}
+    servers = {d.name for d in plan.gpu_nodes()}
     per_server = {"dcgm-diag", "gpu-burn", "nccl-in-server"}
     covered = {
         kind: {t.subject for t in tests if t.test == kind} & servers for kind in per_server

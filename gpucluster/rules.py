@@ -17,6 +17,7 @@ from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
 from gpucluster.plan.power import cooling_capacity_kw, feed_loss, liquid_heat_w, rack_circuits
+from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
 
@@ -47,6 +48,7 @@ def rule_facts(plan: Plan) -> dict:
             if t.network == "compute" and t.up_gbps
         ],
         "racks": [_rack_facts(plan, rack, feed) for rack in plan.racks.values()],
+        "floor_rating_kpa": getattr(site, "floor_load_kpa", None),
         "rack_power_budget_kw": getattr(site, "rack_power_budget_kw", None),
         "power_redundancy": feed.redundancy if feed else None,
         "feed_loss": [
@@ -64,8 +66,8 @@ def rule_facts(plan: Plan) -> dict:
         ],
         "cooling": getattr(site, "cooling", None),
         "cooling_capacity_kw": cooling_capacity_kw(site) if site else None,
-        "spare_servers": sum(1 for d in plan.devices_with("gpu-server") if d.spare),
-        "production_servers": sum(1 for d in plan.devices_with("gpu-server") if not d.spare),
+        "spare_servers": sum(1 for d in plan.gpu_nodes() if d.spare),
+        "production_servers": sum(1 for d in plan.gpu_nodes() if not d.spare),
         "burn_in_plan": burn_in_facts(plan),
         "checkpoint": plan.settings.checkpoint,
         "slow_host_links": slow_host_links(plan),
@@ -151,6 +153,13 @@ def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> dict:
         "power_typical_kw": round(rack.power_typical_w / 1000, 3),
         "liquid_max_kw": round(liquid_w / 1000, 3),
     }
+    weight_kg = loaded_weight_kg(plan, rack)
+    site = getattr(plan.design, "site", None)
+    if weight_kg is not None and site is not None:
+        pitch_mm = site.rack_pitch_mm or getattr(plan.catalog_parts.get(rack.part), "width_mm", 600.0)
+        facts["loaded_weight_kg"] = round(weight_kg, 1)
+        facts["floor_cell_mm"] = [round(pitch_mm), round(site.row_pitch_mm)]
+        facts["floor_load_kpa"] = round(floor_load_kpa(weight_kg, pitch_mm, site.row_pitch_mm), 2)
     if feed is not None and rack.pdus:
         pdu_circuits = rack_circuits(plan, rack, feed)
         facts |= {
@@ -387,6 +396,43 @@ def _rack_system_power_and_cooling(facts: dict) -> list[Finding]:
         findings.append(Finding(name, severity, f"{who}: {text}", names[0]))
     return findings or [
         Finding(name, "ok", "every rack-scale system within its power shelves and the site's liquid cooling")
+    ]
+
+
+def _floor_loading(facts: dict) -> list[Finding]:
+    """A rack's loaded weight over its floor cell (rack pitch x row pitch) within the floor's rated load: an
+    NVL72 rack weighs about 1.36 t. Racks whose weight the catalog cannot complete are left to its warning."""
+    rating = facts.get("floor_rating_kpa")
+    racks = [rack for rack in facts["racks"] if "floor_load_kpa" in rack]
+    if rating is None or not racks:
+        return []
+    name = "floor-loading"
+    grouped: dict[tuple[float, float, tuple[int, int]], list[str]] = {}
+    for rack in racks:
+        if rack["floor_load_kpa"] > rating + 1e-9:
+            key = (rack["loaded_weight_kg"], rack["floor_load_kpa"], tuple(rack["floor_cell_mm"]))
+            grouped.setdefault(key, []).append(rack["name"])
+    findings = []
+    for (kg, kpa, (width, depth)), names in sorted(grouped.items()):
+        who = f"rack {names[0]}" if len(names) == 1 else f"{len(names)} racks ({_rack_list(names)})"
+        findings.append(
+            Finding(
+                name,
+                "error",
+                f"{who}: {kg:,.0f} kg loaded on a {width} x {depth} mm floor cell is {kpa:.1f} kPa, over the "
+                f"floor's {rating:g} kPa (site.floor_load_kpa): spread the racks (site.rack_pitch_mm, "
+                "site.row_pitch_mm) or have the floor rated for it",
+                names[0],
+            )
+        )
+    heaviest = max(racks, key=lambda rack: rack["floor_load_kpa"])
+    return findings or [
+        Finding(
+            name,
+            "ok",
+            f"the heaviest rack ({heaviest['name']}, {heaviest['loaded_weight_kg']:,.0f} kg) loads the floor with "
+            f"{heaviest['floor_load_kpa']:.1f} kPa of its {rating:g} kPa",
+        )
     ]
 
 
@@ -706,6 +752,7 @@ RULES: list[Rule] = [
         "Every rack-scale system within its power shelves (with their redundancy) and the site's liquid cooling.",
         _rack_system_power_and_cooling,
     ),
+    Rule("floor-loading", "Every rack's loaded weight within the floor's rated load.", _floor_loading),
     Rule("spare-servers", "Spare servers are present.", _spares),
     Rule(
         "subnet-manager-present",

@@ -12,6 +12,7 @@ import networkx as nx
 
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import is_gpu_node
 
 # Slurm releases that brought what the configs use (NVIDIA/SchedMD blog "Achieving peak system and workload
 # efficiency on GB200 NVL72 with Slurm block scheduling", 2026-05-07: topology/block in 23.11, topology.yaml
@@ -61,7 +62,7 @@ def scheduler_split(plan: Plan) -> SchedulerSplit:
     each hot spare stays with the side that runs most of its scalable unit's production servers, so a spare
     replaces a server of its own fabric neighbourhood."""
     scheduler = plan.design.scheduler
-    servers = plan.devices_with("gpu-server")
+    servers = plan.gpu_nodes()
     names = [d.name for d in servers]
     if scheduler.kind == "slurm":
         return SchedulerSplit(tuple(names), ())
@@ -209,7 +210,7 @@ def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
     for (a, b), tier in nx.get_edge_attributes(graph, "tier").items():
         if tier == 0:
             host, leaf = (a, b) if role[b] == "switch" else (b, a)
-            if role[host] == "gpu-server":
+            if is_gpu_node(role[host]):
                 leaf_nodes[leaf].add(host)
         else:
             lower, upper = (a, b) if (switch_tier[a] or 0) < (switch_tier[b] or 0) else (b, a)
@@ -282,7 +283,8 @@ def _leaf_groups(plan: Plan, leaf_nodes: dict[str, set[str]]) -> list[tuple[str,
     components: dict[str, list[str]] = defaultdict(list)
     for leaf in sorted(leaf_nodes):
         components[find(leaf)].append(leaf)
-    ordered = sorted(components.values(), key=lambda members: min(_server_order(plan, leaf_nodes, members)))
+    order = {name: i for i, name in enumerate(plan.devices)}  # plan order, once (not once per group)
+    ordered = sorted(components.values(), key=lambda members: min(_server_order(order, leaf_nodes, members)))
     per_su: dict[int | None, int] = defaultdict(int)
     for members in ordered:
         per_su[_common(plan, members, "su")] += 1
@@ -301,8 +303,7 @@ def _leaf_groups(plan: Plan, leaf_nodes: dict[str, set[str]]) -> list[tuple[str,
     return named
 
 
-def _server_order(plan: Plan, leaf_nodes: dict[str, set[str]], members: list[str]) -> list[int]:
-    order = {name: i for i, name in enumerate(plan.devices)}
+def _server_order(order: dict[str, int], leaf_nodes: dict[str, set[str]], members: list[str]) -> list[int]:
     return [order[n] for m in members for n in leaf_nodes[m]] or [0]
 
 

@@ -37,10 +37,10 @@ def test_every_gpu_server_and_compute_link_is_tested() -> None:
     for design in ("superpod-h100-1su", "lab-4-servers", "b200-roce-2su"):
         _loaded, plan = planned(design)
         facts = burn_in_facts(plan)
-        assert facts["servers_covered"] == facts["servers"] == len(plan.devices_with("gpu-server"))
+        assert facts["servers_covered"] == facts["servers"] == len(plan.gpu_nodes())
         gpu_links = sum(1 for link in plan.links if link.network == "compute" and link.tier == 0 and link.rail)
         assert facts["links_covered"] == facts["compute_host_links"] == gpu_links
-        assert gpu_links == len(plan.devices_with("gpu-server")) * plan.settings.gpus_per_server
+        assert gpu_links == len(plan.gpu_nodes()) * plan.settings.gpus_per_server
         assert plan.facts["burn_in_plan"] == facts
 
 
@@ -62,7 +62,7 @@ def test_stages_run_from_the_smallest_scope_to_the_whole_fabric() -> None:
     ]
     assert len([t for t in tests if t.test == "nccl-su"]) == 4
     fabric = next(t for t in tests if t.test == "nccl-fabric")
-    assert len(fabric.nodes) == len(plan.devices_with("gpu-server"))
+    assert len(fabric.nodes) == len(plan.gpu_nodes())
 
 
 def _threshold(tests: list, kind: str) -> float:
@@ -226,7 +226,7 @@ def test_run_burn_in_submits_each_stage_to_the_burnin_partition(h100: Path, tmp_
 
 def test_each_compute_rack_gets_a_checklist_of_its_servers_and_cables(h100: Path) -> None:
     _loaded, plan = planned("superpod-h100-1su")
-    compute_racks = {d.rack for d in plan.devices_with("gpu-server")}
+    compute_racks = {d.rack for d in plan.gpu_nodes()}
     pages = {p.stem: p.read_text() for p in (h100 / "checklists").glob("*.html")}
     assert set(pages) == compute_racks
     rack = sorted(compute_racks)[0]

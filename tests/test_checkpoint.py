@@ -109,7 +109,7 @@ def test_a_design_without_a_workload_is_analysed_for_the_seeds_70b_example(tmp_p
 def test_failure_units_count_job_gpus_servers_nics_optics_and_compute_switches(tmp_path: Path) -> None:
     plan = lab(tmp_path)
     units = {k.kind: k.units for k in analyse_checkpoints(plan).kinds}
-    production = [d for d in plan.devices_with("gpu-server") if not d.spare]
+    production = [d for d in plan.gpu_nodes() if not d.spare]
     assert units["gpu"] == 8 * len(production) and units["server"] == len(production)
     assert units["switch"] == len(plan.switches("compute"))
     job_cables = [

@@ -293,10 +293,10 @@ def test_default_queue_holds_every_production_gpu_and_no_spare():
     documents = kubernetes_manifests(plan)["kueue.yaml"]
     queue = next(d for d in documents if d["kind"] == "ClusterQueue")
     quota = {r["name"]: r["nominalQuota"] for r in queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
-    production = [d for d in plan.devices_with("gpu-server") if not d.spare]
+    production = [d for d in plan.gpu_nodes() if not d.spare]
     assert quota["nvidia.com/gpu"] == len(production) * 8 and quota["rdma/compute"] == len(production)
     nodes = {n["metadata"]["name"]: n for n in kubernetes_manifests(plan)["nodes.yaml"]}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         taints = {t["key"] for t in nodes[device.name]["spec"]["taints"]}
         assert ("gpucluster.io/hot-spare" in taints) == device.spare
 
@@ -307,7 +307,7 @@ def test_topology_labels_agree_with_the_plan(design):
     tier-1 label share their spines; su and rack labels are the plan's; every Topology level is a label every node
     carries, and has more than one value."""
     _, plan = planned(design)
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     labels = topology_labels(plan, servers)
     leaves_of: dict[str, frozenset[str]] = defaultdict(frozenset)
     for link in plan.links:
@@ -335,7 +335,7 @@ def test_topology_labels_agree_with_the_plan(design):
 def test_a_level_with_one_value_on_every_node_is_left_out():
     """One SU: a single leaf group and spine group, so the Topology is the hosts alone and the job asks for none."""
     _, plan = planned("lab-4-servers")
-    servers = [d.name for d in plan.devices_with("gpu-server")][2:]
+    servers = [d.name for d in plan.gpu_nodes()][2:]
     labels = topology_labels(plan, servers)
     assert len({labels[n][TIER.format(0)] for n in servers}) == 1
     assert topology_levels(plan, servers) == ["kubernetes.io/hostname"]
@@ -346,7 +346,7 @@ def test_a_level_with_one_value_on_every_node_is_left_out():
 
 def test_older_generation_labels_keep_the_prefix_and_tier_names():
     plan = _planned("k8s-older")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     keys = set(topology_labels(plan, servers)[servers[0]])
     assert "network.topology.nvidia.com/leaf" in keys and not any("topograph.run" in k for k in keys)
     queue = next(d for d in kubernetes_manifests(plan)["kueue.yaml"] if d["kind"] == "ClusterQueue")
@@ -355,7 +355,7 @@ def test_older_generation_labels_keep_the_prefix_and_tier_names():
 
 def test_nvlink_domains_label_the_accelerator_level(tmp_path):
     plan = nvl_plan(tmp_path)
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     labels = topology_labels(plan, servers)
     domains = defaultdict(set)
     for name in servers:
@@ -383,7 +383,7 @@ def test_nic_cluster_policy_gives_pods_the_compute_hcas(design):
         "NicClusterPolicy",
         "nic-cluster-policy",
     )
-    server = plan.part(plan.devices_with("gpu-server")[0].name)
+    server = plan.part(plan.gpu_nodes()[0].name)
     netdevs = [d.netdev for d in port_details(server, "compute")]
     if design == "k8s-sriov":
         plugin = policy["spec"]["sriovDevicePlugin"]
@@ -440,7 +440,7 @@ def _trainjob(plan: Plan) -> dict:
 def test_trainjob_spans_one_leaf_group_of_production_servers():
     plan = _planned("superpod-h200-4su-k8s")
     job = _trainjob(plan)
-    su_production = [d for d in plan.devices_with("gpu-server") if d.su == 1 and not d.spare]
+    su_production = [d for d in plan.gpu_nodes() if d.su == 1 and not d.spare]
     trainer = job["spec"]["trainer"]
     assert trainer["numNodes"] == len(su_production) and trainer["numProcPerNode"] == 8
     assert trainer["resourcesPerNode"]["limits"] == {"nvidia.com/gpu": "8", "rdma/compute": "1"}
@@ -493,7 +493,7 @@ def test_pytorchjob_master_and_workers_form_one_podset_group(design, grouped):
 
 def test_older_generation_labels_take_the_designs_prefix():
     plan = _k8s_design("k8s-prefix", topology_labels="topograph-0", topology_label_prefix="topology.example.com")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     assert "topology.example.com/leaf" in topology_labels(plan, servers)[servers[0]]
 
 
@@ -571,7 +571,7 @@ def test_the_kueue_topology_has_the_nvlink_clique_below_the_fabric_levels():
     """Four SUs on Kubernetes: the leaf groups, then the NVLink domain as GFD labels it (nvidia.com/gpu.clique), then
     the host; the Topology passes Kueue's CRD and its CEL rules."""
     plan = _planned("gb300-k8s")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     levels = topology_levels(plan, servers)
     assert levels == [TIER.format(0), CLIQUE, "kubernetes.io/hostname"]
     [topology] = [d for d in kubernetes_manifests(plan)["kueue.yaml"] if d["kind"] == "Topology"]
@@ -688,7 +688,7 @@ def test_hgx_servers_get_no_dra_driver_or_clique_level():
     plan = _planned("k8s-dgx-h100")
     manifests = kubernetes_manifests(plan)
     assert "dra-driver-values.yaml" not in manifests and "cdi" not in manifests["gpu-operator-values.yaml"][0]
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     assert CLIQUE not in topology_levels(plan, servers)
     assert not any(d["kind"] in ("ComputeDomain", "TrainingRuntime") for d in _launch(plan))
 

@@ -107,7 +107,7 @@ def test_every_gpu_server_and_management_server_is_a_target_labelled_from_the_pl
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     dcgm = {c["targets"][0]: c["labels"] for c in jobs["dcgm"]["static_configs"]}
     node = {c["targets"][0]: c["labels"] for c in jobs["node"]["static_configs"]}
-    servers = plan.devices_with("gpu-server")
+    servers = plan.gpu_nodes()
     assert set(dcgm) == {f"{d.name}:9400" for d in servers}
     heads = {f"{d.name}:9100" for d in plan.devices_with("management-server")}
     assert set(node) == {f"{d.name}:9100" for d in servers} | heads

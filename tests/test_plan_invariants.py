@@ -64,7 +64,7 @@ def check_invariants(plan: Plan) -> None:
 
     # Every GPU server has every compute port on the compute fabric, one per rail.
     compute_links = Counter(link.a_device for link in plan.links if link.network == "compute" and link.tier == 0)
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         part = catalog_parts[server.part]
         assert isinstance(part, GpuServer)
         assert compute_links[server.name] == part.gpu.count
@@ -84,7 +84,7 @@ def check_invariants(plan: Plan) -> None:
             system = catalog_parts[rack.rack_system]
             shelves_w = system.power_shelves * catalog_parts[system.power_shelf].rating_w
             assert rack.power_max_w <= shelves_w, f"rack {rack.name} over its shelves"
-            servers = [plan.devices[n] for n in rack.devices if plan.devices[n].role == "gpu-server"]
+            servers = [plan.devices[n] for n in rack.devices if plan.devices[n].role == "compute-tray"]
             assert {d.nvlink_domain for d in servers} == {rack.nvlink_domain} and not rack.pdus
         else:
             assert rack.power_max_w <= budget_w + 1e-6, f"rack {rack.name} over budget"

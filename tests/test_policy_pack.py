@@ -228,7 +228,14 @@ def _gb300_peaks_over_its_redundant_shelves() -> Plan:
     return _with("gb200-nvl72-1su", compute=loaded.design.compute.model_copy(update={"server": "gb300-nvl72"}))
 
 
+def _nvl72_on_an_8_kpa_floor() -> Plan:
+    """1,360 kg NVL72 racks on 600 x 2,400 mm floor cells load the floor with 9.3 kPa."""
+    loaded, _plan = planned("gb200-nvl72-1su")
+    return _with("gb200-nvl72-1su", site=loaded.design.site.model_copy(update={"floor_load_kpa": 8.0}))
+
+
 VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
+    ("floor-loading", "error", _nvl72_on_an_8_kpa_floor),
     ("rack-system-power-and-cooling", "error", _nvl72_on_an_air_cooled_site),
     ("rack-system-power-and-cooling", "warning", _gb300_peaks_over_its_redundant_shelves),
     ("compute-fabric-gpu-only", "error", _storage_on_the_compute_fabric),

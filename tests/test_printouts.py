@@ -203,7 +203,7 @@ def test_each_rack_printout_maps_every_psu_to_its_pdu_outlet(tmp_path):
     for page in pages.values():
         assert all(plan.devices[c.device].rack == page.rack.name for c in page.cords)
         assert all(c.pdu in page.rack.pdus for c in page.cords)
-    server = next(d for d in plan.devices_with("gpu-server"))
+    server = next(d for d in plan.gpu_nodes())
     page = pages[server.rack]
     html = rack_html(page, "a4", "")
     first = next(c for c in page.cords if c.device == server.name)

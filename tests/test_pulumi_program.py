@@ -193,7 +193,7 @@ def test_rack_granularity_lists_servers_and_switches_instead_of_resources() -> N
     types = Counter(r.type for r in run.resources)
     assert types["gpu-cluster:compute:GpuServer"] == types["gpu-cluster:network:Switch"] == 0
     hostnames = [h for su in run.of_type("gpu-cluster:compute:ScalableUnit") for h in su.inputs["hostnames"]]
-    assert sorted(hostnames) == sorted(d.name for d in plan.devices_with("gpu-server"))
+    assert sorted(hostnames) == sorted(d.name for d in plan.gpu_nodes())
     switches = [s for tier in run.of_type("gpu-cluster:network:SwitchTier") for s in tier.inputs["switch_names"]]
     assert sorted(switches) == sorted(d.name for d in plan.devices.values() if d.role == "switch")
     assert run.of_type(CLUSTER_TYPE)[0].inputs["granularity"] == "rack"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -219,8 +220,8 @@ def test_each_nvl72_rack_is_one_whole_nvlink_domain_with_nothing_else_in_it(gb20
     for rack in systems:
         devices = [plan.devices[n] for n in rack.devices]
         roles = sorted({d.role for d in devices})
-        assert roles == ["gpu-server", "nvlink-switch-tray", "power-shelf", "switch"]
-        trays = [d for d in devices if d.role == "gpu-server"]
+        assert roles == ["compute-tray", "nvlink-switch-tray", "power-shelf", "switch"]
+        trays = [d for d in devices if d.role == "compute-tray"]
         assert len(trays) == 18 and {d.nvlink_domain for d in trays} == {rack.nvlink_domain}
         assert sum(d.role == "nvlink-switch-tray" for d in devices) == 9
         assert sum(d.role == "power-shelf" for d in devices) == 8
@@ -229,9 +230,113 @@ def test_each_nvl72_rack_is_one_whole_nvlink_domain_with_nothing_else_in_it(gb20
         units = sorted(u for d in devices for u in range(d.u_position, d.u_position + int(d.u_height)))
         assert units == list(range(1, 38))  # 37 x 1U, no gap, no overlap
     trays_by_domain = {}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         trays_by_domain.setdefault(device.nvlink_domain, set()).add(device.rack)
     assert all(len(racks) == 1 for racks in trays_by_domain.values())  # a domain never spans racks
+
+
+def test_compute_trays_have_their_own_role_and_every_view_counts_them_as_gpu_nodes(gb200_1su):
+    import csv
+    import io
+
+    import hostlist
+
+    from gpucluster.artifacts.monitoring import _targets, prometheus_config, server_leaves
+    from gpucluster.artifacts.netbox import netbox_files
+    from gpucluster.artifacts.slurm import slurm_files
+    from gpucluster.bom import build_bom
+    from gpucluster.burn_in import burn_in_facts
+    from gpucluster.plan.registry import ROLES, elevation_fill, is_gpu_node
+
+    _loaded, plan = gb200_1su
+    trays = sorted(d.name for d in plan.devices.values() if d.role == "compute-tray")
+    assert len(trays) == 144 and not plan.devices_with("gpu-server")
+    assert is_gpu_node("compute-tray") and is_gpu_node("gpu-server") and not is_gpu_node("nvlink-switch-tray")
+    assert sorted(d.name for d in plan.gpu_nodes()) == trays
+    assert plan.totals.servers == 144 and plan.totals.gpus == 576
+    # Slurm: every tray a node; Kubernetes: every tray a labelled node
+    conf = slurm_files(plan)["slurm.conf"]
+    nodes = [
+        n
+        for line in conf.splitlines()
+        if line.startswith("NodeName=")
+        for n in hostlist.expand_hostlist(line.split()[0][9:])
+    ]
+    assert sorted(nodes) == trays
+    # BOM: the trays' line is of their role, with their GPUs
+    [line] = [b for b in build_bom(plan).lines if b.kind == "compute-tray"]
+    assert line.quantity == 144 and line.notes.startswith("576 GPUs")
+    # monitoring: every tray a DCGM target labelled with its role, its HCAs relabelled to rails
+    config = prometheus_config(plan, _targets(plan, plan.gpu_nodes(), server_leaves(plan)), [])
+    dcgm = next(job for job in config["scrape_configs"] if job["job_name"] == "dcgm")
+    assert sorted(t["labels"]["node"] for t in dcgm["static_configs"]) == trays
+    assert {t["labels"]["role"] for t in dcgm["static_configs"]} == {"compute-tray"}
+    node = next(job for job in config["scrape_configs"] if job["job_name"] == "node")
+    assert any(r.get("regex", "").startswith("compute-tray;mlx5_") for r in node["metric_relabel_configs"])
+    # burn-in covers every tray; NetBox and the elevations take the role's registry entry
+    assert burn_in_facts(plan)["servers_covered"] == 144
+    files = netbox_files(plan)
+    roles = [
+        row
+        for name, text in files.items()
+        if name.endswith("02-device-roles.csv")
+        for row in csv.reader(io.StringIO(text))
+    ]
+    assert ["compute-tray", "compute-tray", ROLES["compute-tray"].colour[1:].lower()] in roles
+    devices = [row for name, text in files.items() if "05-devices" in name for row in csv.reader(io.StringIO(text))]
+    assert sorted(row[0] for row in devices if row[1] == "compute-tray") == trays
+    assert elevation_fill("compute-tray") != elevation_fill("gpu-server")
+
+
+def test_the_bom_lists_each_rack_s_manifolds_tray_quick_disconnects_and_cdu_hoses(gb200_1su):
+    from gpucluster.bom import build_bom
+
+    _loaded, plan = gb200_1su
+    lines = {b.item: b for b in build_bom(plan).lines if b.kind == "coolant-part"}
+    # 8 racks: a supply and a return manifold and hose each; one UQD pair per compute tray and per switch tray
+    assert {item: b.quantity for item, b in lines.items()} == {
+        "nvl72-rack-manifold": 16,
+        "uqdb04-coupling-pair": 8 * (18 + 9),
+        "fd83-cdu-hose": 16,
+    }
+    assert all(b.section == "racks-power" and "ships with the rack system" in b.notes for b in lines.values())
+    assert lines["uqdb04-coupling-pair"].notes == (
+        "18 per DGX GB200 NVL72 rack (1 per compute-tray); 9 per DGX GB200 NVL72 rack (1 per nvlink-switch-tray); "
+        "ships with the rack system"
+    )
+
+
+def test_a_rack_system_naming_a_coolant_part_the_catalog_lacks_is_refused_with_its_location(tmp_path):
+    import yaml
+
+    from gpucluster import DesignError
+
+    catalog = load_catalog()
+    system = catalog.get("gb200-nvl72", RackSystem).model_dump(exclude_none=True)
+    system |= {"id": "my-nvl72", "coolant_parts": [{"part": "no-such-manifold", "per": "rack", "count": 2}]}
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"parts": [system]}), encoding="utf-8")
+    path = write_design(tmp_path, "name: x\ncatalog: [mine.yaml]\ncompute: {server: my-nvl72, gpus: 72}\n")
+    with pytest.raises(DesignError) as caught:
+        load_design(path)
+    assert any(
+        "mine.yaml" in str(p)
+        and "coolant_parts.0.part" in str(p)
+        and "'no-such-manifold' is not a coolant_part" in str(p)
+        for p in caught.value.problems
+    )
+
+
+def test_an_nvl72_rack_loads_the_floor_with_its_published_weight_against_the_tia_942_rating(tmp_path, gb200_1su):
+    _loaded, plan = gb200_1su
+    racks = [r for r in plan.facts["racks"] if "rack_system" in r]
+    assert {r["loaded_weight_kg"] for r in racks} == {1360}  # the rack as shipped (STH), trays 32 kg each
+    # 1,360 kg on a 600 x 2,400 mm floor cell (rack width x row pitch): 9.3 kPa of TIA-942 Rated-3's 12 kPa
+    assert [r["floor_load_kpa"] for r in racks] == [pytest.approx(1360 * 9.80665 / (0.6 * 2.4) / 1000, abs=0.01)] * 8
+    assert [f.severity for f in plan.findings if f.rule == "rule:floor-loading"] == ["ok"]
+    assert load_catalog().get("gb300-compute-tray", GpuServer).weight_kg == 32
+    tight = plan_design(load_design(_nvl72(tmp_path, site=", cooling_capacity_kw: 140, row_pitch_mm: 1500")))
+    [error] = [f for f in tight.findings if f.rule == "rule:floor-loading"]
+    assert error.severity == "error" and "8 racks" in error.message and "14.8 kPa" in error.message
 
 
 def test_a_gb200_su_is_8_racks_576_gpus_within_the_ra_s_1_2_mw(gb200_1su):
@@ -494,6 +599,44 @@ def test_monitoring_lists_each_rack_s_switch_tray_and_shelf_management_ports(gb2
     in_rack = {n for n in plan.racks[first["rack"]].devices if plan.devices[n].role == "switch"}
     ports = [p for tray in first["nvlink_switch_trays"] for p in tray["ports"].values()]
     assert len(ports) == 27 and all(p.split(":")[0] in in_rack for p in ports)
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)")
+def test_a_coolant_leak_bcm_reports_fires_an_alert_promtool_checks_and_tests(gb200_1su, tmp_path):
+    import subprocess
+
+    import yaml
+    from conftest import planned
+
+    from gpucluster.artifacts import monitoring
+
+    loaded, plan = gb200_1su
+    monitoring.write(plan, loaded, tmp_path)
+    folder = tmp_path / "monitoring"
+
+    def promtool(*args: str) -> None:
+        result = subprocess.run(["promtool", *args], cwd=folder, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+    promtool("check", "config", "prometheus.yml")
+    promtool("check", "rules", "rules/gpu-alerts.yml")
+    promtool("test", "rules", "tests/gpu-alerts.test.yml")
+    config = yaml.safe_load((folder / "prometheus.yml").read_text())
+    [bcm] = [job for job in config["scrape_configs"] if job["job_name"] == "bcm"]
+    assert (bcm["scheme"], bcm["metrics_path"], bcm["static_configs"][0]["targets"]) == (
+        "https",
+        "/exporter",
+        ["head-01:8081"],
+    )
+    rules = yaml.safe_load((folder / "rules/gpu-alerts.yml").read_text())["groups"][0]["rules"]
+    [leak] = [r for r in rules if r["alert"] == "CoolantLeakDetected"]
+    assert leak["expr"] == "deviceswithleaks > 0" and leak["labels"]["severity"] == "critical"
+    tests = yaml.safe_load((folder / "tests/gpu-alerts.test.yml").read_text())["tests"]
+    fired = [t for test in tests for t in test.get("alert_rule_test", []) if t["alertname"] == "CoolantLeakDetected"]
+    assert any(t["exp_alerts"] for t in fired) and any(not t["exp_alerts"] for t in fired)
+    # no power-shelf alert: no exporter's metric names for the shelves were found; DGX designs get no leak job
+    assert not [r for r in rules if "shelf" in r["alert"].lower()]
+    assert monitoring.leak_alerts(planned("superpod-h100-1su")[1]) == []
 
 
 def test_slurm_26_05_loads_the_nvl72_blocks_one_per_rack(gb200_1su, current_slurm, load_slurm):

@@ -88,7 +88,7 @@ def test_dgx_h100_design_matches_the_h100_ra_table_4(tmp_path, scalable_units):
     assert plan.totals.scalable_units == scalable_units
     assert plan.totals.switches["compute"] == {"leaf": leaf, "spine": spine}
     assert plan.totals.links["compute"] == {"host-leaf": node_leaf, "leaf-spine": spine_leaf}
-    servers_in_su1 = sum(1 for d in plan.devices_with("gpu-server") if d.su == 1)
+    servers_in_su1 = sum(1 for d in plan.gpu_nodes() if d.su == 1)
     assert servers_in_su1 == 31
 
 

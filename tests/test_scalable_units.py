@@ -26,7 +26,7 @@ def _plan(tmp_path: Path, servers: int, fabric: str = "") -> Plan:
 
 
 def _servers_per_su(plan: Plan) -> dict[int, int]:
-    return dict(sorted(Counter(d.su for d in plan.devices_with("gpu-server")).items()))
+    return dict(sorted(Counter(d.su for d in plan.gpu_nodes()).items()))
 
 
 def _hosts_per_leaf(plan: Plan) -> dict[str, int]:

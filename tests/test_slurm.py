@@ -21,6 +21,7 @@ from gpucluster import load_design, plan_design
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.scheduling import scheduler_split
 
 
@@ -31,7 +32,7 @@ def _plan_fabric(plan: Plan) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     for link in plan.links:
         if link.network != "compute":
             continue
-        if link.tier == 0 and plan.devices[link.a_device].role == "gpu-server":
+        if link.tier == 0 and is_gpu_node(plan.devices[link.a_device].role):
             servers[link.b_device].add(link.a_device)
         elif link.tier > 0:
             below[link.b_device].add(link.a_device)
@@ -111,7 +112,7 @@ def _check_tree(
 def test_slurmctld_loads_one_su_configs_and_agrees_with_the_plan(debian_slurm, load_slurm):
     _, plan = planned("superpod-h100-1su")
     files = slurm_files(plan, version="22.05")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     _check_against_plan(plan, files, servers, load_slurm(debian_slurm, files))
 
 
@@ -132,7 +133,7 @@ def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path, debian_slurm, 
     """A 3-tier fat tree: leaves (merged per SU), pod spines and cores, as slurmctld reports them."""
     plan = _three_tier(tmp_path)
     files = slurm_files(plan, version="22.05")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     _check_against_plan(plan, files, servers, load_slurm(debian_slurm, files))
     assert "SwitchName=compute-core-" in files["topology.conf"]
 
@@ -208,7 +209,7 @@ def test_slurm_26_05_loads_every_example_and_agrees_with_the_plan(design, versio
 def test_slurm_26_05_loads_a_three_tier_tree(tmp_path, current_slurm, load_slurm):
     plan = _three_tier(tmp_path)
     files = slurm_files(plan, version="26.05")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     loaded = load_slurm(current_slurm, files)
     _check_against_plan(plan, files, servers, loaded)
     _check_topology_yaml(plan, files, servers, loaded)
@@ -219,7 +220,7 @@ def test_slurm_26_05_loads_nvlink_blocks(tmp_path, current_slurm, load_slurm):
     """The block topology (the NVLink domains, cluster default) beside the fabric tree, as 26.05 loads them."""
     plan = nvl_plan(tmp_path)
     files = slurm_files(plan, version="26.05")
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     loaded = load_slurm(current_slurm, files)
     _check_against_plan(plan, files, servers, loaded)
     _check_topology_yaml(plan, files, servers, loaded)

@@ -98,7 +98,7 @@ def test_the_b200_spectrum_x_example_runs_bluefield_3_supernics_as_nvidia_builds
     from gpucluster.artifacts.nccl import nccl_files
 
     _, plan = planned("b200-roce-2su")
-    server = plan.part(plan.devices_with("gpu-server")[0].name)
+    server = plan.part(plan.gpu_nodes()[0].name)
     (compute,) = server.port_groups("compute")
     assert (server.id, compute.pci_device_id, compute.speed_gbps) == ("hgx-b200-spectrum-x", "a2dc", 400)
     assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
@@ -184,7 +184,7 @@ def test_connectx_8_on_spectrum_x_builds_two_planes_each_gpu_one_400g_port_on_ea
     assert plan.totals.switches["compute"] == {"leaf": 16, "spine": 8}  # RA Table 3, 1 SU
     host_links = [link for link in plan.links if link.network == "compute" and link.tier == 0]
     assert len(host_links) == 1024 and {link.speed_gbps for link in host_links} == {400}
-    server = sorted(d.name for d in plan.devices_with("gpu-server"))[0]
+    server = sorted(d.name for d in plan.gpu_nodes())[0]
     mine = sorted(
         (link.a_port, link.plane, plan.devices[link.b_device].plane) for link in host_links if link.a_device == server
     )

@@ -11,7 +11,8 @@ from gpucluster.plan.analysis import worst_leaf_failure
 
 
 def _storage_leaves(plan, role: str) -> dict[str, set[str]]:
-    hosts = {d.name for d in plan.devices_with(role)}
+    """Each host's storage leaves; role "gpu-node": every GPU node (GPU servers and compute trays)."""
+    hosts = {d.name for d in (plan.gpu_nodes() if role == "gpu-node" else plan.devices_with(role))}
     leaves: dict[str, set[str]] = {h: set() for h in hosts}
     for link in plan.links:
         if link.network == "storage" and link.tier == 0 and link.a_device in hosts:
@@ -25,7 +26,7 @@ MULTI_LEAF = [n for n in EXAMPLES if n != "lab-4-servers"]
 @pytest.mark.parametrize("name", MULTI_LEAF)
 def test_every_server_and_storage_appliance_reaches_two_storage_leaves(name: str) -> None:
     _loaded, plan = planned(name)
-    for role in ("gpu-server", "storage"):
+    for role in ("gpu-node", "storage"):
         leaves = _storage_leaves(plan, role)
         assert leaves, role
         single = sorted(h for h, found in leaves.items() if len(found) < 2)

@@ -126,7 +126,7 @@ def test_inband_hosts_get_one_evpn_multihomed_segment_on_both_leaves():
                 host = interface["description"].removesuffix(" bond")
                 segments[host].add((name, segment["local-id"], segment["mac-address"]))
                 assert interface["bridge"]["domain"]["br_default"]["access"] == 10
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     for server in servers:  # both leaves give a server's bond the same ESI (same local-id and segment MAC)
         assert len(segments[server]) == 1, server
     assert "qos" not in trees[plan.switches("inband", 1)[0].name]

@@ -232,7 +232,7 @@ def test_node_descriptions_name_every_hca_and_switch(h100_1su):
     switches = [r for r in compute if r[2] == "switch"]
     assert len(switches) == len(plan.switches("compute"))
     hcas = {r[8] for r in compute if r[2] == "gpu-server"}
-    assert len(hcas) == 8 * len(plan.devices_with("gpu-server"))
+    assert len(hcas) == 8 * len(plan.gpu_nodes())
     assert "gpu001 mlx5_0" in hcas
     row = next(r for r in compute if r[8] == "gpu001 mlx5_0")
     assert row[6] == "mlx5_0" and "/sys/class/infiniband/mlx5_0/node_desc" in row[9]

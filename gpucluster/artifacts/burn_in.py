@@ -31,6 +31,7 @@ from gpucluster.burn_in import (
 )
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.progress import track
 from gpucluster.templating import render
 from gpucluster.verify.expected import infiniband_networks
@@ -55,7 +56,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "burn-in"
     (out / "checklists").mkdir(parents=True)
     tests = burn_in_tests(plan)
-    ports = rail_ports(plan, sorted(d.name for d in plan.devices_with("gpu-server")))
+    ports = rail_ports(plan, sorted(d.name for d in plan.gpu_nodes()))
     context = _script_context(plan, tests, ports)
     for name in SCRIPTS:
         if name == "imex-check.sbatch" and not context["imex"]:
@@ -197,15 +198,18 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
         elif t.scope == "server":
             by_node.setdefault(t.nodes[0], []).append(t)
     shared = [t for t in tests if t.scope in ("rail", "su", "fabric")]
+    shared_of: dict[str, list[int]] = {}  # server -> the shared tests it takes part in (indexes into shared)
+    for index, t in enumerate(shared):
+        for node in t.nodes:
+            shared_of.setdefault(node, []).append(index)
     thresholds = _threshold_table(tests)
     pages = {}
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
         servers = sorted(
-            (plan.devices[n] for n in rack.devices if plan.devices[n].role == "gpu-server"), key=lambda d: -d.u_position
+            (plan.devices[n] for n in rack.devices if is_gpu_node(plan.devices[n].role)), key=lambda d: -d.u_position
         )
         if not servers:
             continue
-        names = {d.name for d in servers}
         rows = [
             {
                 "server": server,
@@ -221,7 +225,7 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
             design=plan.name,
             rack=rack,
             rows=rows,
-            shared=[t for t in shared if names & set(t.nodes)],
+            shared=[shared[i] for i in sorted({i for d in servers for i in shared_of.get(d.name, ())})],
             thresholds=thresholds,
         )
     return pages

@@ -250,16 +250,15 @@ def write_workbook(plan: Plan, network: str, path: Path) -> None:
     sheet.repeat_rows(0)
     write_string, write_number = sheet.write_string, sheet.write_number
     total = sum(1 for cable in plan.cables if cable.network == network)
+    columns = [(c, i, i in _NUMERIC) for c, i in enumerate(_XLSX_FIELDS)]  # the loop below runs per cell
     r = 0
     for r, row in enumerate(track(cable_rows(plan, network), total, "cables"), start=1):
-        for c, i in enumerate(_XLSX_FIELDS):
+        for c, i, numeric in columns:
             value = row[i]
-            if i in _NUMERIC:
+            if numeric:
                 write_number(r, c, value)
-            elif isinstance(value, str) and value and needs_quote(value):
-                write_string(r, c, value, quoted)
             elif value:
-                write_string(r, c, value)
+                write_string(r, c, value, quoted if isinstance(value, str) and needs_quote(value) else None)
     sheet.autofilter(0, 0, max(r, 1), len(XLSX_COLUMNS) - 1)
     workbook.close()
 

@@ -20,7 +20,8 @@ from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.templating import render
 
 # dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README).
@@ -40,6 +41,18 @@ SCRAPE_INTERVAL = "30s"  # dcgm-exporter collects every 30 000 ms by default (it
 OTLP_GRPC_PORT = 4317
 COLLECTOR_PROMETHEUS_PORT = 8889
 SWITCH_JOB = "switch-telemetry"
+# Base Command Manager serves its measurables, leak detection among them, to Prometheus at
+# https://<head node>:8081/exporter, e.g. the gauge deviceswithleaks, "Number of devices that have detected a leak"
+# (NVIDIA Mission Control Systems Administration Guide 2.0/2.2, "Leak Detection": tray-level leaks come from the
+# compute and switch trays' BMCs over Redfish, rack-level ones from the building management system).
+BCM_JOB = "bcm"
+BCM_EXPORTER_PORT = 8081
+BCM_EXPORTER_PATH = "/exporter"
+BCM_LEAK_SOURCE = (
+    'NVIDIA Mission Control 2.2 Systems Administration Guide, "Leak Detection": BCM\'s Prometheus endpoint '
+    "https://<head>:8081/exporter serves deviceswithleaks (gauge), 'Number of devices that have detected a leak' "
+    "(https://docs.nvidia.com/mission-control/docs/systems-administration-guide/2.2.0/leak-detection.html)"
+)
 
 # A rail is "GPU index + 1" (catalog schema, PortGroup.rails): GPU k of every server is on rail k + 1.
 
@@ -122,7 +135,10 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     for sub in ("rules", "tests", "grafana", "slurm"):
         (out / sub).mkdir(parents=True)
     leaves = server_leaves(plan)
-    servers, management = _targets(plan, "gpu-server", leaves), _targets(plan, "management-server", leaves)
+    servers, management = (
+        _targets(plan, plan.gpu_nodes(), leaves),
+        _targets(plan, plan.devices_with("management-server"), leaves),
+    )
     alerts = alert_rules(plan, servers, management, leaves)
     _dump(out / "prometheus.yml", prometheus_config(plan, servers, management))
     if switch_telemetry_switches(plan):
@@ -203,21 +219,27 @@ def server_leaves(plan: Plan) -> dict[str, dict[int, str]]:
     }
 
 
-def _targets(plan: Plan, role: str, leaves: dict[str, dict[int, str]]) -> list[_Target]:
-    """The scrape targets of one role, sorted by name; a GPU server's carry its leaves (see server_leaves)."""
+def _targets(plan: Plan, devices: list[Device], leaves: dict[str, dict[int, str]]) -> list[_Target]:
+    """The scrape targets, sorted by name, labelled with their role; a GPU node's carry its leaves (see
+    server_leaves)."""
     targets = []
-    for device in sorted(plan.devices_with(role), key=lambda d: d.name):
-        labels = {"node": device.name, "role": role, "rack": device.rack}
-        if role == "gpu-server":
+    for device in sorted(devices, key=lambda d: d.name):
+        labels = {"node": device.name, "role": device.role, "rack": device.rack}
+        if is_gpu_node(device.role):
             labels |= {"su": str(device.su or 1), "spare": str(device.spare).lower()}
             labels["leaves"] = ",".join(f"{rail}={leaf}" for rail, leaf in sorted(leaves.get(device.name, {}).items()))
         targets.append(_Target(device.name, labels))
     return targets
 
 
+def _gpu_roles_regex(plan: Plan) -> str:
+    """The roles of the plan's GPU nodes (registry Role.gpu_node) as a regex alternation."""
+    return "|".join(sorted({d.role for d in plan.gpu_nodes()})) or "gpu-server"
+
+
 def _rail_hcas(plan: Plan) -> dict[str, int]:
     """RDMA device -> rail, from the GPU servers' catalog part (empty when the catalog does not name them)."""
-    servers = plan.devices_with("gpu-server")
+    servers = plan.gpu_nodes()
     if not servers:
         return {}
     return {d.os_device: d.rail for d in port_details(plan.part(servers[0].name), "compute") if d.os_device and d.rail}
@@ -249,7 +271,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
     hca_rails = [
         {
             "source_labels": ["role", "device"],
-            "regex": f"gpu-server;{hca}",
+            "regex": f"{_gpu_roles_regex(plan)};{hca}",
             "target_label": "rail",
             "replacement": str(rail),
         }
@@ -279,6 +301,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[_Target], management: list[_
                 "metric_relabel_configs": hca_rails + _leaf_relabels(rails),
             },
             *_switch_job(plan),
+            *_bcm_job(plan),
         ],
     }
 
@@ -304,6 +327,49 @@ def _switch_job(plan: Plan) -> list[dict]:
             "honor_labels": True,
             "static_configs": [{"targets": [f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}"]}],
         }
+    ]
+
+
+def has_rack_systems(plan: Plan) -> bool:
+    return any(rack.rack_system for rack in plan.racks.values())
+
+
+def _bcm_job(plan: Plan) -> list[dict]:
+    """BCM's exporter on the first head node, for the leak detection of liquid-cooled rack systems. Its TLS
+    certificate is BCM's own (NVIDIA's example reads it with curl -k), so verification is off until its CA is
+    installed where Prometheus runs (README)."""
+    if not has_rack_systems(plan):
+        return []
+    return [
+        {
+            "job_name": BCM_JOB,
+            "scheme": "https",
+            "metrics_path": BCM_EXPORTER_PATH,
+            "tls_config": {"insecure_skip_verify": True},
+            "static_configs": [{"targets": [f"{collector_host(plan)}:{BCM_EXPORTER_PORT}"]}],
+        }
+    ]
+
+
+def leak_alerts(plan: Plan) -> list[Alert]:
+    """A coolant leak anywhere BCM watches (tray cold plates and inner manifolds through the trays' BMCs, rack and
+    CDU sensors through the building management system): liquid-cooled rack systems only."""
+    if not has_rack_systems(plan):
+        return []
+    series = {"job": BCM_JOB, "instance": f"{collector_host(plan)}:{BCM_EXPORTER_PORT}"}
+    return [
+        Alert(
+            "CoolantLeakDetected",
+            "deviceswithleaks > 0",
+            "critical",
+            "BCM reports a coolant leak on a device of a liquid-cooled rack: list them with leakinfo in cmsh and "
+            "isolate the rack's liquid loop",
+            BCM_LEAK_SOURCE,
+            firing=[("deviceswithleaks", series, "0 1x9")],
+            healthy=[("deviceswithleaks", {**series, "instance": "healthy-head:8081"}, "0x10")],
+            eval_time="5m",
+            labels=dict(series),
+        )
     ]
 
 
@@ -361,7 +427,8 @@ def alert_rules(
     bad_gpu, good_gpu = _gpu_series(leaves, bad, 0), _gpu_series(leaves, good, 1 if good is bad else 0)
     hca = min(hcas, key=lambda name: hcas[name]) if hcas else "mlx5_0"
     bad_hca, good_hca = _hca_series(leaves, bad, hca, hcas), _hca_series(leaves, good, hca, hcas)
-    ib_selector = '{rail!=""}' if hcas else '{role="gpu-server"}'
+    roles = _gpu_roles_regex(plan)
+    ib_selector = '{rail!=""}' if hcas else f'{{role{"=~" if "|" in roles else "="}"{roles}"}}'
 
     def sampled(bad_labels: dict[str, str], good_labels: dict[str, str]) -> Callable[..., Alert]:
         """An alert whose test fires on one metric of the bad subject and stays quiet on the good one."""
@@ -584,6 +651,7 @@ def alert_rules(
               eval_time="80m", labels=dict(busy))
     )  # fmt: skip
     alerts += switch_alerts(plan)
+    alerts += leak_alerts(plan)
     return alerts
 
 

@@ -69,7 +69,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 def nccl_files(plan: Plan) -> dict[str, str]:
     split = scheduler_split(plan)
-    server = plan.part_as(plan.devices_with("gpu-server")[0].name, GpuServer)
+    server = plan.part_as(plan.gpu_nodes()[0].name, GpuServer)
     files = {"nccl/nccl.env": nccl_env(plan, server, pod=False)}
     if split.slurm:
         domain = domain_servers(server)

@@ -18,6 +18,7 @@ from xlsxwriter.utility import xl_rowcol_to_cell
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
+from gpucluster.artifacts._xlsx import FormulaSheet
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget
 from gpucluster.progress import track
@@ -32,13 +33,13 @@ def write_workbook(budget: Budget, path: Path) -> None:
     workbook = xlsxwriter.Workbook(str(path), {"strings_to_numbers": False})
     workbook.set_properties({"title": f"{budget.name} power and cooling", "created": _CREATED})
     formats = _Formats(workbook)
-    summary = workbook.add_worksheet("Summary")
-    racks = workbook.add_worksheet("Racks")
-    rows = workbook.add_worksheet("Rows")
-    sus = workbook.add_worksheet("Scalable units")
-    devices = workbook.add_worksheet("Devices")
-    circuits = workbook.add_worksheet("Circuits")
-    sources = workbook.add_worksheet("Sources")
+    summary = workbook.add_worksheet("Summary", FormulaSheet)
+    racks = workbook.add_worksheet("Racks", FormulaSheet)
+    rows = workbook.add_worksheet("Rows", FormulaSheet)
+    sus = workbook.add_worksheet("Scalable units", FormulaSheet)
+    devices = workbook.add_worksheet("Devices", FormulaSheet)
+    circuits = workbook.add_worksheet("Circuits", FormulaSheet)
+    sources = workbook.add_worksheet("Sources", FormulaSheet)
     values = _inputs(budget)
     _write_inputs(workbook, summary, formats, values)
     last = _write_racks(racks, formats, budget, values)

@@ -143,7 +143,7 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     tray = plan.catalog_part(system.compute_tray, GpuServer)
     switch_tray = plan.catalog_part(system.nvlink_switch_tray, NvlinkSwitchTray)
     shelf = plan.catalog_part(system.power_shelf, PowerShelf)
-    servers = [d.name for d in plan.devices_with("gpu-server")]
+    servers = [d.name for d in plan.gpu_nodes()]
     domains = nvlink_domains(plan, servers)
     trays = max(len(d) for d in domains)
     segment = slurm_segment(trays)

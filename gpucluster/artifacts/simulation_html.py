@@ -41,7 +41,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
     """The plain data the page's script replays (JSON inside the page)."""
-    servers = [d.name for d in plan.devices_with("gpu-server") if not d.spare]
+    servers = [d.name for d in plan.gpu_nodes() if not d.spare]
     leaves = sorted(d.name for d in plan.switches("compute", 1))
     spines = sorted(d.name for d in plan.switches("compute", 2))
     storage = sorted(d.name for d in plan.devices_with("storage"))

@@ -4,6 +4,7 @@ the GPU servers Slurm runs. Written to ``slurm/``; nothing when Kubernetes runs 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -214,9 +215,17 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
     return head + yamlout.dump(topologies)
 
 
-def _hostlist(names: list[str]) -> str:
+def _hostlist(names: list[str] | tuple[str, ...]) -> str:
     """A Slurm hostlist expression. Only a name's trailing number is bracketed: python-hostlist also folds a
     number inside a name (compute-spine-[01-05]-01), which Slurm 22.05 rejects ("Invalid switches")."""
+    return _hostlist_of(tuple(names))
+
+
+@functools.lru_cache(maxsize=4096)
+def _hostlist_of(names: tuple[str, ...]) -> str:
+    """_hostlist, remembered: a fabric tree lists the same switches many times over (every spine of a pod has the
+    same leaf groups under it; topology.conf and topology.yaml list the same tree), and python-hostlist takes
+    milliseconds a list (a 131,072-GPU tree: a minute of CPU uncached)."""
     by_prefix: dict[str, list[str]] = defaultdict(list)
     for name in names:
         by_prefix[re.sub(r"\d+$", "", name)].append(name)

@@ -21,7 +21,14 @@ from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
-from gpucluster.verify.expected import PlannedEnd, PlannedLink, infiniband_networks, planned_links, port_info
+from gpucluster.verify.expected import (
+    PlannedEnd,
+    PlannedLink,
+    cable_of_links,
+    infiniband_networks,
+    planned_links,
+    port_info,
+)
 
 FOLDER = "verify"
 NODE_ID_CHARACTERS = 60  # ibsim keeps node ids of up to 64 characters (NODEIDLEN 65)
@@ -56,11 +63,17 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
     """One record per node (switches by name, then HCAs by name), each with its ports in port order."""
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
+    ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
     for planned in links:
         for near, far in ((planned.a, planned.b), (planned.b, planned.a)):
             record = nodes.get(near.node)
             if record is None:
-                ports = sum(1 for info in _ib_ports(plan, near.device)) if near.switch else 1
+                ports = 1
+                if near.switch:
+                    part = plan.devices[near.device].part
+                    if part not in ib_ports:
+                        ib_ports[part] = len(_ib_ports(plan, near.device))
+                    ports = ib_ports[part]
                 record = nodes[near.node] = {
                     "kind": "Switch" if near.switch else "Ca",
                     "ports": ports,
@@ -95,14 +108,17 @@ def _ib_ports(plan: Plan, device: str) -> list[int]:
     return numbers
 
 
-def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ...]]:
+def node_description_rows(
+    plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None
+) -> list[tuple[str, ...]]:
+    """One row per InfiniBand node of each network; `planned` is each network's InfiniBand planned links where the
+    caller has them already."""
     locate = Locator(plan)
     rows: dict[tuple[str, str], tuple[str, ...]] = {}
+    planned = planned if planned is not None else _infiniband_links(plan, networks)
     for network in networks:
-        for planned in planned_links(plan, network):
-            if not planned.lane:
-                continue  # not an InfiniBand link: no node description to set
-            for end in (planned.a, planned.b):
+        for planned_link in planned[network]:
+            for end in (planned_link.a, planned_link.b):
                 if (network, end.node) in rows:
                     continue
                 device = plan.devices[end.device]
@@ -137,11 +153,18 @@ def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ..
     return sorted(rows.values(), key=lambda r: (r[0], r[2] != "switch", r[1], r[5]))
 
 
-def node_descriptions_csv(plan: Plan, networks: list[str]) -> str:
+def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[PlannedLink]]:
+    """Each network's links with InfiniBand ports at both ends: what ibnetdiscover sees (a generic port cabled to
+    an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
+    cables = cable_of_links(plan)
+    return {network: [p for p in planned_links(plan, network, cables) if p.lane] for network in networks}
+
+
+def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None) -> str:
     handle = io.StringIO()
     writer = csv.writer(handle, lineterminator="\n")
     writer.writerow(NODE_DESCRIPTION_COLUMNS)
-    for row in node_description_rows(plan, networks):
+    for row in node_description_rows(plan, networks, planned):
         writer.writerow([csv_safe(cell) for cell in row])
     return handle.getvalue()
 
@@ -151,10 +174,9 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     networks = infiniband_networks(plan)
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)
+    planned = _infiniband_links(plan, networks)
     for network in networks:
-        # what ibnetdiscover sees: InfiniBand ports at both ends (a generic port cabled to an InfiniBand switch,
-        # such as a storage block whose catalog entry names no technology, is not in the .net file)
-        links = [planned for planned in planned_links(plan, network) if planned.lane]
+        links = planned[network]
         text = render(
             "verify/expected.net.j2",
             design=plan.name,
@@ -163,4 +185,4 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
             links=len(links),
         )
         (out / f"expected-{network}.net").write_text(text, encoding="utf-8")
-    (out / "node-descriptions.csv").write_text(node_descriptions_csv(plan, networks), encoding="utf-8")
+    (out / "node-descriptions.csv").write_text(node_descriptions_csv(plan, networks, planned), encoding="utf-8")

@@ -12,6 +12,7 @@ from gpucluster.catalog.schema import (
     Appliance,
     Cable,
     Cdu,
+    CoolantPart,
     GpuServer,
     Nic,
     NvlinkSwitchTray,
@@ -141,6 +142,10 @@ def _cdu(p: Cdu) -> list[tuple[str, str]]:
     ]
 
 
+def _coolant_part(p: CoolantPart) -> list[tuple[str, str]]:
+    return [("item", p.item)]
+
+
 @dataclass(frozen=True)
 class PartKind:
     name: str  # as the command takes it
@@ -162,6 +167,7 @@ PART_KINDS = (
     PartKind("nvlink-switch-tray", NvlinkSwitchTray, _nvlink_switch_tray),
     PartKind("power-shelf", PowerShelf, _power_shelf),
     PartKind("cdu", Cdu, _cdu),
+    PartKind("coolant-part", CoolantPart, _coolant_part),
 )
 
 

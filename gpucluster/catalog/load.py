@@ -17,6 +17,7 @@ from gpucluster.catalog.schema import (
     Cable,
     CatalogFile,
     Cdu,
+    CoolantPart,
     GpuServer,
     Nic,
     NvlinkSwitchTray,
@@ -79,6 +80,7 @@ KINDS = (
     PowerShelf,
     RackSystem,
     Cdu,
+    CoolantPart,
 )
 
 
@@ -96,6 +98,7 @@ def load_catalog(extra_files: Iterable[Path | str] = ()) -> Catalog:
 def _load(files: tuple[Path, ...]) -> Catalog:
     catalog = Catalog()
     problems: list[Problem] = []
+    located: dict[str, tuple[Path, object, int]] = {}  # part id -> (file, its positions, index in parts)
     for path in files:
         data, positions = load_yaml_with_positions(path, "catalog file")
         try:
@@ -124,9 +127,28 @@ def _load(files: tuple[Path, ...]) -> Catalog:
                 )
             catalog.parts[part.id] = part
             catalog.origin[part.id] = path.name
+            located[part.id] = (path, positions, index)
+    problems += _coolant_references(catalog, located)
     if problems:
         raise DesignError(sorted(problems, key=lambda p: (p.file, p.line, p.column)))
     return catalog
+
+
+def _coolant_references(catalog: Catalog, located: dict[str, tuple[Path, object, int]]) -> list[Problem]:
+    """A rack system's coolant parts must name coolant_part entries of the catalog (the BOM counts them)."""
+    problems = []
+    known = sorted(p.id for p in catalog.parts.values() if isinstance(p, CoolantPart))
+    for part in catalog.parts.values():
+        if not isinstance(part, RackSystem):
+            continue
+        path, positions, index = located[part.id]
+        for i, count in enumerate(part.coolant_parts):
+            if not isinstance(catalog.parts.get(count.part), CoolantPart):
+                loc = ("parts", index, "coolant_parts", i, "part")
+                allowed = ", ".join(known) or "none in the catalog"
+                message = f"{count.part!r} is not a coolant_part of the catalog; the coolant parts are: {allowed}"
+                problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), message))  # type: ignore[arg-type]
+    return problems
 
 
 def _cites(value: str, tags: dict[str, str]) -> bool:

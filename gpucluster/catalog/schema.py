@@ -481,6 +481,14 @@ class RackSlot(_Strict):
     count: int = Field(gt=0)
 
 
+class CoolantCount(_Strict):
+    """How many of one in-rack liquid-cooling part a rack-scale system holds: per rack or per tray of a kind."""
+
+    part: str = Field(description="catalog id of a coolant_part")
+    per: Literal["rack", "compute-tray", "nvlink-switch-tray"]
+    count: int = Field(gt=0, le=1_000)
+
+
 class RackSystem(_Part):
     """A rack-scale NVLink system (GB200/GB300 NVL72): bought, placed and powered as one rack, one NVLink domain.
 
@@ -508,7 +516,15 @@ class RackSystem(_Part):
     published_power_w: float = Field(gt=0, description="the vendor's rack power figure (what the parts add up to)")
     coolant_flow_l_per_min_per_kw: float = Field(gt=0, description="design flow per kW of liquid heat")
     coolant_flow_by_supply: list[FlowPoint] = Field(default_factory=list)
-    weight_kg: float | None = Field(default=None, gt=0)
+    weight_kg: float | None = Field(default=None, gt=0, description="the loaded rack: trays, shelves, rack, coolant")
+    coolant_parts: list[CoolantCount] = Field(
+        default_factory=list, max_length=16, description="its in-rack liquid-cooling parts: manifolds, couplings, hoses"
+    )
+
+    def coolant_per_rack(self, count: CoolantCount) -> int:
+        """Units of one coolant part in one rack: per rack, or per tray times the rack's trays of that kind."""
+        trays = {"rack": 1, "compute-tray": self.compute_trays, "nvlink-switch-tray": self.nvlink_switch_trays}
+        return count.count * trays[count.per]
 
     @property
     def height_u(self) -> int:
@@ -542,6 +558,15 @@ class Cdu(_Part):
     u_height: float = Field(default=0, ge=0, description="in-rack units take rack units; in-row ones a floor position")
 
 
+class CoolantPart(_Part):
+    """An in-rack liquid-cooling part a rack-scale system ships with (its manifolds, the blind-mate quick
+    disconnects its trays mate through, the hoses to the CDU): on the BOM so the loop can be checked and spared."""
+
+    kind: Literal["coolant_part"]
+    item: Literal["manifold", "quick-disconnect", "hose"]
+    weight_kg: float | None = Field(default=None, gt=0, le=1_000)
+
+
 AnyPart = (
     GpuServer
     | Switch
@@ -556,6 +581,7 @@ AnyPart = (
     | PowerShelf
     | RackSystem
     | Cdu
+    | CoolantPart
 )
 Part = Annotated[AnyPart, Field(discriminator="kind")]
 

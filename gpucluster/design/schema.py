@@ -92,6 +92,13 @@ class Site(_Section):
         None, ge=100, le=5000, description="rack-to-rack spacing in a row; defaults to rack width"
     )
     row_pitch_mm: float = Field(2400, ge=500, le=20_000, description="row-to-row spacing (rack depth plus aisle)")
+    floor_load_kpa: float = Field(
+        12.0,
+        gt=0,
+        le=100,
+        description="the floor's rated distributed (superimposed live) load; default 12 kPa (250 lb/ft2), "
+        "TIA-942 Rated-3, which the DGX SuperPOD RAs ask of the data centre",
+    )
     racks_per_row: int = Field(20, gt=0, le=200)
     power_feed: PowerFeed = PowerFeed()
     pdu: str | None = Field(

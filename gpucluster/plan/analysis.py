@@ -138,7 +138,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
     the other planes, so no host is cut off and jobs run on the remaining share of the bandwidth (the
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
     lost = planes[0]
-    hosts = {n for n, role in graph.nodes(data="role") if role == "gpu-server"}
+    hosts = {n for n, role in graph.nodes(data="role") if registry.is_gpu_node(str(role))}
     ports = plan.queries().links(graph.graph["network"], 0)
     on_lost = [link for link in ports if link.plane == lost]
     keeping = {link.a_device for link in ports if link.plane != lost}
@@ -254,7 +254,7 @@ def _service_loss(plan: Plan, network: str, cut_off: list[str]) -> dict:
     roles = Counter(plan.devices[host].role for host in cut_off)
     lost = sorted({registry.role(name).service for name in roles if registry.role(name).service})
     return {
-        "servers_cut_off": roles.get("gpu-server", 0),
+        "servers_cut_off": sum(n for name, n in roles.items() if registry.is_gpu_node(name)),
         "storage_blocks_cut_off": roles.get("storage", 0) + roles.get("object-storage", 0),
         "services_lost": lost,
     }

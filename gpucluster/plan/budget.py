@@ -46,6 +46,7 @@ from gpucluster.plan.power import (
     rack_circuits,
     rack_devices,
 )
+from gpucluster.plan.registry import is_gpu_node
 
 # 1 W = 3.412142 BTU(IT)/h (1 BTU/h = 0.29307107 W); insideHPC's airflow formula uses 3,412.
 BTU_PER_H_PER_W = 3.412142
@@ -419,7 +420,7 @@ def _groups(
         grouped[key(rack)].append(rack)
     result = []
     for name, members in grouped.items():
-        servers = [by_name[n] for r in members for n in plan.racks[r.name].devices if by_name[n].role == "gpu-server"]
+        servers = [by_name[n] for r in members for n in plan.racks[r.name].devices if is_gpu_node(by_name[n].role)]
         result.append(
             GroupBudget(
                 name=name,

@@ -103,9 +103,7 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None =
     rack_part = catalog.get(site.rack, Rack)
     optics_w = optics_allowance_w(plan, catalog)
     planner = RackPlanner(catalog, site, rack_part, optics_w)
-    server_w = r.server.power_max_w + max(
-        (optics_w.get(d.name, 0.0) for d in plan.devices_with("gpu-server")), default=0
-    )
+    server_w = r.server.power_max_w + max((optics_w.get(d.name, 0.0) for d in plan.gpu_nodes()), default=0)
     in_rack: dict = {}
     if system is not None:
         per_rack = system.compute_trays
@@ -208,7 +206,7 @@ def _servers_per_rack(
 def _compute_racks(plan: Plan, per_rack: int) -> int:
     """Compute racks when each SU's servers fill racks of ``per_rack`` (as pack_devices packs them)."""
     per_su: dict[int, int] = {}
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
     return sum(math.ceil(n / per_rack) for n in per_su.values())
 
@@ -221,7 +219,7 @@ def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
     """A nearly empty last scalable unit still needs a leaf per rail: say what it costs and which design
     fields would fill the units before it exactly."""
     per_su: dict[int, int] = {}
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         per_su[server.su or 1] = per_su.get(server.su or 1, 0) + 1
     last = max(per_su)
     if not (last > 1 and per_su[last] * 2 < r.su_servers):

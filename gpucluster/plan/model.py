@@ -14,7 +14,7 @@ import networkx as nx
 
 from gpucluster.catalog.schema import AnyPart
 from gpucluster.design.schema import Compute, Design
-from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
+from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, is_gpu_node
 
 if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
     from gpucluster.burn_in import BurnInTest
@@ -353,6 +353,10 @@ class Plan:
 
     def devices_with(self, role: str) -> list[Device]:
         return [d for d in self.devices.values() if d.role == role]
+
+    def gpu_nodes(self) -> list[Device]:
+        """The GPU nodes (GPU servers and rack-scale compute trays, registry Role.gpu_node), in plan order."""
+        return [d for d in self.devices.values() if is_gpu_node(d.role)]
 
     def switches(self, network: str, tier: int | None = None) -> list[Device]:
         return [

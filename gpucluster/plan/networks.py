@@ -183,7 +183,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
     """Per plane, one leaf group per (rail group, rail): a rail-optimized fat tree whose rail groups are as
     many whole SUs as a leaf serves. Fabric managers join rails of the first rail group."""
     units = rail_group_units(r)
-    sus = sorted({d.su for d in plan.devices_with("gpu-server") if d.su})
+    sus = sorted({d.su for d in plan.gpu_nodes() if d.su})
     first_su = {su: sus[(i // units) * units] for i, su in enumerate(sus)}
     last_su = {first: max(s for s in sus if first_su[s] == first) for first in set(first_su.values())}
 
@@ -199,7 +199,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         for first in sorted(last_su):
             for rail in range(1, r.rails + 1):
                 groups[(first, rail)] = LeafGroup(label(first, rail), [], r.compute_oversubscription, first, rail)
-        for server in plan.devices_with("gpu-server"):
+        for server in plan.gpu_nodes():
             for port, port_plane in compute_host_ports(server.name, r.server, r.planes):
                 if port_plane in (None, plane):
                     groups[(first_su[server.su or 1], port.rail or 1)].ports.append(port)
@@ -270,7 +270,7 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     leaf failure leaves every server and appliance with a path to the filesystem. The storage fabric's own UFM
     pair joins the appliances' leaves."""
     groups: dict[str, LeafGroup] = {}
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
             label = f"su{server.su:02d}-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su)).ports.append(
@@ -314,7 +314,7 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are.
     Below half a scalable unit of servers (a lab) one switch takes every port where it can."""
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
-    for server in plan.devices_with("gpu-server"):
+    for server in plan.gpu_nodes():
         for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
             ports["ab"[index % 2]].append(port)
     for role in ("management-server", "fabric-manager", "object-storage"):

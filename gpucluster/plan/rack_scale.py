@@ -60,7 +60,7 @@ def add_rack_systems(plan: Plan, r: Resolved, prefix: str) -> list[Domain]:
         trays = []
         for t in range(system.compute_trays):
             number = (index - 1) * system.compute_trays + t + 1
-            device = Device(f"{prefix}{number:0{width}d}", tray.id, "gpu-server", u_height=tray.u_height, su=su)
+            device = Device(f"{prefix}{number:0{width}d}", tray.id, "compute-tray", u_height=tray.u_height, su=su)
             device.spare = spare
             device.nvlink_domain = name
             trays.append(plan.add(device).name)

@@ -271,7 +271,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             if leaf.su is not None:
                 pod_sus.setdefault(link.b_device, set()).add(leaf.su)
     by_su: dict[int, list[Device]] = {}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         if device.nvlink_domain is not None:
             continue  # a rack-scale system's tray, placed with its rack (plan/rack_scale.py)
         by_su.setdefault(device.su or 1, []).append(device)
@@ -332,7 +332,7 @@ def assign_nvlink_domains(plan: Plan) -> None:
     domain's NVLink switch trays sitting in that rack. A server that is its own domain (HGX 8-GPU) keeps
     ``nvlink_domain`` unset."""
     by_rack: dict[str, list[Device]] = {}
-    for device in plan.devices_with("gpu-server"):
+    for device in plan.gpu_nodes():
         if device.nvlink_domain is None:  # a rack-scale system's trays have theirs from plan/rack_scale.py
             by_rack.setdefault(device.rack, []).append(device)
     for rack, members in by_rack.items():
@@ -343,3 +343,27 @@ def assign_nvlink_domains(plan: Plan) -> None:
         for start in range(0, len(members), per_domain):
             for device in members[start : start + per_domain]:
                 device.nvlink_domain = f"{rack}-nvl{start // per_domain + 1}"
+
+
+STANDARD_GRAVITY_M_PER_S2 = 9.80665  # kg to newtons (ISO 80000-3)
+
+
+def loaded_weight_kg(plan: Plan, rack: RackPlan) -> float | None:
+    """A rack's weight with everything in it: a rack-scale system's published loaded weight (trays, shelves,
+    backplane, busbar and coolant), else the rack's own weight plus every device and PDU in it; None when a part
+    gives no weight (a sum without it would understate the load)."""
+    parts = plan.catalog_parts
+    system = parts.get(rack.rack_system or "")
+    system_kg = getattr(system, "weight_kg", None)
+    if system_kg:
+        return float(system_kg)
+    weights = [getattr(parts.get(rack.part), "weight_kg", None)]
+    weights += [getattr(parts[plan.devices[n].part], "weight_kg", None) for n in (*rack.devices, *rack.pdus)]
+    return None if any(w is None for w in weights) else float(sum(weights))  # type: ignore[arg-type]
+
+
+def floor_load_kpa(weight_kg: float, width_mm: float, row_pitch_mm: float) -> float:
+    """The distributed load a rack puts on the floor: its weight over its floor cell (its width times the row
+    pitch, so half of each aisle beside it), as floor-loading assessments spread a machine's weight over its area
+    and half its service clearance (IBM, "Floor construction and floor loading")."""
+    return weight_kg * STANDARD_GRAVITY_M_PER_S2 / (width_mm / 1000 * row_pitch_mm / 1000) / 1000

@@ -40,6 +40,9 @@ class Role:
     # the service that stops when such a device is cut off from its network (a filesystem whose appliance is
     # unreachable cannot serve the files striped over it): the failure analysis names it; empty: none
     service: str = ""
+    # a GPU node: a host with GPUs and compute-fabric ports, so a Slurm node, a Kubernetes worker, a DCGM scrape
+    # target, a burn-in subject, a failure-model unit; every view finds GPU nodes through this, never by role name
+    gpu_node: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plural", self.plural or self.label + "s")
@@ -47,9 +50,9 @@ class Role:
 
 
 _ROLES = (
-    Role("gpu-server", "GPU server", "#4C72B0", "compute", "compute", drawing_order=0),
+    Role("gpu-server", "GPU server", "#4C72B0", "compute", "compute", drawing_order=0, gpu_node=True),
     # A tray of a rack-scale NVLink system (GB200/GB300 NVL72): its GPUs, CPUs and NICs; a node to the schedulers
-    Role("compute-tray", "compute tray", "#64B5CD", "compute", "compute", drawing_order=1),
+    Role("compute-tray", "compute tray", "#64B5CD", "compute", "compute", drawing_order=1, gpu_node=True),
     # The NVLink switch trays of a rack-scale system: its NVLink domain's switches, on the rack's cable cartridges
     Role("nvlink-switch-tray", "NVLink switch tray", "#CCB974", "compute", "compute", drawing_order=2),
     Role("fabric-manager", "fabric manager", "#DD8452", "network", "compute-fabric", drawing_order=3),
@@ -73,6 +76,13 @@ _ROLES = (
     Role("coolant-distribution-unit", "coolant distribution unit", "#2A9D8F", "compute", "racks-power"),
 )
 ROLES: dict[str, Role] = {role.name: role for role in _ROLES}
+GPU_NODE_ROLES: tuple[str, ...] = tuple(role.name for role in _ROLES if role.gpu_node)
+
+
+def is_gpu_node(role_name: str) -> bool:
+    """Whether devices of this role are GPU nodes (a GPU server, a rack-scale system's compute tray)."""
+    entry = ROLES.get(role_name)
+    return bool(entry and entry.gpu_node)
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ def link_tier_name(tier: int) -> str:
 
 
 def totals(plan: Plan) -> Totals:
-    servers = plan.devices_with("gpu-server")
+    servers = plan.gpu_nodes()
     gpus_per_server = plan.settings.gpus_per_server
     networks = plan.networks()
     switches: dict[str, dict[str, int]] = {n: {} for n in networks}

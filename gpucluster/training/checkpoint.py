@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from gpucluster.catalog.schema import GpuServer, RackMounted, StorageBlock
 from gpucluster.design.schema import Workload
 from gpucluster.plan.model import Plan
+from gpucluster.plan.registry import is_gpu_node
 from gpucluster.training import reliability as rel
 from gpucluster.training.model import (
     compute_days as model_compute_days,
@@ -177,7 +178,7 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     assumed = design_workload is None
     server_part = plan.catalog_part(plan.settings.server, GpuServer)
     servers, idle = _job_servers(plan, server_part)
-    spare_names = {d.name for d in plan.devices_with("gpu-server") if d.spare}
+    spare_names = {d.name for d in plan.gpu_nodes() if d.spare}
     gpu = server_part.gpu
     gpus = len(servers) * gpu.count
     peak, peak_source = peak_tflops(server_part, workload.precision)
@@ -312,7 +313,7 @@ def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list, set[str]]:
     the rest stand idle as in-rack spares: their failures do not stop the job and they write no checkpoint."""
     from gpucluster.scheduling import domain_servers, slurm_segment
 
-    production = [d for d in plan.devices_with("gpu-server") if not d.spare]
+    production = [d for d in plan.gpu_nodes() if not d.spare]
     segment = slurm_segment(domain_servers(server_part))
     if segment is None:
         return production, set()
@@ -337,8 +338,8 @@ def _domain_spares(plan: Plan, tray: GpuServer, failures: float, workload: Workl
     segment = slurm_segment(per_rack)
     if segment is None:
         return None
-    racks = {d.nvlink_domain for d in plan.devices_with("gpu-server") if d.nvlink_domain and not d.spare}
-    spare_racks = {d.nvlink_domain for d in plan.devices_with("gpu-server") if d.nvlink_domain and d.spare}
+    racks = {d.nvlink_domain for d in plan.gpu_nodes() if d.nvlink_domain and not d.spare}
+    spare_racks = {d.nvlink_domain for d in plan.gpu_nodes() if d.nvlink_domain and d.spare}
     if not racks:
         return None
     return rel.domain_spares(
@@ -459,7 +460,7 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
     for link in queries.links("storage", 0):
         host, leaf = (link.a_device, link.b_device)
         role = roles.setdefault(host, plan.devices[host].role)
-        if role == "gpu-server" and host not in spares:
+        if is_gpu_node(role) and host not in spares:
             server_leaves.add(leaf)
         elif role == "storage":
             storage_leaves.add(leaf)
@@ -487,7 +488,7 @@ def _staging_paths(
     host_links = (link for network in queries.networks() for link in queries.links(network, 0))
     ports = sum(link.speed_gbps for link in host_links if plan.devices[link.a_device].role == "object-storage") / 8
     server_part = plan.catalog_part(plan.settings.server, GpuServer)
-    servers = sum(1 for d in plan.devices_with("gpu-server") if not d.spare)
+    servers = sum(1 for d in plan.gpu_nodes() if not d.spare)
     inband = servers * _port_gbps(server_part, "inband") / 8
     name = f"{count} x {block_id}"
     common = (

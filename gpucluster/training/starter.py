@@ -93,7 +93,7 @@ def plan_starter(
 
 
 def _planned_spares(plan: Plan) -> int:
-    return sum(1 for d in plan.devices_with("gpu-server") if d.spare)
+    return sum(1 for d in plan.gpu_nodes() if d.spare)
 
 
 def _plan_text(text: str, folder: Path) -> Plan:

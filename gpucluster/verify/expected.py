@@ -136,17 +136,23 @@ def hca_name(info: PortInfo, port: str) -> str:
 
 def ib_node(plan: Plan, device: str, port: str) -> tuple[str, str, bool]:
     """(node description, port number, is a switch) of an InfiniBand port."""
-    info = port_info(plan, device, port)
-    if plan.devices[device].role == "switch":
+    return _ib_node(device, port, port_info(plan, device, port), plan.devices[device].role == "switch")
+
+
+def _ib_node(device: str, port: str, info: PortInfo, switch: bool) -> tuple[str, str, bool]:
+    if switch:
         return device, str(info.ib_port), True
     return f"{device} {hca_name(info, port)}"[:IB_NODE_DESCRIPTION_BYTES], "1", False
 
 
 def lldp_port(plan: Plan, device: str, port: str) -> tuple[str, str, bool]:
     """(system name, port id, is a switch) of an Ethernet port as LLDP reports it."""
-    if plan.devices[device].role == "switch":
+    return _lldp_port(device, port, port_info(plan, device, port), plan.devices[device].role == "switch")
+
+
+def _lldp_port(device: str, port: str, info: PortInfo, switch: bool) -> tuple[str, str, bool]:
+    if switch:
         return device, port, True
-    info = port_info(plan, device, port)
     return device, info.netdev or port, False
 
 
@@ -155,24 +161,40 @@ def cable_of_links(plan: Plan) -> dict[int, str]:
     return {index: cable.id for cable in plan.cables for index in cable.links}
 
 
-def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
-    """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports)."""
-    cables = cable_of_links(plan)
+def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None) -> Iterator[PlannedLink]:
+    """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports);
+    `cables` is cable_of_links(plan), for callers that ask for several networks.
+
+    The same names as ib_node and lldp_port give, with each device's port table and role looked up once per
+    device rather than once per port (a 131,072-GPU compute fabric has half a million links)."""
+    cables = cable_of_links(plan) if cables is None else cables
+    devices = plan.devices
+    tables: dict[str, tuple[dict[str, PortInfo], bool]] = {}  # device -> (its port table, is a switch)
+
+    def table(device: str) -> tuple[dict[str, PortInfo], bool]:
+        found = tables.get(device)
+        if found is None:
+            found = tables[device] = (_part_ports(plan.part(device)), devices[device].role == "switch")
+        return found
+
     for index in plan.queries().link_indexes(network):
         link = plan.links[index]
-        if link.b_half and is_infiniband(plan, link):
-            # a split InfiniBand port: the number ibnetdiscover gives each half was not found in NVIDIA's documents,
-            # so these links (the UFM's, on 1:2 splitters) are left out of the check rather than guessed
-            continue
-        if is_infiniband(plan, link):
-            a = PlannedEnd(link.a_device, link.a_port, *ib_node(plan, link.a_device, link.a_port))
-            b = PlannedEnd(link.b_device, link.b_port, *ib_node(plan, link.b_device, link.b_port))
-            technology = port_info(plan, link.a_device, link.a_port).technology or ""
-            lane = IB_TECHNOLOGY_LANE.get(technology, "")
+        a_ports, a_switch = table(link.a_device)
+        b_ports, b_switch = table(link.b_device)
+        a_info = a_ports.get(link.a_port, _NO_PORT_INFO)
+        b_info = b_ports.get(link.b_port, _NO_PORT_INFO)
+        if (a_info.technology or "").startswith("infiniband") and (b_info.technology or "").startswith("infiniband"):
+            if link.b_half:
+                # a split InfiniBand port: the number ibnetdiscover gives each half was not found in NVIDIA's
+                # documents, so these links (the UFM's, on 1:2 splitters) are left out of the check, not guessed
+                continue
+            a = PlannedEnd(link.a_device, link.a_port, *_ib_node(link.a_device, link.a_port, a_info, a_switch))
+            b = PlannedEnd(link.b_device, link.b_port, *_ib_node(link.b_device, link.b_port, b_info, b_switch))
+            lane = IB_TECHNOLOGY_LANE.get(a_info.technology or "", "")
             width = round(link.speed_gbps / IB_LANE_GBPS[lane]) if lane else 0
         else:
-            a = PlannedEnd(link.a_device, link.a_port, *lldp_port(plan, link.a_device, link.a_port))
-            b = PlannedEnd(link.b_device, link.b_port, *lldp_port(plan, link.b_device, link.b_port))
+            a = PlannedEnd(link.a_device, link.a_port, *_lldp_port(link.a_device, link.a_port, a_info, a_switch))
+            b = PlannedEnd(link.b_device, link.b_port, *_lldp_port(link.b_device, link.b_port, b_info, b_switch))
             lane, width = "", 0
         yield PlannedLink(index, network, cables.get(index, ""), a, b, link.speed_gbps, width, lane)
 
