@@ -350,9 +350,16 @@ def build_clos(
             children.append(_Child(ups, g.su, up_pool.speed_gbps, service[id(g)]))
             up_links += own
         result.leaves[g.label] = names
+    if len(groups) > 1 and all(g.numbered for g in groups):
+        # numbered groups are the sides of leaf pairs (in-band a/b): the tier above takes them pair by pair
+        # (a-1, b-1, a-2, b-2 ...), so a pair added as the cluster grows takes the ports after the others
+        order = {id(c): (i, k) for k, g in enumerate(groups) for i, c in enumerate(_of_group(children, result, g))}
+        children.sort(key=lambda c: order.get(id(c), (len(children), 0)))
     up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
     if top:
-        up_speed = min(up_pool.speed_gbps, *(_pool(plan.catalog_parts[d.part], "fabric").speed_gbps for d in top))  # type: ignore[arg-type]
+        up_speed = min(
+            up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top)
+        )
     result.tiers.append(
         Tier(
             network,
@@ -387,6 +394,12 @@ def build_clos(
     return result
 
 
+def _of_group(children: list[_Child], result: ClosResult, group: LeafGroup) -> list[_Child]:
+    """A group's leaves as children of the tier above, in order."""
+    names = set(result.leaves[group.label])
+    return [c for c in children if c.uplinks and c.uplinks[0][0] in names]
+
+
 def upper_switch_count(leaves: int, uplinks: int, radix: int) -> int:
     """The switches the tiers above ``leaves`` leaves of ``uplinks`` uplinks each need, as _build_upper_tiers
     builds them with blocks taken in order (no scalable unit boundary): what a leaf's uplink count is chosen by."""
@@ -402,7 +415,7 @@ def upper_switch_count(leaves: int, uplinks: int, radix: int) -> int:
 
 def free_ports(plan: Plan, switch: Device) -> list[int]:
     """Indexes into a switch's fabric pool of the ports no link uses yet."""
-    pool = _pool(plan.catalog_parts[switch.part], "fabric")  # type: ignore[arg-type]
+    pool = _pool(plan.catalog_part(switch.part, Switch), "fabric")
     used = {link.a_port for link in plan.links if link.a_device == switch.name}
     used |= {link.b_port for link in plan.links if link.b_device == switch.name}
     return [i for i, name in enumerate(pool.names) if name not in used]
@@ -411,7 +424,7 @@ def free_ports(plan: Plan, switch: Device) -> list[int]:
 def _uplink_to(plan: Plan, network: NetworkName, children: list[_Child], top: list[Device], result: ClosResult) -> None:
     """Each child's uplinks spread in turn over existing top switches, on their free ports, as one more tier."""
     free = {switch.name: free_ports(plan, switch) for switch in top}
-    pools = {switch.name: _pool(plan.catalog_parts[switch.part], "fabric") for switch in top}  # type: ignore[arg-type]
+    pools = {switch.name: _pool(plan.catalog_part(switch.part, Switch), "fabric") for switch in top}
     links = 0
     gbps = 0.0
     for child in children:
