@@ -220,6 +220,28 @@ def test_growing_2_to_4_sus_with_a_growth_reserve_adds_only_leaf_and_su_cables(t
     assert bare.totals.switches["compute"]["spine"] == 8
 
 
+def test_growing_the_ra_2_to_4_sus_keeps_every_in_band_and_out_of_band_core_port(tmp_path: Path) -> None:
+    """The in-band leaf pairs are packed across the SUs (RA Table 7), yet a growth reserve sizes the in-band core
+    for the final SUs: the grown cluster adds a leaf pair and access switches, and every leaf-core and
+    access-core link of the first phase stays on its ports (the out-of-band uplinks on the core's last ports)."""
+    ra = Path(__file__).parent / "designs" / "ra-h100-4su.yaml"
+    design = yaml.safe_load(ra.read_text(encoding="utf-8"))
+    design["compute_fabric"]["final_scalable_units"] = 4
+    four = _plan(write_design(tmp_path, yaml.safe_dump(design, sort_keys=False), "four.yaml"))
+    design["compute"]["servers"] = 63
+    two = _plan(write_design(tmp_path, yaml.safe_dump(design, sort_keys=False), "two.yaml"))
+    assert (two.settings.scalable_units, four.settings.scalable_units) == (2, 4)
+    assert two.totals.switches["inband"]["spine"] == four.totals.switches["inband"]["spine"] == 2
+    assert (two.totals.switches["inband"]["leaf"], four.totals.switches["inband"]["leaf"]) == (4, 6)
+
+    def core_links(plan: Plan) -> set[tuple]:
+        return {_key(link) for link in plan.links if link.network in ("inband", "oob") and link.tier >= 1}
+
+    assert core_links(two) < core_links(four)
+    oob_core = {link.b_device for link in four.links if link.network == "oob" and link.tier == 1}
+    assert oob_core == {"inband-spine-01", "inband-spine-02"}
+
+
 def test_a_growth_reserve_below_the_current_size_is_a_located_error(tmp_path: Path) -> None:
     path = _variant(tmp_path, "superpod-h200-4su", "shrunk", compute_fabric={"final_scalable_units": 2})
     with pytest.raises(DesignError) as error:
