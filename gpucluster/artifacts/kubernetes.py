@@ -29,7 +29,7 @@ from gpucluster.artifacts.monitoring import counters_csv
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
-from gpucluster.design.schema import KubernetesSettings
+from gpucluster.design.schema import GpuOperatorSettings, KubernetesSettings
 from gpucluster.plan.model import Plan
 from gpucluster.scheduling import fabric_tree, nvlink_domains, scheduler_split
 
@@ -249,12 +249,16 @@ def _is_dgx(server: GpuServer) -> bool:
     return server.vendor == "NVIDIA" and server.model.startswith("DGX")
 
 
-def gpu_operator_values(plan: Plan, server: GpuServer, choices: object) -> dict:
+def uses_host_driver(server: GpuServer, choices: GpuOperatorSettings) -> bool:
+    """The host's NVIDIA driver (the design says so, or auto on DGX OS), not the operator's driver container."""
+    return choices.driver == "host" or (choices.driver == "auto" and _is_dgx(server))
+
+
+def gpu_operator_values(plan: Plan, server: GpuServer, choices: GpuOperatorSettings) -> dict:
     """Helm values for the NVIDIA GPU Operator chart (v26.7.0's values.yaml). The GPU Operator deploys Node Feature
     Discovery for both operators (the Network Operator's values turn its copy off)."""
-    driver = getattr(choices, "driver", "auto")
-    host_driver = driver == "host" or (driver == "auto" and _is_dgx(server))
-    mig = getattr(choices, "mig_strategy", "none")
+    host_driver = uses_host_driver(server, choices)
+    mig = choices.mig_strategy
     values: dict[str, object] = {
         "nfd": {"enabled": True},
         "driver": {"enabled": not host_driver},
@@ -308,21 +312,19 @@ DRA_DRIVER_VERSION = "25.12.0"  # the release of the ComputeDomain CRDs in tests
 DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
 
 
-def dra_driver_values(server: GpuServer, choices: object) -> dict:
+def dra_driver_values(server: GpuServer, choices: GpuOperatorSettings) -> dict:
     """Helm values for the NVIDIA DRA driver (chart v25.12.0) running ComputeDomains only: GPUs stay with the GPU
     Operator's device plugin (Kueue's quotas count nvidia.com/gpu); the driver root where the driver is; and the
     kubelet plugin tolerates the GPU nodes' taint (the chart's default tolerations are none, so without this it
     never runs on a tainted GPU node and no pod gets its IMEX channel)."""
-    driver = getattr(choices, "driver", "auto")
-    host_driver = driver == "host" or (driver == "auto" and _is_dgx(server))
     return {
-        "nvidiaDriverRoot": "/" if host_driver else OPERATOR_DRIVER_ROOT,
+        "nvidiaDriverRoot": "/" if uses_host_driver(server, choices) else OPERATOR_DRIVER_ROOT,
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
         "kubeletPlugin": {"tolerations": [{"key": GPU_TAINT["key"], "operator": "Exists", "effect": "NoSchedule"}]},
     }
 
 
-def dra_driver_header(server: GpuServer, choices: object) -> str:
+def dra_driver_header(server: GpuServer, choices: GpuOperatorSettings) -> str:
     """How to install the DRA driver with these values, and what a host driver needs first."""
     lines = [
         "NVIDIA DRA driver for ComputeDomains (multi-node NVLink), installed after the GPU Operator:",
@@ -330,7 +332,7 @@ def dra_driver_header(server: GpuServer, choices: object) -> str:
         f"    --namespace {DRA_DRIVER_NAMESPACE} --create-namespace -f dra-driver-values.yaml",
         "Needs Kubernetes 1.32 or later with DRA (on by default from 1.34; 1.34.2 or later recommended).",
     ]
-    if dra_driver_values(server, choices)["nvidiaDriverRoot"] == "/":
+    if uses_host_driver(server, choices):
         lines += [
             f"The driver is the host's: it must be {COMPUTE_DOMAIN_DRIVER_FLOOR[0]} or later (ComputeDomains; the GPU "
             "Operator's DRA prerequisites);",

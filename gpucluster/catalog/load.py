@@ -31,7 +31,7 @@ from gpucluster.catalog.schema import (
     uncited_fields,
 )
 from gpucluster.errors import DesignError, Problem
-from gpucluster.yamlsource import load_yaml_with_positions, locate
+from gpucluster.yamlsource import Positions, load_yaml_with_positions, locate
 
 PartT = TypeVar("PartT")
 
@@ -98,7 +98,7 @@ def load_catalog(extra_files: Iterable[Path | str] = ()) -> Catalog:
 def _load(files: tuple[Path, ...]) -> Catalog:
     catalog = Catalog()
     problems: list[Problem] = []
-    located: dict[str, tuple[Path, object, int]] = {}  # part id -> (file, its positions, index in parts)
+    located: dict[str, tuple[Path, Positions, int]] = {}  # part id -> (file, its positions, index in parts)
     for path in files:
         data, positions = load_yaml_with_positions(path, "catalog file")
         try:
@@ -134,7 +134,7 @@ def _load(files: tuple[Path, ...]) -> Catalog:
     return catalog
 
 
-def _coolant_references(catalog: Catalog, located: dict[str, tuple[Path, object, int]]) -> list[Problem]:
+def _coolant_references(catalog: Catalog, located: dict[str, tuple[Path, Positions, int]]) -> list[Problem]:
     """A rack system's coolant parts must name coolant_part entries of the catalog (the BOM counts them)."""
     problems = []
     known = sorted(p.id for p in catalog.parts.values() if isinstance(p, CoolantPart))
@@ -147,7 +147,7 @@ def _coolant_references(catalog: Catalog, located: dict[str, tuple[Path, object,
                 loc = ("parts", index, "coolant_parts", i, "part")
                 allowed = ", ".join(known) or "none in the catalog"
                 message = f"{count.part!r} is not a coolant_part of the catalog; the coolant parts are: {allowed}"
-                problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), message))  # type: ignore[arg-type]
+                problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), message))
     return problems
 
 

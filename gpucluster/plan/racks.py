@@ -359,7 +359,8 @@ def loaded_weight_kg(plan: Plan, rack: RackPlan) -> float | None:
         return float(system_kg)
     weights = [getattr(parts.get(rack.part), "weight_kg", None)]
     weights += [getattr(parts[plan.devices[n].part], "weight_kg", None) for n in (*rack.devices, *rack.pdus)]
-    return None if any(w is None for w in weights) else float(sum(weights))  # type: ignore[arg-type]
+    known: list[float] = [w for w in weights if w is not None]
+    return None if len(known) < len(weights) else float(sum(known))
 
 
 def floor_load_kpa(weight_kg: float, width_mm: float, row_pitch_mm: float) -> float:

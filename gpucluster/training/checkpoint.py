@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gpucluster.catalog.schema import GpuServer, RackMounted, StorageBlock
 from gpucluster.design.schema import Workload
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.training import reliability as rel
 from gpucluster.training.model import (
@@ -307,7 +307,7 @@ def _run_days(workload: Workload, compute_days: float | None, goodput: float) ->
     return DEFAULT_RUN_DAYS, "a default (the workload gives no days and no tokens)"
 
 
-def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list, set[str]]:
+def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list[Device], set[str]]:
     """The production servers the job runs on, and the idle ones: on a rack-scale system the job takes a segment
     of each rack's trays (16 of an NVL72's 18, as the launch templates' --segment and Kueue slices place it), so
     the rest stand idle as in-rack spares: their failures do not stop the job and they write no checkpoint."""
@@ -317,10 +317,10 @@ def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list, set[str]]:
     segment = slurm_segment(domain_servers(server_part))
     if segment is None:
         return production, set()
-    by_domain: dict[str | None, list] = {}
+    by_domain: dict[str | None, list[Device]] = {}
     for device in production:
         by_domain.setdefault(device.nvlink_domain, []).append(device)
-    job: list = []
+    job: list[Device] = []
     idle: set[str] = set()
     for domain, members in by_domain.items():
         keep = members[:segment] if domain is not None else members
