@@ -1,4 +1,5 @@
-"""SVG drawings of the plan for the design review: each network's tiers, drawn from its graph, and the floor plan.
+"""SVG drawings of each network's tiers for the design review, drawn from its graph (the floor plan is in
+floor_plan.py).
 
 A network is drawn device by device while no level (hosts, leaves, spines ...) holds more than
 DETAIL_MAX_PER_LEVEL devices. Above that each box stands for a group with its count (the hosts of one kind in
@@ -6,9 +7,6 @@ one scalable unit, the switches of one tier in one SU or pod, the central ones) 
 links between two boxes, labelled with its link count. A level that still has more than MAX_BOXES_PER_LEVEL
 boxes first puts each SU's kinds of host in one box, then merges neighbouring SUs or pods into ranges
 (SU 1-4), so a 131,072-GPU fabric draws as readably as a 4-SU one.
-
-The floor plan draws every rack at its floor coordinates, coloured by purpose, with a bar for its maximum load
-against the rack power budget; above FLOOR_LABEL_MAX_RACKS racks the rack names give way to row and SU labels.
 """
 
 from __future__ import annotations
@@ -17,18 +15,16 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from itertools import groupby
 
 import networkx as nx
 
 from gpucluster.plan.model import Device, Plan
-from gpucluster.plan.registry import NETWORK_INFO, ROLES, purpose_colour, tint
+from gpucluster.plan.registry import NETWORK_INFO, ROLES, tint
 from gpucluster.plan.totals import link_tier_name, tier_name
 from gpucluster.templating import render
 
 DETAIL_MAX_PER_LEVEL = 36  # one box per device up to this many devices on every level (a 1-SU SuperPOD)
 MAX_BOXES_PER_LEVEL = 12  # above it, kinds merge per SU, then SUs or pods into ranges
-FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
 
 HOSTS_COLOUR = "#64748B"  # a box that merges hosts of several roles
 OTHER_SWITCH_COLOUR = "#8C8C8C"  # a switch of another network (by its management port)
@@ -448,133 +444,6 @@ def _bundles(graph: nx.Graph, anchor: dict[str, tuple[float, float, float]], det
             )
         )
     return bundles
-
-
-@dataclass(frozen=True, slots=True)
-class FloorRack:
-    name: str
-    x: float
-    y: float
-    width: float
-    depth: float
-    fill: str
-    stroke: str
-    bar_height: float  # maximum load against the rack budget, as a share of the depth
-    over_budget: bool
-    title: str
-    lines: tuple[str, ...]  # empty when racks are too many to label
-
-
-@dataclass(frozen=True, slots=True)
-class FloorPlan:
-    """Every rack at its floor coordinates (millimetres; the y axis runs from the first row down, or across when
-    the hall is turned)."""
-
-    min_x: float
-    min_y: float
-    width: float
-    height: float
-    racks: tuple[FloorRack, ...]
-    rows: tuple[Label, ...]
-    sus: tuple[tuple[float, float, float, float, str], ...]  # x, y, width, height, label
-    font_mm: float  # row and SU labels
-    unit_mm: float  # text in the racks; line widths are fractions of it
-    labelled: bool
-    budget_kw: float
-    turned: bool  # rows run down the drawing (a hall deeper than wide)
-
-    def svg(self) -> str:
-        return render("report/floor.svg", f=self)
-
-
-def floor_plan(plan: Plan) -> FloorPlan:
-    """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
-    deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
-    site = plan.design.site
-    budget_w = float(site.rack_power_budget_kw) * 1000
-    racks = list(plan.racks.values())
-    labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
-    sizes = {}
-    for rack in racks:
-        part = plan.catalog_parts[rack.part]
-        sizes[rack.name] = (
-            float(getattr(part, "width_mm", 600) or 600),
-            float(getattr(part, "depth_mm", 1200) or 1200),
-        )
-    span_x = max((r.x_mm + sizes[r.name][0] for r in racks), default=0.0) - min((r.x_mm for r in racks), default=0.0)
-    span_y = max((r.y_mm + sizes[r.name][1] for r in racks), default=0.0) - min((r.y_mm for r in racks), default=0.0)
-    turned = span_y > span_x
-    drawn = []
-    for rack in racks:
-        width, depth = sizes[rack.name]
-        x, y, w, h = (rack.y_mm, rack.x_mm, depth, width) if turned else (rack.x_mm, rack.y_mm, width, depth)
-        colour = purpose_colour(rack.purpose)
-        share = min(1.0, rack.power_max_w / budget_w) if budget_w else 0.0
-        su = f" SU {rack.su}" if rack.su is not None else ""
-        load = f"{rack.power_max_w / 1000:,.1f} kW max, {rack.power_typical_w / 1000:,.1f} kW typical"
-        drawn.append(
-            FloorRack(
-                name=rack.name,
-                x=x,
-                y=y,
-                width=w,
-                depth=h,
-                fill=tint(colour, 0.75),
-                stroke=colour,
-                bar_height=round(h * share, 1),
-                over_budget=rack.power_max_w > budget_w,
-                title=f"{rack.name}: {rack.purpose}{su}, {len(rack.devices)} devices, {load}",
-                lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
-            )
-        )
-    rack_width = min((w for w, _d in sizes.values()), default=600.0)
-    unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
-    if not labelled:  # nothing written in the racks: row and SU labels grow to stay legible on a large hall
-        font *= 2.5
-    left = font * (3 if turned else 8)  # SU labels turned up the side, or row letters
-    top = font * (3.5 if turned else 2.5)  # row letters, or SU labels
-    min_x = min((r.x for r in drawn), default=0.0) - left
-    min_y = min((r.y for r in drawn), default=0.0) - top
-    max_x = max((r.x + r.width for r in drawn), default=0.0) + rack_width * 0.5
-    max_y = max((r.y + r.depth for r in drawn), default=0.0) + font
-    rows = []
-    row_of = (lambda r: r.x) if turned else (lambda r: r.y)
-    for _row, members in groupby(sorted(drawn, key=lambda r: (row_of(r), r.x + r.y)), key=row_of):
-        first = next(iter(members))
-        letter = (_row_letter(first.name),)
-        if turned:
-            rows.append(Label(first.x + first.width / 2, first.y - font * 1.2, letter, "middle"))
-        else:
-            rows.append(Label(first.x - font * 1.4, first.y + first.depth / 2 + font / 2, letter, "end"))
-    sus = []
-    segments: dict[tuple[int, float], list[FloorRack]] = defaultdict(list)
-    for rack, shown in zip(racks, drawn, strict=True):
-        if rack.su is not None:
-            segments[(rack.su, row_of(shown))].append(shown)
-    for (su_number, _y), segment in sorted(segments.items()):
-        x0 = min(r.x for r in segment)
-        y0 = min(r.y for r in segment)
-        x1 = max(r.x + r.width for r in segment)
-        y1 = max(r.y + r.depth for r in segment)
-        sus.append((x0, y0, x1 - x0, y1 - y0, f"SU {su_number}"))
-    return FloorPlan(
-        min_x=round(min_x, 1),
-        min_y=round(min_y, 1),
-        width=round(max_x - min_x, 1),
-        height=round(max_y - min_y, 1),
-        racks=tuple(drawn),
-        rows=tuple(rows),
-        sus=tuple(sus),
-        font_mm=round(font, 1),
-        unit_mm=round(unit, 1),
-        labelled=labelled,
-        budget_kw=budget_w / 1000,
-        turned=turned,
-    )
-
-
-def _row_letter(rack: str) -> str:
-    return rack.rstrip("0123456789")
 
 
 def networks_drawn(plan: Plan) -> Iterable[str]:

@@ -47,6 +47,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "gpucluster.artifacts",
             "gpucluster.drawings",
+            "gpucluster.floor_plan",  # the racks on the floor, for the report
             "gpucluster.bom",
             "gpucluster.diff",
             "gpucluster.changes",

@@ -19,7 +19,8 @@ from PIL import Image
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.artifacts.report import report_html
 from gpucluster.bom import bom_for, build_bom
-from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, floor_plan, network_drawing
+from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing
+from gpucluster.floor_plan import floor_plan
 from gpucluster.plan.model import NETWORKS
 from gpucluster.plan.registry import NETWORK_INFO
 

@@ -24,14 +24,8 @@ from gpucluster.artifacts.summary import filesystem_figures, object_storage_figu
 from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
 from gpucluster.deviations import Assumption, Deviation, assumptions, deviations
-from gpucluster.drawings import (
-    DETAIL_MAX_PER_LEVEL,
-    FLOOR_LABEL_MAX_RACKS,
-    MAX_BOXES_PER_LEVEL,
-    floor_plan,
-    network_drawing,
-    networks_drawn,
-)
+from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
+from gpucluster.floor_plan import FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import Plan
