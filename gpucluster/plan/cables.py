@@ -151,6 +151,34 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
     groups = _two_link_groups(links, ends, by_cage)
     counters: dict[tuple[str, str], int] = defaultdict(int)  # (network prefix, rack of the A end) -> cables so far
+
+    def add_cable(
+        prefix: str,
+        rack: str,
+        network: str,
+        group: list[int],
+        choice: Choice,
+        run_length_m: float,
+        a_module: str | None,
+        b_module: str | None,
+    ) -> None:
+        """One cable carrying the links in group, numbered next in its network's series in its rack."""
+        counters[(prefix, rack)] += 1
+        plan.cables.append(
+            Cable(
+                id=cable_id(prefix, rack, counters[(prefix, rack)]),
+                network=network,
+                links=tuple(group),
+                media=choice.cable.media,
+                cable_part=choice.cable.id,
+                part_number=part_number(choice.cable.id, choice.length_m),
+                length_m=choice.length_m,
+                run_length_m=run_length_m,
+                a_transceiver=a_module,
+                b_transceiver=b_module,
+            )
+        )
+
     done = bytearray(len(links))
     if uncabled:
         for index, link in enumerate(links):
@@ -182,21 +210,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         if len(group) == 1:
             a_module, b_module = b_module, a_module
             rack = devices[link.a_device].rack
-        counters[(prefix, rack)] += 1
-        plan.cables.append(
-            Cable(
-                id=cable_id(prefix, rack, counters[(prefix, rack)]),
-                network=link.network,
-                links=tuple(group),
-                media=choice.cable.media,
-                cable_part=choice.cable.id,
-                part_number=part_number(choice.cable.id, choice.length_m),
-                length_m=choice.length_m,
-                run_length_m=longest,
-                a_transceiver=a_module,
-                b_transceiver=b_module,
-            )
-        )
+        add_cable(prefix, rack, link.network, group, choice, longest, a_module, b_module)
     for index, link in track(enumerate(links), len(links), "links"):
         if done[index]:
             continue
@@ -227,20 +241,15 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             done[i] = 1
         prefix = NETWORK_INFO[link.network].cable_prefix
         rack = devices[link.a_device].rack
-        counters[(prefix, rack)] += 1
-        plan.cables.append(
-            Cable(
-                id=cable_id(prefix, rack, counters[(prefix, rack)]),
-                network=link.network,
-                links=tuple(group),
-                media=choice.cable.media,
-                cable_part=choice.cable.id,
-                part_number=part_number(choice.cable.id, choice.length_m),
-                length_m=choice.length_m,
-                run_length_m=length if len(group) == 1 else max(lengths[i] for i in group),
-                a_transceiver=choice.a_transceiver.id if choice.a_transceiver else None,
-                b_transceiver=choice.b_transceiver.id if choice.b_transceiver else None,
-            )
+        add_cable(
+            prefix,
+            rack,
+            link.network,
+            group,
+            choice,
+            length if len(group) == 1 else max(lengths[i] for i in group),
+            choice.a_transceiver.id if choice.a_transceiver else None,
+            choice.b_transceiver.id if choice.b_transceiver else None,
         )
     _one_module_per_twin_cage(plan, ends, by_cage, choose)
 
