@@ -635,8 +635,8 @@ class _NumberedCanvas(Canvas):
         super().save()
 
 
-class _Elevation(Flowable):
-    """The rack's front view: a unit scale, and every device as a box at its U with its name."""
+class _RackView(Flowable):
+    """A drawing of one rack page at a fixed size (the front and rear elevations)."""
 
     def __init__(self, page: RackPage, width: float, height: float):
         super().__init__()
@@ -644,6 +644,10 @@ class _Elevation(Flowable):
 
     def wrap(self, available_width: float, available_height: float) -> tuple[float, float]:
         return self.width, self.height
+
+
+class _Elevation(_RackView):
+    """The rack's front view: a unit scale, and every device as a box at its U with its name."""
 
     def draw(self) -> None:
         c, page = self.canv, self.page
@@ -671,16 +675,9 @@ class _Elevation(Flowable):
             c.drawString(left + 3, y + h / 2 - size * 0.35, text)
 
 
-class _RearElevation(Flowable):
+class _RearElevation(_RackView):
     """The rack's rear view: the zero-U PDUs on the rear posts (name, feed, cords), and every device at its U with
     its power supplies by PDU and the face its cables plug into (a dashed box: ports at the front)."""
-
-    def __init__(self, page: RackPage, width: float, height: float):
-        super().__init__()
-        self.page, self.width, self.height = page, width, height
-
-    def wrap(self, available_width: float, available_height: float) -> tuple[float, float]:
-        return self.width, self.height
 
     def draw(self) -> None:
         c, page = self.canv, self.page
