@@ -138,6 +138,17 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "leaf and its uplinks",
             )
         )
+    asked = s.parallel_filesystem_asked
+    if asked is not None and asked.get("capacity_basis"):
+        found.append(
+            Deviation(
+                "Parallel filesystem capacity",
+                "no capacity per SU or per GPU (H100 RA Table 6 gives storage throughput per SU only)",
+                f"{s.parallel_filesystem_capacity_tb:,.0f} TB: {s.parallel_filesystem_blocks} x "
+                f"{s.parallel_filesystem_block}, derived from the throughput",
+                asked["capacity_basis"],
+            )
+        )
     if plan.switches("inband"):
         found.append(
             Deviation(

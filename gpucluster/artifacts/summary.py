@@ -91,11 +91,13 @@ def filesystem_figures(s: Settings) -> str:
         return ""
     capacity = f"{asked['capacity_tb']:,.0f} TB, " if asked["capacity_tb"] else ""
     basis = f", from {asked['basis']}" if asked.get("basis") else ""
+    derived = f"; {asked['capacity_basis']}" if asked.get("capacity_basis") else ""
     return (
         f"{s.parallel_filesystem_blocks} x {s.parallel_filesystem_block}: the appliances deliver "
         f"{s.parallel_filesystem_capacity_tb:,.0f} TB, {s.parallel_filesystem_read_gbytes_per_s:,.0f} GB/s read, "
         f"{s.parallel_filesystem_write_gbytes_per_s:,.0f} GB/s write (target asked {capacity}"
-        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write{basis})"
+        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write{basis}"
+        f"{derived})"
     )
 
 

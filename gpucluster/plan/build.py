@@ -357,6 +357,7 @@ def _settings(r: Resolved) -> Settings:
             read_gbytes_per_s=r.pfs_read_gbytes_per_s,
             write_gbytes_per_s=r.pfs_write_gbytes_per_s,
             basis=r.pfs_throughput_basis,
+            capacity_basis=r.pfs_capacity_basis,
         ),
         object_storage_block=r.object_block.id if r.object_block else None,
         object_storage_blocks=r.object_blocks,

@@ -144,6 +144,7 @@ class FilesystemAsked(TypedDict):
     read_gbytes_per_s: float
     write_gbytes_per_s: float
     basis: str
+    capacity_basis: str  # how a capacity not asked was derived, with its arithmetic; "" when asked
 
 
 class ObjectStorageAsked(TypedDict):

@@ -51,6 +51,8 @@ class Resolved:
     pfs_capacity_asked_tb: float | None = None
     # where the asked throughput came from: the design's own figures or the RA's per-SU level (named in views)
     pfs_throughput_basis: str = ""
+    # how a filesystem without capacity_tb got its capacity (the blocks its throughput needs); "" when asked
+    pfs_capacity_basis: str = ""
     object_capacity_asked_tb: float | None = None
     object_throughput_asked_gbytes_per_s: float | None = None
     object_shared: bool = False  # S3 served by the parallel filesystem's blocks (no object blocks of its own)

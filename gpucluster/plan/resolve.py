@@ -12,7 +12,10 @@ from gpucluster.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
 from gpucluster.plan.networks import Resolved, inband_oversubscription, manager_slots, technology_of
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
-# aggregate read/write in GB/s per level; the 4-SU rows are four times these.
+# aggregate read/write in GB/s per level (the 4-SU rows are four times the reads, 60/160/500, and round the writes
+# up, 30/80/250). The RA publishes no capacity per SU or per GPU (its storage sections give throughput only; the
+# B200, GB200 and B300 RAs likewise), so a filesystem without capacity_tb gets what the blocks its throughput
+# needs hold: a derived figure the summary, report and deviations name with its arithmetic.
 SU_STORAGE_GBYTES_PER_S = {"good": (15.0, 7.0), "better": (40.0, 20.0), "best": (125.0, 62.0)}
 SU_STORAGE_SOURCE = "NVIDIA DGX SuperPOD RA (DGX H100) RA-11333-001, Table 6"  # named in the summary's storage target
 
@@ -173,6 +176,9 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         },
     )
     capacity = blocks * block.capacity_tb  # as delivered
+    capacity_basis = (
+        "" if pfs.capacity_tb else default_capacity_basis(block, blocks, read + shared_read, write, shared_tb, capacity)
+    )
 
     object_block = None
     object_blocks = 0
@@ -272,6 +278,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s
         else f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
         f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})",
+        pfs_capacity_basis=capacity_basis,
         object_capacity_asked_tb=spec.capacity_tb if spec else None,
         object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
         object_shared=shared,
@@ -279,6 +286,20 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         scalable_units=units,
         final_scalable_units=final,
         storage_final_scalable_units=storage_final,
+    )
+
+
+def default_capacity_basis(
+    block: StorageBlock, blocks: int, read: float, write: float, shared_tb: float, capacity_tb: float
+) -> str:
+    """How a filesystem without capacity_tb got its capacity: the blocks its throughput needs (the RA gives
+    throughput per SU and no capacity), each with the catalog's usable capacity, with the arithmetic."""
+    needs = f"{read:,.0f}/{block.read_gbytes_per_s:g} read and {write:,.0f}/{block.write_gbytes_per_s:g} write"
+    share = f", and the shared S3 store's {shared_tb:,.0f} TB" if shared_tb else ""
+    return (
+        f"capacity derived, as the RA gives storage throughput per SU and no capacity: {blocks} x {block.id} "
+        f"(the blocks the throughput needs: {needs} GB/s per block, rounded up{share}) x {block.capacity_tb:,g} TB "
+        f"usable each = {capacity_tb:,.0f} TB; set parallel_filesystem.capacity_tb for the datasets and checkpoints"
     )
 
 
