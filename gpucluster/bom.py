@@ -190,6 +190,14 @@ def _facts(part: object) -> dict[str, Any]:
     }
 
 
+# A system the catalog has no sourced part number for (never invented): the order needs the vendor's SKU.
+PART_NUMBER_TO_CONFIRM = "part number to confirm with vendor"
+
+
+def _to_confirm(notes: str) -> str:
+    return f"{notes}; {PART_NUMBER_TO_CONFIRM}" if notes else PART_NUMBER_TO_CONFIRM
+
+
 def _device_lines(plan: Plan) -> list[BomLine]:
     """One line per (section, network, part); the notes say which tiers a switch line holds."""
     groups: dict[tuple[str, str, str, str], list[Device]] = defaultdict(list)
@@ -218,6 +226,10 @@ def _device_lines(plan: Plan) -> list[BomLine]:
                 notes += " (hot spares, racked and cabled)"
         elif role == "pdu":
             notes = f"in {len({d.rack for d in devices}):,} racks"
+        # a rack-scale system's trays and shelves come with its rack (ordered on the rack-system line)
+        in_rack_system = all(d.rack and plan.racks[d.rack].rack_system for d in devices)
+        if not getattr(part, "part_number", None) and not in_rack_system:
+            notes = _to_confirm(notes)
         lines.append(
             BomLine(
                 section=section,
@@ -279,7 +291,7 @@ def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
         item=system_id,
         quantity=count,
         weight_kg=system.weight_kg,
-        notes=contents,
+        notes=contents if system.part_number else _to_confirm(contents),
         **_facts(system),
     )
 

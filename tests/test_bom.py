@@ -19,7 +19,15 @@ from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.artifacts.plan_json import plan_document
-from gpucluster.bom import OPTICS_INCLUDED, SECTIONS, Bom, bom_for, build_bom, short_description
+from gpucluster.bom import (
+    OPTICS_INCLUDED,
+    PART_NUMBER_TO_CONFIRM,
+    SECTIONS,
+    Bom,
+    bom_for,
+    build_bom,
+    short_description,
+)
 from gpucluster.catalog.load import load_catalog
 from gpucluster.cli import main
 from gpucluster.design.schema import BillOfMaterials
@@ -449,9 +457,31 @@ def test_system_part_numbers_carry_their_sources() -> None:
         "sn2201": "920-9N110-00F1-0C0",
         "sn5600": "920-9N42F-00RI-7C0",
         "dgx-b200": "DGXB-G1440+P1CMI36",
+        "ufm-enterprise-ndr": "920-9B020-00FA-0D3",
         "raritan-px3-5878i2r-p1q2r1a15d5": "PX3-5878I2R-P1Q2R1A15D5",
         "raritan-px3-5747v-v2": "PX3-5747V-V2",
         "legrand-nvidpd13": "NVIDPD13",
     }.items():
         part = catalog.parts[part_id]
         assert part.part_number == number and part.sources.get("part_number"), part_id
+
+
+def test_systems_without_a_sourced_part_number_are_marked_to_confirm_with_the_vendor() -> None:
+    """DGX H100/H200, the AI400X2 and the head node have no part number in any source found: the catalog records
+    the search, the part number stays empty, and the BOM line says it is to be confirmed with the vendor; a line
+    with a part number, or a rack-scale system's tray (ordered with its rack), is not marked."""
+    catalog = load_catalog()
+    for part_id in ("dgx-h100", "dgx-h200", "ddn-ai400x2", "bcm-head-node"):
+        assert catalog.parts[part_id].part_number is None, part_id
+        assert "part number" in (catalog.citation(part_id, "part_number_search") or "").lower(), part_id
+    _loaded, plan = planned("superpod-h200-4su")
+    lines = {(line.section, line.item): line for line in build_bom(plan).lines}
+    for key in (("compute", "dgx-h200"), ("spares", "dgx-h200"), ("storage", "ddn-ai400x2")):
+        assert lines[key].part_number == "" and lines[key].notes.endswith(PART_NUMBER_TO_CONFIRM), key
+    assert lines[("management-networks", "bcm-head-node")].notes == PART_NUMBER_TO_CONFIRM
+    for line in lines.values():
+        if line.part_number:
+            assert PART_NUMBER_TO_CONFIRM not in line.notes, line.item
+    _loaded, nvl72 = planned("gb200-nvl72-1su")
+    marked = {line.item for line in build_bom(nvl72).lines if PART_NUMBER_TO_CONFIRM in line.notes}
+    assert "gb200-nvl72" in marked and not marked & {"gb200-compute-tray", "nvlink5-switch-tray"}
