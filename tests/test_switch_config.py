@@ -10,6 +10,7 @@ import pytest
 import yaml
 from conftest import EXAMPLES, planned
 
+from gpucluster import design_from_model, plan_design
 from gpucluster.artifacts.switch_config import (
     configured_networks,
     host_addresses,
@@ -164,3 +165,72 @@ def test_infiniband_fabrics_get_subnet_manager_settings_rooted_at_the_top_tier()
     assert [line.strip("# ").strip() for line in conf.splitlines() if line.startswith("#   compute-")] == spines
     assert "ib sm sharp enable" in conf
     assert not any(name.startswith("compute-") and name.endswith(".yaml") for name in files)
+
+
+def _split_commands(text: str) -> set[str]:
+    """The ports an MLNX-OS command file splits: each 'port-type split-2' in the context of an 'interface ib' line."""
+    split, interface = set(), None
+    for line in text.splitlines():
+        if line.startswith("interface ib "):
+            interface = line.removeprefix("interface ib ")
+        elif line == "port-type split-2":
+            assert interface is not None
+            split.add(interface)
+        elif line == "exit":
+            interface = None
+    return split
+
+
+def _planned_split_ports(plan: Plan) -> dict[str, set[str]]:
+    """InfiniBand switch -> the ports (MLNX-OS CLI names, 1/<cage>/<port>) whose halves the plan cables."""
+    split: dict[str, set[str]] = defaultdict(set)
+    for link in plan.links:
+        part = plan.catalog_parts[plan.devices[link.b_device].part]
+        if link.b_half and part.technology.startswith("infiniband"):
+            parent, half = link.b_port.rsplit("/", 1)
+            assert half == str(link.b_half)
+            split[link.b_device].add(parent.removeprefix("IB"))
+    return split
+
+
+@pytest.mark.parametrize("design", EXAMPLES)
+def test_every_split_infiniband_port_is_configured_split_and_no_other_port_is(design):
+    _, plan = planned(design)
+    files = switch_files(plan)
+    configured = {
+        name.removesuffix("-split-ports.txt"): _split_commands(text)
+        for name, text in files.items()
+        if name.endswith("-split-ports.txt")
+    }
+    assert configured == _planned_split_ports(plan)
+    for switch in configured:
+        text = files[f"{switch}-split-ports.txt"]
+        commands = [line for line in text.splitlines() if line and not line.startswith("#")]
+        assert commands.index("system profile ib split-ready") < commands.index("port-type split-2")
+        assert commands[-1] == "configuration write"
+        for port in configured[switch]:  # both halves brought up, each named for what it is cabled to
+            for half in (1, 2):
+                assert f"interface ib {port}/{half}\nno shutdown\n" in text
+                assert f"IB{port}/{half} -> " in text
+
+
+def test_the_default_design_splits_the_ufm_ports_of_both_fabrics():
+    _, plan = planned("superpod-h200-4su")
+    split = {name: _split_commands(text) for name, text in switch_files(plan).items() if "split-ports" in name}
+    assert split == {
+        "compute-leaf-su01-r1-split-ports.txt": {"1/16/2"},
+        "compute-leaf-su01-r2-split-ports.txt": {"1/16/2"},
+        "storage-leaf-pfs-a-split-ports.txt": {"1/5/1"},
+        "storage-leaf-pfs-b-split-ports.txt": {"1/5/1"},
+    }
+
+
+def test_an_externally_managed_switch_is_told_to_split_with_the_firmware_tools_not_the_cli():
+    loaded, _plan = planned("superpod-h100-1su")
+    fabric = loaded.design.compute_fabric.model_copy(update={"switch": "qm9790"})
+    plan = plan_design(design_from_model(loaded.design.model_copy(update={"compute_fabric": fabric})))
+    files = switch_files(plan)
+    text = files["compute-leaf-su01-r1-split-ports.txt"]
+    assert "Using mlxconfig to Split a Port in a Remotely Managed Switch" in text
+    assert "IB1/16/2: IB1/16/2/1 -> ufm-01" in text
+    assert not [line for line in text.splitlines() if line and not line.startswith("#")]  # no CLI commands

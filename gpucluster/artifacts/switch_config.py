@@ -40,6 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import PortGroup, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Device, Plan
@@ -118,6 +119,8 @@ def switch_files(plan: Plan) -> dict[str, str]:
         switches = plan.switches(network)
         if switches and _part(plan, switches[0]).technology.startswith("infiniband"):
             files[f"{network}-opensm.conf"] = opensm_conf(plan, network)
+    for switch, ports in infiniband_split_ports(plan).items():
+        files[f"{switch}-split-ports.txt"] = split_ports_commands(plan, switch, ports)
     return files
 
 
@@ -367,4 +370,77 @@ def opensm_conf(plan: Plan, network: str) -> str:
         top=top,
         switches=len(plan.switches(network)),
         model=_part(plan, plan.switches(network)[0]).model,
+    )
+
+
+# --- InfiniBand split ports ---------------------------------------------------------------------------------------
+
+MLNXOS_SPLIT_SOURCES = (
+    "NVIDIA MLNX-OS User Manual v3.12.2302 LTS, InfiniBand Interface (Break-Out Cables: a split port x/y becomes "
+    "x/y/1 and x/y/2; on Quantum-2 a port is <asic>/<cage>/<port>) and InfiniBand Interface Commands ('interface ib "
+    "<port> port-type split-2 ... Splits selected port to 2', available with the split-ready profile), "
+    "https://docs.nvidia.com/networking/display/nvidiamlnxosusermanualv3122302lts/infiniband+interface and "
+    ".../infiniband+interface+commands",
+    "NVIDIA InfiniBand Cluster Bring-up Procedure, Configuring a Split Port ('the switch does not auto-sense the "
+    "cable type': system profile ib split-ready, shut the interface down, split it), "
+    "https://docs.nvidia.com/networking/display/infinibandclusterbringupprocedure/Configuring+a+Split+Port",
+    "the same sequence (split-ready profile, confirmed with 'yes', which reboots the switch and deletes its "
+    "configuration; then per port 'interface ib 1/<cage>/<port>', 'shutdown', 'port-type split-2') as Dell Omnia's "
+    "NDR switch playbook runs it (GitHub dell/omnia network/roles/infiniband/tasks/split_port_ndr.yml, "
+    "files/split_ready.py) and as xcat2/xcat-core issue 6549 quotes NVIDIA's procedure",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitPort:
+    """One InfiniBand switch port the plan splits in two, and what each half is cabled to."""
+
+    port: str  # as the switch OS shows it: IB1/<cage>/<port>
+    halves: tuple[tuple[str, str], ...]  # (half's name, far end "device port") per cabled half, half 1 first
+
+
+def infiniband_split_ports(plan: Plan) -> dict[str, list[SplitPort]]:
+    """InfiniBand switch -> the ports of it that carry a 1:2 splitter fibre's halves (``Link.b_half``), in port
+    order. Only these may be split: a split port runs at most half its speed on each half."""
+    halves: dict[str, dict[str, str]] = defaultdict(dict)
+    devices = plan.devices
+    for link in plan.links:
+        if link.b_half and _part(plan, devices[link.b_device]).technology.startswith("infiniband"):
+            halves[link.b_device][link.b_port] = f"{link.a_device} {link.a_port}"
+    result = {}
+    for switch in sorted(halves):
+        used = halves[switch]
+        pools = device_ports(_part(plan, devices[switch])).values()
+        ports = [
+            SplitPort(port, tuple((half, used[half]) for half in pair if half in used))
+            for pool in pools
+            for port, pair in zip(pool.names, pool.halves, strict=False)
+            if used.keys() & set(pair)
+        ]
+        result[switch] = sorted(ports, key=lambda p: _port_key(p.port))
+    return result
+
+
+def mlnxos_interface(port: str) -> str:
+    """MLNX-OS shows a Quantum-2 port as IB1/<cage>/<port>; its CLI takes it as ``interface ib 1/<cage>/<port>``."""
+    match = re.fullmatch(r"IB(\d+(?:/\d+)+)", port)
+    if match is None:
+        raise ValueError(f"{port!r} is not an MLNX-OS InfiniBand port name (IB1/<cage>/<port>)")
+    return match.group(1)
+
+
+def split_ports_commands(plan: Plan, switch: str, ports: list[SplitPort]) -> str:
+    """The MLNX-OS commands that split the switch's ports the plan cables with 1:2 splitter fibres (or, for an
+    externally managed switch, the list of ports to split with NVIDIA's firmware tools)."""
+    device = plan.devices[switch]
+    part = _part(plan, device)
+    return render(
+        "switches/split-ports.txt.j2",
+        design=plan.name,
+        switch=switch,
+        network=device.network,
+        model=part.model,
+        managed=part.subnet_manager,
+        ports=[(mlnxos_interface(p.port), [(mlnxos_interface(h), far) for h, far in p.halves]) for p in ports],
+        sources=MLNXOS_SPLIT_SOURCES,
     )
