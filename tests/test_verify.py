@@ -23,7 +23,7 @@ from gpucluster.templating import render
 from gpucluster.verify.check import verify
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
 from gpucluster.verify.lldp import mau_speed_gbps, parse_lldp
-from gpucluster.verify.report import findings_csv, findings_html
+from gpucluster.verify.report import findings_csv, findings_html, summary_lines
 
 H100_1SU = DESIGNS / "superpod-h100-1su.yaml"
 
@@ -59,12 +59,14 @@ def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     path = _write(tmp_path, "ibnetdiscover.txt", one_generation(found, UP))
     (result,) = verify(plan, [path], [])
     assert result.network == "compute"
-    # every compute link but the UFM pair's on split ports, which verify leaves out (how ibnetdiscover numbers a split
-    # port's halves is not in NVIDIA's documents)
-    checked = [link for link in plan.links_on("compute") if not link.b_half]
-    assert result.checked_links == result.planned_links == len(checked) == len(plan.links_on("compute")) - 4
+    # every compute link; the UFM pair's four on split ports only to the switch (how a switch numbers a split port's
+    # halves is not in NVIDIA's documents), and the summary says so
+    assert result.checked_links == result.planned_links == len(plan.links_on("compute"))
     assert result.findings == []
     assert result.unknown_nodes == []
+    assert sorted(p.a.device for p in result.split_unchecked) == ["ufm-01", "ufm-01", "ufm-02", "ufm-02"]
+    assert any("4 link(s) on 2 split switch port(s)" in line and "NOT to the switch port" in line
+               for line in summary_lines([result]))
 
 
 @needs_ibsim
@@ -104,6 +106,41 @@ def test_injected_faults_are_reported_exactly_by_cable_label(tmp_path):
 
 
 @needs_ibsim
+def test_split_port_legs_are_checked_to_their_switch_and_the_rest_is_said(tmp_path):
+    """A UFM's splitter leg moved to the other leaf is miswired, one unplugged is missing; how a switch numbers a
+    split port's halves is not documented, so the output says which links were not checked to their port."""
+    _loaded, plan = planned("superpod-h100-1su")
+    legs = [p for p in planned_links(plan, "compute") if p.split]
+    assert [(p.a.device, p.b.device, p.b.port) for p in legs] == [
+        ("ufm-01", "compute-leaf-su01-r1", "IB1/16/2/1"),
+        ("ufm-02", "compute-leaf-su01-r1", "IB1/16/2/2"),
+        ("ufm-01", "compute-leaf-su01-r2", "IB1/16/2/1"),
+        ("ufm-02", "compute-leaf-su01-r2", "IB1/16/2/2"),
+    ]
+    moved, unplugged = legs[0], legs[3]
+    records = {r["description"]: r["id"] for r in net_records(plan, list(planned_links(plan, "compute")))}
+    other_leaf = records["compute-leaf-su01-r2"]
+    commands = [
+        f'Unlink "{records[moved.a.node]}"[1]',
+        f'Unlink "{records[unplugged.a.node]}"[1]',
+        f'Link "{records[moved.a.node]}"[1] "{other_leaf}"[{unplugged.b.node_port}]',
+    ]
+    found = discover(one_generation(expected_net(plan, "compute"), DOWN), tmp_path / "sim", commands)
+    (result,) = verify(plan, [_write(tmp_path, "found.txt", one_generation(found, UP))], [])
+    assert sorted((f.kind, f.cable, f.a_device, f.a_port) for f in result.findings) == [
+        ("missing", unplugged.cable, "ufm-02", "ib2"),
+        ("miswired", moved.cable, "ufm-01", "ib1"),
+    ]
+    miswired = next(f for f in result.findings if f.kind == "miswired")
+    assert "compute-leaf-su01-r2" in miswired.found and "IB1/16/2" in miswired.action
+    assert len(result.split_unchecked) == 4 and result.checked_links == result.planned_links
+    notice = next(line for line in summary_lines([result]) if "split switch port" in line)
+    assert "4 link(s) on 2 split switch port(s)" in notice and "NOT to the switch port" in notice
+    html = findings_html([result], plan.name)
+    assert "NOT to the switch port" in html
+
+
+@needs_ibsim
 def test_cli_exit_status_and_outputs_on_a_simulated_fabric(tmp_path):
     _loaded, plan = planned("superpod-h100-1su")
     unplugged = _host_link(plan, "gpu003", 2)
@@ -127,7 +164,8 @@ def test_four_su_fabric_fits_ibsim_and_matches(tmp_path):
     _loaded, plan = planned("superpod-h200-4su")
     found = discover(one_generation(expected_net(plan, "compute"), DOWN), tmp_path / "sim")
     (result,) = verify(plan, [_write(tmp_path, "found.txt", one_generation(found, UP))], [])
-    assert result.findings == [] and result.checked_links == len([k for k in plan.links_on("compute") if not k.b_half])
+    assert result.findings == [] and result.checked_links == len(plan.links_on("compute"))
+    assert len(result.split_unchecked) == 4
 
 
 # --- InfiniBand: discovery files edited by hand ------------------------------------------------------------

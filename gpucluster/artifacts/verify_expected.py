@@ -59,6 +59,9 @@ def _node_id(end: PlannedEnd, ids: dict[str, str]) -> str:
     return found
 
 
+_SPLIT_NOTE = " [split half: stand-in port number]"  # short: ibsim's parser reads lines into a small buffer
+
+
 def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
     """One record per node (switches by name, then HCAs by name), each with its ports in port order."""
     ids: dict[str, str] = {}
@@ -89,11 +92,12 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
                     far.node,
                     planned.rate,
                     planned.cable,
-                    f"{near.device} {near.port} -> {far.device} {far.port}",
+                    f"{near.device} {near.port} -> {far.device} {far.port}" + _SPLIT_NOTE * planned.split,
                 )
             )
     for record in nodes.values():
         record["lines"].sort()
+        record["ports"] = max(record["ports"], record["lines"][-1][0])  # a split half's stand-in number
     return sorted(nodes.values(), key=lambda r: (r["kind"] != "Switch", r["description"]))
 
 

@@ -52,6 +52,8 @@ class NetworkResult:
     checked_links: int
     findings: list[Finding] = field(default_factory=list)
     unknown_nodes: list[str] = field(default_factory=list)  # discovered names that name nothing in the plan
+    # links on halves of split switch ports, checked to the switch but not to its port number (not documented)
+    split_unchecked: list[PlannedLink] = field(default_factory=list)
     duplicate_nodes: list[str] = field(default_factory=list)  # descriptions two or more nodes carry
 
 
@@ -69,8 +71,10 @@ class Names:
         for network, links in links_by_network.items():
             for planned in links:
                 for end in (planned.a, planned.b):
-                    self.ends[(end.node, end.node_port)] = (planned, end)
                     self.node_device[end.node] = end.device
+                    if planned.split and end is planned.b:  # a split half's number is a stand-in: never matched
+                        continue
+                    self.ends[(end.node, end.node_port)] = (planned, end)
                     if not end.switch:
                         self.host_ends.setdefault((network, end.node), []).append((planned, end))
         self._ib_port_names: dict[str, dict[str, str]] = {}
@@ -241,7 +245,10 @@ def compare(plan: Plan, network: str, planned: list[PlannedLink], names: Names, 
     for p in checked:
         a, b = key_of[id(p)]
         at_a, at_b = peer.get(a), peer.get(b)
-        if at_a is not None and at_a[0] == b:
+        if p.split:
+            result.findings += _split_finding(names, p, at_a)
+            result.split_unchecked.append(p)
+        elif at_a is not None and at_a[0] == b:
             rate = _rate_finding(names, p, at_a[1])
             if rate is not None:
                 result.findings.append(rate)
@@ -265,6 +272,37 @@ def compare(plan: Plan, network: str, planned: list[PlannedLink], names: Names, 
     result.duplicate_nodes = sorted(found.duplicates)
     result.findings.sort(key=lambda f: (KINDS.index(f.kind), f.cable, f.a_device, f.a_port))
     return result
+
+
+def _split_finding(names: Names, p: PlannedLink, at_host: tuple[PortKey, FoundLink] | None) -> list[Finding]:
+    """A link on a split switch port's half, checked as far as the documents allow: its host port is up and
+    reaches the planned switch (at a port number nobody documents, so any port of it)."""
+    if at_host is None:
+        return [
+            _finding(
+                names,
+                "missing",
+                [p],
+                f"{names.planned_text(p.a)} <-> {names.planned_text(p.b)}",
+                "no link at the host end",
+                f"plug in splitter leg {p.cable} at {p.a.device} {p.a.port} and its other end into {p.b.device} "
+                f"{p.b.port.rsplit('/', 1)[0]} (a port split in two); if it is in, check the optics and the split",
+            )
+        ]
+    far, link = at_host
+    if far[0] != p.b.node:
+        return [
+            _finding(
+                names,
+                "miswired",
+                [p],
+                f"A {names.planned_text(p.a)} -> {names.planned_text(p.b)}",
+                f"A -> {names.describe(far)}",
+                f"trace cable {p.cable} and plug its switch end into {p.b.device} {p.b.port.rsplit('/', 1)[0]}",
+            )
+        ]
+    rate = _rate_finding(names, p, link)
+    return [rate] if rate is not None else []
 
 
 def _rate_finding(names: Names, p: PlannedLink, link: FoundLink) -> Finding | None:

@@ -13,6 +13,12 @@ the expected-topology files the build writes read the same names.
   device), described as ``<hostname> <RDMA device>`` (rdma-ndd's default ``%h %d``); where the catalog does
   not name the RDMA device, the port's hardware name stands in for it and the site sets that description.
 * On Ethernet a host's port id is its network interface where the catalog names it, else its port name.
+* A half of a split switch port (``IB1/c/s/1`` and ``/2``, each on a 1:2 splitter leg) has an InfiniBand port
+  number too, but how the switch numbers its halves is not in NVIDIA's documents (the MLNX-OS manual names them
+  1/c/s/1 and 1/c/s/2 and says each "is then handled as an individual port", nothing more). Such a link is
+  checked up to the switch: its host port must be up and reach the planned switch, at any port. Its switch end
+  carries a stand-in number past the model's ports (ports + 2(n - 1) + half, n the whole port's number), so that
+  ibsim can simulate the link; it is never compared with what ibnetdiscover finds.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class PortInfo:
     ib_port: int  # InfiniBand port number on a switch (0 when the port is not InfiniBand)
     os_device: str | None  # RDMA device (mlx5_0), where the catalog names it
     netdev: str | None  # network interface, where the catalog names it
+    split_half: bool = False  # a half of a split switch port: ib_port is a stand-in number, not the switch's
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +81,7 @@ class PlannedLink:
     speed_gbps: float
     width: int  # InfiniBand lanes (4 for 4x); 0 on Ethernet
     lane: str  # InfiniBand lane generation (NDR); "" on Ethernet
+    split: bool = False  # on a half of a split switch port: checked to the switch b, not to its port number
 
     @property
     def rate(self) -> str:
@@ -96,6 +104,7 @@ def _part_ports(part: object) -> dict[str, PortInfo]:
 def _port_table(part: object) -> dict[str, PortInfo]:
     table: dict[str, PortInfo] = {}
     ib_number = 0
+    halves: list[tuple[str, str, int, object]] = []  # (half, its whole port, 1 or 2, group)
     for group in getattr(part, "ports", ()):  # PDUs have no port list
         infiniband = (group.technology or "").startswith("infiniband")
         for i, (name, _cage) in enumerate(group.port_names()):
@@ -108,9 +117,13 @@ def _port_table(part: object) -> dict[str, PortInfo]:
                 group.os_devices[i] if group.os_devices else None,
                 group.netdevs[i] if group.netdevs else None,
             )
-        for pair in group.split_port_names():  # a split port's halves (their InfiniBand numbers are not known here)
-            for half in pair:
-                table.setdefault(half, PortInfo(group.technology, group.speed_gbps / 2, 0, None, None))
+        for (whole, _cage), pair in zip(group.port_names(), group.split_port_names(), strict=False):
+            halves += [(half, whole, number, group) for number, half in enumerate(pair, start=1)]
+    for half, whole, number, group in halves:  # a stand-in number past the model's ports (module docstring)
+        parent = table[whole].ib_port
+        stand_in = ib_number + 2 * (parent - 1) + number if parent else 0
+        speed = getattr(group, "speed_gbps", 0.0) / 2
+        table.setdefault(half, PortInfo(getattr(group, "technology", None), speed, stand_in, None, None, True))
     return table
 
 
@@ -184,10 +197,6 @@ def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None
         a_info = a_ports.get(link.a_port, _NO_PORT_INFO)
         b_info = b_ports.get(link.b_port, _NO_PORT_INFO)
         if (a_info.technology or "").startswith("infiniband") and (b_info.technology or "").startswith("infiniband"):
-            if link.b_half:
-                # a split InfiniBand port: the number ibnetdiscover gives each half was not found in NVIDIA's
-                # documents, so these links (the UFM's, on 1:2 splitters) are left out of the check, not guessed
-                continue
             a = PlannedEnd(link.a_device, link.a_port, *_ib_node(link.a_device, link.a_port, a_info, a_switch))
             b = PlannedEnd(link.b_device, link.b_port, *_ib_node(link.b_device, link.b_port, b_info, b_switch))
             lane = IB_TECHNOLOGY_LANE.get(a_info.technology or "", "")
@@ -196,7 +205,8 @@ def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None
             a = PlannedEnd(link.a_device, link.a_port, *_lldp_port(link.a_device, link.a_port, a_info, a_switch))
             b = PlannedEnd(link.b_device, link.b_port, *_lldp_port(link.b_device, link.b_port, b_info, b_switch))
             lane, width = "", 0
-        yield PlannedLink(index, network, cables.get(index, ""), a, b, link.speed_gbps, width, lane)
+        split = bool(link.b_half) and b_info.split_half and bool(lane)
+        yield PlannedLink(index, network, cables.get(index, ""), a, b, link.speed_gbps, width, lane, split)
 
 
 def infiniband_networks(plan: Plan) -> list[str]:

@@ -45,6 +45,8 @@ def summary_lines(results: list[NetworkResult]) -> list[str]:
             f"{result.network}: {result.checked_links:,} of {result.planned_links:,} planned links checked "
             f"({_printable(result.source)}): {what}"
         )
+        if result.split_unchecked:
+            lines.append("  " + split_notice(result))
         if result.unknown_nodes:
             shown = ", ".join(repr(_printable(n)) for n in result.unknown_nodes[:5])
             more = f" and {len(result.unknown_nodes) - 5:,} more" if len(result.unknown_nodes) > 5 else ""
@@ -57,6 +59,19 @@ def summary_lines(results: list[NetworkResult]) -> list[str]:
                 f"  node descriptions carried by two or more nodes: {', '.join(map(repr, result.duplicate_nodes[:5]))}"
             )
     return lines
+
+
+def split_notice(result: NetworkResult) -> str:
+    """What verify could not check on split switch ports, said every time so that it never passes them silently."""
+    links = result.split_unchecked
+    ports = sorted({f"{p.b.device} {p.b.port.rsplit('/', 1)[0]}" for p in links})
+    cables = ", ".join(sorted(p.cable for p in links)[:8]) + (f" and {len(links) - 8:,} more" if len(links) > 8 else "")
+    return (
+        f"{len(links):,} link(s) on {len(ports):,} split switch port(s) (1:2 splitters) checked to the switch but "
+        "NOT to the switch port: how the switch numbers a split port's halves is not documented, so a leg on the "
+        "wrong half or on another port of the same switch is not seen; check these by hand at the switch "
+        f"('show interfaces ib status'): {_printable(cables)}"
+    )
 
 
 def table_lines(results: list[NetworkResult]) -> list[str]:
@@ -109,6 +124,7 @@ def findings_html(results: list[NetworkResult], design: str) -> str:
         sections=sections,
         summary=summary_lines(results),
         matches=not any(r.findings for r in results),
+        split_unchecked=sum(len(r.split_unchecked) for r in results),
     )
 
 
@@ -125,4 +141,4 @@ def write_reports(results: list[NetworkResult], design: str, folder: Path) -> li
     return written
 
 
-__all__ = ["Finding", "findings_csv", "findings_html", "summary_lines", "table_lines", "write_reports"]
+__all__ = ["Finding", "findings_csv", "findings_html", "split_notice", "summary_lines", "table_lines", "write_reports"]
