@@ -23,7 +23,7 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from gpucluster.artifacts import monitoring
-from gpucluster.artifacts.monitoring import COUNTERS, server_leaves
+from gpucluster.artifacts.monitoring.targets import COUNTERS, server_leaves
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)")
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpucluster import yamlout
-from gpucluster.artifacts.monitoring import counters_csv
+from gpucluster.artifacts.monitoring.targets import counters_csv
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
