@@ -23,7 +23,9 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from gpucluster.artifacts import monitoring
-from gpucluster.artifacts.monitoring.targets import COUNTERS, server_leaves
+from gpucluster.artifacts.monitoring.alert_rules import RULES_FILE, alert_rules, alert_table
+from gpucluster.artifacts.monitoring.rule_tests import subjects
+from gpucluster.artifacts.monitoring.targets import COUNTERS, scrape_targets, server_leaves
 
 pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)")
 
@@ -74,6 +76,30 @@ def test_promtool_unit_tests_fire_each_alert_and_stay_quiet_on_healthy_series(
     assert {"GpuXidError", "GpuUncorrectableEccError", "GpuRowRemapPending", "GpuNvlinkErrors", "GpuMissing",
             "GpuThermalThrottling", "GpuPowerThrottling", "InfinibandPortErrors", "GpuIdleInJob",
             "GpuTemperatureHigh"} <= alerts  # fmt: skip
+
+
+@pytest.mark.parametrize("design", ["superpod-h100-1su", "b200-roce-2su", "gb200-nvl72-1su"])
+def test_every_alert_rule_record_has_a_source_and_a_sample_that_fires_and_one_that_stays_quiet(design: str) -> None:
+    table, _phrases = alert_table()
+    assert len({rule.name for rule in table}) == len(table)
+    for rule in table:
+        assert rule.source.strip() and "facts.md" not in rule.source, rule.name
+        assert any(s.firing for s in rule.series) and any(s.healthy for s in rule.series), rule.name
+        assert all(s.metric in rule.expr for s in rule.series), rule.name
+    _loaded, plan = planned(design)
+    leaves = server_leaves(plan)
+    samples = subjects(
+        plan,
+        scrape_targets(plan, plan.gpu_nodes(), leaves),
+        scrape_targets(plan, plan.devices_with("management-server"), leaves),
+        leaves,
+    )
+    rules = alert_rules(plan)
+    assert {s.subject or rule.subject for rule in rules for s in rule.series} <= samples.keys()
+    assert not [rule.name for rule in rules if "${" in rule.expr + rule.summary + rule.source + rule.for_]
+    assert "facts.md" not in RULES_FILE.read_text()  # nor in a phrase or a comment
+    needs = {"b200-roce-2su": "roce", "gb200-nvl72-1su": "rack-systems"}.get(design)
+    assert not needs or any(rule.needs == needs for rule in rules)
 
 
 def test_unit_tests_fail_when_a_rule_loses_its_threshold(h100: Path, tmp_path: Path) -> None:
