@@ -188,7 +188,8 @@ def lock_changes(lock: Lock, plan: Plan) -> LockChanges:
 def write_rack_printouts(plan: Plan, racks: list[str], folder: Path) -> list[Path]:
     """The rack printouts (HTML, with the elevation) of the racks a phase changes, into ``folder/racks/``: what
     the installers of that phase take to the floor."""
-    from gpucluster.artifacts.printouts import rack_html, rack_pages
+    from gpucluster.artifacts.printouts import rack_html
+    from gpucluster.artifacts.printouts.pages import rack_pages
     from gpucluster.templating import render
 
     out = folder / "racks"

@@ -15,7 +15,9 @@ from conftest import planned, write_design
 from pypdf import PdfReader
 
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts.printouts import cord_cells, rack_html, rack_pages, rack_pdf
+from gpucluster.artifacts.printouts import rack_html
+from gpucluster.artifacts.printouts.pages import cord_cells, rack_pages
+from gpucluster.artifacts.printouts.pdf import rack_pdf
 
 A4_PT = (595.3, 841.9)
 LETTER_PT = (612.0, 792.0)
@@ -233,7 +235,7 @@ def test_each_rack_has_an_optics_pick_list_that_adds_up_to_the_bom():
 
 
 def test_cage_ranges_read_at_a_glance():
-    from gpucluster.artifacts.printouts import _ranges
+    from gpucluster.artifacts.printouts.pages import _ranges
 
     assert _ranges([3, 1, 2, 5, 7, 8]) == "1-3, 5, 7-8"
 

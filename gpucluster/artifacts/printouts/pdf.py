@@ -1,34 +1,20 @@
-"""Rack cabling printouts for the technicians who cable the cluster.
+"""The rack printouts drawn as PDF with ReportLab: each rack's pages (front and rear elevation, device list,
+cable ends, optics pick list, power cords, a sheet of cable labels) and the cluster overview, from the page model
+(printouts/pages.py).
 
-For every rack: its front elevation (every device at its U with its name) and rear elevation (the zero-U PDUs
-with their feeds, each device's power supplies by PDU and the face its cables plug into), its cable ends in the
-order a technician works (device by device from the top, then port by port) with both ends, media, length and part
-numbers, its optics pick list and power cords, and a sheet of cable labels (one per cable end in the rack).
-Written as ``cabling/racks/<rack>.pdf``, ``.html`` and ``.svg`` (the elevations), plus ``cabling/cluster.pdf``
-(an overview and the cluster's pick list, then every rack's pages, with a bookmark per rack),
-``cabling/cluster.html`` and ``cabling/pick-list.csv`` (every rack's transceivers and power cords).
-
-Both renderings come from one page model (:func:`rack_pages`): the HTML and SVG from Jinja
-templates, the PDF drawn with ReportLab. WeasyPrint, rendering the same HTML, took 1.5 s of CPU
-for a compute rack of the 16,384-GPU example (56 cable ends) and over 4.5 minutes for a network
-rack (1,700 ends; its table layout grows faster than the table), so the example's 157,000 cable
-ends could not meet the two-minute target; ReportLab draws the same two racks in 0.03 s and 0.85 s.
-Fonts are DejaVu, as shipped with matplotlib, embedded as subsets; pages are A4 or US Letter
+WeasyPrint, rendering the printouts' HTML instead, took 1.5 s of CPU for a compute rack of the 16,384-GPU example
+(56 cable ends) and over 4.5 minutes for a network rack (1,700 ends; its table layout grows faster than the table),
+so the example's 157,000 cable ends could not meet the two-minute target; ReportLab draws the same two racks in
+0.03 s and 0.85 s. Fonts are DejaVu, as shipped with matplotlib, embedded as subsets; pages are A4 or US Letter
 (``site.paper``); a table row is never split across pages and the column headers repeat.
 """
 
 from __future__ import annotations
 
 import io
-import multiprocessing
-import os
-from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib
-from markupsafe import Markup
-from pypdf import PdfWriter
 from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4, LETTER
 from reportlab.lib.styles import ParagraphStyle
@@ -49,367 +35,25 @@ from reportlab.platypus import (
     TableStyle,
 )
 
-from gpucluster.artifacts import cabling
-from gpucluster.artifacts._xlsx import GuardedCsvWriter
-from gpucluster.artifacts.cabling import FOLDER, Locator, cable_connectors
-from gpucluster.bom import cord_model
-from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan, RackPlan
-from gpucluster.plan.power import PowerCord, cage_modules, power_cords, rack_feeds
-from gpucluster.plan.registry import elevation_fill
-from gpucluster.progress import track
-from gpucluster.templating import render
+from gpucluster.artifacts.printouts.pages import (
+    CABLE_COLUMNS,
+    CORD_COLUMNS,
+    LABEL_COLUMNS,
+    OPTICS_COLUMNS,
+    PICK_COLUMNS,
+    EndRow,
+    RackPage,
+    Slot,
+    cord_cells,
+)
+from gpucluster.plan.model import Plan
 
 PAPER = {"a4": A4, "letter": LETTER}
-PICK_LIST = "pick-list.csv"  # the cluster's pick list, rack by rack (cabling/)
 MARGIN = 12 * mm
 FONT, BOLD, MONO, MONO_BOLD = "DejaVuSans", "DejaVuSans-Bold", "DejaVuSansMono", "DejaVuSansMono-Bold"
 TABLE_FONT_PT = 7.0
 MIN_FONT_PT = 5.0
-LABEL_COLUMNS = 3
 LABEL_HEIGHT = 21 * mm
-CABLE_COLUMNS = ("Cable", "U", "Device", "Port", "Far rack", "U", "Far device", "Far port", "Media", "m", "Cable P/N")
-
-
-@dataclass(frozen=True, slots=True)
-class Slot:
-    """A device in the elevation."""
-
-    u: int  # lowest unit (1 = bottom)
-    height_u: float
-    name: str
-    model: str
-    role: str
-
-    @property
-    def fill(self) -> str:
-        """Its box's colour: the role's, tinted (plan/registry.py), in the SVG and the PDF alike."""
-        return elevation_fill(self.role)
-
-
-@dataclass(frozen=True, slots=True)
-class EndRow:
-    """One cable end in the rack: where it plugs in here, and where its other end goes."""
-
-    cable_id: str
-    u: str
-    device: str
-    ports: str
-    far_rack: str
-    far_u: str
-    far_device: str
-    far_ports: str
-    media: str
-    length_m: float
-    part_number: str
-    near_id: str  # TIA-606 identifiers, for the label
-    far_id: str
-
-    def cells(self) -> tuple[str, ...]:
-        return (
-            self.cable_id,
-            self.u,
-            self.device,
-            self.ports,
-            self.far_rack,
-            self.far_u,
-            self.far_device,
-            self.far_ports,
-            self.media.upper(),
-            f"{self.length_m:g}",
-            self.part_number,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RearSlot:
-    """A device seen from the rack's rear: where its power cords go and which face its cables plug into."""
-
-    u: int
-    height_u: float
-    name: str
-    role: str
-    psus: str  # "6 PSU: a 2, b 2, c 2" (PDU suffix and cords), "" without PSUs
-    cable_side: str  # "rear" or "front": the face its ports are on, as mounted
-    cable_ends: int
-
-    @property
-    def fill(self) -> str:
-        return elevation_fill(self.role)
-
-    def text(self) -> str:
-        cables = f"{self.cable_ends} cable ends at the {self.cable_side}" if self.cable_ends else ""
-        return "  ".join(p for p in (self.name, self.psus, cables) if p)
-
-
-@dataclass(frozen=True, slots=True)
-class RearPdu:
-    """A zero-U PDU on the rear of the rack: its name, model, feed and the cords plugged into it."""
-
-    name: str
-    model: str
-    feed: str
-    cords: int
-
-    @property
-    def suffix(self) -> str:
-        return self.name.rsplit("-", 1)[-1]
-
-
-def cable_side(part: object, role: str) -> str:
-    """The rack face a device's ports are on. Servers and appliances have their network ports at the rear; a
-    switch's catalog airflow names its port side the front (NVIDIA P2C = rear-to-front), and a P2C switch is mounted
-    ports to the hot aisle, the rack's rear, so its air flows with the servers'; a C2P switch faces the cold aisle."""
-    if role == "switch" and getattr(part, "airflow", "") == "front-to-rear":
-        return "front"
-    return "rear"
-
-
-@dataclass(slots=True)
-class RackPage:
-    """Everything one rack's printout shows."""
-
-    rack: RackPlan
-    title: str
-    slots: list[Slot] = field(default_factory=list)
-    zero_u: list[Slot] = field(default_factory=list)
-    ends: list[EndRow] = field(default_factory=list)
-    cords: list[PowerCord] = field(default_factory=list)  # PSU -> PDU outlet, for the installer who plugs them
-    optics: list[tuple[str, ...]] = field(default_factory=list)  # pick list: device, part number, model, modules, cages
-    rear: list[RearSlot] = field(default_factory=list)  # the rear elevation, top device first
-    rear_pdus: list[RearPdu] = field(default_factory=list)
-
-
-OPTICS_COLUMNS = ("Device", "Part number", "Model", "Modules", "Cages")
-
-
-def _ranges(numbers: list[int]) -> str:
-    """1, 2, 3, 5 -> '1-3, 5': a device's cages in a line an installer reads at a glance."""
-    runs: list[list[int]] = []
-    for n in sorted(numbers):
-        if runs and n == runs[-1][-1] + 1:
-            runs[-1].append(n)
-        else:
-            runs.append([n])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
-
-
-CORD_COLUMNS = ("Device", "PSU", "Feed", "PDU", "Outlet")
-
-
-def cord_cells(cord: PowerCord) -> tuple[str, ...]:
-    """One power cord's row, as the HTML and PDF printouts show it."""
-    return (cord.device, str(cord.psu), cord.feed, cord.pdu, cord.outlet)
-
-
-def rack_pages(plan: Plan) -> dict[str, RackPage]:
-    """The page model of every rack: its elevation and its cable ends in working order."""
-    design = plan.design
-    locate = Locator(plan)
-    parts = plan.catalog_parts
-    pages: dict[str, RackPage] = {}
-    for rack in plan.racks.values():
-        what = rack.purpose + (f", SU {rack.su}" if rack.su else "")
-        page = pages[rack.name] = RackPage(rack, f"{design.name} · {design.site.name} · rack {rack.name} ({what})")
-        for name in [*rack.devices, *rack.pdus]:
-            device = plan.devices[name]
-            slot = Slot(device.u_position, device.u_height, name, getattr(parts[device.part], "model", ""), device.role)
-            (page.slots if device.u_position else page.zero_u).append(slot)
-        page.slots.sort(key=lambda s: -s.u)
-    order = _port_order(plan)
-    keyed: dict[str, list[tuple[tuple, EndRow]]] = defaultdict(list)
-    for cable in plan.cables:
-        a, bs = cable_connectors(plan, cable)
-        part_number = cable.part_number or parts[cable.cable_part].model
-        connectors = [(a, bs), *((b, (a,)) for b in bs)]
-        for near, fars in connectors:
-            device = plan.devices[near.device]
-            far_devices = [plan.devices[f.device] for f in fars]
-            row = EndRow(
-                cable.id,
-                locate.unit(device),
-                near.device,
-                "+".join(near.ports),
-                " + ".join(d.rack for d in far_devices),
-                " + ".join(locate.unit(d) for d in far_devices),
-                " + ".join(f.device for f in fars),
-                " + ".join("+".join(f.ports) for f in fars),
-                cable.media,
-                cable.length_m,
-                part_number,
-                locate.identifier(near),
-                " + ".join(locate.identifier(f) for f in fars),
-            )
-            key = (-device.u_position, near.device, order[device.part].get(near.ports[0], 1 << 20), near.ports[0])
-            keyed[device.rack].append((key, row))
-    for rack_name, rows in keyed.items():
-        rows.sort(key=lambda item: item[0])
-        pages[rack_name].ends = [row for _, row in rows]
-    for cord in power_cords(plan):
-        pages[plan.devices[cord.device].rack].cords.append(cord)
-    picks: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for (holder, cage), module in cage_modules(plan).items():
-        if module.transceiver and plan.devices[holder].rack:
-            picks[(holder, module.part)].append(cage)
-    for (holder, optic), cages in picks.items():
-        pages[plan.devices[holder].rack].optics.append(
-            (
-                holder,
-                getattr(parts[optic], "part_number", None) or "",
-                getattr(parts[optic], "model", optic),
-                str(len(cages)),
-                _ranges(cages),
-            )
-        )
-    slot_order = {name: i for page in pages.values() for i, name in enumerate(s.name for s in page.slots)}
-    for page in pages.values():
-        page.optics.sort(key=lambda row: (slot_order.get(row[0], 1 << 20), row[0], row[1]))
-        _rear(plan, page)
-    return pages
-
-
-def _rear(plan: Plan, page: RackPage) -> None:
-    """The rear elevation: every PDU with its feed and cords, every device with its PSUs' PDUs and its cable side."""
-    by_device: dict[str, dict[str, int]] = defaultdict(dict)
-    by_pdu: dict[str, int] = defaultdict(int)
-    for cord in page.cords:
-        suffix = cord.pdu.rsplit("-", 1)[-1]
-        by_device[cord.device][suffix] = by_device[cord.device].get(suffix, 0) + 1
-        by_pdu[cord.pdu] += 1
-    feeds = {pdu: feed for feed, pdus in rack_feeds(plan, page.rack).items() for pdu in pdus}
-    page.rear_pdus = [
-        RearPdu(name, str(getattr(plan.part(name), "model", "")), feeds.get(name, ""), by_pdu[name])
-        for name in page.rack.pdus
-    ]
-    ends: dict[str, int] = defaultdict(int)
-    for end in page.ends:
-        ends[end.device] += 1
-    for slot in page.slots:
-        psus = getattr(plan.part(slot.name), "psus", None)
-        spread = by_device.get(slot.name, {})
-        text = (
-            f"{psus.count} PSU: " + ", ".join(f"{pdu} {n}" for pdu, n in sorted(spread.items()))
-            if psus and spread
-            else ""
-        )
-        side = cable_side(plan.part(slot.name), slot.role)
-        page.rear.append(RearSlot(slot.u, slot.height_u, slot.name, slot.role, text, side, ends.get(slot.name, 0)))
-
-
-PICK_COLUMNS = ("Rack", "Kind", "Part number", "Model", "Quantity")
-
-
-def pick_list(plan: Plan, pages: dict[str, RackPage]) -> list[tuple[str, str, str, str, int]]:
-    """The whole cluster's pick list, rack by rack: each rack's transceivers by part (its optics pick list summed
-    over its devices) and its power cords by type; over all racks it adds up to the BOM's transceiver and power
-    cord lines."""
-    rows: list[tuple[str, str, str, str, int]] = []
-    for name, page in pages.items():
-        optics: dict[tuple[str, str], int] = defaultdict(int)
-        for _device, part_number, model, modules, _cages in page.optics:
-            optics[(part_number, model)] += int(modules)
-        rows += [(name, "transceiver", pn, model, n) for (pn, model), n in sorted(optics.items())]
-        cords: dict[str, int] = defaultdict(int)
-        for cord in page.cords:
-            if cord_type := cord_model(plan, cord):
-                cords[cord_type] += 1
-        rows += [(name, "power cord", "", cord_type, n) for cord_type, n in sorted(cords.items())]
-    return rows
-
-
-def _port_order(plan: Plan) -> dict[str, dict[str, int]]:
-    """Per part, each port's position in the hardware's own port order."""
-    order: dict[str, dict[str, int]] = {}
-    for part_id in {d.part for d in plan.devices.values()}:
-        names: dict[str, int] = {}
-        for group in getattr(plan.catalog_parts[part_id], "ports", []):
-            for name, _cage in group.port_names():
-                names.setdefault(name, len(names))
-        order[part_id] = names
-    return order
-
-
-# ----------------------------------------------------------------------------- writing
-
-
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    out = folder / FOLDER
-    (out / "racks").mkdir(parents=True, exist_ok=True)
-    pages = rack_pages(plan)
-    paper = plan.design.site.paper
-    picks = pick_list(plan, pages)
-    with open(out / PICK_LIST, "w", encoding="utf-8", newline="") as handle:
-        writer = GuardedCsvWriter(handle)
-        writer.writerow(PICK_COLUMNS)
-        writer.writerows(picks)
-    (out / "cluster.html").write_text(
-        render(
-            "cabling-cluster.html.j2",
-            plan=plan,
-            pages=list(pages.values()),
-            picks=picks,
-            pick_columns=PICK_COLUMNS,
-            pick_list=PICK_LIST,
-            paper=paper,
-            workbooks=[cabling.workbook_name(network) for network in cabling.parts(plan) if network != "csv"],
-        ),
-        encoding="utf-8",
-    )
-    _write_racks(plan, pages, out, paper, picks)
-
-
-def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
-    return render(
-        "cabling-rack.html.j2",
-        page=page,
-        elevation=Markup(elevation_svg),
-        paper=paper,
-        columns=CABLE_COLUMNS,
-        label_columns=LABEL_COLUMNS,
-    )
-
-
-_JOBS: tuple[dict[str, RackPage], str, Path] | None = None  # handed to forked workers without pickling
-
-
-def _write_racks(
-    plan: Plan, pages: dict[str, RackPage], out: Path, paper: str, picks: list[tuple[str, str, str, str, int]]
-) -> None:
-    """Each rack's SVG, HTML and PDF (in parallel on a large plan), then the cluster PDF: an overview,
-    then the racks' own pages, so the two can never differ."""
-    global _JOBS
-    names = sorted(pages, key=lambda n: -len(pages[n].ends))  # largest first balances the workers
-    workers = min(os.cpu_count() or 1, len(names))
-    total_ends = sum(len(p.ends) for p in pages.values())
-    _JOBS = (pages, paper, out / "racks")
-    try:
-        if workers > 1 and total_ends > 2000 and "fork" in multiprocessing.get_all_start_methods():
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
-                for _done in track(pool.imap_unordered(_render_rack, names), len(names), "racks"):
-                    pass
-        else:
-            for name in track(names, len(names), "racks"):
-                _render_rack(name)
-    finally:
-        _JOBS = None
-    writer = PdfWriter()
-    writer.append(io.BytesIO(_overview_pdf(plan, pages, paper, picks)), outline_item="Overview")
-    for name in pages:
-        writer.append(out / "racks" / f"{name}.pdf", outline_item=f"Rack {name}")
-    writer.add_metadata({"/Title": f"{plan.name} rack cabling", "/Creator": "gpucluster"})
-    writer._ID = None  # no random file identifier: same design, same bytes
-    with open(out / "cluster.pdf", "wb") as handle:
-        writer.write(handle)
-
-
-def _render_rack(name: str) -> None:
-    assert _JOBS is not None
-    pages, paper, folder = _JOBS
-    page = pages[name]
-    svg = render("rack-elevation.svg.j2", page=page)
-    (folder / f"{name}.svg").write_text(svg, encoding="utf-8")
-    (folder / f"{name}.html").write_text(rack_html(page, paper, svg), encoding="utf-8")
-    (folder / f"{name}.pdf").write_bytes(rack_pdf(page, paper))
 
 
 def rack_pdf(page: RackPage, paper: str) -> bytes:
@@ -463,7 +107,7 @@ def rack_pdf(page: RackPage, paper: str) -> bytes:
     return buffer.getvalue()
 
 
-def _overview_pdf(
+def overview_pdf(
     plan: Plan, pages: dict[str, RackPage], paper: str, picks: list[tuple[str, str, str, str, int]]
 ) -> bytes:
     _fonts()
