@@ -205,7 +205,7 @@ def _rack_deviations(plan: Plan) -> list[Deviation]:
                 f"Racks ({RA_SOURCE})",
                 f"{RA_4SU_RACKS} ({RA_4SU_COMPUTE_RACKS} compute + {RA_4SU_RACKS - RA_4SU_COMPUTE_RACKS} other)",
                 f"{len(plan.racks)} ({len(compute)} compute + {len(other)} other)",
-                "the network, storage and management racks are packed within the rack power budget and height",
+                _racks_why(plan),
             )
         )
     pdus = (sum(len(r.pdus) for r in compute), sum(len(r.pdus) for r in other))
@@ -219,6 +219,24 @@ def _rack_deviations(plan: Plan) -> list[Deviation]:
             )
         )
     return found
+
+
+def _racks_why(plan: Plan) -> str:
+    """Why the plan's other racks differ from the RA's six: what the design adds that the RA does not hold."""
+    why = (
+        "a leaf rack per SU; the compute fabric's spines in racks of their own; the management servers, storage, "
+        "UFM appliances and their switches sharing racks as the RA's management rack, each within the rack power "
+        "budget and height"
+    )
+    staging = [d for d in plan.devices.values() if d.role == "object-storage"]
+    if staging:
+        parts = sorted({d.part for d in staging})
+        units = sum(d.u_height for d in staging)
+        why += (
+            f"; the object-storage tier ({len(staging)} x {', '.join(parts)}, {units:g}U), which the RA does not "
+            "have, takes the room of another rack"
+        )
+    return why
 
 
 def used_parts(plan: Plan) -> list[str]:

@@ -108,3 +108,33 @@ def test_the_4su_design_lists_its_racks_and_pdus_against_table_7_and_keeps_the_r
     assert pdus.plan == f"96 + {2 * len(other)}"
     assert "Power distribution" not in by_subject
     assert "raritan-px3-5747v-v2" in {a.part for a in assumptions(plan)}  # its current is assumed, and listed
+
+
+def test_the_ra_4su_design_has_table_7s_38_racks_with_the_ras_management_rack() -> None:
+    """H100 RA Table 7: 38 racks (32 compute, a leaf rack per SU and two more) and 96 + 12 PDUs. The compute
+    spines stand in a rack of their own and the management servers, storage appliances, storage UFM pair and
+    their switches share the RA's management rack: before, one central rack per purpose (network, management,
+    storage) made 39 racks, 7 of them non-compute, and 96 + 14 PDUs."""
+    plan = plan_design(load_design(RA_DESIGN))
+    other = [r for r in plan.racks.values() if r.purpose != "compute"]
+    assert len(plan.racks) == 38 and len(other) == 6
+    assert sum(len(r.pdus) for r in other) == 12
+    su_racks = [r for r in other if r.su is not None and r.purpose == "network"]
+    assert len(su_racks) == 4
+    central = [r for r in other if r not in su_racks]
+    roles = [
+        {(plan.devices[d].role, plan.devices[d].network) for d in r.devices if plan.devices[d].role != "pdu"}
+        for r in central
+    ]
+    assert {("switch", "compute")} in roles  # the spines alone
+    shared = next(r for r in roles if ("management-server", None) in r)
+    assert {("storage", None), ("fabric-manager", "storage"), ("switch", "storage"), ("switch", "inband")} <= shared
+    subjects = {d.subject for d in deviations(plan)}
+    assert f"Racks ({RA_SOURCE})" not in subjects and f"Rack PDUs ({RA_SOURCE})" not in subjects
+
+
+def test_the_default_design_says_its_extra_rack_holds_the_object_storage_tier() -> None:
+    _loaded, plan = planned("superpod-h200-4su")
+    racks = {d.subject: d for d in deviations(plan)}[f"Racks ({RA_SOURCE})"]
+    assert racks.plan == "39 (32 compute + 7 other)"
+    assert "the object-storage tier (12 x minio-aistor-datapod-node, 24U), which the RA does not have" in racks.note

@@ -111,11 +111,24 @@ class RackPlanner:
                     f"{device.name} ({device.part}, {power / 1000:.1f} kW, {device.u_height}U) does not fit an empty "
                     f"{self.height_u}U rack with a {self.budget_w / 1000:.1f} kW budget"
                 )
+        return self.put(rack, device, power)
+
+    def put(self, rack: _Rack, device: Device, power_w: float | None = None) -> _Rack:
+        """A device at the next free U of a rack that has room for it."""
         rack.devices.append(device)
         device.u_position = rack.next_u
         rack.next_u += math.ceil(device.u_height)
-        rack.power_max_w += power
+        rack.power_max_w += self.power_w(device) if power_w is None else power_w
         return rack
+
+    def rack_with_room(self, racks: list[_Rack], devices: list[Device]) -> _Rack | None:
+        """The first rack with room (U and power budget) for all the devices together, or None."""
+        units = sum(math.ceil(d.u_height) for d in devices)
+        power = sum(self.power_w(d) for d in devices)
+        for rack in racks:
+            if rack.next_u + units - 1 <= rack.height_u and rack.power_max_w + power <= self.budget_w:
+                return rack
+        return None
 
     def layout(self, plan: Plan, order: list[str]) -> None:
         """Name the racks by row and position, give them floor coordinates and record them in the plan.
@@ -182,8 +195,12 @@ CENTRAL = "central"  # the cluster of the hall's central racks (top tiers, stora
 _CENTRAL_ORDER = ("network", "management", "storage")  # the central racks' order on the floor
 
 
+def _purpose_rank(purpose: str) -> int:
+    return _CENTRAL_ORDER.index(purpose) if purpose in _CENTRAL_ORDER else len(_CENTRAL_ORDER)
+
+
 def _central_rank(rack: _Rack) -> int:
-    return _CENTRAL_ORDER.index(rack.purpose) if rack.purpose in _CENTRAL_ORDER else len(_CENTRAL_ORDER)
+    return _purpose_rank(rack.purpose)
 
 
 def _network_in_middle(racks: list[_Rack]) -> list[_Rack]:
@@ -303,8 +320,33 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     units = sum(math.ceil(d.u_height) for _purpose, d in central_devices) + _CENTRAL_SPARE_U
     power = sum(planner.power_w(d) for _purpose, d in central_devices)
     shared = units <= planner.height_u and power <= planner.budget_w
-    for purpose, device in central_devices:
-        planner.place(central, "management" if shared else purpose, device)
+    if shared:
+        for _purpose, device in central_devices:
+            planner.place(central, "management", device)
+        return
+    _place_central(planner, central, central_devices)
+
+
+def _place_central(planner: RackPlanner, central: Cluster, devices: list[tuple[str, Device]]) -> None:
+    """The central devices of a cluster too large for one central rack. The compute fabric's top tiers stand in
+    racks of their own; every other purpose's devices (management, storage) go as a group into the first such
+    rack with room for all of them, else into racks of their own. The RA's management rack holds the management
+    servers, storage arrays, UFM appliances and their switches together (H100 RA Table 7: 38 racks, 32 compute,
+    a leaf rack per SU and two more); one rack per purpose gave the 4-SU RA a seventh."""
+    groups: dict[str, list[Device]] = {}
+    for purpose, device in devices:
+        groups.setdefault(purpose, []).append(device)
+    for purpose in sorted(groups, key=_purpose_rank):
+        members = groups[purpose]
+        if purpose != NETWORK_INFO["compute"].rack_purpose:
+            shared = [r for r in central.racks if r.purpose != NETWORK_INFO["compute"].rack_purpose]
+            rack = planner.rack_with_room(shared, members)
+            if rack is not None:
+                for device in members:
+                    planner.put(rack, device)
+                continue
+        for device in members:
+            planner.place(central, purpose, device)
 
 
 def _by_su(planner: RackPlanner, name: str) -> tuple[int, str]:
