@@ -149,6 +149,16 @@ def deviations(plan: Plan) -> list[Deviation]:
                 asked["capacity_basis"],
             )
         )
+    half_speed = plan.facts.get("unsplit_half_speed_links")  # from the rule facts (gpucluster.rules)
+    for g in half_speed if isinstance(half_speed, list) else []:
+        found.append(
+            Deviation(
+                f"{g['link_gbps']:g}G hosts on {g['port_gbps']:g}G {g['switch_part']} ports ({g['network']})",
+                "a 1:2 splitter into a split port, as on NDR (MFP7E20); for XDR ports no NVIDIA document was found",
+                f"{g['links']} link(s) on whole ports with a straight {g['cable_part']}, e.g. {g['example']}",
+                "unconfirmed cabling (the rule host-ports-at-full-speed warns): confirm it with NVIDIA before ordering",
+            )
+        )
     if plan.switches("inband"):
         found.append(
             Deviation(

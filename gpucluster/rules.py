@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpucluster.burn_in import burn_in_facts
-from gpucluster.catalog.ports import device_ports
+from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
@@ -71,6 +71,7 @@ def rule_facts(plan: Plan) -> dict:
         "burn_in_plan": burn_in_facts(plan),
         "checkpoint": plan.settings.checkpoint,
         "slow_host_links": slow_host_links(plan),
+        "unsplit_half_speed_links": unsplit_half_speed_links(plan),
         "subnet_managers": subnet_manager_facts(plan),
     }
 
@@ -138,6 +139,59 @@ def slow_host_links(plan: Plan) -> list[dict]:
                 "link_gbps": link.speed_gbps,
                 "links": 0,
                 "example": f"{link.a_device} {link.a_port} ({port_gbps:g}G) to {link.b_device} {link.b_port}",
+            },
+        )
+        record["links"] += 1
+    return [groups[k] for k in sorted(groups, key=str)]
+
+
+def unsplit_half_speed_links(plan: Plan) -> list[dict]:
+    """Host ports at half a switch port's speed or less on a whole port of a switch whose ports do not split, on a
+    straight cable: a 200G host (the UFM's NDR200 ports) on an 800G XDR port (Q3400). On NDR and Spectrum switches
+    such a host takes half of a split port on a 1:2 splitter (plan/cables.py); for XDR ports no NVIDIA document was
+    found that pairs a splitter or module with a 200G host (NVIDIA's XDR cable list reuses the NDR 1:2 splitter
+    fibres, whose legs are 400G DR4, "800Gb/s XDR Twin-port OSFP and OSFP Transceivers and Fiber Part Numbers based
+    on 200G-PAM4", docs.nvidia.com/networking/display/800g200gpam4list), so the plan's straight fibre is unconfirmed:
+    one record per kind of such link, with a count and one example naming both ends."""
+    candidates: list[int] = []
+    pools: dict[str, PortPool | None] = {}  # switch part -> its fabric ports when they do not split, else None
+    queries = plan.queries()
+    for network in queries.networks():
+        for index in queries.link_indexes(network, 0):
+            link = plan.links[index]
+            if link.b_half:
+                continue
+            switch = plan.devices[link.b_device]
+            if switch.part not in pools:
+                pool = device_ports(plan.catalog_parts[switch.part]).get("fabric") if switch.role == "switch" else None
+                pools[switch.part] = pool if pool is not None and not pool.halves else None
+            whole = pools[switch.part]
+            if whole is not None and link.speed_gbps * 2 <= whole.speed_gbps and link.b_port in whole.names:
+                candidates.append(index)
+    if not candidates:
+        return []
+    cable_of = {i: c for c in plan.cables for i in c.links}
+    groups: dict[tuple, dict] = {}
+    for index in candidates:
+        link = plan.links[index]
+        switch, host = plan.devices[link.b_device], plan.devices[link.a_device]
+        cable = cable_of.get(index)
+        part = plan.catalog_parts.get(cable.cable_part) if cable is not None else None
+        whole = pools[switch.part]
+        if host.role == "switch" or whole is None or getattr(part, "split", 1) != 1:
+            continue
+        key = (link.network, host.part, switch.part, link.speed_gbps, whole.speed_gbps)
+        record = groups.setdefault(
+            key,
+            {
+                "network": link.network,
+                "host_part": host.part,
+                "switch_part": switch.part,
+                "link_gbps": link.speed_gbps,
+                "port_gbps": whole.speed_gbps,
+                "cable_part": cable.cable_part if cable is not None else "",
+                "links": 0,
+                "example": f"{link.a_device} {link.a_port} to {link.b_device} {link.b_port}",
             },
         )
         record["links"] += 1
@@ -479,6 +533,19 @@ def _host_ports_at_speed(facts: dict) -> list[Finding]:
             g["host_part"],
         )
         for g in facts.get("slow_host_links", [])
+    ]
+    findings += [
+        Finding(
+            name,
+            "warning",
+            f"{g['links']} {g['host_part']} port(s) of {g['link_gbps']:g}G take whole {g['port_gbps']:g}G "
+            f"{g['switch_part']} ports on a straight cable ({g['cable_part']}; {g['network']} network), e.g. "
+            f"{g['example']}: no NVIDIA document was found for a {g['link_gbps']:g}G host on a {g['port_gbps']:g}G "
+            "port of this switch (no splitter or module pairing; its ports do not split in the catalog), so this "
+            "cabling is unconfirmed: confirm it with NVIDIA before ordering",
+            g["host_part"],
+        )
+        for g in facts.get("unsplit_half_speed_links", [])
     ]
     return findings or [Finding(name, "ok", "every host port is linked at its own speed")]
 

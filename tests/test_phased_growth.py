@@ -242,6 +242,37 @@ def test_growing_the_ra_2_to_4_sus_keeps_every_in_band_and_out_of_band_core_port
     assert oob_core == {"inband-spine-01", "inband-spine-02"}
 
 
+def test_growing_the_ra_2_to_16_sus_under_a_reserve_keeps_every_out_of_band_core_port(tmp_path: Path) -> None:
+    """The out-of-band network's growth reserve: at 16 SUs the in-band cores have no ports left for the access
+    switches' uplinks, so without planning for that size a 2-SU phase put them on the cores and the 16-SU plan moved
+    all of them to an aggregation pair. Planned for the final size, the first phase already has the aggregation pair
+    at its final rack positions, and growing keeps every access-to-core link on its ports."""
+    ra = Path(__file__).parent / "designs" / "ra-h100-4su.yaml"
+    design = yaml.safe_load(ra.read_text(encoding="utf-8"))
+    design["compute_fabric"]["final_scalable_units"] = 16
+    design["compute"]["servers"] = 63
+    two = _plan(write_design(tmp_path, yaml.safe_dump(design, sort_keys=False), "two.yaml"))
+    design["compute"]["servers"] = 16 * 32 - 5
+    sixteen = _plan(write_design(tmp_path, yaml.safe_dump(design, sort_keys=False), "sixteen.yaml"))
+    assert (two.settings.scalable_units, sixteen.settings.scalable_units) == (2, 16)
+
+    def core_links(plan: Plan) -> set[tuple]:
+        return {_key(link) for link in plan.links if link.network == "oob" and link.tier >= 1}
+
+    def aggregation(plan: Plan) -> dict[str, tuple]:
+        return {d.name: (d.rack, d.u_position) for d in plan.switches("oob") if (d.tier or 0) > 1}
+
+    def su_links(plan: Plan) -> set[tuple]:  # the access switches of the SUs (not of the central or spine racks)
+        return {k for k in core_links(plan) if plan.devices[k[1]].su is not None}
+
+    assert su_links(two) and su_links(two) < su_links(sixteen)
+    assert len(aggregation(two)) == len(aggregation(sixteen)) == 2
+    assert {k[3] for k in core_links(two)} == {k[3] for k in core_links(sixteen)} == set(aggregation(sixteen))
+    # the central racks' access switches took core ports after those the SUs to come take now
+    central_ports = {(k[3], k[4]) for k in core_links(two) - su_links(two)}
+    assert central_ports and not central_ports & {(k[3], k[4]) for k in su_links(sixteen)}
+
+
 def test_a_growth_reserve_below_the_current_size_is_a_located_error(tmp_path: Path) -> None:
     path = _variant(tmp_path, "superpod-h200-4su", "shrunk", compute_fabric={"final_scalable_units": 2})
     with pytest.raises(DesignError) as error:

@@ -10,6 +10,7 @@ from conftest import EXAMPLES, planned
 
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Cable, Transceiver
+from gpucluster.deviations import deviations
 from gpucluster.plan.model import Plan
 
 
@@ -75,3 +76,21 @@ def test_the_default_design_runs_every_host_port_at_its_speed() -> None:
     assert not [f for f in plan.findings if f.rule == "rule:host-ports-at-full-speed" and f.severity != "ok"]
     objects = [link for link in plan.links if plan.devices[link.a_device].role == "object-storage"]
     assert objects and all(link.speed_gbps == 200 and link.b_half for link in objects)
+
+
+@pytest.mark.parametrize("name", ["b300-xdr-1su", "gb300-nvl72-4su"])
+def test_200g_hosts_on_whole_xdr_ports_are_a_warning_and_a_deviation_not_a_silent_straight_fibre(name: str) -> None:
+    """No NVIDIA document was found for a 200G host (the UFM's NDR200 ports) on an 800G XDR port: the plan's straight
+    fibre there is unconfirmed, and the rule and the report's deviations say so instead of planning it silently."""
+    _loaded, plan = planned(name)
+    (record,) = plan.facts["unsplit_half_speed_links"]
+    assert (record["link_gbps"], record["port_gbps"], record["links"]) == (200, 800, 4)
+    assert record["host_part"].startswith("ufm") and record["cable_part"] == "mfp7e30-smf-xdr"
+    (warning,) = [f for f in plan.findings if f.rule == "rule:host-ports-at-full-speed" and "whole 800G" in f.message]
+    assert warning.severity == "warning" and "confirm it with NVIDIA" in warning.message
+    assert any(d.subject.startswith("200G hosts on 800G") for d in deviations(plan))
+
+
+def test_no_half_speed_host_takes_a_whole_port_on_a_switch_whose_ports_split() -> None:
+    _loaded, plan = planned("superpod-h200-4su")
+    assert plan.facts["unsplit_half_speed_links"] == []

@@ -18,6 +18,7 @@ from gpucluster.plan.fabric import ClosResult, merge_planes
 from gpucluster.plan.lock import Lock, keep_locked_cable_ids, keep_locked_ports, place_under_lock
 from gpucluster.plan.model import Device, FilesystemAsked, Finding, ObjectStorageAsked, Plan, Settings
 from gpucluster.plan.networks import (
+    INBAND_LEAF_UPLINKS,
     Resolved,
     add_appliances,
     add_gpu_servers,
@@ -97,7 +98,10 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None =
     say("storage network")
     plan.tiers += build_storage_network(plan, r, catalog).tiers
     say("in-band management network")
-    plan.tiers += build_inband(plan, r, catalog).tiers
+    inband = build_inband(plan, r, catalog)
+    plan.tiers += inband.tiers
+    # the in-band core ports its growth reserve keeps for the leaves to come, which out-of-band uplinks leave free
+    inband_reserved_uplinks = inband.reserved_leaves * INBAND_LEAF_UPLINKS
 
     say("racks")
     rack_part = catalog.get(site.rack, Rack)
@@ -126,13 +130,12 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None =
         return model, pdus_needed(load_w, rack_inlets(catalog.parts, devices), model, feed, spread)
 
     say("out-of-band management network")
-    placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack)
-    order = floor_order(planner)
+    placeholders = reserve_oob_switches(plan, planner, r, count_pdus, in_rack, inband_reserved_uplinks)
     planner.layout(plan, floor_order(planner, r.final_scalable_units))
     assign_nvlink_domains(plan)
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
     add_pdus(plan, count_pdus, feed.redundancy, reserved=slots)
-    build_oob_network(plan, planner, r, order, placeholders)
+    build_oob_network(plan, planner, r, placeholders, inband_reserved_uplinks)
     if lock is not None:
         say("plan lock")
         pitch_mm = site.rack_pitch_mm or rack_part.width_mm

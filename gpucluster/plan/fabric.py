@@ -289,7 +289,7 @@ def build_clos(
     two_tier = sum(math.ceil(port_slots(g.ports, down_pool) / capacity) for g in groups) <= len(
         _pool(upper_part, "fabric")
     )
-    service = {id(g): g.service and two_tier and not separate_uplinks for g in groups}
+    service = {id(g): g.service and two_tier for g in groups}
     rail_groups = [g for g in groups if not service[id(g)]] or groups
     caps = {
         id(g): capacity
@@ -342,7 +342,7 @@ def build_clos(
             down_gbps += _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
             down_links += len(hosts)
             own = uplinks
-            if service[id(g)]:  # as many as its hosts need at the oversubscription, at least two (one per top switch)
+            if service[id(g)] and not separate_uplinks:  # as its hosts need, at least two (one per top switch)
                 ports = port_slots(hosts, down_pool)
                 own = min(capacity - ports, max(2, math.ceil(ports / g.oversubscription)))
             first_up = 0 if separate_uplinks else len(up_pool) - own

@@ -7,6 +7,13 @@ RA's 4-SU BOM (8 SN2201 for 4 SUs and the management racks), a central switch is
 Its size depends on the PDUs (each has a network port), the PDUs on each rack's load, and that load
 on the access switches standing in the rack: rack space for the switches is reserved first, growing
 until it covers every port, and the real switches take the reserved slots once the network is built.
+
+With a growth reserve (``compute_fabric.final_scalable_units``) the tier above the access switches is planned for
+the final size, as the compute fabric's spines and the in-band cores are: the in-band cores take the access
+switches' uplinks only if they have the ports for the final SUs' access switches beside the ports the in-band
+reserve keeps for its own leaves to come; otherwise an aggregation tier sized for the final SUs does from the
+start (its switches' rack positions reserved), so a phase adds access switches and their uplinks and re-cables no
+core port.
 """
 
 from __future__ import annotations
@@ -50,7 +57,8 @@ OOB_UPLINKS = 2  # per access switch: H100 RA Table 8, "two uplinks per OOB to i
 
 
 def _build(plan: Plan, r: Resolved, groups: list[LeafGroup], top: list[Device] | None = None) -> ClosResult:
-    """1G out-of-band access switches, two uplinks each to the in-band top tier (``top``) or the aggregation pair."""
+    """1G out-of-band access switches, two uplinks each to the in-band top tier (``top``) or the aggregation pair
+    (sized for the growth reserve's final SUs)."""
     return build_clos(
         plan,
         network="oob",
@@ -60,13 +68,28 @@ def _build(plan: Plan, r: Resolved, groups: list[LeafGroup], top: list[Device] |
         leaf_uplinks=OOB_UPLINKS,
         min_top_switches=2,
         top=top or (),
+        final_units=r.final_scalable_units or None,
     )
 
 
-def inband_top(plan: Plan, r: Resolved, access_switches: int) -> list[Device]:
+def access_switches_to_come(r: Resolved, per_unit: list[int]) -> int:
+    """The access switches the scalable units still to come will add (the growth reserve): each as many as the
+    fullest unit's today."""
+    return max(0, (r.final_scalable_units or 0) - r.scalable_units) * max(per_unit, default=0)
+
+
+def oob_floor_order(planner: RackPlanner, r: Resolved) -> list[str]:
+    """The clusters in floor order as the final hall has them (the central racks in its middle), so that the
+    access switches take the same core ports in every phase."""
+    return [name for name in floor_order(planner, r.final_scalable_units) if name in planner.clusters]
+
+
+def inband_top(plan: Plan, r: Resolved, access_switches: int, inband_reserved_uplinks: int = 0) -> list[Device]:
     """The in-band network's top-tier switches when they can take every out-of-band access switch's uplinks on
     their free ports (spread evenly, as _uplink_to spreads them) at the uplinks' own speed (SN4600C cores take the
-    SN2201's 100G QSFP28 uplinks, as in the RA), else none: the uplinks then need aggregation switches of their own."""
+    SN2201's 100G QSFP28 uplinks, as in the RA), else none: the uplinks then need aggregation switches of their own.
+    With a growth reserve, ``access_switches`` counts the final SUs' and ``inband_reserved_uplinks`` are the core
+    ports the in-band leaves to come will take, which the out-of-band uplinks must leave free."""
     switches = plan.switches("inband")
     tier = max((d.tier or 0 for d in switches), default=0)
     top = sorted((d for d in switches if d.tier == tier), key=lambda d: d.name) if tier > 1 else []
@@ -75,7 +98,7 @@ def inband_top(plan: Plan, r: Resolved, access_switches: int) -> list[Device]:
     uplink_gbps = max((g.speed_gbps for g in r.oob_switch.port_groups("uplink")), default=0.0)
     if any(device_ports(plan.catalog_parts[d.part])["fabric"].speed_gbps != uplink_gbps for d in top):
         return []
-    need = math.ceil(access_switches * OOB_UPLINKS / len(top))
+    need = math.ceil(access_switches * OOB_UPLINKS / len(top)) + math.ceil(inband_reserved_uplinks / len(top))
     radix = len(device_ports(plan.catalog_parts[top[0].part])["fabric"])
     taken = sum(t.down_links for t in plan.tiers if t.network == "inband" and t.tier == tier)
     if radix - math.ceil(taken / len(top)) < need:  # cheap first: the tier's links, without a pass over every link
@@ -89,6 +112,7 @@ def reserve_oob_switches(
     r: Resolved,
     count_pdus: Callable[[float, list[Device], bool], tuple[Pdu, int]],
     in_rack: dict[str, list[Device]] | None = None,
+    inband_reserved_uplinks: int = 0,
 ) -> dict[str, list[Device]]:
     """Reserve rack space for the out-of-band switches each cluster needs.
 
@@ -122,11 +146,11 @@ def reserve_oob_switches(
     reserve(central, r.oob_switch.id, "management", 1, "central")
     if not in_rack and sum(ports(c) for c in planner.clusters.values()) <= access_ports:
         return reserved  # a small cluster: one access switch, in the central racks, serves every port
-    clusters = [planner.clusters[name] for name in floor_order(planner) if name != "central"]
+    order = oob_floor_order(planner, r)
+    clusters = [planner.clusters[name] for name in order if name != "central"]
     for cluster in clusters:
         while (count := needed(cluster)) > len(reserved.get(cluster.name, [])):
             reserve(cluster, r.oob_switch.id, "network", count, cluster.name)
-    order = floor_order(planner)
     while True:  # the central racks' own switches are reserved; build_oob_network drops those it does not need
         count = needed(central)
         reserve(central, r.oob_switch.id, "management", count, "central")
@@ -136,7 +160,8 @@ def reserve_oob_switches(
         systems = _system_racks(planner, order)
         leaves += [(rack.su, len(reserved[domain])) for rack in systems if (domain := rack.nvlink_domain)]
         access = sum(n for _su, n in leaves)
-        upper = 0 if inband_top(plan, r, access) else _oob_upper_switches(r, leaves)
+        access += access_switches_to_come(r, [n for su, n in leaves if su is not None])
+        upper = 0 if inband_top(plan, r, access, inband_reserved_uplinks) else _oob_upper_switches(r, leaves)
         reserve(central, r.oob_aggregation_switch.id, "management", upper, "aggregation")
         if needed(central) <= len(reserved["central"]):
             return reserved
@@ -163,17 +188,26 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
 
 
 def build_oob_network(
-    plan: Plan, planner: RackPlanner, r: Resolved, order: list[str], reserved: dict[str, list[Device]]
+    plan: Plan,
+    planner: RackPlanner,
+    r: Resolved,
+    reserved: dict[str, list[Device]],
+    inband_reserved_uplinks: int = 0,
 ) -> None:
     """Connect every BMC, management port and PDU to its cluster's access switches, then put the real
     switches into the reserved slots."""
+    order = oob_floor_order(planner, r)
     groups = []
     for name in order:
         cluster = planner.clusters[name]
         devices = [d for rack in cluster.racks if not rack.system for d in rack.devices if not d.name.startswith("~")]
         rack_names = {d.rack for d in devices}
         devices += [plan.devices[p] for rack in sorted(rack_names) for p in plan.racks[rack].pdus]
-        groups.append(LeafGroup(name, oob_ports(plan, planner.catalog, devices), su=cluster.su))
+        # with a growth reserve, the clusters that are not an SU's own (the central racks, a pod's spine racks) take
+        # core ports after those kept for the SUs to come, so that no SU's access switch takes a port of theirs
+        service = bool(plan.design.compute_fabric.final_scalable_units) and name != f"su{cluster.su or 0:02d}"
+        ports = oob_ports(plan, planner.catalog, devices)
+        groups.append(LeafGroup(name, ports, su=None if service else cluster.su, service=service))
     _spill_central(
         plan, planner.catalog, groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access"))
     )
@@ -181,7 +215,10 @@ def build_oob_network(
     for rack in systems:
         devices = [d for d in rack.devices if not d.name.startswith("~")]
         groups.append(LeafGroup(str(rack.nvlink_domain), oob_ports(plan, planner.catalog, devices), su=rack.su))
-    result = _build(plan, r, groups, inband_top(plan, r, _access_switches(groups, r)))
+    per_switch = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    per_unit = [math.ceil(len(g.ports) / per_switch) for g in groups if g.su is not None and g.ports]
+    access = _access_switches(groups, r) + access_switches_to_come(r, per_unit)
+    result = _build(plan, r, groups, inband_top(plan, r, access, inband_reserved_uplinks))
     plan.tiers += result.tiers
     if sum(t.switches for t in result.tiers) == 1:  # one access switch serves every port
         order = ["central"]
