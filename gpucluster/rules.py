@@ -146,12 +146,13 @@ def slow_host_links(plan: Plan) -> list[dict]:
 
 
 def unsplit_half_speed_links(plan: Plan) -> list[dict]:
-    """Host ports at half a switch port's speed or less on a whole port of a switch whose ports do not split, on a
-    straight cable: a 200G host (the UFM's NDR200 ports) on an 800G XDR port (Q3400). On NDR and Spectrum switches
-    such a host takes half of a split port on a 1:2 splitter (plan/cables.py); for XDR ports no NVIDIA document was
-    found that pairs a splitter or module with a 200G host (NVIDIA's XDR cable list reuses the NDR 1:2 splitter
-    fibres, whose legs are 400G DR4, "800Gb/s XDR Twin-port OSFP and OSFP Transceivers and Fiber Part Numbers based
-    on 200G-PAM4", docs.nvidia.com/networking/display/800g200gpam4list), so the plan's straight fibre is unconfirmed:
+    """Host ports at half a switch port's speed or less on a whole port of an InfiniBand switch whose ports do not
+    split, on a straight cable: a 200G host (the UFM's NDR200 ports) on an 800G XDR port (Q3400). On NDR and
+    Spectrum switches such a host takes half of a split port on a 1:2 splitter (plan/cables.py); for XDR ports no
+    NVIDIA document was found that pairs a splitter or module with a 200G host (NVIDIA's XDR cable list reuses the
+    NDR 1:2 splitter fibres, whose legs are 400G DR4, "800Gb/s XDR Twin-port OSFP and OSFP Transceivers and Fiber
+    Part Numbers based on 200G-PAM4", docs.nvidia.com/networking/display/800g200gpam4list), so the plan's straight
+    fibre is unconfirmed:
     one record per kind of such link, with a count and one example naming both ends."""
     candidates: list[int] = []
     pools: dict[str, PortPool | None] = {}  # switch part -> its fabric ports when they do not split, else None
@@ -162,8 +163,10 @@ def unsplit_half_speed_links(plan: Plan) -> list[dict]:
             if link.b_half:
                 continue
             switch = plan.devices[link.b_device]
-            if switch.part not in pools:
-                pool = device_ports(plan.catalog_parts[switch.part]).get("fabric") if switch.role == "switch" else None
+            if switch.part not in pools:  # InfiniBand switches: an Ethernet port takes a slower host by its own rules
+                model = plan.catalog_parts[switch.part]
+                infiniband = switch.role == "switch" and str(getattr(model, "technology", "")).startswith("infiniband")
+                pool = device_ports(model).get("fabric") if infiniband else None
                 pools[switch.part] = pool if pool is not None and not pool.halves else None
             whole = pools[switch.part]
             if whole is not None and link.speed_gbps * 2 <= whole.speed_gbps and link.b_port in whole.names:
