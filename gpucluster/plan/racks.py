@@ -14,6 +14,8 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from networkx.utils import UnionFind
+
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.schema import Site
@@ -134,7 +136,7 @@ class RackPlanner:
         """Name the racks by row and position, give them floor coordinates and record them in the plan.
 
         Network racks go in the middle of their cluster; clusters fill rows in order, never
-        splitting one across rows unless it is longer than a row.
+        splitting one across rows unless it is longer than a row, and then snaking through its rows.
         """
         pitch = self.site.rack_pitch_mm or self.rack_part.width_mm
         per_row = self.site.racks_per_row
@@ -162,16 +164,22 @@ class RackPlanner:
                 racks = _network_in_middle(cluster.racks)
                 if position and position + len(racks) > per_row:
                     row, position = row + 1, 0
+            first_row = None
             for rack in racks:
                 if position == per_row:
                     row, position = row + 1, 0
-                rack_name = f"{_row_letters(row)}{position + 1:02d}"
+                first_row = row if first_row is None else first_row
+                # a cluster longer than a row snakes through its rows (each row runs back the way the one before
+                # came), so racks filled one after another stand side by side or across one aisle, never a row
+                # apart: a storage appliance's splitter cable to its leaf reaches 30 m at most
+                at = per_row - 1 - position if (row - first_row) % 2 else position
+                rack_name = f"{_row_letters(row)}{at + 1:02d}"
                 plan.racks[rack_name] = RackPlan(
                     name=rack_name,
                     part=rack.part or self.rack_part.id,
                     row=row,
-                    position=position,
-                    x_mm=float(position * pitch),
+                    position=at,
+                    x_mm=float(at * pitch),
                     y_mm=float(row * self.site.row_pitch_mm),  # floats, as a lock reads them back
                     purpose=rack.purpose,
                     height_u=rack.height_u,
@@ -324,7 +332,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
         for _purpose, device in central_devices:
             planner.place(central, "management", device)
         return
-    _place_central(planner, central, central_devices)
+    _place_central(planner, central, _storage_beside_its_leaves(plan, central_devices))
 
 
 def _place_central(planner: RackPlanner, central: Cluster, devices: list[tuple[str, Device]]) -> None:
@@ -347,6 +355,38 @@ def _place_central(planner: RackPlanner, central: Cluster, devices: list[tuple[s
                 continue
         for device in members:
             planner.place(central, purpose, device)
+
+
+def _storage_beside_its_leaves(plan: Plan, central_devices: list[tuple[str, Device]]) -> list[tuple[str, Device]]:
+    """The central devices in placing order, each group of storage-network leaves racked right after the
+    appliances (and the storage fabric's UFM) cabled to them.
+
+    Racks fill in this order, so listing every appliance first and every leaf after them put a large
+    filesystem's leaves rows away from their appliances: at 131,072 GPUs 228 appliances and their leaves
+    filled 52 racks over three rows, and an appliance's 200G port needs a splitter cable that reaches 30 m
+    at most. A group is the appliances and leaves joined by host links (a dual-homed appliance joins its
+    a- and b-leaf); it takes the place of its first member, so a filesystem on one leaf pair keeps its order.
+    """
+    central = {device.name for _purpose, device in central_devices}
+    groups: UnionFind = UnionFind()
+    leaves: set[str] = set()
+    for link in plan.links:
+        if link.network == "storage" and link.tier == 0 and link.a_device in central and link.b_device in central:
+            leaves.add(link.b_device)
+            groups.union(link.a_device, link.b_device)
+    grouped = set(groups.parents)
+    members: dict[str, list[tuple[str, Device]]] = {}
+    for entry in central_devices:
+        if entry[1].name in grouped:
+            members.setdefault(groups[entry[1].name], []).append(entry)
+    ordered: list[tuple[str, Device]] = []
+    for entry in central_devices:
+        name = entry[1].name
+        if name not in grouped:
+            ordered.append(entry)
+        elif (group := members.pop(groups[name], None)) is not None:  # the group's first member: the whole group
+            ordered += [e for e in group if e[1].name not in leaves] + [e for e in group if e[1].name in leaves]
+    return ordered
 
 
 def _by_su(planner: RackPlanner, name: str) -> tuple[int, str]:
