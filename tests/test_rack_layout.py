@@ -58,3 +58,24 @@ def test_storage_appliances_stand_within_a_rack_of_their_leaves(wide: Plan) -> N
     for link in links:
         a, b = wide.devices[link.a_device].rack, wide.devices[link.b_device].rack
         assert abs(order[a] - order[b]) <= 1, (link.a_device, a, link.b_device, b)
+
+
+# SU 3 (9 racks) snakes from one row of 6 into the next, which runs backwards; the small SU 4 after it (4
+# servers: a compute and a network rack) would fit in that row's count of free positions, but they are at
+# its start, not its end
+SMALL_LAST_UNIT = """\
+name: small-last-unit
+compute: {server: dgx-h100, servers: 100, spare_servers: 0}
+compute_fabric: {fabric_manager: null}
+site: {racks_per_row: 6}
+"""
+
+
+def test_a_cluster_after_a_row_run_backwards_takes_no_rack_position_twice(tmp_path: Path) -> None:
+    plan = plan_design(load_design(write_design(tmp_path, SMALL_LAST_UNIT)))
+    places = [(rack.row, rack.position) for rack in plan.racks.values()]
+    assert len(places) == len(set(places))
+    for device in plan.devices.values():
+        if device.rack and device.role != "pdu":  # zero-U PDUs are the rack's own, not in its U list
+            assert device.name in plan.racks[device.rack].devices, (device.name, device.rack)
+    assert {r.su for r in plan.racks.values()} >= {1, 2, 3, 4}

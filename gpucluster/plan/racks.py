@@ -195,8 +195,9 @@ class RackPlanner:
                 for device in rack.devices:
                     device.rack = rack_name
                 position += 1
-            if name == CENTRAL and after and position:
-                row, position = row + 1, 0
+            reversed_row = first_row is not None and (row - first_row) % 2 == 1
+            if ((name == CENTRAL and after) or reversed_row) and position:
+                row, position = row + 1, 0  # (a row run backwards has its free positions at its start)
 
 
 CENTRAL = "central"  # the cluster of the hall's central racks (top tiers, storage, management)
