@@ -96,7 +96,7 @@ def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] 
     says: validate's rules, simulate and verify see that plan); bad input exits with status 2."""
     try:
         loaded = load_design(design, data_dirs)
-        return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded.design.name))
+        return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded.design.name), kept=True)
     except DesignError as error:
         _fail(error)
         raise
@@ -229,7 +229,7 @@ def build(
             loaded = load_design(design, data_dirs)
             lock_path = None if no_lock else lock_file or default_lock_path(design)
             lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
-            plan = plan_design(loaded, timed, lock)
+            plan = plan_design(loaded, timed, lock, kept=True)
             stopwatch.stop()
             sampler.sample([], force=True)
             _refuse_rule_errors(plan)
