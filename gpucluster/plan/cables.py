@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
@@ -53,12 +52,32 @@ class End:
 BACKPLANE = End("backplane", 1, False)  # a link on a system's backplane or cable cartridge: no cable to order
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Choice:
+    """A cable at an orderable length with the optics at its ends; one choice serves every link of its kind and
+    length, so what each cable copies from it is worked out here once."""
+
     cable: CablePart
     length_m: float
     a_transceiver: Transceiver | None
     b_transceiver: Transceiver | None
+    media_rank: int  # the cable's media in MEDIA_ORDER: copper before fibre
+    part_number: str | None
+    a_module: str | None  # the transceivers' catalog ids
+    b_module: str | None
+
+
+def _choice(cable: CablePart, length_m: float, a: Transceiver | None = None, b: Transceiver | None = None) -> Choice:
+    return Choice(
+        cable,
+        length_m,
+        a,
+        b,
+        MEDIA_ORDER.index(cable.media),
+        cable.part_number_for(length_m),
+        a.id if a else None,
+        b.id if b else None,
+    )
 
 
 def run_length_m(plan: Plan, a: Device, b: Device, routing: Cabling) -> float:
@@ -127,17 +146,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     lookup = _EndLookup(catalog)
     links, devices = plan.links, plan.devices
     uncabled = {name for name, entry in NETWORK_INFO.items() if not entry.cabled}
-    ends = [
-        (
-            lookup.end(devices[link.a_device], link.a_port),
-            lookup.half_end(devices[link.b_device], link.b_port)
-            if link.b_half
-            else lookup.end(devices[link.b_device], link.b_port),
-        )
-        if link.network not in uncabled
-        else (BACKPLANE, BACKPLANE)
-        for link in links
-    ]
+    ends = lookup.link_ends(links, devices, uncabled)
     by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)  # twin-port cages only
     for index, (link, (end_a, end_b)) in enumerate(zip(links, ends, strict=True)):
         if end_a.ports_per_cage == 2:
@@ -145,37 +154,38 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         if end_b.ports_per_cage == 2:
             by_cage[(link.b_device, link.b_cage)].append(index)
     choose = _Chooser(parts, optics)
-    by_id = {c.id: c for c in parts}
-    part_number = cache(lambda cable_id, length: by_id[cable_id].part_number_for(length))
     lengths = run_lengths_m(plan, links, routing)
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
     groups = _two_link_groups(links, ends, by_cage)
-    counters: dict[tuple[str, str], int] = defaultdict(int)  # (network prefix, rack of the A end) -> cables so far
+    counters: dict[tuple[str, str], int] = {}  # (network prefix, rack of the A end) -> cables so far
+    cables = plan.cables
 
     def add_cable(
-        prefix: str,
         rack: str,
         network: str,
-        group: list[int],
+        group: tuple[int, ...],
         choice: Choice,
         run_length_m: float,
         a_module: str | None,
         b_module: str | None,
     ) -> None:
         """One cable carrying the links in group, numbered next in its network's series in its rack."""
-        counters[(prefix, rack)] += 1
-        plan.cables.append(
+        prefix = NETWORK_INFO[network].cable_prefix
+        number = counters[(prefix, rack)] = counters.get((prefix, rack), 0) + 1
+        # positional: Cable's fields in order (id, network, links, media, part, part number, length, run length,
+        # modules at a and b); keywords cost twice as much over 700,000 cables at 131,072 GPUs
+        cables.append(
             Cable(
-                id=cable_id(prefix, rack, counters[(prefix, rack)]),
-                network=network,
-                links=tuple(group),
-                media=choice.cable.media,
-                cable_part=choice.cable.id,
-                part_number=part_number(choice.cable.id, choice.length_m),
-                length_m=choice.length_m,
-                run_length_m=run_length_m,
-                a_transceiver=a_module,
-                b_transceiver=b_module,
+                cable_id(prefix, rack, number),
+                network,
+                group,
+                choice.cable.media,
+                choice.cable.id,
+                choice.part_number,
+                choice.length_m,
+                run_length_m,
+                a_module,
+                b_module,
             )
         )
 
@@ -201,56 +211,44 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             )
         for i in group:
             done[i] = 1
-        prefix = NETWORK_INFO[link.network].cable_prefix
         # the a end is the one its links share (the switch cage); a cable with one leg used keeps its link's
         # ends, host (a) and switch (b), as every single-link cable does (power.cable_ends)
-        a_module = choice.a_transceiver.id if choice.a_transceiver else None
-        b_module = choice.b_transceiver.id if choice.b_transceiver else None
+        a_module, b_module = choice.a_module, choice.b_module
         rack = devices[link.b_device].rack
         if len(group) == 1:
             a_module, b_module = b_module, a_module
             rack = devices[link.a_device].rack
-        add_cable(prefix, rack, link.network, group, choice, longest, a_module, b_module)
+        add_cable(rack, link.network, group, choice, longest, a_module, b_module)
     for index, link in track(enumerate(links), len(links), "links"):
         if done[index]:
             continue
-        end_a, end_b = ends[index]
         technology = technology_of[link.network]
         length = lengths[index]
-        best: tuple[int, int, Choice, list[int]] | None = None
-        options: list[tuple[Choice | None, list[int]]] = [
-            (choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1), [index])
-        ]
-        for group, twin_end, far_end, split in groups.get(index, ()):
-            if not any(done[i] for i in group):
-                longest = max(lengths[i] for i in group)
-                options.append((choose(technology, link.speed_gbps, twin_end, far_end, longest, 2, split), group))
-        for choice, group in options:
-            if choice is not None:
-                rank = (MEDIA_ORDER.index(choice.cable.media), -len(group))
-                if best is None or rank < best[:2]:
-                    best = (*rank, choice, group)
-        if best is None:
+        end_a, end_b = ends[index]
+        choice = choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1)
+        group = (index,)
+        run_length = length
+        for members, twin_end, far_end, split in groups.get(index, ()):
+            if any(done[i] for i in members):
+                continue
+            longest = max(lengths[i] for i in members)
+            shared = choose(technology, link.speed_gbps, twin_end, far_end, longest, 2, split)
+            # copper before fibre whatever the grouping; at equal media the cable carrying more links
+            if shared is not None and (
+                choice is None or (shared.media_rank, -len(members)) < (choice.media_rank, -len(group))
+            ):
+                choice, group, run_length = shared, members, longest
+        if choice is None:
             raise NoCableFits(
                 f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology or ''} link "
                 f"{link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
                 f"({end_b.cage_type}) on the {link.network} network"
             )
-        choice, group = best[2], best[3]
-        for i in group:
-            done[i] = 1
-        prefix = NETWORK_INFO[link.network].cable_prefix
+        if len(group) > 1:  # a single link's own place is never looked at again
+            for i in group:
+                done[i] = 1
         rack = devices[link.a_device].rack
-        add_cable(
-            prefix,
-            rack,
-            link.network,
-            group,
-            choice,
-            length if len(group) == 1 else max(lengths[i] for i in group),
-            choice.a_transceiver.id if choice.a_transceiver else None,
-            choice.b_transceiver.id if choice.b_transceiver else None,
-        )
+        add_cable(rack, link.network, group, choice, run_length, choice.a_module, choice.b_module)
     _one_module_per_twin_cage(plan, ends, by_cage, choose)
 
 
@@ -343,51 +341,58 @@ def _refit(plan: Plan, cable: Cable, ends: tuple[End, End], choose) -> bool:
     if choice is None:
         return False
     cable.media, cable.cable_part, cable.length_m = "smf", choice.cable.id, choice.length_m
-    cable.part_number = choice.cable.part_number_for(choice.length_m)
-    cable.a_transceiver = choice.a_transceiver.id if choice.a_transceiver else None
-    cable.b_transceiver = choice.b_transceiver.id if choice.b_transceiver else None
+    cable.part_number, cable.a_transceiver, cable.b_transceiver = choice.part_number, choice.a_module, choice.b_module
     return True
 
 
-def _split_port_groups(links: list[Link], devices: dict[str, Device], lookup: _EndLookup) -> list[list[int]]:
+def _split_port_groups(links: list[Link], devices: dict[str, Device], lookup: _EndLookup) -> list[tuple[int, ...]]:
     """The links on each split switch port (their b end a half of it), in link order: one or two per port."""
     by_port: dict[tuple[str, str], list[int]] = {}
     for index, link in enumerate(links):
         if link.b_half:
             by_port.setdefault((link.b_device, lookup.parent(devices[link.b_device], link.b_port)), []).append(index)
-    return list(by_port.values())
+    return [tuple(group) for group in by_port.values()]
 
 
 def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict) -> dict[int, list]:
     """Per link, the two-link cables it could share: a straight twin cable when both links of a twin-port
     cage go to the same far twin-port cage, or a 1:2 splitter when a switch's twin-port cage serves
-    single-port host cages (one leg may stay unused). Value: (sorted link indexes, twin-side end, far
+    single-port host cages (one leg may stay unused). Value: (link indexes in order, twin-side end, far
     end, split)."""
-    groups: dict[int, list] = defaultdict(list)
-    for (device, cage), all_members in by_cage.items():
-        members = [i for i in all_members if not links[i].b_half]  # a split port's halves have their own splitter
+    groups: dict[int, list] = {}
+    for (device, _cage), all_members in by_cage.items():
+        # a split port's halves have their own splitter; by_cage lists a cage's links in link order
+        members = tuple(i for i in all_members if not links[i].b_half)
         if not members:
             continue
-        sides = [_side(links[i], device, cage) for i in members]
-        twin_end = ends[members[0]][sides[0]]
-        far = [(ends[i][1 - side], _far_cage(links[i], side)) for i, side in zip(members, sides, strict=True)]
-        group = sorted(members)
-        if len(members) == 2 and sides[0] == 0 and far[0][1] == far[1][1] and far[0][0].ports_per_cage == 2:
+        first = links[members[0]]
+        at_a = first.a_device == device  # the cage is the first link's a end (a link never joins a device to itself)
+        twin_end, far_end = ends[members[0]] if at_a else ends[members[0]][::-1]
+        option = None
+        if len(members) == 2 and at_a and far_end.ports_per_cage == 2:
+            second = links[members[1]]
+            if second.a_device == device:
+                far_cage = (second.b_device, second.b_cage)
+            else:
+                far_cage = (second.a_device, second.a_cage)
+            if far_cage == (first.b_device, first.b_cage):
+                option = (members, twin_end, far_end, 1)
+        if (
+            option is None
+            and twin_end.switch
+            and far_end.ports_per_cage == 1
+            and all(_far_end(links[i], ends[i], device).ports_per_cage == 1 for i in members[1:])
+        ):
+            option = (members, twin_end, far_end, 2)
+        if option is not None:
             for i in members:
-                groups[i].append((group, twin_end, far[0][0], 1))
-        elif twin_end.switch and all(end.ports_per_cage == 1 for end, _cage in far):
-            for i in members:
-                groups[i].append((group, twin_end, far[0][0], 2))
+                groups.setdefault(i, []).append(option)
     return groups
 
 
-def _side(link: Link, device: str, cage: int) -> int:
-    """0 when (device, cage) is the link's a-end, else 1."""
-    return 0 if (link.a_device, link.a_cage) == (device, cage) else 1
-
-
-def _far_cage(link: Link, near_side: int) -> tuple[str, int]:
-    return (link.b_device, link.b_cage) if near_side == 0 else (link.a_device, link.a_cage)
+def _far_end(link: Link, ends: tuple[End, End], device: str) -> End:
+    """The end of a link away from `device`."""
+    return ends[1] if link.a_device == device else ends[0]
 
 
 class _EndLookup:
@@ -398,6 +403,34 @@ class _EndLookup:
         self.by_part: dict[str, dict[str, End]] = {}
         self.halves: dict[str, dict[str, tuple[End, str]]] = {}  # part -> half-port name -> (its cage, its port)
         self.kinds: dict[tuple[str, int, bool], End] = {}
+
+    def link_ends(self, links: list[Link], devices: dict[str, Device], uncabled: set[str]) -> list[tuple[End, End]]:
+        """Each link's (a end, b end); a link of an uncabled network has the backplane at both. Each device's port
+        table is looked up once (a million links at 131,072 GPUs share some 60,000 devices and a dozen parts)."""
+        tables: dict[str, tuple[dict[str, End], End]] = {}  # device -> (port -> end, the end of a port not listed)
+
+        def table_of(name: str) -> tuple[dict[str, End], End]:
+            device = devices[name]
+            table = self.by_part.get(device.part)
+            if table is None:
+                table = self.by_part[device.part] = self._table(device)
+            found = tables[name] = (table, self._shared("rj45", 1, device.role == "switch"))
+            return found
+
+        ends: list[tuple[End, End]] = []
+        for link in links:
+            if link.network in uncabled:
+                ends.append((BACKPLANE, BACKPLANE))
+                continue
+            table_a, other_a = tables.get(link.a_device) or table_of(link.a_device)
+            end_a = table_a.get(link.a_port) or other_a
+            if link.b_half:
+                end_b = self.half_end(devices[link.b_device], link.b_port)
+            else:
+                table_b, other_b = tables.get(link.b_device) or table_of(link.b_device)
+                end_b = table_b.get(link.b_port) or other_b
+            ends.append((end_a, end_b))
+        return ends
 
     def half_end(self, device: Device, port: str) -> End:
         """The cage of a port's half (split ports' names can repeat whole ports' names, so they are looked up apart)."""
@@ -452,7 +485,7 @@ class _Chooser:
     the twin-port side and must be the cable's end_a."""
 
     def __init__(self, parts: list[CablePart], optics: list[Transceiver]):
-        self.parts, self.optics = parts, optics
+        self.parts, self.optic = parts, _OpticFinder(optics)
         self.candidates: dict[tuple, list[CablePart]] = {}
         self.choices: dict[tuple, Choice | None] = {}
 
@@ -469,14 +502,16 @@ class _Chooser:
         halves: bool = False,
     ) -> Choice | None:
         key = (technology, speed_gbps, end_a, end_b, length_m, links, split, media, halves)
-        if key in self.choices:
-            return self.choices[key]
+        try:
+            return self.choices[key]  # most calls: a kind and length seen before
+        except KeyError:
+            pass
         kind = (technology, speed_gbps, end_a, end_b, links, split, media, halves)
         candidates = self.candidates.get(kind)
         if candidates is None:
             candidates = self.candidates[kind] = _candidates(self.parts, *kind)
         choice = self.choices[key] = _first_that_reaches(
-            candidates, self.optics, technology, speed_gbps, end_a, end_b, length_m
+            candidates, self.optic, technology, speed_gbps, end_a, end_b, length_m
         )
         return choice
 
@@ -516,7 +551,7 @@ def _candidates(
 
 def _first_that_reaches(
     candidates: list[CablePart],
-    optics: list[Transceiver],
+    optic: _OpticFinder,
     technology: str | None,
     speed_gbps: float,
     end_a: End,
@@ -528,31 +563,44 @@ def _first_that_reaches(
         if length is None:
             continue
         if cable.media not in ("mmf", "smf"):
-            return Choice(cable, length, None, None)
+            return _choice(cable, length)
         # the optics must reach the fibre as ordered (its coiled slack included), not just the route
-        optic_a = _optic(optics, cable, technology, speed_gbps, end_a, length)
-        optic_b = _optic(optics, cable, technology, speed_gbps, end_b, length)
+        optic_a = optic(cable.media, technology, speed_gbps, end_a, length)
+        optic_b = optic(cable.media, technology, speed_gbps, end_b, length)
         if optic_a and optic_b:
-            return Choice(cable, length, optic_a, optic_b)
+            return _choice(cable, length, optic_a, optic_b)
     return None
 
 
-def _optic(
-    optics: list[Transceiver], cable: CablePart, technology: str | None, speed_gbps: float, end: End, length_m: float
-) -> Transceiver | None:
-    fitting = [
-        t
-        for t in optics
-        if t.media == cable.media
-        and _fits(t.cage_type, end)
-        and t.ports == end.ports_per_cage
-        and speaks(t.technology, technology)
-        and t.speed_gbps >= speed_gbps
-        and t.reach_m >= length_m
-        and t.end in ("any", "switch" if end.switch else "host")
-    ]
-    fitting.sort(key=lambda t: (t.reach_m, t.speed_gbps, t.id))
-    return fitting[0] if fitting else None
+class _OpticFinder:
+    """The catalog module for a cage that reaches a fibre's length: of those that fit, the shortest-reaching (then
+    the slowest). The modules that fit a kind of cage are found and sorted once; tens of thousands of lengths
+    are then looked up in that short list."""
+
+    def __init__(self, optics: list[Transceiver]):
+        self.optics = optics
+        self.fitting: dict[tuple, list[Transceiver]] = {}
+
+    def __call__(
+        self, media: str, technology: str | None, speed_gbps: float, end: End, length_m: float
+    ) -> Transceiver | None:
+        key = (media, technology, speed_gbps, end)
+        fitting = self.fitting.get(key)
+        if fitting is None:
+            fitting = self.fitting[key] = sorted(
+                (
+                    t
+                    for t in self.optics
+                    if t.media == media
+                    and _fits(t.cage_type, end)
+                    and t.ports == end.ports_per_cage
+                    and speaks(t.technology, technology)
+                    and t.speed_gbps >= speed_gbps
+                    and t.end in ("any", "switch" if end.switch else "host")
+                ),
+                key=lambda t: (t.reach_m, t.speed_gbps, t.id),
+            )
+        return next((t for t in fitting if t.reach_m >= length_m), None)
 
 
 def _fits(plug: str, end: End) -> bool:

@@ -167,21 +167,44 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
         per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
         return CageModule(part_id, network, False, per_end_w, per_end_w) if per_end_w else None
 
+    def fitted(cable_part: str, network: str, a_transceiver: str | None, b_transceiver: str | None) -> tuple:
+        """(the module at the cable's a end, at its b end); () for passive copper: nothing in its cages draws or is
+        ordered apart."""
+        active = module_of(cable_part, network, False)
+        if active is None and a_transceiver is None and b_transceiver is None:
+            return ()
+        leg = bool(getattr(parts[cable_part], "splits_port", False))  # a host module on a splitter leg
+        return tuple(
+            module_of(t, network, True, leg and getattr(parts[t], "ports", 2) == 1) if t else active
+            for t in (a_transceiver, b_transceiver)
+        )
+
+    # a few dozen kinds of cable (part, network, modules) among hundreds of thousands: each kind's modules once
+    kinds: dict[tuple[str, str, str | None, str | None], tuple] = {}
+    links = plan.links
     result: dict[tuple[str, int], CageModule] = {}
     for cable in plan.cables:
-        active = module_of(cable.cable_part, cable.network, False)
-        if active is None and cable.a_transceiver is None and cable.b_transceiver is None:
-            continue  # passive copper: nothing in its cages draws or is ordered apart
-        leg = bool(getattr(parts[cable.cable_part], "splits_port", False))  # a host module on a splitter leg
-        for ends, transceiver in zip(cable_ends(plan, cable), (cable.a_transceiver, cable.b_transceiver), strict=True):
-            on_leg = leg and transceiver is not None and getattr(parts[transceiver], "ports", 2) == 1
-            fitted = module_of(transceiver, cable.network, True, on_leg) if transceiver else active
-            if fitted is None:
+        kind = (cable.cable_part, cable.network, cable.a_transceiver, cable.b_transceiver)
+        modules = kinds.get(kind)
+        if modules is None:
+            modules = kinds[kind] = fitted(*kind)
+        if not modules:
+            continue
+        if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends (cable_ends, inlined)
+            link = links[cable.links[0]]
+            sides: tuple[Collection[tuple[str, int]], ...] = (
+                ((link.a_device, link.a_cage),),
+                ((link.b_device, link.b_cage),),
+            )
+        else:
+            sides = cable_ends(plan, cable)
+        for ends, module in zip(sides, modules, strict=True):
+            if module is None:
                 continue
             for end in ends:
                 held = result.get(end)
-                if end[1] and (held is None or fitted.max_w > held.max_w):
-                    result[end] = fitted
+                if end[1] and (held is None or module.max_w > held.max_w):
+                    result[end] = module
     return result
 
 
