@@ -10,7 +10,8 @@ node-acceptance checks, NVIDIA DCGM, nccl-tests, gpu-burn) or its derivation fro
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Any
 
 from gpucluster.catalog.ports import port_details
@@ -145,6 +146,16 @@ class RailPort:
     speed_gbps: float
 
 
+_VALUES = attrgetter(*(f.name for f in fields(BurnInTest)))  # every field's value, in order: id, stage, ...
+
+
+def _numbered(test: BurnInTest, stage: int) -> BurnInTest:
+    """The test under its stage's number in this plan (dataclasses.replace, done directly: several times faster,
+    and a 131,072-GPU plan renumbers some 115,000 tests)."""
+    test_id, _stage, *rest = _VALUES(test)
+    return BurnInTest(test_id, stage, *rest)
+
+
 def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
     """server -> rail -> index into plan.links of its tier-0 compute link on that rail (plan queries)."""
     return plan.queries().rail_links
@@ -253,7 +264,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     tests += _nvlink_domain_tests(plan, servers, gpu, nvlink_gbytes, nvlink_source, test)
     tests.sort(key=lambda t: t.stage)  # stable: each stage keeps its order
     numbers = {name: number for number, name, _scope, _text in present_stages(tests)}
-    return [replace(t, stage=numbers[t.test]) for t in tests]
+    return [t if t.stage == numbers[t.test] else _numbered(t, numbers[t.test]) for t in tests]
 
 
 def _nvlink_domain_tests(

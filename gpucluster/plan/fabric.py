@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Switch
@@ -51,6 +52,7 @@ def splits_onto(host: HostPort, pool: PortPool) -> bool:
     return bool(pool.halves) and host.speed_gbps * 2 <= pool.speed_gbps and host.cage_type in SPLITTER_HOST_CAGES
 
 
+@cache  # once per switch model and role: every leaf of a fabric asks it of the same pool
 def _cage_splits_whole(pool: PortPool) -> bool:
     """The split halves reuse the whole ports' names (Cumulus: swp1s0-s1 at 2x, swp1s0-s3 at 4x), so a cage is
     broken out one way: all its ports whole, or all split."""

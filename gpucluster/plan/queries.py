@@ -10,9 +10,9 @@ The physical plan must be complete before the first query (plan/build.py never a
 
 from __future__ import annotations
 
-import heapq
 from array import array
 from functools import cached_property
+from itertools import chain
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -50,12 +50,23 @@ class PlanQueries:
             first[network] = min(first.get(network, members[0]), members[0])
         return sorted(first, key=first.__getitem__)
 
-    def link_indexes(self, network: str, tier: int | None = None) -> list[int] | array[int]:
+    @cached_property
+    def links_by_network(self) -> dict[str, array[int]]:
+        """Network -> its links of every tier, in plan order."""
+        tiers: dict[str, list[array[int]]] = {}
+        for (network, _tier), members in self.links_by_network_tier.items():
+            tiers.setdefault(network, []).append(members)
+        # the tiers' runs interleave in plan order; sorting the positions merges them (timsort finds the runs)
+        return {
+            network: runs[0] if len(runs) == 1 else array("q", sorted(chain.from_iterable(runs)))
+            for network, runs in tiers.items()
+        }
+
+    def link_indexes(self, network: str, tier: int | None = None) -> array[int]:
         """Positions in ``plan.links`` of a network's links (of one tier, or all of them), in plan order."""
         if tier is not None:
             return self.links_by_network_tier.get((network, tier), _positions())
-        groups = [members for (name, _tier), members in self.links_by_network_tier.items() if name == network]
-        return list(heapq.merge(*groups)) if len(groups) > 1 else (groups[0] if groups else _positions())
+        return self.links_by_network.get(network, _positions())
 
     def links(self, network: str, tier: int | None = None) -> list[Link]:
         """A network's links (of one tier, or all of them), in plan order."""
