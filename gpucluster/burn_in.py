@@ -22,20 +22,23 @@ from gpucluster.verify.expected import ethernet_networks, infiniband_networks, p
 
 # --- Thresholds and their sources ---------------------------------------------------------------------------
 _AZURE = "Azure/azurehpc-health-checks"
-_AZURE_H100 = f"{_AZURE} conf/nd96isr_h100_v5.conf (reliability-facts.md 5.2)"
-_AZURE_H200 = f"{_AZURE} conf/nd96isr_h200_v5.conf (reliability-facts.md 5.2)"
+_AZURE_H100 = f"{_AZURE} conf/nd96isr_h100_v5.conf"
+_AZURE_H200 = f"{_AZURE} conf/nd96isr_h200_v5.conf"
 
 # dcgmi diag -r 3: "approximately 15 minutes", the long level with targeted stress, power and memory
 # bandwidth (NVIDIA DCGM dcgmi diag reference).
 DCGM_DIAG_LEVEL = 3
-DCGM_DIAG_SOURCE = "NVIDIA DCGM 'dcgmi diag' reference: level 3 = long, ~15 min (reliability-facts.md 5.3)"
+DCGM_DIAG_SOURCE = (
+    "NVIDIA DCGM 'dcgmi diag' reference: level 3 = long, ~15 min "
+    "(https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html)"
+)
 
 # Sustained load "typically 24-72 hours" to flush infant mortality (leviathansystems.co glossary);
 # we take the low end. gpu-burn publishes no threshold; "the usual criterion is
 # zero errors and no throttling" (wilicc/gpu-burn README).
 GPU_BURN_SECONDS = 24 * 3600
 GPU_BURN_SOURCE = (
-    "wilicc/gpu-burn README: zero errors; 24 h = low end of the usual 24-72 h burn-in (reliability-facts.md 5.4); "
+    "wilicc/gpu-burn README: zero errors; 24 h = low end of the usual 24-72 h burn-in (leviathansystems.co glossary); "
     f"no clock-throttle reason but GPU idle and SW power cap, as {_AZURE} customTests/azure_gpu_clock_throttling.nhc"
 )
 
@@ -57,7 +60,7 @@ _IB_WRITE_BW_FRACTION: dict[str, tuple[float, str]] = {
 _IB_WRITE_BW_DEFAULT = (
     360 / 400,
     f"{_AZURE} conf/nd96isr_h200_v5.conf and nd128isr_ndr_gb200_v6.conf: check_ib_bw_gdr 360 at 400 Gb/s "
-    "(90 %, the least strict of Azure's published figures; reliability-facts.md 5.2)",
+    "(90 %, the least strict of Azure's published figures)",
 )
 
 # NCCL over the network reaches this fraction of the HCA line rate: Azure's all_reduce over IB loopback
@@ -67,11 +70,12 @@ NCCL_EFFICIENCY_SOURCE = (
     f"{_AZURE_H100}: check_nccl_allreduce_ib_loopback 40.0 GB/s on one 400 Gb/s (50 GB/s) HCA = 80 % efficiency"
 )
 NCCL_BUSBW_SOURCE = (
-    "NVIDIA/nccl-tests doc/PERFORMANCE.md: busbw reflects the hardware bottleneck (reliability-facts.md 5.1)"
+    "NVIDIA/nccl-tests doc/PERFORMANCE.md: busbw reflects the hardware bottleneck "
+    "(https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)"
 )
 
 NCCL_ARGS = "-b 16G -e 16G -f 2 -c 1"  # the message size Azure's thresholds were measured at
-IB_WRITE_BW_ARGS = "-s 8388608 -F --report_gbits"  # Azure's ib_write_bw GPUDirect flags (reliability-facts 5.2)
+IB_WRITE_BW_ARGS = "-s 8388608 -F --report_gbits"  # Azure's ib_write_bw GPUDirect flags (aznhc conf/*.conf)
 
 # Order: the cabling first (a miswired or degraded cable would fail every bandwidth test it carries), then the
 # smallest scope first, so a failure names one server or one link before a larger test involves

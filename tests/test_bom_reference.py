@@ -1,6 +1,6 @@
 """Reference check: a design matching the DGX SuperPOD H100 4-SU reference architecture gives that
 architecture's own bill of materials for the compute fabric (RA-11333-001 V11, Table 4, and
-Appendix A Tables 7 and 8, as compiled in shared/reference/hardware-facts.md §1.2-1.3).
+Appendix A Tables 7 and 8, https://docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100/latest/).
 
 The four UFM appliances' 200G ports share two split leaf ports, each cabled with one 1:2 splitter fibre
 (MFP7E20; the RA's 980-9I557-00N030, "NDR Cables, 200 Gbps, UFM to leaf ports"), as Table 8 has them.

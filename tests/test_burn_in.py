@@ -73,7 +73,7 @@ def test_thresholds_follow_the_gpu_type_and_the_fabric() -> None:
     h100 = burn_in_plan(planned("superpod-h100-1su")[1])
     h200 = burn_in_plan(planned("superpod-h200-4su")[1])
     b200 = burn_in_plan(planned("b200-roce-2su")[1])
-    # Azure's published thresholds (reliability-facts.md 5.2)
+    # Azure's published thresholds (Azure/azurehpc-health-checks conf/)
     assert _threshold(h100, "nccl-in-server") == 460 and _threshold(h200, "nccl-in-server") == 431
     assert _threshold(h100, "ib-write-bw") == 375 and _threshold(h200, "ib-write-bw") == 360
     # B200: no published figure; H100's scaled by NVLink bandwidth 1800 / 900 GB/s

@@ -41,7 +41,7 @@ def _plan_text(tmp_path, text: str):
 
 
 def test_four_dgx_h100_in_a_rack_draw_40_8_kw(h100_1su):
-    """H100 RA: a compute rack of four DGX H100 "exceeds 40 kW"; 4 x 10.2 kW = 40.8 kW (hardware-facts §4)."""
+    """H100 RA: a compute rack of four DGX H100 "exceeds 40 kW"; 4 x 10.2 kW = 40.8 kW."""
     _loaded, plan = h100_1su
     rack = next(r for r in _budget("superpod-h100-1su").racks if r.devices == 4 and r.purpose == "compute")
     powers = device_power(plan)
@@ -63,7 +63,7 @@ DGX_B200_N = (
 
 
 def test_one_dgx_b200_scalable_unit_draws_458_kw(tmp_path):
-    """NVIDIA DGX B200 data-center best practices: one SU (32 DGX B200) = 458 kW (hardware-facts §4)."""
+    """NVIDIA DGX B200 data-center best practices: one SU (32 DGX B200) = 458 kW."""
     su = power_budget(_plan_text(tmp_path, DGX_B200_N)).sus[0]
     assert su.servers == 32
     assert su.servers_catalog_max_w / 1000 == pytest.approx(458, abs=0.5)
@@ -71,7 +71,7 @@ def test_one_dgx_b200_scalable_unit_draws_458_kw(tmp_path):
 
 
 def test_a_415_v_three_phase_60_a_circuit_carries_34_5_kw_at_80_percent():
-    """hardware-facts §5: 43.1 kVA nameplate, 34.5 kW usable at 80 % (the Raritan PX3-5878's 34.5 kVA)."""
+    """415 V 3-phase 60 A: 43.1 kVA nameplate, 34.5 kW usable at 80 % (the Raritan PX3-5878's 34.5 kVA)."""
     assert circuit_kva(415, 3, 60) == pytest.approx(43.1, abs=0.05)
     assert usable_circuit_kw(PowerFeed()) == pytest.approx(34.5, abs=0.05)
     assert usable_circuit_kw(PowerFeed(voltage_v=380, breaker_a=32)) == pytest.approx(16.8, abs=0.05)
@@ -82,7 +82,7 @@ def test_a_415_v_three_phase_60_a_circuit_carries_34_5_kw_at_80_percent():
 def test_heat_conversions_follow_the_cited_rules_of_thumb():
     assert btu_per_h(1000) == pytest.approx(3412, abs=0.5)
     assert refrigeration_tons(3517) == pytest.approx(1.0, abs=0.001)
-    # ~157 CFM per kW at a 20 °F rise (hardware-facts §5: 154-158 CFM/kW)
+    # ~157 CFM per kW at a 20 °F rise (insideHPC's formula: 154-158 CFM/kW)
     assert airflow_cfm(1000, 20 / 1.8) == pytest.approx(157.2, abs=0.1)
     assert cfm_to_m3_per_h(1) == pytest.approx(1.699, abs=0.001)
 
@@ -103,7 +103,7 @@ def test_a_twin_port_transceiver_is_counted_once_for_its_two_links(h100_1su):
 
 
 def test_a_switch_maximum_stated_with_optics_is_not_raised_by_them(h100_1su):
-    """QM9700: 1.72 kW max with active cables, 0.747 kW typical with passive cables (hardware-facts §1.5)."""
+    """QM9700: 1.72 kW max with active cables, 0.747 kW typical with passive cables."""
     _loaded, plan = h100_1su
     powers = device_power(plan)
     leaf = next(d.name for d in plan.switches("compute", 1))
@@ -240,7 +240,7 @@ def test_four_su_pdu_and_circuit_counts_follow_ra_table_7():
 
 def test_a_dgx_b200_rack_on_n_feeds_gets_nvidias_two_380_v_32_a_circuits(tmp_path):
     """NVIDIA DGX B200 best practices: 2 DGX B200 per rack, N provisioning, 2 x 380 V 3-phase 32 A circuits,
-    each at least 50 % of the rack's peak (hardware-facts §4-5)."""
+    each at least 50 % of the rack's peak."""
     plan = _plan_text(
         tmp_path,
         "name: x\nsite:\n  rack_power_budget_kw: 30\n  pdu: apc-ap8886-400v-3ph-32a\n"

@@ -1,5 +1,5 @@
 """Rack-scale NVLink systems (GB200/GB300 NVL72) and the B300 servers: catalog figures pinned to their sources
-(rack-scale-facts.md, hardware-facts.md) and the plans built from them."""
+(the citations beside them in the catalog) and the plans built from them."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ def test_a_rack_system_whose_layout_disagrees_with_its_counts_is_refused():
         RackSystem.model_validate(data)
 
 
-# DGX B300 XDR RA Table 3 (hardware-facts.md 1.2), built with the real DGX B300 (no UFM slot, as the table
+# DGX B300 XDR RA Table 3, built with the real DGX B300 (no UFM slot, as the table
 # counts 72 nodes per SU): SU -> (nodes, leaf, spine, node-leaf links, leaf-spine links).
 B300_XDR_TABLE_3 = {1: (72, 8, 4, 576, 576), 2: (144, 16, 8, 1152, 1152), 4: (288, 32, 18, 2304, 2304)}
 
@@ -135,7 +135,7 @@ def gb200_1su():
 
 
 # NVL72 SuperPOD compute fabric. The GB200 SuperPOD RA builds it rail-optimized on NDR QM9700 by SU of 8 racks
-# (576 GPUs); its switch and cable counts were not found in any source (rack-scale-facts.md 2 and 7), so these are
+# (576 GPUs); its switch and cable counts were not found in any source (the RA's Figure 9 text is cut), so these are
 # the derived counts: per SU and rail 144 trays on 5 non-blocking leaves (29 hosts, 30 uplinks), the two UFM (two
 # NDR200 ports each) on free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32
 # leaves taken in order. SU -> (leaf, spine, core, host-leaf, leaf-spine, spine-core links).

@@ -1,5 +1,5 @@
 """Where a design matches an NVIDIA DGX SuperPOD reference architecture, its switch and cable counts match
-the architecture's published tables (hardware-facts.md §1.2)."""
+the architecture's published tables (DGX SuperPOD H100, B200, B300 RAs, network fabrics, Tables 3 and 4)."""
 
 from __future__ import annotations
 

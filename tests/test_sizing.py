@@ -16,7 +16,7 @@ from gpucluster.training.model import gpu_days, training_flops
 
 
 def test_llama3_405b_needs_its_published_compute() -> None:
-    # 405B x 15.6T tokens: 6ND = 3.79e25 FLOPs; 62.9-71.2 days on 16,384 H100 at 43-38 % MFU (reliability-facts 4)
+    # 405B x 15.6T tokens: 6ND = 3.79e25 FLOPs; 62.9-71.2 days on 16,384 H100 at 43-38 % MFU (arXiv:2407.21783)
     workload = Workload(model_parameters_b=405, training_tokens_b=15_600)
     flops = training_flops(workload)
     assert flops == pytest.approx(3.79e25, rel=0.01)

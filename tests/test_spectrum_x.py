@@ -21,7 +21,7 @@ from gpucluster.errors import DesignError
 from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos, leaf_host_ports
 from gpucluster.plan.model import Plan
 
-# DGX SuperPOD B300 (Spectrum-X) RA Table 3, 64 nodes per SU, two planes (hardware-facts.md §1.2):
+# DGX SuperPOD B300 (Spectrum-X) RA Table 3, 64 nodes per SU, two planes:
 # SU -> (nodes, leaf, spine, node-leaf, leaf-spine). Leaf and spine count both planes.
 B300_SPECTRUM_X_TABLE_3 = {
     1: (64, 16, 8, 512, 512),

@@ -1,6 +1,6 @@
 """The power-and-cooling budget: per device, rack, row, scalable unit and site, from the plan alone.
 
-Formulas and constants (hardware-facts §4-5; each constant's source is beside it):
+Formulas and constants (each constant's source is beside it):
 
 * IT load = the sum of device draws (gpucluster.plan.power: catalog figures plus optics); the
   maximum sizes circuits and cooling, the typical draw gives the energy.
@@ -67,13 +67,14 @@ SOURCES = {
     "https://fanacdc.com/how-to-calculate-cfm-for-server-racks-and-data-center-cabinets",
     "circuit": "P = sqrt(3) x V_LL x I (three-phase), V x I (single-phase); continuous load at most 80 % of the "
     "breaker (NEC): https://cal53.calculator.city/3-phase-pdu-calculator/ ; 415 V 3-phase 60 A = 34.5 kW at 80 %, "
-    "matching the Raritan PX3-5878 (hardware-facts §5)",
+    "matching the Raritan PX3-5878's 34.5 kVA (https://d3b2us605ptvk2.cloudfront.net/product-selector/pdus/PX3-5878I2R-P1Q1R1/PX3-5878I2R-P1Q1R1A5D5_spec.pdf)",
     "coolant flow": "Q = P / (c_p x dT): water c_p 4.18 kJ/(kg K), 0.996 kg/L; published rack flows in the catalog "
-    "(OCP MGX 130 L/min per 120 kW rack, Lenovo GB300 flow by supply temperature; rack-scale-facts.md 1.3)",
+    "(OCP MGX 130 L/min per 120 kW rack, Lenovo GB300 flow by supply temperature: the catalog's rack_scale.yaml, "
+    "sources OCP_MGX_R and LENOVO_GB300_R)",
     "PUE": "facility power / IT power; industry average 1.56-1.58 (Uptime Institute 2023-2024), hyperscale 1.1-1.2: "
     "https://intelligence.uptimeinstitute.com/resource/large-data-centers-are-mostly-more-efficient-analysis-confirms",
     "switch maximum with optics": "QM9700 1.72 kW max with active cables, 0.747 kW typical with passive cables "
-    "(NVIDIA QM97x0 specifications, hardware-facts §1.5)",
+    "(NVIDIA QM97x0 specifications, https://networking-docs.nvidia.com/qm97x0hw/specifications)",
     **{f"{kind} cooling capacity": source for kind, source in COOLING_SOURCES.items()},
 }
 

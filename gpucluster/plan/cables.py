@@ -4,7 +4,8 @@ Run length follows the cable route: up from the port to the overhead tray, along
 (Manhattan distance between the racks), down to the other port, plus slack; inside one rack it
 is the vertical distance plus routing to the cable manager. The media is the first catalog
 option that reaches (copper, then active copper/AOC, multimode fibre with transceivers,
-single-mode beyond multimode reach), as NVIDIA LinkX plans it (hardware-facts §2). Two links
+single-mode beyond multimode reach), as NVIDIA LinkX plans it
+(https://docs.nvidia.com/networking/display/400g100gpam4ovpub/linkx-100g-pam4-product-line-overview). Two links
 that join the same pair of twin-port cages share one straight twin cable when one exists. A
 twin-port cage holds one transceiver module for both its ports, so fibre links joined through
 twin-port cages share one media, and each such cage gets the module that reaches its longer link.
@@ -261,7 +262,7 @@ def cable_id(prefix: str, rack: str, number: int) -> str:
 
 def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: dict, choose) -> None:
     """Give every twin-port cage one transceiver module: an NVIDIA twin-port OSFP module serves both
-    ports with one media (SR8 multimode or DR8 single-mode, hardware-facts §2).
+    ports with one media (SR8 multimode or DR8 single-mode: NVIDIA LinkX transceiver pages, catalog transceivers.yaml).
 
     Single-mode spreads from every single-mode link through the twin-port cages its fibre links
     share (a multimode link there becomes single-mode, and so on at its far cage); then each cage

@@ -3,7 +3,8 @@ circuits, and the cooling that removes its heat.
 
 A circuit's usable power is its apparent power (sqrt(3) x V_LL x I for three-phase, V x I for
 single-phase) times the continuous-load fraction (NEC 80 % rule), at power factor 1: a 415 V
-three-phase 60 A circuit gives 43.1 kVA, 34.5 kW usable (hardware-facts §5, Raritan PX3-5878).
+three-phase 60 A circuit gives 43.1 kVA, 34.5 kW usable (the Raritan PX3-5878's 34.5 kVA,
+https://d3b2us605ptvk2.cloudfront.net/product-selector/pdus/PX3-5878I2R-P1Q1R1/PX3-5878I2R-P1Q1R1A5D5_spec.pdf).
 Every PDU is fed by one circuit. With 2N the rack has an A and a B feed and each feed alone
 carries the whole rack; with N all the rack's circuits share its load.
 
@@ -11,7 +12,8 @@ Device power (the rule every view uses):
 
 * a device's *maximum* is its catalog ``power_max_w`` plus the pluggable optics and active-cable
   ends in its cages, unless the catalog says that maximum already covers them
-  (``power_max_includes_optics``: the QM9700's 1.72 kW is "with active cables", hardware-facts §1.5);
+  (``power_max_includes_optics``: the QM9700's 1.72 kW is "with active cables",
+  https://networking-docs.nvidia.com/qm97x0hw/specifications);
 * its *typical* draw is the catalog ``power_typical_w`` plus the optics at their typical power
   (NVIDIA's switch typical figures are "with passive cables"), never above the maximum;
 * optics are counted once per (device, cage): one twin-port transceiver serves both links of its cage.
@@ -540,7 +542,7 @@ def power_cords(plan: Plan) -> list[PowerCord]:
 
 
 # Heat one rack's cooling can remove, by cooling type, when the design does not say
-# (hardware-facts §5: air ~25-30 kW practical with containment; active rear-door heat exchangers
+# (COOLING_SOURCES: air ~25-30 kW practical with containment; active rear-door heat exchangers
 # up to ~60 kW; direct liquid cooling 50-120+ kW per rack, GB200/GB300 NVL72 ~120-140 kW).
 COOLING_CAPACITY_KW = {"air": 30.0, "rear-door": 60.0, "liquid": 140.0}
 COOLING_SOURCES = {

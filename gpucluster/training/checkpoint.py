@@ -44,7 +44,7 @@ BYTES_SOURCE = "ZeRO (arXiv:1910.02054 3.1): bf16 weights 2 + fp32 master 4 + Ad
 ASYNC_STALL_S = 0.78
 ASYNC_REFERENCE_BYTES_PER_GPU = 70e9 * 14.0 / 1856
 
-# Restart: MegaScale detects and diagnoses a fault in under 10 minutes (NSDI'24 6.3; reliability-facts 2.5).
+# Restart: MegaScale detects and diagnoses a fault in under 10 minutes (NSDI'24, arXiv:2402.15627, section 6.3).
 RESTART_SOURCE = "MegaScale (NSDI'24): detection and diagnosis < 10 min"
 # Repair time of a failed server: no published figure was found; three days (next-business-day parts and a
 # re-test) is this tool's assumption, to be set from the support contract (workload.repair_hours).

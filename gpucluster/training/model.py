@@ -22,14 +22,18 @@ from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.schema import Workload
 
 # Dense peak by precision relative to the catalog's dense BF16: FP16 runs at the BF16 rate; FP8 doubles it
-# on Hopper and Blackwell (H100 SXM 1,978.9 vs 989.4 TFLOPS dense; B200 4,500 vs 2,250; reliability-facts 4).
+# on Hopper and Blackwell (H100 SXM 1,978.9 vs 989.4 TFLOPS dense; B200 4,500 vs 2,250;
+# https://glennklockwood.com/garden/processors/h100, https://glennklockwood.com/garden/processors/B200).
 PEAK_FACTOR = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0}
 
 # Goodput assumed when sizing GPUs for a target before a plan exists: about 0.9 for the best-run large jobs
 # (Llama 3, arXiv:2407.21783: ">90% effective training time"; MegaScale, arXiv:2402.15627: ">90%"; Meta RSC,
 # arXiv:2410.21680: ETTR ~0.9).
 SIZING_GOODPUT = 0.9
-SIZING_GOODPUT_SOURCE = "assumed before planning: Llama 3 / MegaScale / Meta RSC ~90 % (reliability-facts.md 4)"
+SIZING_GOODPUT_SOURCE = (
+    "assumed before planning: Llama 3 / MegaScale / Meta RSC ~90 % (arXiv:2407.21783, arXiv:2402.15627, "
+    "arXiv:2410.21680)"
+)
 
 
 def peak_tflops(server: GpuServer, precision: str) -> tuple[float, str]:

@@ -31,7 +31,7 @@ LLAMA3_EVENTS = {
     # NIC 7, network switch/cable 35 (shared below between switches and NICs/optics)
     "network": 7 + 35,
 }
-LLAMA3_SOURCE = "Llama 3 405B, 54 days on 16,384 H100: arXiv:2407.21783 Table 5 (reliability-facts.md 2.1)"
+LLAMA3_SOURCE = "Llama 3 405B, 54 days on 16,384 H100: arXiv:2407.21783 Table 5"
 
 # Commodity data-centre switches: "ToRs and AggS are highly reliable, with failure rates of about 5% and
 # 10%" a year (Gill, Jain, Nagappan, "Understanding Network Failures in Data Centers", SIGCOMM 2011; summary
