@@ -75,7 +75,7 @@ class Cluster(pulumi.ComponentResource):
             "granularity": "device" if self.per_device else "rack",
             "design": spec.model_dump(mode="json"),
             "settings": plan.settings.as_json(),
-            FACTS_PROP: plan.facts,
+            FACTS_PROP: plan.facts or {},
             "findings": [
                 {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject}
                 for f in plan.findings

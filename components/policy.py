@@ -10,10 +10,12 @@ reports its errors, ``<rule>-advisory`` (advisory) its warnings and advisories.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import cast
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
 from gpucluster import rules
+from gpucluster.plan.facts import RuleFacts
 
 from .cluster import CLUSTER_TYPE, FACTS_PROP
 
@@ -33,12 +35,13 @@ class _Facts(dict):
         return None
 
 
-def facts_from_props(props: Mapping[str, object]) -> dict | None:
+def facts_from_props(props: Mapping[str, object]) -> RuleFacts | None:
     """The design-rule facts in a cluster's properties, as plain data again: protobuf carries every
     number as a float, so whole numbers become ints (a rule's message reads "3 links", not "3.0")."""
     facts = props.get(FACTS_PROP)
     plain = _plain(facts) if isinstance(facts, Mapping) else None
-    return plain if isinstance(plain, dict) else None
+    # the facts rules.rule_facts built, back from protobuf (a key it left out reads as None)
+    return cast(RuleFacts, plain) if isinstance(plain, dict) else None
 
 
 def _plain(value: object) -> object:

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Gpu, GpuServer
+from gpucluster.plan.facts import BurnInFacts
 from gpucluster.plan.model import Link, Plan
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
@@ -447,7 +448,7 @@ def burn_in_tests(plan: Plan) -> list[BurnInTest]:
     return plan.burn_in or burn_in_plan(plan)
 
 
-def burn_in_facts(plan: Plan) -> dict:
+def burn_in_facts(plan: Plan) -> BurnInFacts:
     """What the design rule "burn-in plan present" reads: plain JSON."""
     tests = burn_in_tests(plan)
     servers = {d.name for d in plan.gpu_nodes()}

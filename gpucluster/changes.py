@@ -184,11 +184,12 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     hops = plan.analysis_of("compute").get("hops", {}).get("max_switch_hops")
     if hops is not None:
         figures["compute switch hops, at most"] = (hops, "", 0)
-    checkpoint = plan.settings.checkpoint or {}
+    checkpoint = plan.settings.checkpoint
     if checkpoint:
         figures["Checkpoint write"] = (checkpoint["write_seconds"], "s", 1)
-        if math.isfinite(checkpoint["mtbf_hours"]):
-            figures["Job MTBF"] = (checkpoint["mtbf_hours"], "h", 1)
+        mtbf_hours = checkpoint["mtbf_hours"]  # None where no failure rate applies (an infinite MTBF)
+        if mtbf_hours is not None and math.isfinite(mtbf_hours):
+            figures["Job MTBF"] = (mtbf_hours, "h", 1)
         figures["Checkpoint goodput"] = (100 * checkpoint["goodput"], "%", 2)
     return figures
 

@@ -149,8 +149,8 @@ def deviations(plan: Plan) -> list[Deviation]:
                 asked["capacity_basis"],
             )
         )
-    half_speed = plan.facts.get("unsplit_half_speed_links")  # from the rule facts (gpucluster.rules)
-    for g in half_speed if isinstance(half_speed, list) else []:
+    # from the rule facts (gpucluster.rules), once the rules have run
+    for g in plan.facts.get("unsplit_half_speed_links", []) if plan.facts else []:
         found.append(
             Deviation(
                 f"{g['link_gbps']:g}G hosts on {g['port_gbps']:g}G {g['switch_part']} ports ({g['network']})",

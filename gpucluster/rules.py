@@ -15,6 +15,14 @@ from gpucluster.burn_in import burn_in_facts
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
+from gpucluster.plan.facts import (
+    FeedLossFacts,
+    HalfSpeedLink,
+    RackFacts,
+    RuleFacts,
+    SlowHostLink,
+    SubnetManagerFacts,
+)
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
 from gpucluster.plan.power import cooling_capacity_kw, feed_loss, liquid_heat_w, rack_circuits
 from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
@@ -22,7 +30,7 @@ from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
 
 
-def rule_facts(plan: Plan) -> dict:
+def rule_facts(plan: Plan) -> RuleFacts:
     """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input)."""
     design = plan.design
     site = getattr(design, "site", None)
@@ -76,11 +84,11 @@ def rule_facts(plan: Plan) -> dict:
     }
 
 
-def subnet_manager_facts(plan: Plan) -> list[dict]:
+def subnet_manager_facts(plan: Plan) -> list[SubnetManagerFacts]:
     """Each InfiniBand network and what can run its subnet manager: its fabric-manager appliances (UFM, a pair per
     fabric) or the switches' own on-board SM (catalog ``subnet_manager``)."""
     s = plan.settings
-    facts = []
+    facts: list[SubnetManagerFacts] = []
     for network, technology, switch, managers in (
         ("compute", s.compute_technology, s.compute_switch, s.fabric_managers),
         ("storage", s.storage_technology, s.storage_switch, s.storage_fabric_managers),
@@ -88,29 +96,24 @@ def subnet_manager_facts(plan: Plan) -> list[dict]:
         if not str(technology or "").startswith("infiniband"):
             continue
         part = plan.catalog_parts.get(str(switch))
-        facts.append(
-            {
-                "network": network,
-                "switch": switch,
-                "switch_subnet_manager": bool(getattr(part, "subnet_manager", False)),
-                "fabric_managers": managers,
-                # absent without appliances (Pulumi drops None-valued properties)
-                **(
-                    {"fabric_manager": s.fabric_manager if network == "compute" else s.storage_fabric_manager}
-                    if managers
-                    else {}
-                ),
-            }
-        )
+        fact: SubnetManagerFacts = {
+            "network": network,
+            "switch": switch,
+            "switch_subnet_manager": bool(getattr(part, "subnet_manager", False)),
+            "fabric_managers": managers,
+        }
+        if managers:  # absent without appliances (Pulumi drops None-valued properties)
+            fact["fabric_manager"] = s.fabric_manager if network == "compute" else s.storage_fabric_manager
+        facts.append(fact)
     return facts
 
 
-def slow_host_links(plan: Plan) -> list[dict]:
+def slow_host_links(plan: Plan) -> list[SlowHostLink]:
     """Host ports linked below their own speed (a 200G port on a 100G switch port), one record per kind
     of such link (network, host part and port speed, switch part, link speed) with a count and one
     example naming both ends."""
     speeds: dict[str, dict[str, float]] = {}  # part -> port name -> speed
-    groups: dict[tuple, dict] = {}
+    groups: dict[tuple[str, str, float, str, float], SlowHostLink] = {}
     queries = plan.queries()
     for link in (link for network in queries.networks() for link in queries.links(network, 0)):
         host = plan.devices[link.a_device]
@@ -145,7 +148,7 @@ def slow_host_links(plan: Plan) -> list[dict]:
     return [groups[k] for k in sorted(groups, key=str)]
 
 
-def unsplit_half_speed_links(plan: Plan) -> list[dict]:
+def unsplit_half_speed_links(plan: Plan) -> list[HalfSpeedLink]:
     """Host ports at half a switch port's speed or less on a whole port of an InfiniBand switch whose ports do not
     split, on a straight cable: a 200G host (the UFM's NDR200 ports) on an 800G XDR port (Q3400). On NDR and
     Spectrum switches such a host takes half of a split port on a 1:2 splitter (plan/cables.py); for XDR ports no
@@ -174,7 +177,7 @@ def unsplit_half_speed_links(plan: Plan) -> list[dict]:
     if not candidates:
         return []
     cable_of = {i: c for c in plan.cables for i in c.links}
-    groups: dict[tuple, dict] = {}
+    groups: dict[tuple[str, str, str, float, float], HalfSpeedLink] = {}
     for index in candidates:
         link = plan.links[index]
         switch, host = plan.devices[link.b_device], plan.devices[link.a_device]
@@ -201,9 +204,9 @@ def unsplit_half_speed_links(plan: Plan) -> list[dict]:
     return [groups[k] for k in sorted(groups, key=str)]
 
 
-def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> dict:
+def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> RackFacts:
     liquid_w = sum(liquid_heat_w(plan.part(n), float(getattr(plan.part(n), "power_max_w", 0.0))) for n in rack.devices)
-    facts = {
+    facts: RackFacts = {
         "name": rack.name,
         "purpose": rack.purpose,
         "power_max_kw": round(rack.power_max_w / 1000, 3),
@@ -252,10 +255,10 @@ def _mgmt_ports(part: AnyPart | None) -> tuple[str, ...]:
 class Rule:
     name: str
     description: str
-    check: Callable[[dict], list[Finding]]
+    check: Callable[[RuleFacts], list[Finding]]
 
 
-def _fabric_only_for_gpus(facts: dict) -> list[Finding]:
+def _fabric_only_for_gpus(facts: RuleFacts) -> list[Finding]:
     other = {k: v for k, v in facts["compute_fabric_link_purposes"].items() if k not in COMPUTE_FABRIC_PURPOSES}
     findings = []
     if other:
@@ -271,7 +274,7 @@ def _fabric_only_for_gpus(facts: dict) -> list[Finding]:
     return findings or [Finding("compute-fabric-gpu-only", "ok", "the compute fabric carries only GPU traffic")]
 
 
-def _oversubscription(facts: dict) -> list[Finding]:
+def _oversubscription(facts: RuleFacts) -> list[Finding]:
     over = [t for t in facts["compute_oversubscription"] if t["ratio"] > 1.0 + 1e-9]
     if not over:
         return [Finding("compute-fabric-non-blocking", "ok", "every compute-fabric tier is 1:1")]
@@ -287,7 +290,7 @@ def _oversubscription(facts: dict) -> list[Finding]:
     ]
 
 
-def _rack_power_and_cooling(facts: dict) -> list[Finding]:
+def _rack_power_and_cooling(facts: RuleFacts) -> list[Finding]:
     """Every watt a rack draws becomes heat: with liquid-cooled parts the site's liquid cooling takes
     it all, while air or rear-door cooling takes only the air share and cannot serve a liquid loop."""
     findings = []
@@ -333,12 +336,12 @@ def _rack_power_and_cooling(facts: dict) -> list[Finding]:
     ]
 
 
-def _split(loss: dict) -> str:
+def _split(loss: FeedLossFacts) -> str:
     """How a model's PSUs spread over its rack's feeds ("2 + 2 + 2"); facts without it: the 2N halves."""
     return str(loss.get("split") or f"{loss['psus'] - loss['surviving_psus']} + {loss['surviving_psus']}")
 
 
-def _rack_power_distribution(facts: dict) -> list[Finding]:
+def _rack_power_distribution(facts: RuleFacts) -> list[Finding]:
     """Each rack's circuits carry its maximum with the redundancy kept (2N: on one feed; N+1: with any one PDU or
     feed lost), every power cord has an outlet; flag models whose PSUs left after a feed loss cannot carry them."""
     findings = []
@@ -389,7 +392,7 @@ def _rack_power_distribution(facts: dict) -> list[Finding]:
     ]
 
 
-def _rack_system_power_and_cooling(facts: dict) -> list[Finding]:
+def _rack_system_power_and_cooling(facts: RuleFacts) -> list[Finding]:
     """A rack-scale system's power shelves carry its sustained (typical) draw with their redundancy kept (N+N: on
     half the shelves) and its maximum within their nameplate; a maximum beyond the redundant capacity is a
     warning (the shelves lose their redundancy at peak). Its liquid heat needs direct liquid cooling with the
@@ -456,7 +459,7 @@ def _rack_system_power_and_cooling(facts: dict) -> list[Finding]:
     ]
 
 
-def _floor_loading(facts: dict) -> list[Finding]:
+def _floor_loading(facts: RuleFacts) -> list[Finding]:
     """A rack's loaded weight over its floor cell (rack pitch x row pitch) within the floor's rated load: an
     NVL72 rack weighs about 1.36 t. Racks whose weight the catalog cannot complete are left to its warning."""
     rating = facts.get("floor_rating_kpa")
@@ -464,7 +467,7 @@ def _floor_loading(facts: dict) -> list[Finding]:
     if rating is None or not racks:
         return []
     name = "floor-loading"
-    grouped: dict[tuple[float, float, tuple[int, int]], list[str]] = {}
+    grouped: dict[tuple[float, float, tuple[int, ...]], list[str]] = {}
     for rack in racks:
         if rack["floor_load_kpa"] > rating + 1e-9:
             key = (rack["loaded_weight_kg"], rack["floor_load_kpa"], tuple(rack["floor_cell_mm"]))
@@ -497,8 +500,9 @@ def _rack_list(names: list[str], shown: int = 4) -> str:
     return ", ".join(names) if len(names) <= shown else f"{', '.join(names[: shown - 1])}, ... {names[-1]}"
 
 
-def _spares(facts: dict) -> list[Finding]:
-    domains = (facts.get("checkpoint") or {}).get("domain_spares")
+def _spares(facts: RuleFacts) -> list[Finding]:
+    checkpoint = facts.get("checkpoint")
+    domains = checkpoint.get("domain_spares") if checkpoint else None
     if domains and domains["in_rack_spares"] > 0:
         trays = domains["racks"] * domains["in_rack_spares"]
         return [Finding("spare-servers", "ok", f"{trays} in-rack spare trays outside the jobs' NVLink segments")]
@@ -522,7 +526,7 @@ SWITCH_FIELD = {
 }
 
 
-def _host_ports_at_speed(facts: dict) -> list[Finding]:
+def _host_ports_at_speed(facts: RuleFacts) -> list[Finding]:
     """A host port linked below its own speed halves (or worse) what that host moves: name both ends and the
     field that picks the switch."""
     name = "host-ports-at-full-speed"
@@ -553,7 +557,7 @@ def _host_ports_at_speed(facts: dict) -> list[Finding]:
     return findings or [Finding(name, "ok", "every host port is linked at its own speed")]
 
 
-def _subnet_manager(facts: dict) -> list[Finding]:
+def _subnet_manager(facts: RuleFacts) -> list[Finding]:
     """An InfiniBand fabric has no traffic until a subnet manager assigns its addresses and routes: UFM
     appliances, or the switches' on-board SM (say which)."""
     name = "subnet-manager-present"
@@ -595,7 +599,7 @@ CHECKPOINT_STALL_WARNING_FRACTION = 0.05
 CHECKPOINT_GOODPUT_SLACK = 0.01
 
 
-def _checkpoint_write_time(facts: dict) -> list[Finding]:
+def _checkpoint_write_time(facts: RuleFacts) -> list[Finding]:
     """Checkpoint write time against the checkpoint interval (facts from gpucluster.training.checkpoint)."""
     c = facts.get("checkpoint")
     name = "checkpoint-write-time"
@@ -651,7 +655,7 @@ def _checkpoint_write_time(facts: dict) -> list[Finding]:
     ]
 
 
-def _spares_cover_repairs(facts: dict) -> list[Finding]:
+def _spares_cover_repairs(facts: RuleFacts) -> list[Finding]:
     c = facts.get("checkpoint")
     if not c:
         return []
@@ -695,13 +699,13 @@ TARGET_MARGIN = 0.9
 CHECKPOINTS_KEPT = 2
 
 
-def _workload_fits_plan(facts: dict) -> list[Finding]:
+def _workload_fits_plan(facts: RuleFacts) -> list[Finding]:
     """The workload against the plan, every figure from the one training model (gpucluster/training/model.py):
     time to train on the plan's GPUs against ``target_days``, whether loading and gradient sync leave the step
     room for the MFU, and whether the dataset (with the checkpoints kept) fits the parallel filesystem."""
     name = "workload-fits-plan"
     c = facts.get("checkpoint")
-    t = (c or {}).get("training")
+    t = c.get("training") if c else None
     if not c or not t:
         return [Finding(name, "ok", "no workload figures")]
     assumed = c["workload"] == "assumed"
@@ -785,7 +789,7 @@ def _workload_fits_plan(facts: dict) -> list[Finding]:
     return [Finding(name, "ok", "; ".join(parts) or "the workload fits the plan")]
 
 
-def _burn_in_plan(facts: dict) -> list[Finding]:
+def _burn_in_plan(facts: RuleFacts) -> list[Finding]:
     plan = facts.get("burn_in_plan")
     if not plan or not plan["tests"]:
         return [Finding("burn-in-plan-present", "warning", "no burn-in plan: weak links found later cost much more")]
@@ -850,7 +854,7 @@ RULES: list[Rule] = [
 ]
 
 
-def check_rules(facts: dict, rules: list[Rule] | None = None) -> list[Finding]:
+def check_rules(facts: RuleFacts, rules: list[Rule] | None = None) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules or RULES:
         findings.extend(rule.check(facts))

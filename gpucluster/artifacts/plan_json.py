@@ -37,7 +37,7 @@ def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
         "totals": plan.totals.as_json(),
         "tiers": [_tier(t) for t in plan.tiers],
         "analysis": plan.analysis,
-        "facts": plan.facts,
+        "facts": plan.facts or {},
         "findings": [
             {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject} for f in plan.findings
         ],

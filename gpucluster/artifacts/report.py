@@ -28,7 +28,7 @@ from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, netwo
 from gpucluster.floor_plan import FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import LeafFailure, Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.rules import RULE_PREFIX
@@ -356,7 +356,7 @@ def _network(plan: Plan, network: str) -> dict:
     }
 
 
-def _worst_leaf(worst: dict) -> str:
+def _worst_leaf(worst: LeafFailure) -> str:
     """One sentence on the leaf whose failure costs most, over every leaf of the network."""
     if not worst:
         return ""

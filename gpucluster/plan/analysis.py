@@ -8,12 +8,23 @@ carry their ports are connected through switches alone: analyses run on the swit
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import networkx as nx
 
 from gpucluster.plan import registry
-from gpucluster.plan.model import NetworkAnalysis, Plan, Reachability, Tier
+from gpucluster.plan.model import (
+    Hops,
+    LeafFailure,
+    NetworkAnalysis,
+    Plan,
+    PlaneAnalysis,
+    PlaneFailure,
+    Reachability,
+    ServiceLoss,
+    SwitchFailure,
+    Tier,
+    TierSummary,
+)
 
 
 def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
@@ -94,7 +105,7 @@ def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
                 "worst_leaf_failure": worst_leaf_failure(plan, network),
             }
             continue
-        per_plane: dict[str, dict[str, Any]] = {}
+        per_plane: dict[str, PlaneAnalysis] = {}
         for plane in planes:
             members = [n for n, p in switches.nodes(data="plane") if p == plane]
             plane_switches = switches.subgraph(members)
@@ -142,7 +153,7 @@ def _nvlink_domains(plan: Plan, graph: nx.Graph) -> NetworkAnalysis:
     }
 
 
-def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> dict:
+def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> PlaneFailure:
     """What losing one whole plane (its switches, optics or cables) costs: every GPU keeps its ports on
     the other planes, so no host is cut off and jobs run on the remaining share of the bandwidth (the
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
@@ -173,7 +184,7 @@ def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> Reachabili
     }
 
 
-def _tier_summary(tier: Tier) -> dict:
+def _tier_summary(tier: Tier) -> TierSummary:
     return {
         "tier": tier.tier,
         "name": tier.name,
@@ -200,7 +211,7 @@ def bisection_bandwidth_gbps(tiers: list[Tier]) -> float:
     return min(capacities) / 2
 
 
-def _hops(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:
+def _hops(switches: nx.Graph, host_leaves: dict[str, int]) -> Hops:
     """Switches a packet crosses between two host ports: from the first leaf, and from the last."""
     leaves = sorted(host_leaves)
     if not leaves:
@@ -220,10 +231,12 @@ def _hops(switches: nx.Graph, host_leaves: dict[str, int]) -> dict:
     }
 
 
-def _failures(plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict[str, int], tiers: list[Tier]) -> dict:
+def _failures(
+    plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict[str, int], tiers: list[Tier]
+) -> dict[str, SwitchFailure]:
     """For the first switch of each tier: host ports cut off, hosts that lose a port, and whether
     the remaining fabric still connects every remaining host port."""
-    results = {}
+    results: dict[str, SwitchFailure] = {}
     for tier in tiers:
         members = sorted(n for n, t in switches.nodes(data="tier") if t == tier.tier)
         if not members:
@@ -274,7 +287,7 @@ def _hosts_cut_off(plan: Plan, network: str, failed: str) -> list[str]:
     return sorted(host for host, leaves in _leaves_of_hosts(plan, network).items() if leaves == {failed})
 
 
-def _service_loss(plan: Plan, network: str, cut_off: list[str]) -> dict:
+def _service_loss(plan: Plan, network: str, cut_off: list[str]) -> ServiceLoss:
     """What the cut-off hosts cost beyond themselves: GPU servers without the network, and the storage
     services whose appliances are unreachable (a failure of the service, not a share of its bandwidth)."""
     roles = Counter(plan.devices[host].role for host in cut_off)
@@ -286,7 +299,7 @@ def _service_loss(plan: Plan, network: str, cut_off: list[str]) -> dict:
     }
 
 
-def worst_leaf_failure(plan: Plan, network: str) -> dict:
+def worst_leaf_failure(plan: Plan, network: str) -> LeafFailure:
     """The single leaf whose failure costs most, over every leaf of the network (not a sample): the
     servers it cuts off and the storage services it stops."""
     host_leaves = _leaves_of_hosts(plan, network)

@@ -8,12 +8,13 @@ backplane links have none). The networkx graphs are derived from the links, one 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar
 
 import networkx as nx
 
 from gpucluster.catalog.schema import AnyPart
 from gpucluster.design.schema import Compute, Design
+from gpucluster.plan.facts import CheckpointFacts, RuleFacts
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, is_gpu_node
 
 if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
@@ -161,6 +162,77 @@ class Reachability(TypedDict):
     switch_components: int
 
 
+class TierSummary(TypedDict):
+    """One tier of a network as its analysis reports it (a Tier, with its oversubscription; None without uplinks)."""
+
+    tier: int
+    name: str
+    switch_part: str
+    switches: int
+    down_links: int
+    up_links: int
+    down_gbps: float
+    up_gbps: float
+    oversubscription: float | None
+
+
+class Hops(TypedDict, total=False):
+    """Switches a packet crosses between two host ports; empty where the hosts do not all reach each other."""
+
+    max_switch_hops: int
+    from_first_leaf: dict[str, int]  # hops (as text) -> host ports at that distance from the first leaf
+
+
+class ServiceLoss(TypedDict):
+    """What hosts cut off by a failure cost beyond themselves: GPU servers, storage blocks, whole services."""
+
+    servers_cut_off: int
+    storage_blocks_cut_off: int
+    services_lost: list[str]
+
+
+class SwitchFailure(TypedDict):
+    """What the failure of a tier's first switch costs (plan.json keeps this key order)."""
+
+    switch: str
+    host_ports_cut_off: int
+    hosts_losing_a_port: int
+    hosts_cut_off: int
+    servers_cut_off: int
+    storage_blocks_cut_off: int
+    services_lost: list[str]
+    still_connected: bool
+    tier_bandwidth_lost_fraction: float
+
+
+class LeafFailure(TypedDict, total=False):
+    """The single leaf whose failure costs most; empty for a network without leaves."""
+
+    switch: str
+    hosts_cut_off: int
+    servers_cut_off: int
+    storage_blocks_cut_off: int
+    services_lost: list[str]
+
+
+class PlaneAnalysis(TypedDict):
+    """One plane of a multi-plane fabric: its reachability, host ports and hops."""
+
+    all_hosts_reach_each_other: bool
+    switch_components: int
+    host_ports: int
+    hops: Hops
+
+
+class PlaneFailure(TypedDict):
+    """What losing one whole plane costs: its host ports, hosts cut off, and the bandwidth share kept."""
+
+    plane: int
+    host_ports_lost: int
+    hosts_cut_off: int
+    bandwidth_kept_fraction: float
+
+
 class NetworkAnalysis(TypedDict, total=False):
     """One network's graph analysis (plan/analysis.py; plan.json "analysis"): reachability, tiers, bisection, hops
     and what one failure costs; a multi-plane fabric adds its planes, the NVLink backplane its domains. Empty for a
@@ -171,13 +243,13 @@ class NetworkAnalysis(TypedDict, total=False):
     scope: str  # nvlink: "within each NVLink domain"
     domains: int  # nvlink: NVLink domains
     links: int  # nvlink: backplane links
-    tiers: list[dict[str, Any]]
+    tiers: list[TierSummary]
     bisection_bandwidth_gbps: float
-    hops: dict[str, Any]  # max_switch_hops, ... ({} where hosts do not all reach each other)
-    single_switch_failure: dict[str, Any]  # per tier
-    worst_leaf_failure: dict[str, Any]
-    planes: dict[str, dict[str, Any]]  # multi-plane fabrics: per plane
-    plane_failure: dict[str, Any]  # multi-plane fabrics: what losing one plane costs
+    hops: Hops
+    single_switch_failure: dict[str, SwitchFailure]  # tier name -> the failure of its first switch
+    worst_leaf_failure: LeafFailure
+    planes: dict[str, PlaneAnalysis]  # multi-plane fabrics: plane number (as text) -> the plane
+    plane_failure: PlaneFailure  # multi-plane fabrics: what losing one plane costs
 
 
 @dataclass(slots=True)
@@ -236,7 +308,7 @@ class Settings:
     final_scalable_units: int = 0
     storage_final_scalable_units: int = 0
     # the checkpoint and failure model's summary (training/checkpoint.py checkpoint_facts), set by the pipeline
-    checkpoint: dict[str, Any] | None = None  # plain JSON
+    checkpoint: CheckpointFacts | None = None  # plain JSON
 
     def technology(self, network: str) -> str | None:
         """The technology a network's switches and optics speak (None for a network without one, e.g. NVLink)."""
@@ -301,7 +373,7 @@ class Plan:
     graphs: dict[str, nx.Graph] = field(default_factory=dict)
     analysis: dict[str, NetworkAnalysis] = field(default_factory=dict)  # network -> its graph analysis
     totals: Totals = field(default_factory=Totals)
-    facts: dict[str, object] = field(default_factory=dict)  # what the design rules read (rules.py)
+    facts: RuleFacts | None = None  # what the design rules read (rules.py, plan/facts.py), once they have run
     findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
     catalog_parts: dict[str, AnyPart] = field(default_factory=dict, repr=False)  # part id -> catalog part
     # device name -> its draw with optics (plan/power.py), computed once with the cables

@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import cast
 
 from gpucluster.catalog.schema import GpuServer, RackMounted, StorageBlock
 from gpucluster.design.schema import Workload
+from gpucluster.plan.facts import CheckpointFacts, TrainingFacts
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.training import reliability as rel
@@ -347,7 +349,7 @@ def _domain_spares(plan: Plan, tray: GpuServer, failures: float, workload: Workl
     )
 
 
-def checkpoint_facts(plan: Plan) -> dict:
+def checkpoint_facts(plan: Plan) -> CheckpointFacts:
     """The plain-JSON summary the design rule reads (rules.py, the Pulumi policy pack)."""
     a = analyse_checkpoints(plan)
     facts = _checkpoint_facts(plan, a)
@@ -363,7 +365,7 @@ def checkpoint_facts(plan: Plan) -> dict:
     return facts
 
 
-def _checkpoint_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
+def _checkpoint_facts(plan: Plan, a: CheckpointAnalysis) -> CheckpointFacts:
     return {
         "workload": "assumed" if a.assumed else "design",
         "model_parameters_b": a.workload.model_parameters_b,
@@ -389,7 +391,7 @@ def _checkpoint_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
     }
 
 
-def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
+def training_facts(plan: Plan, a: CheckpointAnalysis) -> TrainingFacts:
     """The workload against the plan, from the one training model (rule ``workload-fits-plan``)."""
     ttt = a.time_to_train_days
     dataset_tb = a.dataset_bytes / 1e12 if a.dataset_bytes else None
@@ -410,8 +412,9 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> dict:
         "filesystem_capacity_tb": round(_file_capacity_tb(plan), 3),
         "filesystem": f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}",
     }
-    # what is not known is left out (Pulumi drops None-valued properties; the rule reads absent as unknown)
-    return {key: value for key, value in facts.items() if value is not None}
+    # what is not known is left out (Pulumi drops None-valued properties; the rule reads absent as unknown): the
+    # keys of TrainingFacts, each of its type or None, so what is left is a TrainingFacts
+    return cast(TrainingFacts, {key: value for key, value in facts.items() if value is not None})
 
 
 def _file_capacity_tb(plan: Plan) -> float:
