@@ -13,8 +13,6 @@ SHIPPED = ["gpucluster", "templates", "components", "policy-pack", "README.md"]
 SUFFIXES = {".py", ".yaml", ".yml", ".j2", ".md", ".json", ".txt", ".html", ".css", ".sh", ".toml"}
 # A research-notes file (hardware-facts.md, "reliability-facts 5.2", "hardware-facts §5"), the machine-local
 # reference folder, the notes' name for themselves, or the tag they gave an unnamed relay.
-# Issue 13a is splitting the monitoring writer and rewrites its citations there; drop this once it has landed.
-PENDING_ELSEWHERE = ("gpucluster/artifacts/monitoring",)
 LOCAL_NOTES = re.compile(
     r"\b[a-z]+(?:-[a-z]+)*-facts\b|/work/shared|shared reference|shared facts|RLY-CN", re.IGNORECASE
 )
@@ -38,7 +36,7 @@ def test_no_shipped_file_cites_local_research_notes() -> None:
         f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}"
         for path in files
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-        if LOCAL_NOTES.search(line) and not str(path.relative_to(ROOT)).startswith(PENDING_ELSEWHERE)
+        if LOCAL_NOTES.search(line)
     ]
     assert not found, "cite the primary document (or the page that relays it) instead:\n" + "\n".join(found)
 
