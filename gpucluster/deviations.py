@@ -28,7 +28,6 @@ RA_4SU_RACKS = 38  # Table 7: 38 Legrand NVIDPD13
 RA_4SU_COMPUTE_RACKS = 32  # four DGX per rack (H100 RA: such a rack "exceeds 40 kW")
 RA_4SU_PDUS = (96, 12)  # Table 7: PX3-5878I2R-P1Q2R1A15D5 (3 per compute rack) and PX3-5747V-V2 (2 per other rack)
 RA_SU_SERVERS = 32
-RA_STORAGE_SERVER_OVERSUBSCRIPTION = 4 / 3
 
 
 @dataclass(frozen=True, slots=True)

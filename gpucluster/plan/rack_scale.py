@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem, Switch
 from gpucluster.plan.model import Device, Link, Plan
 from gpucluster.plan.networks import Resolved
@@ -159,8 +158,3 @@ def shelf_capacity_w(plan: Plan, system: RackSystem) -> tuple[float, float]:
     nameplate = system.power_shelves * shelf.rating_w
     carrying = {"N+N": system.power_shelves // 2, "N+1": system.power_shelves - 1, "N": system.power_shelves}
     return carrying[system.power_shelf_redundancy] * shelf.rating_w, nameplate
-
-
-def rack_system_of(catalog: Catalog, part_id: str | None) -> RackSystem | None:
-    part = catalog.parts.get(part_id or "")
-    return part if isinstance(part, RackSystem) else None

@@ -76,7 +76,6 @@ _ROLES = (
     Role("coolant-distribution-unit", "coolant distribution unit", "#2A9D8F", "compute", "racks-power"),
 )
 ROLES: dict[str, Role] = {role.name: role for role in _ROLES}
-GPU_NODE_ROLES: tuple[str, ...] = tuple(role.name for role in _ROLES if role.gpu_node)
 
 
 def is_gpu_node(role_name: str) -> bool:

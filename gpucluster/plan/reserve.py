@@ -24,10 +24,6 @@ class GrowthReserve:
     it_power_max_kw: float  # now
     it_power_final_kw: float  # estimated: now + each unit to come drawing what the fullest unit's racks draw
 
-    @property
-    def units_to_come(self) -> int:
-        return self.final_scalable_units - self.scalable_units
-
 
 def growth_reserve(plan: Plan) -> GrowthReserve | None:
     """The plan's growth reserve, or None when it is planned for the units it fills."""

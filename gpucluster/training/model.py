@@ -30,10 +30,6 @@ PEAK_FACTOR = {"bf16": 1.0, "fp16": 1.0, "fp8": 2.0}
 # (Llama 3, arXiv:2407.21783: ">90% effective training time"; MegaScale, arXiv:2402.15627: ">90%"; Meta RSC,
 # arXiv:2410.21680: ETTR ~0.9).
 SIZING_GOODPUT = 0.9
-SIZING_GOODPUT_SOURCE = (
-    "assumed before planning: Llama 3 / MegaScale / Meta RSC ~90 % (arXiv:2407.21783, arXiv:2402.15627, "
-    "arXiv:2410.21680)"
-)
 
 
 def peak_tflops(server: GpuServer, precision: str) -> tuple[float, str]:

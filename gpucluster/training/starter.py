@@ -25,9 +25,6 @@ from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoin
 from gpucluster.training.sizing import Sizing, size, starter_design
 
 MAX_ROUNDS = 6  # plans of the starter design before `size` settles (each round adds what the last one lacked)
-# The rules whose findings are about what `size` chose (servers, spares, interval); the others (power feed,
-# partial SUs ...) are about the site or the server model and are printed as they are.
-SIZING_RULES = ("rule:workload-fits-plan", "rule:checkpoint-write-time", "rule:spares-cover-repairs")
 
 
 @dataclass(frozen=True)

@@ -147,23 +147,15 @@ def hca_name(info: PortInfo, port: str) -> str:
     return info.os_device or port
 
 
-def ib_node(plan: Plan, device: str, port: str) -> tuple[str, str, bool]:
-    """(node description, port number, is a switch) of an InfiniBand port."""
-    return _ib_node(device, port, port_info(plan, device, port), plan.devices[device].role == "switch")
-
-
 def _ib_node(device: str, port: str, info: PortInfo, switch: bool) -> tuple[str, str, bool]:
+    """(node description, port number, is a switch) of an InfiniBand port."""
     if switch:
         return device, str(info.ib_port), True
     return f"{device} {hca_name(info, port)}"[:IB_NODE_DESCRIPTION_BYTES], "1", False
 
 
-def lldp_port(plan: Plan, device: str, port: str) -> tuple[str, str, bool]:
-    """(system name, port id, is a switch) of an Ethernet port as LLDP reports it."""
-    return _lldp_port(device, port, port_info(plan, device, port), plan.devices[device].role == "switch")
-
-
 def _lldp_port(device: str, port: str, info: PortInfo, switch: bool) -> tuple[str, str, bool]:
+    """(system name, port id, is a switch) of an Ethernet port as LLDP reports it."""
     if switch:
         return device, port, True
     return device, info.netdev or port, False
@@ -178,7 +170,7 @@ def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None
     """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports);
     `cables` is cable_of_links(plan), for callers that ask for several networks.
 
-    The same names as ib_node and lldp_port give, with each device's port table and role looked up once per
+    The ends are named by _ib_node and _lldp_port, with each device's port table and role looked up once per
     device rather than once per port (a 131,072-GPU compute fabric has half a million links)."""
     cables = cable_of_links(plan) if cables is None else cables
     devices = plan.devices
