@@ -214,6 +214,32 @@ def test_each_network_has_a_filtered_workbook_with_the_installers_columns_matchi
                     assert (cells[name] or "") == want[name], (network, name)
 
 
+def test_a_network_above_the_workbook_size_is_split_by_rows_of_racks_in_cable_order(h200_4su, tmp_path):
+    """Above max_rows cables a network gets a workbook per range of whole rows (by each cable's A-end rack), named
+    by its rows; together they hold the network's cables once each, each in schedule order."""
+    _loaded, plan = h200_4su
+    compute = list(cable_rows(plan, "compute"))
+    parts = [p for p in cabling.workbook_parts(plan, max_rows=len(compute) // 2 + 1) if p.network == "compute"]
+    assert len(parts) == 2
+    row_of = {rack.name: rack.row for rack in plan.racks.values()}
+    letter = {rack.row: rack.name.rstrip("0123456789") for rack in plan.racks.values()}
+    columns = [name for name, _width in XLSX_COLUMNS]
+    held: list[str] = []
+    for part in parts:
+        assert part.rows is not None
+        first, last = letter[min(part.rows)], letter[max(part.rows)]
+        assert part.name == (f"compute-row-{first}" if first == last else f"compute-rows-{first}-{last}")
+        path = tmp_path / cabling.workbook_name(part.name)
+        cabling.write_workbook(plan, part, path)
+        values = list(openpyxl.load_workbook(path).worksheets[0].iter_rows(values_only=True))
+        assert list(values[0]) == columns and len(values) == part.cables + 1
+        ids = [v[0] for v in values[1:]]
+        assert ids == [row.cable_id for row in compute if row_of[row.a_rack] in part.rows]
+        held += ids
+    assert sorted(held) == sorted(row.cable_id for row in compute)
+    assert "compute" in cabling.parts(plan)  # at the default size the 4-SU plan keeps one workbook per network
+
+
 def test_splitter_rows_list_both_host_plugs(written):
     plan, folder = written
     with open(folder / "cabling.csv", newline="", encoding="utf-8") as handle:

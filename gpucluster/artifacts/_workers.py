@@ -68,6 +68,9 @@ def run_parallel(
     begin = getattr(reporter, "begin", reporter)
     update = getattr(reporter, "update_stage", None)
     end = getattr(reporter, "end", None)
+    finish_main = getattr(reporter, "finish_main", None)
+    if finish_main is not None:  # the main process's last stage (planning) is over: its bar stops its clock
+        finish_main()
     gc.freeze()  # the plan's objects stay out of the workers' collections, so their pages stay shared
     try:
         while pending or running:

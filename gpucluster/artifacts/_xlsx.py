@@ -42,16 +42,35 @@ def csv_safe(value: object) -> object:
 
 class GuardedCsvWriter:
     """The one way we write CSV: csv.writer with every cell through csv_safe, so no text from a design,
-    catalog or price list opens as a formula in a spreadsheet (OWASP CSV injection)."""
+    catalog or price list opens as a formula in a spreadsheet (OWASP CSV injection). A writer of very many rows
+    may name the columns (0-based) that can hold such text (`guarded`); the header row and those columns are then
+    guarded, and the others (ids and names the planner makes, numbers) are written as they are."""
 
-    def __init__(self, handle: TextIO):
+    def __init__(self, handle: TextIO, guarded: Iterable[int] | None = None):
         self._writer = csv.writer(handle, lineterminator="\n")
+        self._columns = None if guarded is None else sorted(guarded)
 
     def writerow(self, row: Iterable[object]) -> None:
         self._writer.writerow(_guarded(row))
 
-    def writerows(self, rows: Iterable[Iterable[object]]) -> None:
-        self._writer.writerows(map(_guarded, rows))
+    def writerows(self, rows: Iterable[Sequence[object]]) -> None:
+        if self._columns is None:
+            self._writer.writerows(map(_guarded, rows))
+        else:
+            self._writer.writerows(map(self._guard_columns, rows))
+
+    def _guard_columns(self, row: Sequence[object]) -> Sequence[object]:
+        risky = [i for i in self._columns or () if _formula_like(row[i])]
+        if not risky:
+            return row
+        cells = list(row)
+        for i in risky:
+            cells[i] = "'" + str(cells[i])
+        return cells
+
+
+def _formula_like(cell: object) -> bool:
+    return isinstance(cell, str) and cell.startswith(FORMULA_TRIGGERS) and not _PLAIN_NUMBER.fullmatch(cell)
 
 
 def _guarded(row: Iterable[object]) -> list[object]:

@@ -21,6 +21,8 @@ and "Standardized Labeling of the Data Center", T. Fries): here ``<site>.<rack>-
 from __future__ import annotations
 
 import datetime
+import math
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,18 +131,23 @@ class Locator:
         return self.prefix(connector.device) + "+".join(connector.ports)
 
 
-def cable_rows(plan: Plan, network: str | None = None) -> Iterator[CableRow]:
-    """The schedule's rows in cable order (optionally one network's), generated one at a time so the
-    largest plans are written without holding the whole schedule in memory."""
+def cable_rows(plan: Plan, network: str | None = None, rows: frozenset[int] | None = None) -> Iterator[CableRow]:
+    """The schedule's rows in cable order (optionally one network's, and of those only the cables whose A end
+    stands in the given rows of racks), generated one at a time so the largest plans are written without holding
+    the whole schedule in memory."""
     locate = Locator(plan)
     devices, links = plan.devices, plan.links
+    row_of = {rack.name: rack.row for rack in plan.racks.values()}
     part_numbers = _part_numbers(plan)
     for cable in plan.cables:
         if network is not None and cable.network != network:
             continue
         if len(cable.links) == 1:  # the common case, kept fast
             link = links[cable.links[0]]
-            a_dev, b_dev = devices[link.a_device], devices[link.b_device]
+            a_dev = devices[link.a_device]
+            if rows is not None and row_of[a_dev.rack] not in rows:
+                continue
+            b_dev = devices[link.b_device]
             a_id = locate.prefix(link.a_device) + link.a_port
             b_id = locate.prefix(link.b_device) + link.b_port
             a_rack, a_u, a_name, a_port = a_dev.rack, locate.unit(a_dev), a_dev.name, link.a_port
@@ -150,6 +157,8 @@ def cable_rows(plan: Plan, network: str | None = None) -> Iterator[CableRow]:
         else:
             a, bs = cable_connectors(plan, cable)
             a_dev = devices[a.device]
+            if rows is not None and row_of[a_dev.rack] not in rows:
+                continue
             a_id = locate.identifier(a)
             b_ids = [locate.identifier(b) for b in bs]
             a_rack, a_u, a_name, a_port = a_dev.rack, locate.unit(a_dev), a.device, "+".join(a.ports)
@@ -194,19 +203,68 @@ def _part_numbers(plan: Plan) -> dict[str, str]:
     }
 
 
-def parts(plan: Plan) -> list[str]:
-    """The schedule's independent files, biggest first: a workbook per network that has cables, and the CSV
-    (the writers run them side by side; see gpucluster/artifacts/_workers.py)."""
-    present = {cable.network for cable in plan.cables}
-    networks = [n for n in NETWORKS if n in present]
-    counts = {n: 0 for n in networks}
+# Cables in one workbook before a network's schedule is split into workbooks by rows of racks: Excel holds 1,048,576
+# rows, but a workbook of half a million is slow to open and filter, and parts are written side by side.
+WORKBOOK_MAX_ROWS = 131_072
+
+
+@dataclass(frozen=True, slots=True)
+class WorkbookPart:
+    """One cable workbook: a network's cables, or those of its cables whose A end stands in a range of rows."""
+
+    name: str  # "compute", or "compute-rows-A-F": the file is cabling-<name>.xlsx
+    network: str
+    rows: frozenset[int] | None  # 0-based rows of racks; None: the whole network
+    cables: int
+    title: str  # for the sheet's header and the document title
+
+
+def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[WorkbookPart]:
+    """The schedule's workbooks, biggest first: one per network that has cables, and for a network of more than
+    `max_rows` cables one per range of whole rows of racks (by the rack of each cable's A end, the rack whose cable
+    ids it carries), as few ranges as keep each near `max_rows` and as even as whole rows allow, named by their first
+    and last row so an installer finds the workbook of the rows he cables."""
+    devices, links = plan.devices, plan.links
+    row_of = {rack.name: rack.row for rack in plan.racks.values()}
+    letters = {rack.row: rack.name.rstrip("0123456789") for rack in plan.racks.values()}
+    per_row: dict[str, Counter[int]] = {network: Counter() for network in NETWORKS}
     for cable in plan.cables:
-        counts[cable.network] += 1
-    return [*sorted(networks, key=lambda n: -counts[n]), "csv"]
+        single = len(cable.links) == 1
+        a_device = links[cable.links[0]].a_device if single else cable_connectors(plan, cable)[0].device
+        per_row[cable.network][row_of[devices[a_device].rack]] += 1
+    found = []
+    for network in NETWORKS:
+        counts = per_row[network]
+        total = sum(counts.values())
+        if not total:
+            continue
+        if total <= max_rows:
+            found.append(WorkbookPart(network, network, None, total, network))
+            continue
+        n = math.ceil(total / max_rows)
+        ranges: dict[int, list[int]] = defaultdict(list)  # part -> its rows: a row goes where its middle cable falls
+        before = 0
+        for row in sorted(counts):
+            ranges[min(n - 1, (2 * before + counts[row]) * n // (2 * total))].append(row)
+            before += counts[row]
+        for rows in ranges.values():
+            first, last = letters[rows[0]], letters[rows[-1]]
+            span = f"row-{first}" if first == last else f"rows-{first}-{last}"
+            title = f"{network}, row {first}" if first == last else f"{network}, rows {first} to {last}"
+            found.append(
+                WorkbookPart(f"{network}-{span}", network, frozenset(rows), sum(counts[r] for r in rows), title)
+            )
+    return sorted(found, key=lambda part: -part.cables)
+
+
+def parts(plan: Plan) -> list[str]:
+    """The schedule's independent files, biggest first: its workbooks and the CSV (the writers run them side by
+    side; see gpucluster/artifacts/_workers.py)."""
+    return [*(part.name for part in workbook_parts(plan)), "csv"]
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    """cabling/cabling.csv and a workbook per network, cabling/cabling-<network>.xlsx."""
+    """cabling/cabling.csv and the workbooks (cabling-<network>.xlsx, or cabling-<network>-rows-<A>-<F>.xlsx)."""
     for part in parts(plan):
         write_part(plan, loaded, folder, part)
 
@@ -217,28 +275,29 @@ def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> Non
     if part == "csv":
         write_csv(plan, out / "cabling.csv")
     else:
-        write_workbook(plan, part, out / workbook_name(part))
+        write_workbook(plan, next(p for p in workbook_parts(plan) if p.name == part), out / workbook_name(part))
 
 
-def workbook_name(network: str) -> str:
-    return f"cabling-{network}.xlsx"
+def workbook_name(part: str) -> str:
+    return f"cabling-{part}.xlsx"
 
 
 def write_csv(plan: Plan, path: Path) -> None:
     """Every column of every cable, in cable order."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = GuardedCsvWriter(handle)
+        writer = GuardedCsvWriter(handle, _CATALOG_TEXT)
         writer.writerow(COLUMNS)
         writer.writerows(track(cable_rows(plan), len(plan.cables), "cables"))
 
 
-def write_workbook(plan: Plan, network: str, path: Path) -> None:
-    """One network's cables with the columns an installer sorts and filters on (XLSX_COLUMNS), in XlsxWriter's
+def write_workbook(plan: Plan, part: WorkbookPart, path: Path) -> None:
+    """One workbook's cables with the columns an installer sorts and filters on (XLSX_COLUMNS), in XlsxWriter's
     constant-memory mode: rows go to disk as they are written, so memory stays flat at any size."""
+    network = part.network
     workbook = xlsxwriter.Workbook(
         str(path), {"constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False}
     )
-    workbook.set_properties({"title": f"{plan.name} cable schedule: {network}", "created": _CREATED})
+    workbook.set_properties({"title": f"{plan.name} cable schedule: {part.title}", "created": _CREATED})
     header = workbook.add_format({"bold": True, "bg_color": "#DDDDDD", "border": 1})
     quoted = workbook.add_format({"quote_prefix": True})  # text that looks like a formula stays text when edited
     sheet = workbook.add_worksheet(network)
@@ -246,19 +305,19 @@ def write_workbook(plan: Plan, network: str, path: Path) -> None:
         sheet.set_column(col, col, width)
     sheet.write_row(0, 0, [name for name, _width in XLSX_COLUMNS], header)
     sheet.freeze_panes(1, 0)
-    print_setup(sheet, f"{plan.name}: {network} cables")
+    print_setup(sheet, f"{plan.name}: {part.title} cables")
     sheet.repeat_rows(0)
     write_string, write_number = sheet.write_string, sheet.write_number
-    total = sum(1 for cable in plan.cables if cable.network == network)
-    columns = [(c, i, i in _NUMERIC) for c, i in enumerate(_XLSX_FIELDS)]  # the loop below runs per cell
+    # the loop below runs per cell: (column, field, a number, text from the catalog that may look like a formula)
+    columns = [(c, i, i in _NUMERIC, i in _CATALOG_TEXT) for c, i in enumerate(_XLSX_FIELDS)]
     r = 0
-    for r, row in enumerate(track(cable_rows(plan, network), total, "cables"), start=1):
-        for c, i, numeric in columns:
+    for r, row in enumerate(track(cable_rows(plan, network, part.rows), part.cables, "cables"), start=1):
+        for c, i, numeric, guarded in columns:
             value = row[i]
             if numeric:
                 write_number(r, c, value)
             elif value:
-                write_string(r, c, value, quoted if isinstance(value, str) and needs_quote(value) else None)
+                write_string(r, c, value, quoted if guarded and needs_quote(str(value)) else None)
     sheet.autofilter(0, 0, max(r, 1), len(XLSX_COLUMNS) - 1)
     workbook.close()
 
@@ -281,3 +340,9 @@ XLSX_COLUMNS: tuple[tuple[str, float], ...] = (
 )
 _XLSX_FIELDS = tuple(COLUMNS.index(name) for name, _width in XLSX_COLUMNS)
 _NUMERIC = frozenset(i for i, name in enumerate(COLUMNS) if name in ("length_m", "run_length_m", "speed_gbps", "links"))
+# Columns whose text comes from a catalog (port names from its name formats, part numbers) and so may look like a
+# formula; every other text is an id, name or label the planner makes from patterns that start with a letter or
+# digit (site, hostname prefix, rack names, catalog ids), or one of a fixed vocabulary (network, media).
+_CATALOG_TEXT = frozenset(
+    COLUMNS.index(name) for name in ("a_port", "b_port", "cable_part_number", "a_transceiver", "b_transceiver")
+)
