@@ -86,6 +86,11 @@ _CABLE_COLUMNS = [
     *("type", "status", "label", "length", "length_unit", "description"),
 ]
 
+# The network cables' columns whose text comes from a catalog (port names, part numbers in the description) and so
+# may look like a formula: only these are guarded in a file of a row per link (760,000 at 131,072 GPUs); the others
+# are names the planner makes and NetBox's own words.
+_CABLE_CATALOG_TEXT = tuple(_CABLE_COLUMNS.index(name) for name in ("side_a_name", "side_b_name", "description"))
+
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
@@ -158,7 +163,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
         ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face"],
         _devices(plan, site),
     )
-    _split(emit, "06-cables", _CABLE_COLUMNS, _network_cables(plan, site))
+    _split(emit, "06-cables", _CABLE_COLUMNS, _network_cables(plan, site), _CABLE_CATALOG_TEXT)
     _split(emit, "07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site))
 
 
@@ -406,13 +411,16 @@ def _part_number(plan: Plan, part_id: str | None) -> str:
 def _network_cables(plan: Plan, site: str) -> Iterator[list[object]]:
     """One row per link (one per cable; a twin-port cable or splitter gives a row per link, its label the cable
     ID and the link); the description carries the orderable part numbers of the cable and its optics."""
+    descriptions: dict[tuple[str, str | None, str | None], str] = {}  # a few kinds of cable and optics
     for cable in track(plan.cables, len(plan.cables), "cables"):
-        parts = [cable.part_number or cable.cable_part]
-        optics = [_part_number(plan, t) for t in (cable.a_transceiver, cable.b_transceiver) if t]
-        description = parts[0] + (f"; optics {' / '.join(optics)}" if optics else "")
+        kind = (cable.part_number or cable.cable_part, cable.a_transceiver, cable.b_transceiver)
+        description = descriptions.get(kind)
+        if description is None:
+            optics = [_part_number(plan, t) for t in kind[1:] if t]
+            description = descriptions[kind] = kind[0] + (f"; optics {' / '.join(optics)}" if optics else "")
+        several = len(cable.links) > 1
         for leg, index in enumerate(cable.links, 1):
             link = plan.links[index]
-            several = len(cable.links) > 1
             yield (
                 [
                     site,
@@ -460,26 +468,32 @@ def _power_cables(plan: Plan, site: str) -> Iterator[list[object]]:
 # ------------------------------------------------------------------------------------------------- helpers
 
 
-def _split(emit: Callable[[str, str], None], stem: str, header: list[str], rows: Iterable[Sequence[object]]) -> None:
+def _split(
+    emit: Callable[[str, str], None],
+    stem: str,
+    header: list[str],
+    rows: Iterable[Sequence[object]],
+    guarded: Sequence[int] | None = None,
+) -> None:
     """One file, or numbered parts of at most ROWS_PER_FILE rows each (import them in order), made one part at a
-    time from the rows as they come."""
+    time from the rows as they come; `guarded`: the columns that may hold text that looks like a formula (None: all)."""
     iterator = iter(rows)
     held: list[Sequence[object]] | None = None
     number = 0
     while chunk := list(islice(iterator, ROWS_PER_FILE)):
         if held is not None:
             number += 1
-            emit(f"{stem}-{number:02d}.csv", _csv(header, held))
+            emit(f"{stem}-{number:02d}.csv", _csv(header, held, guarded))
         held = chunk
     if held is None or number == 0:
-        emit(f"{stem}.csv", _csv(header, held or []))
+        emit(f"{stem}.csv", _csv(header, held or [], guarded))
     else:
-        emit(f"{stem}-{number + 1:02d}.csv", _csv(header, held))
+        emit(f"{stem}-{number + 1:02d}.csv", _csv(header, held, guarded))
 
 
-def _csv(header: list[str], rows: Sequence[Sequence[object]]) -> str:
+def _csv(header: list[str], rows: Sequence[Sequence[object]], guarded: Sequence[int] | None = None) -> str:
     handle = io.StringIO()
-    writer = GuardedCsvWriter(handle)
+    writer = GuardedCsvWriter(handle, guarded)
     writer.writerow(header)
     writer.writerows(rows)
     return handle.getvalue()
