@@ -11,11 +11,10 @@
 
 from __future__ import annotations
 
-import csv
 import io
 from pathlib import Path
 
-from gpucluster.artifacts._xlsx import csv_safe
+from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.cabling import Locator
 from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
@@ -67,8 +66,11 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
     ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
-    for planned in links:
-        for near, far in ((planned.a, planned.b), (planned.b, planned.a)):
+    for planned in links:  # half a million at 131,072 GPUs: each link's rate and ids worked out once
+        rate, cable = planned.rate, planned.cable
+        ends = (planned.a, planned.b)
+        node_ids = [ids.get(end.node) or _node_id(end, ids) for end in ends]
+        for near, far, far_id in ((ends[0], ends[1], node_ids[1]), (ends[1], ends[0], node_ids[0])):
             record = nodes.get(near.node)
             if record is None:
                 ports = 1
@@ -87,11 +89,11 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
             record["lines"].append(
                 (
                     int(near.node_port),
-                    _node_id(far, ids),
+                    far_id,
                     far.node_port,
                     far.node,
-                    planned.rate,
-                    planned.cable,
+                    rate,
+                    cable,
                     f"{near.device} {near.port} -> {far.device} {far.port}" + _SPLIT_NOTE * planned.split,
                 )
             )
@@ -165,11 +167,12 @@ def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[Planned
 
 
 def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None) -> str:
+    """The node descriptions as CSV; only the port column holds catalog text that could look like a formula (the
+    others are names the planner makes, RDMA device names the catalog's pattern limits, and our own sentences)."""
     handle = io.StringIO()
-    writer = csv.writer(handle, lineterminator="\n")
+    writer = GuardedCsvWriter(handle, (NODE_DESCRIPTION_COLUMNS.index("port"),))
     writer.writerow(NODE_DESCRIPTION_COLUMNS)
-    for row in node_description_rows(plan, networks, planned):
-        writer.writerow([csv_safe(cell) for cell in row])
+    writer.writerows(node_description_rows(plan, networks, planned))
     return handle.getvalue()
 
 
