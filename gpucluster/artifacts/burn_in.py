@@ -80,10 +80,14 @@ def expected_results_csv(tests: list[BurnInTest]) -> str:
     buffer = io.StringIO()
     writer = GuardedCsvWriter(buffer)
     writer.writerow((*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source"))
+    hostlists: dict[tuple[str, ...], str] = {}  # a pair of servers has a link test per rail
     for order, t in enumerate(tests, 1):
+        nodes = hostlists.get(t.nodes)
+        if nodes is None:
+            nodes = hostlists[t.nodes] = _hostlist(t.nodes)
         writer.writerow(
             (
-                order, t.stage, t.id, t.test, t.scope, t.subject, _hostlist(t.nodes),
+                order, t.stage, t.id, t.test, t.scope, t.subject, nodes,
                 " ".join(t.racks), t.metric, t.comparison, t.threshold, t.unit, t.command, "; ".join(t.links),
                 t.source,
             )
@@ -215,7 +219,9 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
                 "server": server,
                 "tests": by_node.get(server.name, []),
                 "links": [
-                    (port, link_test.get((server.name, rail))) for rail, port in sorted(ports[server.name].items())
+                    (port, test, _partners(test, server.name))
+                    for rail, port in sorted(ports[server.name].items())
+                    for test in [link_test.get((server.name, rail))]
                 ],
             }
             for server in servers
@@ -229,3 +235,10 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
             thresholds=thresholds,
         )
     return pages
+
+
+def _partners(test: BurnInTest | None, server: str) -> str:
+    """The servers a link test pairs `server` with (all of its servers when it names only this one)."""
+    if test is None:
+        return ""
+    return ", ".join([node for node in test.nodes if node != server] or test.nodes)
