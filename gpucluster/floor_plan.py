@@ -1,6 +1,8 @@
 """The floor plan for the design review: every rack at its floor coordinates, coloured by purpose, with a bar for
 its maximum load against the rack power budget; above FLOOR_LABEL_MAX_RACKS racks the rack names give way to row
-and SU labels."""
+and SU labels, and above FLOOR_ELEMENT_MAX_RACKS racks the racks of one colour are drawn as one path (a 131,072-GPU
+hall is 5,400 racks: as an element and a tooltip each, the drawing was most of the report's HTML and most of the time
+WeasyPrint took to lay out and draw the PDF); each scalable unit's outline then carries the hover detail."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from gpucluster.plan.registry import purpose_colour, tint
 from gpucluster.templating import render
 
 FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
+FLOOR_ELEMENT_MAX_RACKS = 1_024  # each rack its own element and tooltip up to this many racks; above, a path a colour
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +35,16 @@ class FloorRack:
 
 
 @dataclass(frozen=True, slots=True)
+class FloorPath:
+    """Every rack (or load bar) of one colour as one SVG path, for a hall too large for an element per rack."""
+
+    fill: str
+    stroke: str
+    stroke_width: float
+    d: str
+
+
+@dataclass(frozen=True, slots=True)
 class FloorPlan:
     """Every rack at its floor coordinates (millimetres; the y axis runs from the first row down, or across when
     the hall is turned)."""
@@ -43,6 +56,8 @@ class FloorPlan:
     racks: tuple[FloorRack, ...]
     rows: tuple[Label, ...]
     sus: tuple[tuple[float, float, float, float, str], ...]  # x, y, width, height, label
+    su_titles: tuple[str, ...]  # hover detail of each SU outline (drawn when the racks are merged into paths)
+    paths: tuple[FloorPath, ...]  # the racks and their bars, merged by colour; empty: an element per rack
     font_mm: float  # row and SU labels
     unit_mm: float  # text in the racks; line widths are fractions of it
     labelled: bool
@@ -113,16 +128,24 @@ def floor_plan(plan: Plan) -> FloorPlan:
         else:
             rows.append(Label(first.x - font * 1.4, first.y + first.depth / 2 + font / 2, letter, "end"))
     sus = []
-    segments: dict[tuple[int, float], list[FloorRack]] = defaultdict(list)
+    su_titles = []
+    segments: dict[tuple[int, float], list[tuple[FloorRack, float]]] = defaultdict(list)
     for rack, shown in zip(racks, drawn, strict=True):
         if rack.su is not None:
-            segments[(rack.su, row_of(shown))].append(shown)
-    for (su_number, _y), segment in sorted(segments.items()):
+            segments[(rack.su, row_of(shown))].append((shown, rack.power_max_w))
+    for (su_number, _y), held in sorted(segments.items()):
+        segment = [shown for shown, _load in held]
         x0 = min(r.x for r in segment)
         y0 = min(r.y for r in segment)
         x1 = max(r.x + r.width for r in segment)
         y1 = max(r.y + r.depth for r in segment)
         sus.append((x0, y0, x1 - x0, y1 - y0, f"SU {su_number}"))
+        load_kw = sum(load for _shown, load in held) / 1000
+        su_titles.append(
+            f"SU {su_number}: racks {segment[0].name} to {segment[-1].name} ({len(segment)}), {load_kw:,.1f} kW max"
+            if len(segment) > 1
+            else f"SU {su_number}: rack {segment[0].name}, {load_kw:,.1f} kW max"
+        )
     return FloorPlan(
         min_x=round(min_x, 1),
         min_y=round(min_y, 1),
@@ -131,6 +154,8 @@ def floor_plan(plan: Plan) -> FloorPlan:
         racks=tuple(drawn),
         rows=tuple(rows),
         sus=tuple(sus),
+        su_titles=tuple(su_titles),
+        paths=_merged(drawn, unit) if len(drawn) > FLOOR_ELEMENT_MAX_RACKS else (),
         font_mm=round(font, 1),
         unit_mm=round(unit, 1),
         labelled=labelled,
@@ -141,3 +166,25 @@ def floor_plan(plan: Plan) -> FloorPlan:
 
 def _row_letter(rack: str) -> str:
     return rack.rstrip("0123456789")
+
+
+def _merged(racks: list[FloorRack], unit_mm: float) -> tuple[FloorPath, ...]:
+    """The racks as one path per fill and outline, then their load bars as one path per colour: the same shapes,
+    sizes and rounding an element per rack has (templates/report/floor.svg)."""
+    outlines: dict[tuple[str, str, float], list[str]] = defaultdict(list)
+    bars: dict[str, list[str]] = defaultdict(list)
+    for r in racks:
+        stroke, width = ("#D62728", 0.4) if r.over_budget else (r.stroke, 0.1)
+        outlines[(r.fill, stroke, round(unit_mm * width, 1))].append(
+            f"M{r.x:g} {r.y:g}h{r.width:g}v{r.depth:g}h{-r.width:g}z"
+        )
+        if r.bar_height:
+            bar_width = round(r.width * 0.2, 1)
+            bars[r.stroke].append(
+                f"M{r.x + r.width * 0.72:g} {round(r.y + r.depth - r.bar_height, 1):g}"
+                f"h{bar_width:g}v{r.bar_height:g}h{-bar_width:g}z"
+            )
+    return (
+        *(FloorPath(fill, stroke, width, "".join(d)) for (fill, stroke, width), d in outlines.items()),
+        *(FloorPath(colour, "none", 0.0, "".join(d)) for colour, d in bars.items()),
+    )

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from gpucluster.errors import MissingSystemLibrary
@@ -10,12 +11,12 @@ from gpucluster.errors import MissingSystemLibrary
 PANGO_PACKAGES = "libpango-1.0-0 libpangoft2-1.0-0"  # Debian/Ubuntu packages WeasyPrint loads at import
 
 
-def write_pdf(html: str, path: Path) -> None:
+def write_pdf(html: str, path: Path, laid_out: Callable[[], object] | None = None) -> None:
     """Render `html` (self-contained: inline CSS, inline SVG, data: images) to `path`.
 
     With no base URL WeasyPrint keeps relative links as written, so the PDF's links to the other artifacts
     resolve beside it; only data: URLs may be fetched, so a page that reaches out fails here rather than
-    rendering differently offline."""
+    rendering differently offline. `laid_out` is called between laying out the pages and drawing them (progress)."""
     try:
         import weasyprint
         from weasyprint.urls import URLFetcher
@@ -24,4 +25,7 @@ def write_pdf(html: str, path: Path) -> None:
             f"{path.name} needs the Pango library ({error}); install it with: sudo apt-get install {PANGO_PACKAGES}"
         ) from None
     fetcher = URLFetcher(allowed_protocols={"data"}, fail_on_errors=True)
-    weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher).write_pdf(path)
+    document = weasyprint.HTML(string=html, base_url=None, url_fetcher=fetcher).render()
+    if laid_out is not None:
+        laid_out()
+    document.write_pdf(path)

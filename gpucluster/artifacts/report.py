@@ -13,11 +13,13 @@ from __future__ import annotations
 import base64
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import hostlist
 from markupsafe import Markup
 
+from gpucluster import progress
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
@@ -25,7 +27,7 @@ from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
 from gpucluster.deviations import Assumption, Deviation, assumptions, deviations
 from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
-from gpucluster.floor_plan import FLOOR_LABEL_MAX_RACKS, floor_plan
+from gpucluster.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.plan import budget as b
 from gpucluster.plan.budget import Budget, power_budget
 from gpucluster.plan.model import LeafFailure, Plan
@@ -52,9 +54,14 @@ RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front and rear elevat
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    """report.html, then report.pdf; the progress display counts the steps (figures and HTML, PDF layout, drawing)."""
+    say = progress.current()
+    say.update(0, 3, "steps")
     html = report_html(plan, folder, bom_for(plan, loaded))
     (folder / HTML).write_text(html, encoding="utf-8")
-    write_pdf(html, folder / PDF)
+    say.update(1, 3, "steps")
+    write_pdf(html, folder / PDF, laid_out=lambda: say.update(2, 3, "steps"))
+    say.update(3, 3, "steps")
 
 
 def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
@@ -89,6 +96,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
             "detail": DETAIL_MAX_PER_LEVEL,
             "boxes": MAX_BOXES_PER_LEVEL,
             "floor": FLOOR_LABEL_MAX_RACKS,
+            "floor_elements": f"{FLOOR_ELEMENT_MAX_RACKS:,}",
         },
         style=Markup(render("report/style.css")),
     )
@@ -107,8 +115,8 @@ def _schedulers(plan: Plan) -> list[dict]:
             "servers": f"{len(side.servers):,}",
             "detail": f"{side.production:,} + {side.spares} spare; {side.gpus:,} GPUs",
             "hosts": hostlist.collect_hostlist(list(side.servers)),
-            "units": ", ".join(str(u) for u in side.units),
-            "leaves": ", ".join(side.leaf_groups),
+            "units": _listed(side.units),
+            "leaves": _listed(side.leaf_groups),
             "largest": side.largest_group,
             "queues": [{"name": q.name, "what": q.what} for q in side.queues],
             "kind": "Partitions" if side.scheduler == "Slurm" else "Kueue ClusterQueues (one cohort)",
@@ -117,7 +125,28 @@ def _schedulers(plan: Plan) -> list[dict]:
     ]
 
 
+# Rows and SUs listed in the power section up to GROUPS_LISTED (a 16,384-GPU hall's 64 SUs); above, the GROUPS_SHOWN
+# heaviest: 512 SUs are pages no reviewer reads, and the power workbook holds them all.
+GROUPS_LISTED = 64
+GROUPS_SHOWN = 16
 RACK_SCALE_BLOCKS_LISTED = 12  # Slurm blocks listed one per row; the rest are in slurm/topology.*
+SCHEDULER_UNITS_LISTED = 64  # a scheduler's SUs and leaf groups named one by one up to this many, else as ranges
+
+
+def _listed(items: Sequence[int] | Sequence[str]) -> str:
+    """SU numbers or leaf group names, one by one up to SCHEDULER_UNITS_LISTED; above, as ranges (1-240, 245-512;
+    compute-leaf-su[001-512], Slurm's hostlist form)."""
+    if len(items) <= SCHEDULER_UNITS_LISTED:
+        return ", ".join(str(item) for item in items)
+    if all(isinstance(item, int) for item in items):
+        runs: list[list[int]] = []
+        for n in sorted(int(item) for item in items):
+            if runs and n == runs[-1][-1] + 1:
+                runs[-1].append(n)
+            else:
+                runs.append([n])
+        return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+    return str(hostlist.collect_hostlist([str(item) for item in items]))
 
 
 def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict | None:
@@ -376,6 +405,7 @@ def _floor(plan: Plan) -> dict:
     return {
         "svg": Markup(floor.svg()),
         "labelled": floor.labelled,
+        "merged": bool(floor.paths),
         "racks": len(floor.racks),
         "budget_kw": f"{floor.budget_kw:g}",
         "legend": [(p, purpose_colour(p)) for p in purposes],
@@ -419,9 +449,27 @@ def _power(budget: Budget) -> dict:
             {"kind": c.kind, "feed": c.feed, "circuits": f"{c.circuits:,}", "usable": _kw(c.usable_w)}
             for c in budget.circuit_kinds
         ],
-        "rows": [_group(g) for g in budget.rows],
-        "sus": [_group(g) for g in budget.sus],
+        "rows": _groups(budget.rows, "Rows"),
+        "sus": _groups(budget.sus, "Scalable units"),
         "findings": [{"severity": f.severity, "subject": f.subject, "message": f.message} for f in budget.findings],
+    }
+
+
+def _groups(groups: list[b.GroupBudget], sheet: str) -> dict:
+    """A table of rows or SUs: every one up to GROUPS_LISTED, else the GROUPS_SHOWN heaviest (by maximum load, in
+    plan order) and the range of the others; the power workbook's sheet lists them all."""
+    shown = groups
+    if len(groups) > GROUPS_LISTED:
+        heaviest = sorted(range(len(groups)), key=lambda i: -groups[i].load.max_w)[:GROUPS_SHOWN]
+        shown = [groups[i] for i in sorted(heaviest)]
+    others = [g.load.max_w for g in groups if not any(g is s for s in shown)]
+    return {
+        "groups": [_group(g) for g in shown],
+        "count": f"{len(groups):,}",
+        "listed": len(shown),
+        "left": f"{len(others):,}" if others else "",
+        "left_range": f"{_kw(min(others))} to {_kw(max(others))}" if others else "",
+        "sheet": sheet,
     }
 
 

@@ -19,6 +19,7 @@ from gpucluster.artifacts.cabling import Locator
 from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.progress import track
 from gpucluster.templating import render
 from gpucluster.verify.expected import (
     PlannedEnd,
@@ -66,7 +67,7 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
     ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
-    for planned in links:  # half a million at 131,072 GPUs: each link's rate and ids worked out once
+    for planned in track(links, len(links), "links"):  # half a million at 131,072 GPUs: rate and ids once a link
         rate, cable = planned.rate, planned.cable
         ends = (planned.a, planned.b)
         node_ids = [ids.get(end.node) or _node_id(end, ids) for end in ends]
@@ -163,7 +164,15 @@ def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[Planned
     """Each network's links with InfiniBand ports at both ends: what ibnetdiscover sees (a generic port cabled to
     an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
     cables = cable_of_links(plan)
-    return {network: [p for p in planned_links(plan, network, cables) if p.lane] for network in networks}
+    found = {}
+    for network in networks:
+        total = sum(len(plan.queries().link_indexes(network, tier)) for tier in _tiers(plan, network))
+        found[network] = [p for p in track(planned_links(plan, network, cables), total, "links") if p.lane]
+    return found
+
+
+def _tiers(plan: Plan, network: str) -> set[int]:
+    return {tier for name, tier in plan.queries().links_by_network_tier if name == network}
 
 
 def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None) -> str:
