@@ -2,7 +2,8 @@
 its maximum load against the rack power budget; above FLOOR_LABEL_MAX_RACKS racks the rack names give way to row
 and SU labels, and above FLOOR_ELEMENT_MAX_RACKS racks the racks of one colour are drawn as one path (a 131,072-GPU
 hall is 5,400 racks: as an element and a tooltip each, the drawing was most of the report's HTML and most of the time
-WeasyPrint took to lay out and draw the PDF); each scalable unit's outline then carries the hover detail."""
+WeasyPrint took to lay out and draw the PDF), and so are the scalable units' outlines; no rack has a tooltip then
+(every rack's and SU's load is in the power workbook)."""
 
 from __future__ import annotations
 
@@ -56,8 +57,8 @@ class FloorPlan:
     racks: tuple[FloorRack, ...]
     rows: tuple[Label, ...]
     sus: tuple[tuple[float, float, float, float, str], ...]  # x, y, width, height, label
-    su_titles: tuple[str, ...]  # hover detail of each SU outline (drawn when the racks are merged into paths)
     paths: tuple[FloorPath, ...]  # the racks and their bars, merged by colour; empty: an element per rack
+    su_outlines: str  # with merged racks, the SUs' outlines as one path; else "" (an element each)
     font_mm: float  # row and SU labels
     unit_mm: float  # text in the racks; line widths are fractions of it
     labelled: bool
@@ -128,24 +129,17 @@ def floor_plan(plan: Plan) -> FloorPlan:
         else:
             rows.append(Label(first.x - font * 1.4, first.y + first.depth / 2 + font / 2, letter, "end"))
     sus = []
-    su_titles = []
-    segments: dict[tuple[int, float], list[tuple[FloorRack, float]]] = defaultdict(list)
+    segments: dict[tuple[int, float], list[FloorRack]] = defaultdict(list)
     for rack, shown in zip(racks, drawn, strict=True):
         if rack.su is not None:
-            segments[(rack.su, row_of(shown))].append((shown, rack.power_max_w))
-    for (su_number, _y), held in sorted(segments.items()):
-        segment = [shown for shown, _load in held]
+            segments[(rack.su, row_of(shown))].append(shown)
+    for (su_number, _y), segment in sorted(segments.items()):
         x0 = min(r.x for r in segment)
         y0 = min(r.y for r in segment)
         x1 = max(r.x + r.width for r in segment)
         y1 = max(r.y + r.depth for r in segment)
         sus.append((x0, y0, x1 - x0, y1 - y0, f"SU {su_number}"))
-        load_kw = sum(load for _shown, load in held) / 1000
-        su_titles.append(
-            f"SU {su_number}: racks {segment[0].name} to {segment[-1].name} ({len(segment)}), {load_kw:,.1f} kW max"
-            if len(segment) > 1
-            else f"SU {su_number}: rack {segment[0].name}, {load_kw:,.1f} kW max"
-        )
+    merged = len(drawn) > FLOOR_ELEMENT_MAX_RACKS
     return FloorPlan(
         min_x=round(min_x, 1),
         min_y=round(min_y, 1),
@@ -154,8 +148,8 @@ def floor_plan(plan: Plan) -> FloorPlan:
         racks=tuple(drawn),
         rows=tuple(rows),
         sus=tuple(sus),
-        su_titles=tuple(su_titles),
-        paths=_merged(drawn, unit) if len(drawn) > FLOOR_ELEMENT_MAX_RACKS else (),
+        paths=_merged(drawn, unit) if merged else (),
+        su_outlines=_outlines(sus, unit) if merged else "",
         font_mm=round(font, 1),
         unit_mm=round(unit, 1),
         labelled=labelled,
@@ -187,4 +181,14 @@ def _merged(racks: list[FloorRack], unit_mm: float) -> tuple[FloorPath, ...]:
     return (
         *(FloorPath(fill, stroke, width, "".join(d)) for (fill, stroke, width), d in outlines.items()),
         *(FloorPath(colour, "none", 0.0, "".join(d)) for colour, d in bars.items()),
+    )
+
+
+def _outlines(sus: list[tuple[float, float, float, float, str]], unit_mm: float) -> str:
+    """The SUs' dashed outlines as one path, each the rectangle the template draws for it."""
+    pad = unit_mm * 0.25
+    return "".join(
+        f"M{round(x - pad, 1):g} {round(y - pad, 1):g}h{round(w + 2 * pad, 1):g}v{round(h + 2 * pad, 1):g}"
+        f"h{-round(w + 2 * pad, 1):g}z"
+        for x, y, w, h, _label in sus
     )
