@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 import jinja2
 
@@ -42,3 +43,9 @@ def escapes(template_name: str | None) -> bool:
 
 def render(template: str, **context: object) -> str:
     return environment().get_template(template).render(**context)
+
+
+def render_to(path: Path, template: str, **context: object) -> None:
+    """Render a template straight into a file, a piece at a time: the same text as render(), without holding a
+    file of hundreds of megabytes in memory (the 131,072-GPU fabric's expected topology)."""
+    environment().get_template(template).stream(**context).dump(str(path), encoding="utf-8")

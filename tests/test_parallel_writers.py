@@ -55,6 +55,29 @@ def test_the_writers_that_read_the_others_files_run_after_them(lab, tmp_path):
     assert (folder / "gathered.txt").read_text().splitlines() == ["launch", "nccl", "plan.json", "summary.md"]
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_value_one_writer_shares_reaches_the_writers_that_run_after_it_and_no_later_build(lab, tmp_path, jobs):
+    """The BOM writer shares its BOM and the report, which runs last, uses it rather than counting the plan again;
+    in a worker the value goes to the main process, whose later workers inherit it."""
+    loaded, plan = lab
+
+    def counts(plan, loaded, staging):
+        artifacts.share("counted", {"racks": len(plan.racks)})
+
+    def reader(plan, loaded, staging):
+        (staging / "seen.txt").write_text(repr(artifacts.shared("counted")))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "counts", counts)
+        patch.setitem(artifacts.ARTIFACTS, "reader", reader)
+        patch.setattr(artifacts, "RUNS_LAST", frozenset({"reader"}))
+        folder = write_artifacts(plan, loaded, tmp_path, ["reader", "counts", "summary"], jobs=jobs)
+        assert (folder / "seen.txt").read_text() == repr({"racks": len(plan.racks)})
+        assert artifacts.shared("counted") is None  # gone with the build
+        folder = write_artifacts(plan, loaded, tmp_path, ["reader", "summary"], jobs=jobs)
+        assert (folder / "seen.txt").read_text() == "None"
+
+
 def _broken(plan, loaded, staging):
     (staging / "half-written.txt").write_text("partial")
     raise RuntimeError("disk full")

@@ -67,6 +67,32 @@ def test_a_writer_in_a_worker_reports_its_rows_to_the_main_process(recorder, tmp
     assert {"cabling:csv", "cabling:compute", "plan"} <= set(recorder.stages)
 
 
+def test_the_verify_files_and_the_report_show_their_progress(recorder, tmp_path):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded)
+    recorder.updates.clear()
+    write_artifacts(plan, loaded, tmp_path, ["verify", "report", "plan"], progress=recorder, jobs=2)
+    assert any(stage == "verify" and unit == "links" and done == total for stage, done, total, unit in recorder.updates)
+    assert [(done, total) for stage, done, total, unit in recorder.updates if stage == "report"] == [
+        (0, 3),
+        (1, 3),
+        (2, 3),
+        (3, 3),
+    ]
+
+
+def test_the_last_planning_stage_stops_its_clock_when_the_writers_start(tmp_path):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded)
+    screen = io.StringIO()
+    with progress.Bars(Console(file=screen, force_terminal=True, width=200)) as bars:
+        bars("graph analyses")
+        write_artifacts(plan, loaded, tmp_path, ["plan", "summary"], progress=bars, jobs=2)
+        analyses = bars.progress.tasks[bars.progress.task_ids.index(bars.tasks["graph analyses"])]
+        assert analyses.finished and analyses.stop_time is not None
+        assert bars.running_in_main == ""
+
+
 def test_bars_show_count_rate_and_time_left_on_a_terminal():
     screen = io.StringIO()
     with progress.Bars(Console(file=screen, force_terminal=True, width=200)) as bars:

@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import ClassVar
 
 from gpucluster import profiling
 from gpucluster.design.load import LoadedDesign
@@ -46,9 +47,42 @@ ARTIFACTS: dict[str, str | Writer] = {
 # Writers that read what the others wrote (the report links to every file and shows their charts) run after them,
 # whatever order the registry or --only gives.
 RUNS_LAST: frozenset[str] = frozenset({"report"})
-# Writers that take longest at scale start first when writers run side by side (measured at 131,072 GPUs with
-# `gpucluster build --profile`); the others follow in registry order.
-SLOW_FIRST: tuple[str, ...] = ("cabling", "power", "netbox", "bom", "burn-in", "plan", "monitoring")
+# Writers that take longest at scale start first when writers run side by side, longest first (measured at 131,072
+# GPUs with `gpucluster build --profile`), so that short ones fill the end; the others follow in registry order.
+SLOW_FIRST: tuple[str, ...] = (
+    "cabling",
+    "verify",
+    "power",
+    "netbox",
+    "burn-in",
+    "bom",
+    "monitoring",
+    "plan",
+    "checkpoint",
+    "switches",
+    "slurm",
+)
+
+
+class _Shared:
+    """Values one writer computes that a later one needs too (the report shows the BOM writer's BOM): held for one
+    write_artifacts. A writer in a worker process sends its values to the main process (``send``), whose workers
+    forked after that inherit them; the report, which runs last, finds them."""
+
+    values: ClassVar[dict[str, object]] = {}
+    send: ClassVar[Callable[[str, object], None] | None] = None
+
+
+def share(key: str, value: object) -> None:
+    """Keep `value` under `key` for the writers that run after this one in this build."""
+    _Shared.values[key] = value
+    if _Shared.send is not None:
+        _Shared.send(key, value)
+
+
+def shared(key: str) -> object | None:
+    """A value an earlier writer of this build shared (None when it did not run, or runs beside this one)."""
+    return _Shared.values.get(key)
 
 
 def default_jobs() -> int:
@@ -101,7 +135,9 @@ def write_artifacts(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / plan.name
-    with _build_lock(out_dir):
+    _Shared.values.clear()
+    with _build_lock(out_dir), contextlib.ExitStack() as cleanup:
+        cleanup.callback(_Shared.values.clear)
         _recover(final)
         _remove_stale_staging(final)
         staging = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", suffix=".tmp", dir=out_dir))

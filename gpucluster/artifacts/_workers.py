@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import cast
 
 from gpucluster import profiling, progress
+from gpucluster.artifacts import _Shared
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 
@@ -94,6 +95,9 @@ def run_parallel(
                     if update is not None:
                         update(name, *message[1:])
                     continue
+                if message[0] == "shared":  # a value for the writers forked from now on (artifacts.share)
+                    _Shared.values[message[1]] = message[2]
+                    continue
                 del running[conn]
                 conn.close()
                 _pid, status, usage = os.wait4(pid, 0)
@@ -136,6 +140,7 @@ def _fork(plan: Plan, loaded: LoadedDesign, staging: Path, name: str, write: Wri
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         progress.install(_PipeReporter(child_end, name))
+        _Shared.send = lambda key, value: child_end.send(("shared", key, value))
         write(plan, loaded, staging)
         child_end.send(("done", profiling.private_mib()))
     except BaseException as error:  # every failure goes back to the main process

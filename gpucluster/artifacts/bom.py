@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from gpucluster.artifacts import share
 from gpucluster.artifacts._xlsx import (
     DECIMAL_1,
     DECIMAL_2,
@@ -83,6 +84,7 @@ def _fields(priced: bool) -> list[_Field]:
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     bom = bom_for(plan, loaded)
+    share("bom", bom)  # the report shows its totals
     write_csv(bom, folder / "bom.csv")
     write_xlsx(bom, plan, folder / "bom.xlsx")
 

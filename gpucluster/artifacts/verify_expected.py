@@ -20,7 +20,7 @@ from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.progress import track
-from gpucluster.templating import render
+from gpucluster.templating import render_to
 from gpucluster.verify.expected import (
     PlannedEnd,
     PlannedLink,
@@ -157,13 +157,20 @@ def node_description_rows(
                     end.node,
                     how,
                 )
-    return sorted(rows.values(), key=lambda r: (r[0], r[2] != "switch", r[1], r[5]))
+    return sorted(rows.values(), key=_row_order)
 
 
-def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[PlannedLink]]:
+def _row_order(row: tuple[str, ...]) -> tuple[str, bool, str, str]:
+    """Network, switches first, device, port."""
+    return row[0], row[2] != "switch", row[1], row[5]
+
+
+def _infiniband_links(
+    plan: Plan, networks: list[str], cables: dict[int, str] | None = None
+) -> dict[str, list[PlannedLink]]:
     """Each network's links with InfiniBand ports at both ends: what ibnetdiscover sees (a generic port cabled to
     an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
-    cables = cable_of_links(plan)
+    cables = cable_of_links(plan) if cables is None else cables
     found = {}
     for network in networks:
         total = sum(len(plan.queries().link_indexes(network, tier)) for tier in _tiers(plan, network))
@@ -179,26 +186,37 @@ def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, li
     """The node descriptions as CSV; only the port column holds catalog text that could look like a formula (the
     others are names the planner makes, RDMA device names the catalog's pattern limits, and our own sentences)."""
     handle = io.StringIO()
-    writer = GuardedCsvWriter(handle, (NODE_DESCRIPTION_COLUMNS.index("port"),))
-    writer.writerow(NODE_DESCRIPTION_COLUMNS)
-    writer.writerows(node_description_rows(plan, networks, planned))
+    _node_descriptions(handle, node_description_rows(plan, networks, planned))
     return handle.getvalue()
 
 
+def _node_descriptions(handle: io.StringIO, rows: list[tuple[str, ...]]) -> None:
+    writer = GuardedCsvWriter(handle, (NODE_DESCRIPTION_COLUMNS.index("port"),))
+    writer.writerow(NODE_DESCRIPTION_COLUMNS)
+    writer.writerows(rows)
+
+
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv."""
+    """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv. One network at a
+    time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, and all
+    of them at once with their file's text held over 900 MB."""
     networks = infiniband_networks(plan)
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)
-    planned = _infiniband_links(plan, networks)
+    cables = cable_of_links(plan)
+    rows: list[tuple[str, ...]] = []
     for network in networks:
-        links = planned[network]
-        text = render(
+        links = _infiniband_links(plan, [network], cables)[network]
+        render_to(
+            out / f"expected-{network}.net",
             "verify/expected.net.j2",
             design=plan.name,
             network=network,
             records=net_records(plan, links),
             links=len(links),
         )
-        (out / f"expected-{network}.net").write_text(text, encoding="utf-8")
-    (out / "node-descriptions.csv").write_text(node_descriptions_csv(plan, networks, planned), encoding="utf-8")
+        rows += node_description_rows(plan, [network], {network: links})
+        del links
+    handle = io.StringIO()
+    _node_descriptions(handle, sorted(rows, key=_row_order))
+    (out / "node-descriptions.csv").write_text(handle.getvalue(), encoding="utf-8")
