@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import xlsxwriter
 
@@ -257,10 +257,25 @@ def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[Workbo
     return sorted(found, key=lambda part: -part.cables)
 
 
+class _Parts:
+    """The last plan's workbooks, worked out once: the main process finds them to hand out the jobs, and the workers
+    it forks then inherit them instead of each going over every cable again."""
+
+    plan: ClassVar[Plan | None] = None
+    cables: ClassVar[int] = 0
+    found: ClassVar[list[WorkbookPart]] = []
+
+
+def _workbooks(plan: Plan) -> list[WorkbookPart]:
+    if _Parts.plan is not plan or _Parts.cables != len(plan.cables):
+        _Parts.plan, _Parts.cables, _Parts.found = plan, len(plan.cables), workbook_parts(plan)
+    return _Parts.found
+
+
 def parts(plan: Plan) -> list[str]:
     """The schedule's independent files, biggest first: its workbooks and the CSV (the writers run them side by
     side; see gpucluster/artifacts/_workers.py)."""
-    return [*(part.name for part in workbook_parts(plan)), "csv"]
+    return [*(part.name for part in _workbooks(plan)), "csv"]
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -275,7 +290,7 @@ def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> Non
     if part == "csv":
         write_csv(plan, out / "cabling.csv")
     else:
-        write_workbook(plan, next(p for p in workbook_parts(plan) if p.name == part), out / workbook_name(part))
+        write_workbook(plan, next(p for p in _workbooks(plan) if p.name == part), out / workbook_name(part))
 
 
 def workbook_name(part: str) -> str:
