@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, planned
@@ -163,7 +164,7 @@ def test_random_valid_designs_keep_the_plan_invariants(design):
     try:
         plan = plan_design(design_from_model(design))
     except DesignError as error:
-        if not _beyond_twin_port_host_optics(str(error)):
+        if not _beyond_twin_port_host_optics(str(error)) and not _beyond_split_port_reach(str(error)):
             raise
         reject()  # a located design error the catalog cannot avoid (see below), not a planner fault
     check_invariants(plan)
@@ -178,6 +179,73 @@ _HOST_REACH = re.compile(r"no catalog cable reaches ([0-9.]+) m for the \S+ \S+ 
 def _beyond_twin_port_host_optics(message: str) -> bool:
     found = _HOST_REACH.search(message)
     return found is not None and float(found.group(1)) > 50
+
+
+# A 200G host port on half of a split in-band leaf port takes a 1:2 splitter: multimode to 50 m, single-mode (DR4
+# modules in 200G mode) to 100 m, NVIDIA's reach for single-port DR4 host optics. The in-band leaves stand in the
+# central racks, so a hall of many short rows (one server per rack, four racks a row) puts hosts beyond that: a
+# located refusal saying what to change, not a planner fault.
+_SPLIT_REACH = re.compile(r"no catalog 1:2 splitter fibre reaches ([0-9.]+) m .* reaches ([0-9.]+) m: bring the hosts")
+
+
+def _beyond_split_port_reach(message: str) -> bool:
+    found = _SPLIT_REACH.search(message)
+    return found is not None and float(found.group(1)) > float(found.group(2))
+
+
+_FAR_INBAND = """name: far-inband
+site:
+  rack_power_budget_kw: 15
+  cooling: air
+  racks_per_row: {racks_per_row}
+  power_feed: {{voltage_v: 415, phases: 3, breaker_a: 60, redundancy: "2N"}}
+compute: {{server: dgx-b200, servers: 192}}
+compute_fabric: {{scalable_unit_servers: 4}}
+parallel_filesystem: {{kind: lustre}}
+"""
+
+
+def test_in_band_hosts_beyond_any_splitter_reach_are_refused_with_what_to_change(tmp_path):
+    """192 DGX B200 one to a 15 kW rack, four racks a row: the first server stands 150 m from the central in-band
+    leaves, beyond every split-port cable (a random design CI once hit): exit 2 and a located error, no traceback."""
+    from click.testing import CliRunner
+    from conftest import write_design
+
+    from gpucluster.cli import main
+
+    path = write_design(tmp_path, _FAR_INBAND.format(racks_per_row=4))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    message = result.output
+    assert "design.yaml:2:1: site:" in message
+    assert _beyond_split_port_reach(message), message
+    assert "more racks per row" in message
+
+
+def test_in_band_hosts_within_splitter_reach_plan(tmp_path):
+    """The same cluster in rows of ten racks keeps every in-band run within a splitter's reach and plans."""
+    from conftest import write_design
+
+    from gpucluster import load_design
+
+    plan = plan_design(load_design(write_design(tmp_path, _FAR_INBAND.format(racks_per_row=10))))
+    check_invariants(plan)
+
+
+@pytest.mark.parametrize("servers", [100, 500, 1015, 2000])
+def test_default_design_plans_at_any_size(servers):
+    """The default design resized (1,015 DGX H200 once reserved 10 out-of-band aggregation slots and built 37)."""
+    from gpucluster import load_design
+
+    loaded = load_design(Path(__file__).parent.parent / "designs" / "superpod-h200-4su.yaml")
+    design = Design.model_validate(
+        {**loaded.design.model_dump(exclude_unset=True), "compute": {"server": "dgx-h200", "servers": servers}}
+    )
+    plan = plan_design(design_from_model(design))
+    check_invariants(plan)
+    reserved = [d for d in plan.devices.values() if d.name.startswith("~")]
+    assert not reserved
 
 
 def test_scalable_units_stand_on_the_floor_in_numeric_order_past_99(tmp_path):

@@ -208,7 +208,10 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             raise NoCableFits(
                 f"no catalog 1:2 splitter fibre reaches {longest:.1f} m for the {link.speed_gbps:g}G "
                 f"{technology or ''} link {link.a_device}:{link.a_port} - {link.b_device}:{link.b_port} (half of a "
-                f"split port) on the {link.network} network"
+                f"split port) on the {link.network} network; the longest split-port cable in the catalog reaches "
+                f"{max((c.reach_m for c in parts if c.splits_port), default=0):g} m: bring the hosts nearer the "
+                "central racks' leaves (more racks per row, or more servers per rack with a larger "
+                "site.rack_power_budget_kw)"
             )
         for i in group:
             done[i] = 1

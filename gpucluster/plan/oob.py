@@ -69,6 +69,10 @@ def _build(plan: Plan, r: Resolved, groups: list[LeafGroup], top: list[Device] |
         min_top_switches=2,
         top=top or (),
         final_units=r.final_scalable_units or None,
+        # blocks of half an aggregation switch's ports taken in order, not per SU: the tiers above then grow with
+        # the access switch count alone, so the reservation's dry run (on full access switches) never makes fewer
+        # than the real network (SU-aligned blocks of 31 made a top tier of 31 switches where 32 made 4)
+        fewest_upper_switches=True,
     )
 
 
