@@ -101,6 +101,20 @@ class PlanQueries:
         return index
 
     @cached_property
+    def link_cables(self) -> array[int]:
+        """Link -> the position in ``plan.cables`` of the cable that carries it (-1: a backplane link, no cable)."""
+        index = array("q", [-1]) * len(self._plan.links)
+        for position, cable in enumerate(self._plan.cables):
+            for i in cable.links:
+                index[i] = position
+        return index
+
+    def cable_id(self, link_index: int) -> str | None:
+        """The id of the cable carrying a link (None: a backplane link)."""
+        position = self.link_cables[link_index]
+        return self._plan.cables[position].id if position >= 0 else None
+
+    @cached_property
     def rail_links(self) -> dict[str, dict[int, int]]:
         """Server -> rail -> its compute host link on that rail."""
         links = self._plan.links
