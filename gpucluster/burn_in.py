@@ -175,11 +175,15 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     gpu = plan.part_as(servers[0], GpuServer).gpu
     rack_of = {name: plan.devices[name].rack for name in servers}
 
+    texts: dict[str, str] = {}  # each distinct source and command text once: 115,000 tests share a few dozen
+
     def test(stage: int, subject: str, nodes: Iterable[str], **fields: Any) -> BurnInTest:
         name, scope = _STAGE[stage][1:3]
         nodes = tuple(nodes)
         key = subject.replace(" ", "")
         racks = tuple(sorted({rack_of[n] for n in nodes}))
+        for text in ("source", "command"):
+            fields[text] = texts.setdefault(fields[text], fields[text])
         return BurnInTest(
             id=f"{name}:{key}", stage=stage, test=name, scope=scope, subject=subject, nodes=nodes, racks=racks, **fields
         )
@@ -422,8 +426,8 @@ def _multi_node_tests(
 
 def rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, RailPort]]:
     """server -> rail -> its compute port, HCA, leaf and cable."""
-    cable_of = {index: cable.id for cable in plan.cables for index in cable.links}
-    links = rail_links(plan)
+    queries = plan.queries()
+    links = queries.rail_links
     ports: dict[str, dict[int, RailPort]] = {}
     hcas: dict[str, dict[int, str | None]] = {}
     for node in servers:
@@ -431,7 +435,7 @@ def rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, RailPort]]
         if part_id not in hcas:
             hcas[part_id] = {d.rail: d.os_device for d in port_details(plan.part(node), "compute") if d.rail}
         ports[node] = {
-            rail: _rail_port(rail, hcas[part_id].get(rail), plan.links[index], cable_of.get(index))
+            rail: _rail_port(rail, hcas[part_id].get(rail), plan.links[index], queries.cable_id(index))
             for rail, index in links.get(node, {}).items()
         }
     return ports

@@ -22,7 +22,7 @@ Device power (the rule every view uses):
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -185,6 +185,14 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
     kinds: dict[tuple[str, str, str | None, str | None], tuple] = {}
     links = plan.links
     result: dict[tuple[str, int], CageModule] = {}
+
+    def fit(end: tuple[str, int], module: CageModule | None) -> None:
+        """The module into a cage (a cageless port holds none); a cage two cables share keeps the hungriest."""
+        if module is not None and end[1]:
+            held = result.get(end)
+            if held is None or module.max_w > held.max_w:
+                result[end] = module
+
     for cable in plan.cables:
         kind = (cable.cable_part, cable.network, cable.a_transceiver, cable.b_transceiver)
         modules = kinds.get(kind)
@@ -194,19 +202,12 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
             continue
         if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends (cable_ends, inlined)
             link = links[cable.links[0]]
-            sides: tuple[Collection[tuple[str, int]], ...] = (
-                ((link.a_device, link.a_cage),),
-                ((link.b_device, link.b_cage),),
-            )
-        else:
-            sides = cable_ends(plan, cable)
-        for ends, module in zip(sides, modules, strict=True):
-            if module is None:
-                continue
+            fit((link.a_device, link.a_cage), modules[0])
+            fit((link.b_device, link.b_cage), modules[1])
+            continue
+        for ends, module in zip(cable_ends(plan, cable), modules, strict=True):
             for end in ends:
-                held = result.get(end)
-                if end[1] and (held is None or module.max_w > held.max_w):
-                    result[end] = module
+                fit(end, module)
     return result
 
 
@@ -502,6 +503,26 @@ def rack_feeds(plan: Plan, rack: RackPlan) -> dict[str, list[str]]:
     return dict(feeds)
 
 
+class _FreeOutlets:
+    """A PDU's free outlets in order, kept per type: a cord takes the first free outlet of the type that mates with
+    its inlet, else the first free outlet of any type (an adapter cord). Per type, so that a 131,072-GPU plan's
+    150,000 cords do not each scan and shorten a list of the PDU's outlets."""
+
+    def __init__(self, outlets: list[tuple[str, str]]):
+        self.by_type: dict[str, deque[tuple[int, str]]] = {}  # type -> (position among all outlets, name)
+        for position, (name, kind) in enumerate(outlets):
+            self.by_type.setdefault(kind, deque()).append((position, name))
+
+    def take(self, wanted: str) -> str | None:
+        """The outlet a cord for the `wanted` type takes, now no longer free (None: none is left)."""
+        free = self.by_type.get(wanted)
+        if not free:
+            free = min((q for q in self.by_type.values() if q), key=lambda q: q[0][0], default=None)
+            if free is None:
+                return None
+        return free.popleft()[1]
+
+
 def power_cords(plan: Plan) -> list[PowerCord]:
     """Every PSU's cord to a PDU outlet of its rack, in rack and device order.
 
@@ -518,7 +539,7 @@ def power_cords(plan: Plan) -> list[PowerCord]:
         feed_of = {pdu: name for name, pdus in feeds.items() for pdu in pdus}
         # the pools a PSU's cord may go to: per feed with 2N, the whole rack otherwise
         pools = feeds if redundancy == "2N" else ({"*": list(rack.pdus)} if rack.pdus else {})
-        free = {name: pdu_outlet_names(cast(Pdu, plan.part(name))) for name in rack.pdus}
+        free = {name: _FreeOutlets(pdu_outlet_names(cast(Pdu, plan.part(name)))) for name in rack.pdus}
         turn = dict.fromkeys(pools, 0)
         for device_name in rack.devices:
             psus = getattr(plan.part(device_name), "psus", None)
@@ -531,11 +552,9 @@ def power_cords(plan: Plan) -> list[PowerCord]:
                 pdus = pools[pool]
                 for attempt in range(len(pdus)):
                     pdu = pdus[(turn[pool] + attempt) % len(pdus)]
-                    outlets = free[pdu]
-                    pick = next((o for o in outlets if o[1] == wanted), outlets[0] if outlets else None)
-                    if pick is not None:
-                        outlets.remove(pick)
-                        cords.append(PowerCord(device_name, psu, pdu, pick[0], feed_of[pdu]))
+                    outlet = free[pdu].take(wanted)
+                    if outlet is not None:
+                        cords.append(PowerCord(device_name, psu, pdu, outlet, feed_of[pdu]))
                         turn[pool] = (turn[pool] + attempt + 1) % len(pdus)
                         break
     return cords
