@@ -233,6 +233,26 @@ def test_in_band_hosts_within_splitter_reach_plan(tmp_path):
     check_invariants(plan)
 
 
+def test_a_rail_leaf_shared_by_many_scalable_units_stands_in_the_middle_one(tmp_path):
+    """65 Spectrum-X HGX B200 in SUs of four share each rail's SN5600 across 17 SUs; one server to a 17 kW rack in
+    rows of four put the leaf in SU 1's rack, 101 m from SU 17's servers (a random design CI hit). In the middle
+    SU's network rack every host reaches it."""
+    from conftest import write_design
+
+    from gpucluster import load_design
+
+    path = write_design(
+        tmp_path,
+        "name: x\nsite: {rack_power_budget_kw: 17, racks_per_row: 4}\n"
+        "compute: {server: hgx-b200-spectrum-x, servers: 65}\n"
+        "compute_fabric: {scalable_unit_servers: 4, oversubscription: 1.3333333333333333}\n",
+    )
+    plan = plan_design(load_design(path))
+    check_invariants(plan)
+    leaf = plan.devices["compute-leaf-su01-17-r1"]
+    assert plan.racks[leaf.rack].su == 9
+
+
 @pytest.mark.parametrize("servers", [100, 500, 1015, 2000])
 def test_default_design_plans_at_any_size(servers):
     """The default design resized (1,015 DGX H200 once reserved 10 out-of-band aggregation slots and built 37)."""

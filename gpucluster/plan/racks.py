@@ -291,11 +291,14 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     (a block of SUs under a higher tier) beside that pod's SUs; the top tiers and services central."""
     central = planner.cluster(CENTRAL)
     pod_sus: dict[str, set[int]] = {}
+    served: dict[str, set[int]] = {}  # leaf -> the SUs of the hosts it serves
     for link in plan.links:
         if link.tier == 1:
             leaf = plan.devices[link.a_device]
             if leaf.su is not None:
                 pod_sus.setdefault(link.b_device, set()).add(leaf.su)
+        elif link.tier == 0 and (host_su := plan.devices[link.a_device].su) is not None:
+            served.setdefault(link.b_device, set()).add(host_su)
     by_su: dict[int, list[Device]] = {}
     for device in plan.gpu_nodes():
         if device.nvlink_domain is not None:
@@ -307,7 +310,12 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
             planner.place(cluster, "compute", server, new=i % per_rack == 0)
     for device in plan.devices.values():
         if device.role == "switch" and device.tier == 1 and device.su is not None:
-            planner.place(planner.cluster(f"su{device.su:02d}", device.su), "network", device)
+            # a leaf several SUs share (a rail group: an SN5600 serves 64 hosts, so smaller SUs share its rails)
+            # stands in the network rack of the middle SU it serves, not the first: 17 SUs of four servers one
+            # to a rack in rows of four put SU 17's servers 101 m from SU 1's rack, beyond every host optic
+            sus = sorted(served.get(device.name, ())) or [device.su]
+            home = sus[(len(sus) - 1) // 2]
+            planner.place(planner.cluster(f"su{home:02d}", home), "network", device)
     central_devices: list[tuple[str, Device]] = []
     for device in plan.devices.values():
         if device.role == "switch" and device.tier == 2 and device.pod is not None and device.name in pod_sus:
