@@ -36,7 +36,11 @@ class _Rack:
     nvlink_domain: str | None = None
 
     def fits(self, device: Device, power_w: float, budget_w: float) -> bool:
-        return self.next_u + math.ceil(device.u_height) - 1 <= self.height_u and self.power_max_w + power_w <= budget_w
+        return self.has_room(math.ceil(device.u_height), power_w, budget_w)
+
+    def has_room(self, units: int, power_w: float, budget_w: float) -> bool:
+        """Whether `units` more rack units drawing `power_w` more fit above the devices already in."""
+        return self.next_u + units - 1 <= self.height_u and self.power_max_w + power_w <= budget_w
 
 
 @dataclass
@@ -127,10 +131,7 @@ class RackPlanner:
         """The first rack with room (U and power budget) for all the devices together, or None."""
         units = sum(math.ceil(d.u_height) for d in devices)
         power = sum(self.power_w(d) for d in devices)
-        for rack in racks:
-            if rack.next_u + units - 1 <= rack.height_u and rack.power_max_w + power <= self.budget_w:
-                return rack
-        return None
+        return next((rack for rack in racks if rack.has_room(units, power, self.budget_w)), None)
 
     def layout(self, plan: Plan, order: list[str]) -> None:
         """Name the racks by row and position, give them floor coordinates and record them in the plan.
@@ -292,13 +293,17 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     central = planner.cluster(CENTRAL)
     pod_sus: dict[str, set[int]] = {}
     served: dict[str, set[int]] = {}  # leaf -> the SUs of the hosts it serves
+    storage_hosts: list[tuple[str, str]] = []  # (host, leaf) of every storage-network host link
     for link in plan.links:
         if link.tier == 1:
             leaf = plan.devices[link.a_device]
             if leaf.su is not None:
                 pod_sus.setdefault(link.b_device, set()).add(leaf.su)
-        elif link.tier == 0 and (host_su := plan.devices[link.a_device].su) is not None:
-            served.setdefault(link.b_device, set()).add(host_su)
+        elif link.tier == 0:
+            if link.network == "storage":
+                storage_hosts.append((link.a_device, link.b_device))
+            if (host_su := plan.devices[link.a_device].su) is not None:
+                served.setdefault(link.b_device, set()).add(host_su)
     by_su: dict[int, list[Device]] = {}
     for device in plan.gpu_nodes():
         if device.nvlink_domain is not None:
@@ -341,7 +346,7 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
         for _purpose, device in central_devices:
             planner.place(central, "management", device)
         return
-    _place_central(planner, central, _storage_beside_its_leaves(plan, central_devices))
+    _place_central(planner, central, _storage_beside_its_leaves(central_devices, storage_hosts))
 
 
 def _place_central(planner: RackPlanner, central: Cluster, devices: list[tuple[str, Device]]) -> None:
@@ -366,7 +371,9 @@ def _place_central(planner: RackPlanner, central: Cluster, devices: list[tuple[s
             planner.place(central, purpose, device)
 
 
-def _storage_beside_its_leaves(plan: Plan, central_devices: list[tuple[str, Device]]) -> list[tuple[str, Device]]:
+def _storage_beside_its_leaves(
+    central_devices: list[tuple[str, Device]], storage_hosts: list[tuple[str, str]]
+) -> list[tuple[str, Device]]:
     """The central devices in placing order, each group of storage-network leaves racked right after the
     appliances (and the storage fabric's UFM) cabled to them.
 
@@ -375,14 +382,15 @@ def _storage_beside_its_leaves(plan: Plan, central_devices: list[tuple[str, Devi
     filled 52 racks over three rows, and an appliance's 200G port needs a splitter cable that reaches 30 m
     at most. A group is the appliances and leaves joined by host links (a dual-homed appliance joins its
     a- and b-leaf); it takes the place of its first member, so a filesystem on one leaf pair keeps its order.
+    `storage_hosts` are the storage network's (host, leaf) links, gathered in pack_devices' one pass over the links.
     """
     central = {device.name for _purpose, device in central_devices}
     groups: UnionFind = UnionFind()
     leaves: set[str] = set()
-    for link in plan.links:
-        if link.network == "storage" and link.tier == 0 and link.a_device in central and link.b_device in central:
-            leaves.add(link.b_device)
-            groups.union(link.a_device, link.b_device)
+    for host, leaf in storage_hosts:
+        if host in central and leaf in central:
+            leaves.add(leaf)
+            groups.union(host, leaf)
     grouped = set(groups.parents)
     members: dict[str, list[tuple[str, Device]]] = {}
     for entry in central_devices:
