@@ -38,9 +38,7 @@ def _literal_block(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 BlockDumper.add_representer(str, _literal_block)
 
 
-def dump(
-    document: object, *, blocks: bool = False, width: int | None = None, allow_unicode: bool = False
-) -> str:
+def dump(document: object, *, blocks: bool = False, width: int | None = None, allow_unicode: bool = False) -> str:
     """One YAML document, keys in the order written (``blocks``: multi-line strings as literal blocks)."""
     return yaml.dump(
         document, Dumper=BlockDumper if blocks else Dumper, sort_keys=False, width=width, allow_unicode=allow_unicode
