@@ -23,6 +23,7 @@ from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, netwo
 from gpucluster.floor_plan import floor_plan
 from gpucluster.plan.model import NETWORKS
 from gpucluster.plan.registry import NETWORK_INFO
+from gpucluster.profiling import Cost
 
 EVERY_DESIGN = [n for n in NETWORKS if NETWORK_INFO[n].every_design]  # the networks every plan draws
 
@@ -157,6 +158,22 @@ def test_report_is_the_same_every_build(built: Path, tmp_path: Path) -> None:
     again = write_artifacts(plan, loaded, tmp_path)
     for name in ("report.html", "report.pdf"):
         assert (built / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_report_prepares_its_plan_views_beside_the_other_writers_and_only_its_page_runs_last(tmp_path: Path) -> None:
+    """Side by side, the report's figures, drawings and tables are a job of their own that runs with the other
+    writers (report:prepare); what runs after them all reads their files and renders the page: the same bytes as
+    one writer after another."""
+    loaded, plan = planned(DESIGN)
+    names = ["report", "summary", "power", "bom", "checkpoint"]
+    costs: list[Cost] = []
+    side_by_side = write_artifacts(plan, loaded, tmp_path / "side-by-side", names, jobs=2, costs=costs)
+    one_by_one = write_artifacts(plan, loaded, tmp_path / "one-by-one", names, jobs=1)
+    finished = [cost.name for cost in costs]
+    assert "report:prepare" in finished and finished[-1] == "report"
+    assert finished.index("report:prepare") < len(finished) - 1
+    for name in ("report.html", "report.pdf"):
+        assert (side_by_side / name).read_bytes() == (one_by_one / name).read_bytes(), name
 
 
 def test_small_networks_draw_every_device_and_every_cable_run() -> None:

@@ -47,6 +47,11 @@ ARTIFACTS: dict[str, str | Writer] = {
 # Writers that read what the others wrote (the report links to every file and shows their charts) run after them,
 # whatever order the registry or --only gives.
 RUNS_LAST: frozenset[str] = frozenset({"report"})
+# A writer that runs last may do the part of its work that reads no other file beforehand, side by side with the
+# others: its module's ``prepare(plan, loaded, folder)`` runs as the job ``<name>:prepare`` (placed by SLOW_FIRST) and
+# shares (``share``) what it made for its ``write``, which then does only what reads the others' files. The report's
+# figures, drawings and tables take seconds at scale; one after another (one job), ``write`` does it all.
+PREPARE = ":prepare"
 # Writers that take longest at scale start first when writers run side by side, longest first (measured at 131,072
 # GPUs with `gpucluster build --profile`), so that short ones fill the end; the others follow in registry order.
 SLOW_FIRST: tuple[str, ...] = (
@@ -56,6 +61,7 @@ SLOW_FIRST: tuple[str, ...] = (
     "netbox",
     "burn-in",
     "bom",
+    "report:prepare",
     "monitoring",
     "plan",
     "checkpoint",
@@ -99,7 +105,10 @@ def writer(name: str) -> Writer:
 def writer_jobs(name: str, plan: Plan) -> list[tuple[str, Writer]]:
     """An artifact's writing as independent jobs, for writers side by side: [(name, its write)], or where its
     module splits its files into parts (``parts(plan) -> names`` and ``write_part(plan, loaded, folder, part)``,
-    e.g. the cable schedule's CSV and its workbooks) one job per part, named ``artifact:part``."""
+    e.g. the cable schedule's CSV and its workbooks) one job per part, named ``artifact:part``; ``artifact:prepare`` is
+    the prepare job of a writer that runs last (PREPARE)."""
+    if name.endswith(PREPARE):
+        return [(name, importlib.import_module(str(ARTIFACTS[name.removesuffix(PREPARE)])).prepare)]
     entry = ARTIFACTS[name]
     if callable(entry):
         return [(name, entry)]
@@ -147,7 +156,7 @@ def write_artifacts(
             if jobs > 1 and len(names) > 1 and hasattr(os, "fork"):
                 from gpucluster.artifacts._workers import run_parallel
 
-                work = [(name, name in RUNS_LAST) for name in names]
+                work = [(name, name in RUNS_LAST) for name in sorted(names + _preparations(names), key=_order)]
                 jobs_of = functools.partial(writer_jobs, plan=plan)
                 run_parallel(plan, loaded, staging, work, jobs_of, jobs, say, costs, sampler)
             else:
@@ -195,6 +204,17 @@ def _remove_stale_staging(final: Path) -> None:
     for stale in final.parent.glob(f".{final.name}.*.tmp"):
         if stale.is_dir() and not stale.is_symlink():
             shutil.rmtree(stale, ignore_errors=True)
+
+
+def _preparations(names: list[str]) -> list[str]:
+    """The prepare jobs (PREPARE) of the writers among `names` that run last and have one."""
+    return [
+        name + PREPARE
+        for name in names
+        if name in RUNS_LAST
+        and isinstance(ARTIFACTS[name], str)
+        and hasattr(importlib.import_module(str(ARTIFACTS[name])), "prepare")
+    ]
 
 
 def _order(name: str) -> tuple[bool, int, int]:

@@ -20,7 +20,7 @@ import hostlist
 from markupsafe import Markup
 
 from gpucluster import progress
-from gpucluster.artifacts import shared
+from gpucluster.artifacts import share, shared
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
@@ -54,12 +54,27 @@ FOLDER_FILES_LISTED = 24  # a folder with more files is listed as one row
 RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front and rear elevations, drawn by the printouts writer
 
 
+PREPARED = "report:plan-views"  # the key its prepare() shares its views of the plan under (artifacts.share)
+
+
+def prepare(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+    """The report's work that reads no other file (figures, drawings, floor plan, tables), done side by side with
+    the other writers (artifacts.RUNS_LAST runs this first): its views of the plan are shared for `write`, which then
+    only reads the other files, fills the page and renders the PDF."""
+    share(PREPARED, plan_views(plan))
+
+
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     """report.html, then report.pdf; the progress display counts the steps (figures and HTML, PDF layout, drawing)."""
     say = progress.current()
     say.update(0, 3, "steps")
+    views = shared(PREPARED)  # prepare()'s, when it ran earlier in this build
     bom = shared("bom")  # the BOM writer's, when it ran earlier in this build: counting it is seconds at scale
-    html = report_html(plan, folder, bom if isinstance(bom, Bom) else bom_for(plan, loaded))
+    html = _page(
+        folder,
+        views if isinstance(views, dict) else plan_views(plan),
+        bom if isinstance(bom, Bom) else bom_for(plan, loaded),
+    )
     (folder / HTML).write_text(html, encoding="utf-8")
     say.update(1, 3, "steps")
     write_pdf(html, folder / PDF, laid_out=lambda: say.update(2, 3, "steps"))
@@ -69,37 +84,52 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
     """The report page for a plan whose other artifacts are in `folder` (priced from the design's price list
     when `bom` is given, else unpriced)."""
-    bom = bom or build_bom(plan)
+    return _page(folder, plan_views(plan), bom or build_bom(plan))
+
+
+def plan_views(plan: Plan) -> dict:
+    """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
     budget = power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
-    artifacts = _artifacts(folder)
-    return render(
-        "report/report.html",
-        name=plan.name,
-        description=getattr(plan.design, "description", "") or "",
-        figures=_key_figures(plan, budget, checkpoint, bom),
-        findings=_findings(plan),
-        deviations=[vars_of(d) for d in deviations(plan)],
-        assumptions=[vars_of(a) for a in assumptions(plan)],
-        severity_counts=Counter(f.severity for f in plan.findings),
-        severities=SEVERITIES,
-        networks=[_network(plan, network) for network in networks_drawn(plan)],
-        floor=_floor(plan),
-        elevations=_elevations(plan, folder),
-        power=_power(budget),
-        schedulers=_schedulers(plan),
-        rack_scale=_rack_scale(plan, budget, checkpoint),
-        checkpoint=_checkpoint(checkpoint),
-        bom=_bom(bom),
-        charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
-        artifacts=artifacts,
-        written={a["path"] for a in artifacts},
-        limits={
+    return {
+        "name": plan.name,
+        "description": getattr(plan.design, "description", "") or "",
+        "figures": _key_figures(plan, budget, checkpoint),
+        "rules_figure": _rules_figure(plan),
+        "findings": _findings(plan),
+        "deviations": [vars_of(d) for d in deviations(plan)],
+        "assumptions": [vars_of(a) for a in assumptions(plan)],
+        "severity_counts": Counter(f.severity for f in plan.findings),
+        "severities": SEVERITIES,
+        "networks": [_network(plan, network) for network in networks_drawn(plan)],
+        "floor": _floor(plan),
+        "power": _power(budget),
+        "schedulers": _schedulers(plan),
+        "rack_scale": _rack_scale(plan, budget, checkpoint),
+        "checkpoint": _checkpoint(checkpoint),
+        "elevation_racks": _elevation_racks(plan),
+        "limits": {
             "detail": DETAIL_MAX_PER_LEVEL,
             "boxes": MAX_BOXES_PER_LEVEL,
             "floor": FLOOR_LABEL_MAX_RACKS,
             "floor_elements": f"{FLOOR_ELEMENT_MAX_RACKS:,}",
         },
+    }
+
+
+def _page(folder: Path, views: dict, bom: Bom) -> str:
+    """The report page: the plan's views, the BOM's, and what reads the other files of the build in `folder`."""
+    artifacts = _artifacts(folder)
+    values = dict(views)
+    values["figures"] = [*views["figures"], _bom_figure(bom), values.pop("rules_figure")]
+    return render(
+        "report/report.html",
+        **values,
+        elevations=_elevations(values.pop("elevation_racks"), folder),
+        bom=_bom(bom),
+        charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
+        artifacts=artifacts,
+        written={a["path"] for a in artifacts},
         style=Markup(render("report/style.css")),
     )
 
@@ -246,8 +276,9 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     }
 
 
-def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom: Bom) -> list[tuple[str, str, str]]:
-    """(label, value, note) for the first page: what a reviewer checks first."""
+def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> list[tuple[str, str, str]]:
+    """(label, value, note) for the first page, what a reviewer checks first: those read from the plan (the BOM's
+    and the design rules' follow)."""
     t = plan.totals
     s = plan.settings
     compute = plan.analysis_of("compute")
@@ -308,25 +339,27 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis, bom
                 reserve_line(reserve).removeprefix("growth reserve: "),
             )
         )
-    prices = bom.price_totals()
-    figures.append(
-        (
-            "Bill of materials",
-            "; ".join(f"{total:,.0f} {currency}" for currency, total in prices.items()) or f"{len(bom.lines):,} lines",
-            f"{len(bom.lines):,} lines, {len(bom.unpriced())} unpriced (price list {bom.price_list})"
-            if bom.price_list
-            else "no price list in the design",
-        )
-    )
-    counts = Counter(f.severity for f in plan.findings)
-    figures.append(
-        (
-            "Design rules",
-            f"{_count(counts['error'], 'error')}, {_count(counts['warning'], 'warning')}",
-            f"{_count(counts['advisory'], 'advisory', 'advisories')}, {counts['ok']} passed",
-        )
-    )
     return figures
+
+
+def _bom_figure(bom: Bom) -> tuple[str, str, str]:
+    prices = bom.price_totals()
+    return (
+        "Bill of materials",
+        "; ".join(f"{total:,.0f} {currency}" for currency, total in prices.items()) or f"{len(bom.lines):,} lines",
+        f"{len(bom.lines):,} lines, {len(bom.unpriced())} unpriced (price list {bom.price_list})"
+        if bom.price_list
+        else "no price list in the design",
+    )
+
+
+def _rules_figure(plan: Plan) -> tuple[str, str, str]:
+    counts = Counter(f.severity for f in plan.findings)
+    return (
+        "Design rules",
+        f"{_count(counts['error'], 'error')}, {_count(counts['warning'], 'warning')}",
+        f"{_count(counts['advisory'], 'advisory', 'advisories')}, {counts['ok']} passed",
+    )
 
 
 def _count(n: int, singular: str, plural: str = "") -> str:
@@ -563,15 +596,20 @@ def _bom(bom: Bom) -> dict:
     }
 
 
-def _elevations(plan: Plan, folder: Path) -> list[dict[str, str]]:
-    """The front and rear elevations of the first rack of each purpose (compute, network, storage, management), as the
-    printouts writer drew it in this build (none when it did not run)."""
+def _elevation_racks(plan: Plan) -> list[tuple[str, str]]:
+    """(purpose, rack) of the first rack of each purpose (compute, network, storage, management), in that order."""
     first: dict[str, str] = {}
     for rack in sorted(plan.racks.values(), key=lambda r: r.name):
         first.setdefault(rack.purpose, rack.name)
+    ordered = sorted(first, key=lambda p: (list(RACK_PURPOSES).index(p) if p in RACK_PURPOSES else 99, p))
+    return [(purpose, first[purpose]) for purpose in ordered]
+
+
+def _elevations(racks: list[tuple[str, str]], folder: Path) -> list[dict[str, str]]:
+    """The front and rear elevations of `racks` ((purpose, rack), _elevation_racks) as the printouts writer drew
+    them in this build (none when it did not run)."""
     shown = []
-    for purpose in sorted(first, key=lambda p: (list(RACK_PURPOSES).index(p) if p in RACK_PURPOSES else 99, p)):
-        name = first[purpose]
+    for purpose, name in racks:
         path = folder / RACK_ELEVATIONS / f"{name}.svg"
         if path.is_file():
             data = base64.b64encode(path.read_bytes()).decode("ascii")
