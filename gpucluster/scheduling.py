@@ -198,16 +198,30 @@ def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
     return sides
 
 
-def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
-    """The compute fabric above ``servers``: merged leaf groups with their servers, the plan's upper switches
-    with the groups or switches under them, and each server's group per tier (for topology labels)."""
-    wanted = set(servers)
+@dataclass(frozen=True)
+class _Fabric:
+    """The compute fabric as every scheduler view reads it, whichever servers it schedules: each leaf's GPU nodes, the
+    merged leaf groups, and per upper tier the switches with what is below each (plan switches, or leaf groups)."""
+
+    tier_names: dict[int, str]
+    leaf_nodes: dict[str, set[str]]
+    groups: list[tuple[str, list[str]]]
+    below: dict[int, dict[str, set[str]]]  # tier -> upper switch -> the leaf groups and switches right below it
+
+
+def _fabric(plan: Plan) -> _Fabric:
+    """The plan's _Fabric, made once per plan (kept with its queries, plan/queries.py): Slurm, Kubernetes, NCCL, the
+    summary and the report each read it, and at 131,072 GPUs it is a pass over half a million edges."""
+    views = plan.queries().views
+    made = views.get("scheduling.fabric")
+    if isinstance(made, _Fabric):
+        return made
     parents: dict[str, set[str]] = defaultdict(set)
     leaf_nodes: dict[str, set[str]] = defaultdict(set)
     graph = plan.graphs["compute"]  # the fabric's topology: one edge per pair of devices, with its link tier
     role = nx.get_node_attributes(graph, "role")
     switch_tier = nx.get_node_attributes(graph, "tier")
-    for (a, b), tier in nx.get_edge_attributes(graph, "tier").items():
+    for a, b, tier in graph.edges(data="tier"):
         if tier == 0:
             host, leaf = (a, b) if role[b] == "switch" else (b, a)
             if is_gpu_node(role[host]):
@@ -215,28 +229,40 @@ def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
         else:
             lower, upper = (a, b) if (switch_tier[a] or 0) < (switch_tier[b] or 0) else (b, a)
             parents[lower].add(upper)
-    tier_names = {t.tier: t.name for t in plan.tiers if t.network == "compute"}
     groups = _leaf_groups(plan, leaf_nodes)
+    group_of = {member: name for name, members in groups for member in members}  # plan leaf -> its group
+    below: dict[int, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    for child, ups in parents.items():
+        name = group_of.get(child, child)
+        for up in ups:
+            below[plan.devices[up].tier or 0][up].add(name)
+    made = _Fabric(
+        {t.tier: t.name for t in plan.tiers if t.network == "compute"},
+        dict(leaf_nodes),
+        groups,
+        {tier: dict(ups) for tier, ups in below.items()},
+    )
+    views["scheduling.fabric"] = made
+    return made
+
+
+def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:
+    """The compute fabric above ``servers``: merged leaf groups with their servers, the plan's upper switches
+    with the groups or switches under them, and each server's group per tier (for topology labels)."""
+    wanted = set(servers)
+    fabric = _fabric(plan)
+    tier_names, leaf_nodes = fabric.tier_names, fabric.leaf_nodes
 
     switches: list[FabricSwitch] = []
-    group_of: dict[str, str] = {}  # plan switch -> scheduler switch it is part of
-    for name, members in groups:
+    for name, members in fabric.groups:
         nodes = sorted(set().union(*(leaf_nodes[m] for m in members)) & wanted)
-        for member in members:
-            group_of[member] = name
         if nodes:
             switches.append(FabricSwitch(name, 1, nodes=tuple(nodes), members=tuple(members)))
     present = {s.name for s in switches}
     top = max(tier_names, default=1)
     for tier in range(2, top + 1):
-        children: dict[str, set[str]] = defaultdict(set)
-        for child, ups in parents.items():
-            below = group_of.get(child, child)
-            if below in present:
-                for up in ups:
-                    if plan.devices[up].tier == tier:
-                        children[up].add(below)
-        for name in sorted(children):
+        children = {up: names & present for up, names in fabric.below.get(tier, {}).items()}
+        for name in sorted(up for up, names in children.items() if names):
             switches.append(FabricSwitch(name, tier, children=tuple(sorted(children[name])), members=(name,)))
             present.add(name)
 

@@ -29,6 +29,9 @@ class PlanQueries:
     def __init__(self, plan: Plan) -> None:
         self._plan = plan
         self._host_leaves: dict[str, dict[str, set[str]]] = {}
+        # derived views several writers read (the scheduling module's compute fabric), each made once by its module
+        # under a key of its own: kept here, so a plan changed after that (refresh=True) makes them again
+        self.views: dict[str, object] = {}
 
     @cached_property
     def links_by_network_tier(self) -> dict[tuple[str, int], array[int]]:
