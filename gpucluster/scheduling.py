@@ -6,6 +6,7 @@ places jobs) read these, so both sides agree on one view of the fabric.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import networkx as nx
@@ -221,7 +222,8 @@ def _fabric(plan: Plan) -> _Fabric:
     graph = plan.graphs["compute"]  # the fabric's topology: one edge per pair of devices, with its link tier
     role = nx.get_node_attributes(graph, "role")
     switch_tier = nx.get_node_attributes(graph, "tier")
-    for a, b, tier in graph.edges(data="tier"):
+    edges: Iterable[tuple[str, str, int | None]] = graph.edges(data="tier")
+    for a, b, tier in edges:
         if tier == 0:
             host, leaf = (a, b) if role[b] == "switch" else (b, a)
             if is_gpu_node(role[host]):
