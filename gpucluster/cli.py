@@ -14,7 +14,7 @@ import click
 
 from gpucluster import profiling
 from gpucluster import progress as progress_display
-from gpucluster.artifacts import ARTIFACTS, default_jobs, write_artifacts
+from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
@@ -229,11 +229,20 @@ def build(
             loaded = load_design(design, data_dirs)
             lock_path = None if no_lock else lock_file or default_lock_path(design)
             lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
-            plan = plan_design(loaded, timed, lock, kept=True)
-            stopwatch.stop()
-            sampler.sample([], force=True)
-            _refuse_rule_errors(plan)
-            folder = write_artifacts(plan, loaded, out_dir, only or None, display, jobs, costs, sampler)
+            with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
+                # the writers of the physical plan alone start on the other CPUs while the rest is planned
+                plan = plan_design(
+                    loaded,
+                    timed,
+                    lock,
+                    kept=True,
+                    physical=lambda physical: writing.start_early(physical, loaded),
+                    jobs=jobs,
+                )
+                stopwatch.stop()
+                sampler.sample(writing.pids(), force=True)
+                _refuse_rule_errors(plan)
+                folder = writing.finish(plan, loaded)
     except DesignError as error:
         _fail(error)
     except MissingSystemLibrary as error:

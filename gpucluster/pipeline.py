@@ -8,8 +8,14 @@ model, burn-in plan; the power budget and the schedulers' view are computed by t
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+import os
+import pickle
+import signal
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import NoReturn, cast
 
 from gpucluster.burn_in import burn_in_plan
 from gpucluster.design.load import LoadedDesign
@@ -17,34 +23,133 @@ from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import analyse
 from gpucluster.plan.build import Progress, build_physical_plan
 from gpucluster.plan.lock import Lock
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import NetworkAnalysis, Plan
 from gpucluster.plan.totals import totals
+from gpucluster.progress import install as install_progress
 from gpucluster.rules import refresh_findings
 from gpucluster.training.checkpoint import checkpoint_facts
 
-__all__ = ["Progress", "plan_design", "refresh_findings"]
+__all__ = ["DERIVED", "Progress", "hide_derived", "plan_design", "refresh_findings"]
+
+# What plan_design computes after the physical plan (Plan's fields, and Settings' that the derived models set)
+DERIVED: tuple[str, ...] = ("analysis", "totals", "facts", "findings", "burn_in")
+DERIVED_SETTINGS: tuple[str, ...] = ("checkpoint",)
 
 
 def plan_design(
-    loaded: LoadedDesign, progress: Progress | None = None, lock: Lock | None = None, *, kept: bool = False
+    loaded: LoadedDesign,
+    progress: Progress | None = None,
+    lock: Lock | None = None,
+    *,
+    kept: bool = False,
+    physical: Callable[[Plan], None] | None = None,
+    jobs: int = 1,
 ) -> Plan:
     """Run every stage up to the design rules: the plan every view reads. A design the planner cannot build
     that no located check caught first (a device no rack can hold, a tier no switch can close) is still bad
     input: it is reported against the design file, never as a traceback. Under a `lock` (plan/lock.py) what it
     holds keeps its place, ports and cable ids. A plan `kept` lives as long as the process (a command's plan):
-    Python's cycle collector then leaves its objects alone for good (gc.freeze)."""
+    Python's cycle collector then leaves its objects alone for good (gc.freeze). `physical` is called with the
+    plan once its physical part is complete (devices, racks, links, graphs, cables, device power: no later stage
+    changes them), before the derived models (DERIVED) are computed: views of the physical plan alone may start
+    there. With `jobs` above 1 (processes planning may use) a large plan's graph analyses run in a forked process
+    while the main one chooses the cables (they read only the links and graphs; the result is the same)."""
     say = progress or (lambda _message: None)
-    with _cycle_collector_paused(freeze=kept):
+    with _cycle_collector_paused(freeze=kept), _AnalysesAside() as aside:
+
+        def linked(plan: Plan) -> None:
+            if jobs > 1 and len(plan.links) >= ASIDE_MIN_LINKS and hasattr(os, "fork"):
+                aside.start(plan)
+
         try:
-            plan = build_physical_plan(loaded, say, lock)
+            plan = build_physical_plan(loaded, say, lock, linked)
         except ValueError as exc:
             raise DesignError([Problem(str(loaded.path), 0, 0, "", f"cannot plan this design: {exc}")]) from None
-        plan.analysis = analyse(plan)
+        if physical is not None:
+            physical(plan)
+        say("analyses and design rules")
+        plan.analysis = aside.result(plan)
         plan.totals = totals(plan)
         plan.settings.checkpoint = checkpoint_facts(plan)
         plan.burn_in = burn_in_plan(plan)
         refresh_findings(plan)
     return plan
+
+
+# Links from which the graph analyses run beside the cabling (below, the fork costs more than it saves)
+ASIDE_MIN_LINKS = 50_000
+
+
+class _AnalysesAside:
+    """The graph analyses (plan/analysis.py) in a forked process while the main process plans the cables: the forked
+    process shares the plan's links and graphs page by page and sends back only the analyses (small typed records)."""
+
+    def __init__(self) -> None:
+        self.pid, self.fd = 0, -1
+
+    def __enter__(self) -> _AnalysesAside:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self.pid:  # planning failed or was interrupted before the result was taken
+            with suppress(ProcessLookupError, ChildProcessError):
+                os.kill(self.pid, signal.SIGTERM)
+                os.waitpid(self.pid, 0)
+            self.pid = 0
+
+    def start(self, plan: Plan) -> None:
+        read, write = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            os.close(write)
+            self.pid, self.fd = pid, read
+            return
+        code = 1
+        try:  # the forked process: analyse, send the result (or the error) and leave without the parent's exit handlers
+            os.close(read)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            install_progress(None)
+            try:
+                payload = pickle.dumps(("done", analyse(plan)), pickle.HIGHEST_PROTOCOL)
+                code = 0
+            except BaseException as error:
+                payload = pickle.dumps(("error", _portable(error)), pickle.HIGHEST_PROTOCOL)
+            with open(write, "wb") as out:
+                out.write(payload)
+        finally:
+            os._exit(code)
+
+    def result(self, plan: Plan) -> dict[str, NetworkAnalysis]:
+        """The analyses: those of the forked process when one was started, else computed here."""
+        if not self.pid:
+            return analyse(plan)
+        with open(self.fd, "rb") as source:
+            self.fd = -1
+            payload = source.read()
+        _pid, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        if not payload:
+            raise RuntimeError(f"the graph analyses' process ended without a result (wait status {status})")
+        kind, value = pickle.loads(payload)
+        if kind == "error":
+            raise value
+        return cast(dict[str, NetworkAnalysis], value)
+
+
+def _portable(error: BaseException) -> BaseException:
+    """The exception itself where it survives pickling, else its traceback as text."""
+    try:
+        copy = pickle.loads(pickle.dumps(error))
+        if type(copy) is type(error) and str(copy) == str(error):
+            return copy
+    except Exception:  # fall back to the text
+        pass
+    return RuntimeError("".join(traceback.format_exception(error)).rstrip())
 
 
 @contextmanager
@@ -64,3 +169,32 @@ def _cycle_collector_paused(freeze: bool) -> Iterator[None]:
             gc.freeze()
         if enabled:
             gc.enable()
+
+
+class NotYetPlanned:
+    """Stands for what the derived stages have not computed yet (hide_derived): any use of it is an error that says
+    which part of the plan was read too early."""
+
+    def __init__(self, name: str):
+        object.__setattr__(self, "_name", name)
+
+    def _fail(self, *_args: object, **_kwargs: object) -> NoReturn:
+        raise RuntimeError(
+            f"plan.{object.__getattribute__(self, '_name')} was read by a view started on the physical plan alone "
+            "(before the derived stages computed it): start that view after planning (artifacts/__init__.py EARLY)"
+        )
+
+    def __getattr__(self, _attribute: str) -> NoReturn:
+        self._fail()
+
+    __iter__ = __len__ = __bool__ = __getitem__ = __contains__ = __eq__ = __hash__ = __reduce_ex__ = _fail
+    __deepcopy__ = __copy__ = __call__ = _fail
+
+
+def hide_derived(plan: Plan) -> None:
+    """Replace what the derived stages compute with stand-ins that fail when read: for a view that runs on the
+    physical plan alone (a copy of it: a forked worker's), so reading something not planned yet cannot go unseen."""
+    for name in DERIVED:
+        setattr(plan, name, NotYetPlanned(name))
+    for name in DERIVED_SETTINGS:
+        setattr(plan.settings, name, NotYetPlanned(f"settings.{name}"))

@@ -11,6 +11,7 @@ from conftest import DESIGNS
 
 import gpucluster.artifacts as artifacts
 from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster.artifacts import Writing
 from gpucluster.artifacts._workers import WriterFailed
 from gpucluster.cli import main
 from gpucluster.errors import DesignError, Problem
@@ -130,9 +131,9 @@ def test_build_profile_prints_each_stage_and_writer_with_seconds_and_memory(tmp_
     result = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--profile", *only])
     assert result.exit_code == 0, result.stderr
     rows = {line[:40].strip(): line[40:].split() for line in result.stderr.splitlines()}
-    for stage in ("plan: load design", "plan: cables", "plan: racks", "plan: graph analyses"):
+    for stage in ("plan: load design", "plan: graphs", "plan: cables", "plan: analyses and design rules"):
         assert rows[stage][0] == "main", result.stderr
-    for writer in ("plan", "summary", "nccl"):
+    for writer in ("plan:records", "plan:head", "summary", "nccl"):  # plan.json in two parts side by side
         where, wall, _cpu, peak, _end = rows[writer]
         assert where == "worker" and float(wall) > 0 and float(peak) > 0, rows[writer]
     assert "peak memory" in result.stderr
@@ -147,3 +148,71 @@ def test_jobs_one_writes_in_the_main_process(tmp_path):
     assert result.exit_code == 0, result.stderr
     rows = {line[:40].strip(): line[40:].split() for line in result.stderr.splitlines()}
     assert rows["plan"][0] == rows["nccl"][0] == "main"
+
+
+def _build(tmp_path, out, *args):
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    return CliRunner().invoke(main, ["build", design, "-o", str(tmp_path / out), "--no-lock", *args])
+
+
+def test_writers_started_while_planning_goes_on_write_the_same_bytes_as_one_process(tmp_path):
+    """The cable schedule and plan.json's records start on the physical plan (EARLY) while the rest is planned."""
+    serial = _build(tmp_path, "serial", "-j", "1")
+    parallel = _build(tmp_path, "parallel", "-j", "2", "--profile")
+    assert serial.exit_code == parallel.exit_code == 0, parallel.output
+    assert _files(tmp_path / "serial") == _files(tmp_path / "parallel")
+    rows = [line.split()[0] for line in parallel.stderr.splitlines() if line[40:].split()[:1] == ["worker"]]
+    assert {"plan:records", "plan:head", "cabling:csv"} <= set(rows)
+
+
+def test_a_writer_started_on_the_physical_plan_that_reads_what_is_derived_later_fails_naming_it(tmp_path):
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    seen = {}
+
+    def reads_totals(plan, loaded, staging):
+        (staging / "totals.txt").write_text(str(plan.totals.cables))
+
+    def reads_cables(plan, loaded, staging):
+        seen["cables"] = len(plan.cables)  # in the worker: not seen here
+        (staging / "cables.txt").write_text(str(len(plan.cables)))
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "nccl", reads_cables)
+        patch.setattr(artifacts, "EARLY", ("nccl",))
+        with Writing(loaded.design.name, tmp_path / "fine", ["nccl", "summary"], jobs=2) as writing:
+            plan = plan_design(loaded, physical=lambda physical: writing.start_early(physical, loaded))
+            folder = writing.finish(plan, loaded)
+        assert (folder / "cables.txt").read_text() == str(len(plan.cables)) and not seen
+        patch.setitem(artifacts.ARTIFACTS, "nccl", reads_totals)
+        early_reader = Writing(loaded.design.name, tmp_path / "early", ["nccl", "summary"], jobs=2)
+        with pytest.raises(RuntimeError, match=r"plan\.totals was read by a view started"), early_reader:
+            plan = plan_design(loaded, physical=lambda physical: early_reader.start_early(physical, loaded))
+            early_reader.finish(plan, loaded)
+    assert not (tmp_path / "early").exists()
+
+
+def _half_then_bad_input(plan, loaded, staging):
+    (staging / "half-written.txt").write_text("partial")
+    raise DesignError([Problem("prices.csv", 3, 1, "unit_price", "not a number")])
+
+
+def test_a_writer_failing_in_a_worker_started_while_planning_exits_2_and_leaves_the_previous_output(tmp_path):
+    assert _build(tmp_path, "out", "-j", "2", "--only", "plan", "--only", "nccl").exit_code == 0
+    folder = tmp_path / "out" / "lab-4-servers"
+    before = _files(folder)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "nccl", _half_then_bad_input)
+        patch.setattr(artifacts, "EARLY", ("nccl",))
+        result = _build(tmp_path, "out", "-j", "2", "--only", "plan", "--only", "nccl")
+    assert result.exit_code == 2 and "prices.csv:3:1: unit_price: not a number" in result.output
+    assert "Traceback" not in result.output
+    assert _files(folder) == before
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [folder.name]
+
+
+def test_a_design_rule_error_after_writers_started_on_the_physical_plan_exits_2_and_writes_nothing(tmp_path):
+    brief = DESIGNS.parent / "tests" / "designs" / "brief-h200-512.yaml"  # fails rule:workload-fits-plan
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["build", str(brief), "-o", str(out), "--no-lock", "-j", "2"])
+    assert result.exit_code == 2 and "rule:workload-fits-plan" in result.output, result.output
+    assert not out.exists()

@@ -14,11 +14,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gpucluster import profiling
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+
+if TYPE_CHECKING:
+    from gpucluster.artifacts._workers import Workers
 
 Writer = Callable[[Plan, LoadedDesign, Path], None]
 
@@ -70,6 +73,14 @@ SLOW_FIRST: tuple[str, ...] = (
 )
 
 
+# Writers, or parts of one ("artifact:part"), that read only the physical plan (devices, racks, links, cables and their
+# power: plan/build.py), not what the pipeline derives from it (pipeline.DERIVED: graphs, analyses, totals, rule facts,
+# findings, burn-in tests): with writers side by side they start as soon as the physical plan is complete, on the CPUs
+# the main process leaves while it computes the rest (in a worker the rest are stand-ins that fail when read). In order
+# of preference (the longest first).
+EARLY: tuple[str, ...] = ("cabling", "plan:records")
+
+
 class _Shared:
     """Values one writer computes that a later one needs too (the report shows the BOM writer's BOM): held for one
     write_artifacts. A writer in a worker process sends its values to the main process (``send``), whose workers
@@ -102,20 +113,34 @@ def writer(name: str) -> Writer:
     return entry if callable(entry) else importlib.import_module(entry).write
 
 
-def writer_jobs(name: str, plan: Plan) -> list[tuple[str, Writer]]:
-    """An artifact's writing as independent jobs, for writers side by side: [(name, its write)], or where its
-    module splits its files into parts (``parts(plan) -> names`` and ``write_part(plan, loaded, folder, part)``,
-    e.g. the cable schedule's CSV and its workbooks) one job per part, named ``artifact:part``; ``artifact:prepare`` is
-    the prepare job of a writer that runs last (PREPARE)."""
+def writer_jobs(name: str, plan: Plan) -> list[tuple[str, Writer, frozenset[str]]]:
+    """An artifact's writing as jobs, for writers side by side: [(name, its write, the jobs to finish before it)], or
+    where its module splits its files into parts (``parts(plan) -> names`` and ``write_part(plan, loaded, folder,
+    part)``, e.g. the cable schedule's CSV and its workbooks) one job per part, named ``artifact:part``; a part that
+    needs others written first names them in the module's ``PART_NEEDS`` (part -> parts). ``artifact:prepare`` is the
+    prepare job of a writer that runs last (PREPARE)."""
     if name.endswith(PREPARE):
-        return [(name, importlib.import_module(str(ARTIFACTS[name.removesuffix(PREPARE)])).prepare)]
+        return [(name, importlib.import_module(str(ARTIFACTS[name.removesuffix(PREPARE)])).prepare, frozenset())]
     entry = ARTIFACTS[name]
     if callable(entry):
-        return [(name, entry)]
+        return [(name, entry, frozenset())]
     module = importlib.import_module(entry)
     if not hasattr(module, "parts"):
-        return [(name, module.write)]
-    return [(f"{name}:{part}", functools.partial(_write_part, module.write_part, part)) for part in module.parts(plan)]
+        return [(name, module.write, frozenset())]
+    needs: dict[str, tuple[str, ...]] = getattr(module, "PART_NEEDS", {})
+    return [
+        (
+            f"{name}:{part}",
+            functools.partial(_write_part, module.write_part, part),
+            frozenset(f"{name}:{before}" for before in needs.get(part, ())),
+        )
+        for part in module.parts(plan)
+    ]
+
+
+def early(job: str) -> bool:
+    """Whether a writer's job reads the physical plan alone (EARLY names it or its artifact)."""
+    return job in EARLY or job.split(":", 1)[0] in EARLY
 
 
 def _write_part(write_part: Callable[..., None], part: str, plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -136,54 +161,139 @@ def write_artifacts(
 
     With `jobs` above 1 the writers run side by side in that many forked worker processes (POSIX only);
     the files are the same either way. Each writer's cost is appended to `costs` when given."""
-    from gpucluster import progress as progress_display
+    with Writing(plan.name, out_dir, only, progress, jobs, costs, sampler) as writing:
+        return writing.finish(plan, loaded)
 
-    say = progress or progress_display.current()
-    costs = [] if costs is None else costs
-    sampler = sampler or profiling.PeakSampler()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    final = out_dir / plan.name
-    _Shared.values.clear()
-    with _build_lock(out_dir), contextlib.ExitStack() as cleanup:
-        cleanup.callback(_Shared.values.clear)
-        _recover(final)
-        _remove_stale_staging(final)
-        staging = Path(tempfile.mkdtemp(prefix=f".{plan.name}.", suffix=".tmp", dir=out_dir))
-        try:
-            chosen = set(only if only is not None else ARTIFACTS)
-            names = sorted(chosen, key=_order)
-            if jobs > 1 and len(names) > 1 and hasattr(os, "fork"):
-                from gpucluster.artifacts._workers import run_parallel
 
-                work = [(name, name in RUNS_LAST) for name in sorted(names + _preparations(names), key=_order)]
-                jobs_of = functools.partial(writer_jobs, plan=plan)
-                run_parallel(plan, loaded, staging, work, jobs_of, jobs, say, costs, sampler)
-            else:
-                for name in names:
-                    say(name)
-                    start, cpu = time.perf_counter(), profiling.cpu_seconds()
-                    writer(name)(plan, loaded, staging)
-                    costs.append(
-                        profiling.Cost(
-                            name,
-                            "writer",
-                            "main",
-                            time.perf_counter() - start,
-                            profiling.cpu_seconds() - cpu,
-                            profiling.peak_rss_mib(),
-                            profiling.rss_mib(),
-                        )
+class Writing:
+    """One build's writing of its artifacts, as a context. `start_early` may start the writers of the physical plan
+    alone (EARLY) while planning goes on; `finish` writes the rest and swaps the staging folder in. The output folder's
+    lock and the staging folder are taken when the first of them is called. Leaving the context on an error (a
+    writer's, or planning's: a design rule) stops the writers still running and removes the staging folder (and the
+    output folder, when this build made it and it is empty): nothing half-written."""
+
+    def __init__(
+        self,
+        name: str,
+        out_dir: Path | str,
+        only: Iterable[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+        jobs: int = 1,
+        costs: list[profiling.Cost] | None = None,
+        sampler: profiling.PeakSampler | None = None,
+    ) -> None:
+        from gpucluster import progress as progress_display
+
+        self.say = progress or progress_display.current()
+        self.costs = [] if costs is None else costs
+        self.sampler = sampler or profiling.PeakSampler()
+        self.out_dir = Path(out_dir)
+        self.final = self.out_dir / name
+        self.names = sorted(set(only if only is not None else ARTIFACTS), key=_order)
+        side_by_side = len(self.names) > 1 or any(early(name) or _splits(name) for name in self.names)
+        self.jobs = jobs if jobs > 1 and side_by_side and hasattr(os, "fork") else 1
+        self.workers: Workers | None = None
+        self.staging = Path()
+        self._opened: contextlib.ExitStack | None = None
+
+    def __enter__(self) -> Writing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._opened is not None:
+            self._opened.close()
+            self._opened = None
+
+    def _open(self) -> None:
+        """Take the output folder's lock and make the staging folder (once)."""
+        if self._opened is not None:
+            return
+        with contextlib.ExitStack() as stack:
+            if not self.out_dir.is_dir():
+                self.out_dir.mkdir(parents=True, exist_ok=True)
+                stack.callback(_remove_if_empty, self.out_dir)  # last: after the lock is let go
+            _Shared.values.clear()
+            stack.enter_context(_build_lock(self.out_dir))
+            stack.callback(_Shared.values.clear)
+            _recover(self.final)
+            _remove_stale_staging(self.final)
+            self.staging = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.", suffix=".tmp", dir=self.out_dir))
+            stack.callback(shutil.rmtree, self.staging, ignore_errors=True)  # gone already once swapped in
+            if self.jobs > 1:
+                from gpucluster.artifacts._workers import Workers
+
+                self.workers = Workers(self.staging, self.jobs, self.say, self.costs, self.sampler)
+                stack.callback(self.workers.stop)
+            self._opened = stack.pop_all()
+
+    def pids(self) -> list[int]:
+        """The worker processes running now (for the memory sampler)."""
+        return self.workers.pids() if self.workers is not None else []
+
+    def start_early(self, plan: Plan, loaded: LoadedDesign) -> None:
+        """The physical plan is complete (pipeline.plan_design's `physical`): start the writers of it alone (EARLY),
+        longest first, on the CPUs planning leaves, when writers run side by side."""
+        if self.jobs == 1:
+            return
+        self._open()
+        assert self.workers is not None
+        ready = [
+            (label, write)
+            for name in sorted(self.names, key=_early_order)
+            if early(name) or any(entry.startswith(f"{name}:") for entry in EARLY)
+            for label, write, needs in writer_jobs(name, plan)
+            if early(label) and not needs
+        ]
+        self.workers.start_early(plan, loaded, ready)
+
+    def finish(self, plan: Plan, loaded: LoadedDesign) -> Path:
+        """Write the artifacts not written yet (wait for those started early) and swap the staging folder in."""
+        self._open()
+        if self.workers is not None:
+            work = [(name, name in RUNS_LAST) for name in sorted(self.names + _preparations(self.names), key=_order)]
+            self.workers.run(plan, loaded, work, functools.partial(writer_jobs, plan=plan))
+        else:
+            for name in self.names:
+                self.say(name)
+                start, cpu = time.perf_counter(), profiling.cpu_seconds()
+                writer(name)(plan, loaded, self.staging)
+                self.costs.append(
+                    profiling.Cost(
+                        name,
+                        "writer",
+                        "main",
+                        time.perf_counter() - start,
+                        profiling.cpu_seconds() - cpu,
+                        profiling.peak_rss_mib(),
+                        profiling.rss_mib(),
                     )
-                    sampler.sample([])
-                finish = getattr(say, "end", None)
-                if finish is not None and names:
-                    finish(names[-1])
-            _swap(staging, final)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-    return final
+                )
+                self.sampler.sample([])
+            finish = getattr(self.say, "end", None)
+            if finish is not None and self.names:
+                finish(self.names[-1])
+        _swap(self.staging, self.final)
+        return self.final
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """A folder this build made, when a failed build left nothing in it."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def _splits(name: str) -> bool:
+    """Whether an artifact's module writes its files as parts (its module is imported to tell)."""
+    entry = ARTIFACTS.get(name)
+    return isinstance(entry, str) and hasattr(importlib.import_module(entry), "parts")
+
+
+def _early_order(name: str) -> int:
+    """Writers with early jobs in EARLY's order."""
+    for index, entry in enumerate(EARLY):
+        if entry == name or entry.startswith(f"{name}:"):
+            return index
+    return len(EARLY)
 
 
 @contextlib.contextmanager

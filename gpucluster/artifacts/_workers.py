@@ -16,6 +16,7 @@ import contextlib
 import gc
 import os
 import pickle
+import select
 import signal
 import sys
 import time
@@ -28,6 +29,7 @@ from typing import cast
 from gpucluster import profiling, progress
 from gpucluster.artifacts import _Shared
 from gpucluster.design.load import LoadedDesign
+from gpucluster.pipeline import hide_derived
 from gpucluster.plan.model import Plan
 
 Write = Callable[[Plan, LoadedDesign, Path], None]
@@ -40,14 +42,155 @@ class WriterFailed(RuntimeError):
 class _PipeReporter:
     """A worker's reporter: progress goes to the main process, which draws it."""
 
-    def __init__(self, conn: Connection, name: str):
-        self.conn, self.name = conn, name
+    def __init__(self, conn: Connection, name: str, quiet_when_full: bool = False):
+        self.conn, self.name, self.quiet_when_full = conn, name, quiet_when_full
 
     def __call__(self, stage: str) -> None:
         pass
 
     def update(self, done: int, total: int | None, unit: str) -> None:
+        # a worker started while the main process still plans is not read until planning ends: it skips a report
+        # rather than wait for room in the pipe (the next report says as much)
+        if self.quiet_when_full and not select.select([], [self.conn], [], 0)[1]:
+            return
         self.conn.send(("progress", done, total, unit))
+
+
+Job = tuple[str, "Write | None", bool, frozenset[str]]  # (name, its write or None: not split yet, runs last, after)
+
+
+class Workers:
+    """The worker processes of one build's writers: some may start while the main process is still planning
+    (`start_early`, on the physical plan), the rest once it has finished (`run`); `stop` ends any still running."""
+
+    def __init__(
+        self,
+        staging: Path,
+        jobs: int,
+        reporter: progress.Reporter | Callable[[str], None],  # a plain callable only hears writer names
+        costs: list[profiling.Cost],
+        sampler: profiling.PeakSampler,
+    ) -> None:
+        self.staging, self.jobs, self.reporter, self.costs, self.sampler = staging, jobs, reporter, costs, sampler
+        self.running: dict[Connection, tuple[str, int, float]] = {}  # conn -> (writer, pid, start)
+        self.done: set[str] = set()
+        self.started: set[str] = set()
+
+    def pids(self) -> list[int]:
+        return [pid for _name, pid, _start in self.running.values()]
+
+    def start_early(self, plan: Plan, loaded: LoadedDesign, work: Sequence[tuple[str, Write]]) -> None:
+        """Start the jobs `work` (views of the physical plan alone) now, while the main process goes on planning: as
+        many as the CPUs the main process leaves (jobs - 1), in the order given. Each sees what the derived stages
+        compute as stand-ins that fail when read (pipeline.hide_derived)."""
+        begin = getattr(self.reporter, "begin", self.reporter)
+        for name, write in work[: max(self.jobs - 1, 0)]:
+            begin(name)
+            conn, pid = _fork(plan, loaded, self.staging, name, write, early=True)
+            self.running[conn] = (name, pid, time.perf_counter())
+            self.started.add(name)
+
+    def run(
+        self,
+        plan: Plan,
+        loaded: LoadedDesign,
+        work: Sequence[tuple[str, bool]],
+        jobs_of: Callable[[str], list[tuple[str, Write, frozenset[str]]]],
+    ) -> None:
+        """Run the writers `work` ((name, runs last), in that order of preference) on up to `jobs` workers, each as the
+        jobs `jobs_of` gives it ((name, write, the jobs it needs finished first); imported only when it is its turn;
+        jobs started early are left out); one that runs last starts only when every other has finished. Returns when
+        every job (those started early too) has finished."""
+        pending: list[Job] = [(name, None, last, frozenset()) for name, last in work]
+        begin = getattr(self.reporter, "begin", self.reporter)
+        update = getattr(self.reporter, "update_stage", None)
+        end = getattr(self.reporter, "end", None)
+        finish_main = getattr(self.reporter, "finish_main", None)
+        if finish_main is not None:  # the main process's last stage (planning) is over: its bar stops its clock
+            finish_main()
+        gc.freeze()  # the plan's objects stay out of the workers' collections, so their pages stay shared
+        try:
+            while pending or self.running:
+                while len(self.running) < self.jobs:
+                    ready = self._next(pending)
+                    if ready is None:
+                        break
+                    name, write, last, _after = pending.pop(ready)
+                    if write is None:  # a writer's turn: its jobs take its place
+                        pending[ready:ready] = [
+                            (label, job, last, needs)
+                            for label, job, needs in jobs_of(name)
+                            if label not in self.started
+                        ]
+                        continue
+                    begin(name)
+                    conn, pid = _fork(plan, loaded, self.staging, name, write)
+                    self.running[conn] = (name, pid, time.perf_counter())
+                    self.started.add(name)
+                if not self.running:  # nothing can start: a job waits for one that is not in this build
+                    waiting = ", ".join(f"{name} (after {', '.join(sorted(after))})" for name, _w, _l, after in pending)
+                    raise WriterFailed(f"writer jobs wait for jobs that do not run: {waiting}")
+                self._collect(update, end)
+        finally:
+            gc.unfreeze()
+
+    def _next(self, pending: list[Job]) -> int | None:
+        """The first pending job that may start now: not one that runs last while others run or wait, nor one whose
+        jobs before it have not finished."""
+        for index, (_name, _write, last, after) in enumerate(pending):
+            if last and (self.running or index > 0):
+                return None
+            if after <= self.done:
+                return index
+        return None
+
+    def _collect(self, update: Callable[..., None] | None, end: Callable[[str], None] | None) -> None:
+        """Wait a moment for the workers: relay their progress and shared values, and collect those that finished."""
+        self.sampler.sample(self.pids())
+        ready = cast(list[Connection], wait(list(self.running), timeout=0.25))  # wait returns what it was given
+        for conn in ready:
+            name, pid, start = self.running[conn]
+            try:
+                message = conn.recv()
+            except EOFError:
+                message = ("gone",)
+            if message[0] == "progress":
+                if update is not None:
+                    update(name, *message[1:])
+                continue
+            if message[0] == "shared":  # a value for the writers forked from now on (artifacts.share)
+                _Shared.values[message[1]] = message[2]
+                continue
+            del self.running[conn]
+            conn.close()
+            _pid, status, usage = os.wait4(pid, 0)
+            if message[0] != "done":
+                raise _failure(name, message, status)
+            self.done.add(name)
+            self.costs.append(
+                profiling.Cost(
+                    name,
+                    "writer",
+                    "worker",
+                    time.perf_counter() - start,
+                    usage.ru_utime + usage.ru_stime,
+                    usage.ru_maxrss / 1024,
+                    message[1],
+                )
+            )
+            if end is not None:
+                end(name)
+
+    def stop(self) -> None:
+        """An error or an interrupt: stop the workers still running."""
+        for conn, (_name, pid, _start) in list(self.running.items()):
+            try:
+                os.kill(pid, signal.SIGTERM)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            conn.close()
+        self.running.clear()
 
 
 def run_parallel(
@@ -55,78 +198,23 @@ def run_parallel(
     loaded: LoadedDesign,
     staging: Path,
     work: Sequence[tuple[str, bool]],
-    jobs_of: Callable[[str], list[tuple[str, Write]]],
+    jobs_of: Callable[[str], list[tuple[str, Write, frozenset[str]]]],
     jobs: int,
-    reporter: progress.Reporter | Callable[[str], None],  # a plain callable only hears writer names
+    reporter: progress.Reporter | Callable[[str], None],
     costs: list[profiling.Cost],
     sampler: profiling.PeakSampler,
 ) -> None:
-    """Run the writers `work` ((name, runs last), in that order of preference) on up to `jobs` workers, each as the
-    jobs `jobs_of` gives it (imported only when it is its turn); one that runs last starts only when every other
-    has finished."""
-    pending: list[tuple[str, Write | None, bool]] = [(name, None, last) for name, last in work]
-    running: dict[Connection, tuple[str, int, float]] = {}  # conn -> (writer, pid, start)
-    begin = getattr(reporter, "begin", reporter)
-    update = getattr(reporter, "update_stage", None)
-    end = getattr(reporter, "end", None)
-    finish_main = getattr(reporter, "finish_main", None)
-    if finish_main is not None:  # the main process's last stage (planning) is over: its bar stops its clock
-        finish_main()
-    gc.freeze()  # the plan's objects stay out of the workers' collections, so their pages stay shared
+    """Run the writers `work` side by side (Workers.run), none started early."""
+    workers = Workers(staging, jobs, reporter, costs, sampler)
     try:
-        while pending or running:
-            while pending and len(running) < jobs and not (pending[0][2] and running):
-                name, write, last = pending.pop(0)
-                if write is None:  # a writer's turn: its jobs take its place
-                    pending[:0] = [(label, job, last) for label, job in jobs_of(name)]
-                    continue
-                begin(name)
-                conn, pid = _fork(plan, loaded, staging, name, write)
-                running[conn] = (name, pid, time.perf_counter())
-            sampler.sample([pid for _name, pid, _start in running.values()])
-            ready = cast(list[Connection], wait(list(running), timeout=0.25))  # wait returns what it was given
-            for conn in ready:
-                name, pid, start = running[conn]
-                try:
-                    message = conn.recv()
-                except EOFError:
-                    message = ("gone",)
-                if message[0] == "progress":
-                    if update is not None:
-                        update(name, *message[1:])
-                    continue
-                if message[0] == "shared":  # a value for the writers forked from now on (artifacts.share)
-                    _Shared.values[message[1]] = message[2]
-                    continue
-                del running[conn]
-                conn.close()
-                _pid, status, usage = os.wait4(pid, 0)
-                if message[0] != "done":
-                    raise _failure(name, message, status)
-                costs.append(
-                    profiling.Cost(
-                        name,
-                        "writer",
-                        "worker",
-                        time.perf_counter() - start,
-                        usage.ru_utime + usage.ru_stime,
-                        usage.ru_maxrss / 1024,
-                        message[1],
-                    )
-                )
-                if end is not None:
-                    end(name)
+        workers.run(plan, loaded, work, jobs_of)
     finally:
-        gc.unfreeze()
-        for _name, pid, _start in running.values():  # an error or an interrupt: stop the others
-            try:
-                os.kill(pid, signal.SIGTERM)
-                os.waitpid(pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
+        workers.stop()
 
 
-def _fork(plan: Plan, loaded: LoadedDesign, staging: Path, name: str, write: Write) -> tuple[Connection, int]:
+def _fork(
+    plan: Plan, loaded: LoadedDesign, staging: Path, name: str, write: Write, early: bool = False
+) -> tuple[Connection, int]:
     parent_end, child_end = Pipe(duplex=False)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -139,7 +227,11 @@ def _fork(plan: Plan, loaded: LoadedDesign, staging: Path, name: str, write: Wri
     code = 0
     try:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        progress.install(_PipeReporter(child_end, name))
+        if early:  # forked mid-planning: the cycle collector is paused there, and the derived stages still to come
+            gc.freeze()
+            gc.enable()
+            hide_derived(plan)
+        progress.install(_PipeReporter(child_end, name, quiet_when_full=early))
         _Shared.send = lambda key, value: child_end.send(("shared", key, value))
         write(plan, loaded, staging)
         child_end.send(("done", profiling.private_mib()))

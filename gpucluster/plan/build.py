@@ -54,9 +54,12 @@ __all__ = ["Progress", "build_physical_plan"]
 Progress = Callable[[str], None]
 
 
-def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None = None) -> Plan:
-    """The physical plan of a loaded design: devices, racks, links, cables, device power and graphs. Under a
-    `lock` (plan/lock.py) what the lock holds keeps its place, ports and cable ids."""
+def build_physical_plan(
+    loaded: LoadedDesign, say: Progress, lock: Lock | None = None, linked: Callable[[Plan], None] | None = None
+) -> Plan:
+    """The physical plan of a loaded design: devices, racks, links, graphs, cables and device power (complete: no
+    later stage changes them). Under a `lock` (plan/lock.py) what the lock holds keeps its place, ports and cable
+    ids. `linked` is called with the plan once its links and graphs are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
     plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
@@ -142,6 +145,10 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None =
         place_under_lock(plan, lock, planner.power_w, planner.budget_w, site.racks_per_row, pitch_mm, site.row_pitch_mm)
         keep_locked_ports(plan, lock)
 
+    say("graphs")
+    plan.graphs = build_graphs(plan)
+    if linked is not None:
+        linked(plan)
     say("cables")
     try:
         add_cables(plan, catalog, site.cabling)
@@ -150,8 +157,6 @@ def build_physical_plan(loaded: LoadedDesign, say: Progress, lock: Lock | None =
     if lock is not None:
         keep_locked_cable_ids(plan, lock)
     plan.device_power = add_optics_power(plan)
-    say("graph analyses")
-    plan.graphs = build_graphs(plan)
     plan.findings += unweighed_parts(plan)
     return plan
 
