@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter
+from typing import Any
 
 import numpy as np
 
@@ -68,6 +69,11 @@ class Choice:
     part_number: str | None
     a_module: str | None  # the transceivers' catalog ids
     b_module: str | None
+    media: str  # the cable's
+    part: str  # the cable's catalog id
+
+
+_UNSEEN: Any = object()  # a kind of link and length not looked up yet
 
 
 def _choice(cable: CablePart, length_m: float, a: Transceiver | None = None, b: Transceiver | None = None) -> Choice:
@@ -80,6 +86,8 @@ def _choice(cable: CablePart, length_m: float, a: Transceiver | None = None, b: 
         cable.part_number_for(length_m),
         a.id if a else None,
         b.id if b else None,
+        cable.media,
+        cable.id,
     )
 
 
@@ -186,8 +194,8 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
                 cable_id(prefix, rack, number),
                 network,
                 group,
-                choice.cable.media,
-                choice.cable.id,
+                choice.media,
+                choice.part,
                 choice.part_number,
                 choice.length_m,
                 run_length_m,
@@ -229,36 +237,62 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             a_module, b_module = b_module, a_module
             rack = devices[link.a_device].rack
         add_cable(rack, link.network, group, choice, longest, a_module, b_module)
+    # the single-link cable of each kind of link and length, by (network, speed, ends, length): the network stands for
+    # its technology (a shorter key than the chooser's, looked up here rather than through a call: a million links)
+    singles: dict[tuple, Choice | None] = {}
+    prefix_of = {network: entry.cable_prefix for network, entry in NETWORK_INFO.items()}
     for index, link in track(enumerate(links), len(links), "links"):
         if done[index]:
             continue
-        technology = technology_of[link.network]
+        network, speed_gbps = link.network, link.speed_gbps
         length = lengths[index]
         end_a, end_b = ends[index]
-        choice = choose(technology, link.speed_gbps, end_a, end_b, length, 1, 1)
+        key = (network, speed_gbps, end_a, end_b, length)
+        choice = singles.get(key, _UNSEEN)
+        if choice is _UNSEEN:
+            choice = singles[key] = choose(technology_of[network], speed_gbps, end_a, end_b, length, 1, 1)
         group = (index,)
         run_length = length
-        for members, twin_end, far_end, split in groups.get(index, ()):
-            if any(done[i] for i in members):
-                continue
-            longest = max(lengths[i] for i in members)
-            shared = choose(technology, link.speed_gbps, twin_end, far_end, longest, 2, split)
-            # copper before fibre whatever the grouping; at equal media the cable carrying more links
-            if shared is not None and (
-                choice is None or (shared.media_rank, -len(members)) < (choice.media_rank, -len(group))
-            ):
-                choice, group, run_length = shared, members, longest
+        options = groups.get(index)
+        if options is not None:
+            for members, twin_end, far_end, split in options:
+                if any(done[i] for i in members):
+                    continue
+                longest = max(lengths[i] for i in members)
+                shared = choose(technology_of[network], speed_gbps, twin_end, far_end, longest, 2, split)
+                # copper before fibre whatever the grouping; at equal media the cable carrying more links
+                if shared is not None and (
+                    choice is None or (shared.media_rank, -len(members)) < (choice.media_rank, -len(group))
+                ):
+                    choice, group, run_length = shared, members, longest
+            if len(group) > 1:  # a single link's own place is never looked at again
+                for i in group:
+                    done[i] = 1
         if choice is None:
+            technology = technology_of[network]
             raise NoCableFits(
-                f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology or ''} link "
+                f"no catalog cable reaches {length:.1f} m for the {speed_gbps:g}G {technology or ''} link "
                 f"{link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
-                f"({end_b.cage_type}) on the {link.network} network"
+                f"({end_b.cage_type}) on the {network} network"
             )
-        if len(group) > 1:  # a single link's own place is never looked at again
-            for i in group:
-                done[i] = 1
+        # add_cable, inline (the same id, numbering and fields)
         rack = devices[link.a_device].rack
-        add_cable(rack, link.network, group, choice, run_length, choice.a_module, choice.b_module)
+        prefix = prefix_of[network]
+        number = counters[(prefix, rack)] = counters.get((prefix, rack), 0) + 1
+        cables.append(
+            Cable(
+                f"{prefix}-{rack}-{number:04d}",
+                network,
+                group,
+                choice.media,
+                choice.part,
+                choice.part_number,
+                choice.length_m,
+                run_length,
+                choice.a_module,
+                choice.b_module,
+            )
+        )
     _one_module_per_twin_cage(plan, ends, by_cage, choose)
 
 
