@@ -240,6 +240,21 @@ def test_a_network_above_the_workbook_size_is_split_by_rows_of_racks_in_cable_or
     assert "compute" in cabling.parts(plan)  # at the default size the 4-SU plan keeps one workbook per network
 
 
+def test_a_networks_or_rows_schedule_is_the_whole_schedules_rows_for_them_in_the_same_order(h200_4su):
+    """cable_rows for one network, or for the cables whose A end stands in some rows of racks, gives exactly the
+    whole schedule's rows for those cables (the same values, splitters included), in cable order."""
+    _loaded, plan = h200_4su
+    every = list(cable_rows(plan))
+    assert len(every) == len(plan.cables) and any(row.links > 1 for row in every)
+    row_of = {rack.name: rack.row for rack in plan.racks.values()}
+    rows = frozenset(sorted({rack.row for rack in plan.racks.values()})[::2])
+    for network in NETWORKS:
+        assert list(cable_rows(plan, network)) == [row for row in every if row.network == network]
+        picked = [row for row in every if row.network == network and row_of[row.a_rack] in rows]
+        assert list(cable_rows(plan, network, rows)) == picked
+    assert list(cable_rows(plan, None, rows)) == [row for row in every if row_of[row.a_rack] in rows]
+
+
 def test_splitter_rows_list_both_host_plugs(written):
     plan, folder = written
     with open(folder / "cabling.csv", newline="", encoding="utf-8") as handle:
