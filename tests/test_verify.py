@@ -16,7 +16,7 @@ from conftest import DESIGNS, planned
 from ibsim_tools import DOWN, UP, discover, needs_ibsim, one_generation, set_port_rate
 from lldpd_tools import Lab, needs_lldpd
 
-from gpucluster.artifacts.verify_expected import net_records, node_description_rows
+from gpucluster.artifacts.verify_expected import net_context, net_records, node_description_rows
 from gpucluster.cli import main
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
@@ -29,10 +29,7 @@ H100_1SU = DESIGNS / "superpod-h100-1su.yaml"
 
 
 def expected_net(plan: Plan, network: str) -> str:
-    links = list(planned_links(plan, network))
-    return render(
-        "verify/expected.net.j2", design=plan.name, network=network, records=net_records(plan, links), links=len(links)
-    )
+    return render("verify/expected.net.j2", **net_context(plan, network, list(planned_links(plan, network))))
 
 
 def _host_link(plan: Plan, server: str, rail: int) -> PlannedLink:

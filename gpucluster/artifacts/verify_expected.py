@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
@@ -63,30 +64,21 @@ _SPLIT_NOTE = " [split half: stand-in port number]"  # short: ibsim's parser rea
 
 
 def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
-    """One record per node (switches by name, then HCAs by name), each with its ports in port order."""
+    """One record per node (switches by name, then HCAs by name), each with its ports in port order: kind, ports,
+    id, description and lines, a line per port (port, peer id, peer port, peer description, rate, cable, ends)."""
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
     ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
     for planned in track(links, len(links), "links"):  # half a million at 131,072 GPUs: rate and ids once a link
         rate, cable = planned.rate, planned.cable
-        ends = (planned.a, planned.b)
-        node_ids = [ids.get(end.node) or _node_id(end, ids) for end in ends]
-        for near, far, far_id in ((ends[0], ends[1], node_ids[1]), (ends[1], ends[0], node_ids[0])):
+        a, b = planned.a, planned.b
+        a_id = ids.get(a.node) or _node_id(a, ids)
+        b_id = ids.get(b.node) or _node_id(b, ids)
+        note = _SPLIT_NOTE if planned.split else ""
+        for near, far, far_id in ((a, b, b_id), (b, a, a_id)):
             record = nodes.get(near.node)
             if record is None:
-                ports = 1
-                if near.switch:
-                    part = plan.devices[near.device].part
-                    if part not in ib_ports:
-                        ib_ports[part] = len(_ib_ports(plan, near.device))
-                    ports = ib_ports[part]
-                record = nodes[near.node] = {
-                    "kind": "Switch" if near.switch else "Ca",
-                    "ports": ports,
-                    "id": _node_id(near, ids),
-                    "description": near.node,
-                    "lines": [],
-                }
+                record = nodes[near.node] = _record(plan, near, ids, ib_ports)
             record["lines"].append(
                 (
                     int(near.node_port),
@@ -95,13 +87,63 @@ def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
                     far.node,
                     rate,
                     cable,
-                    f"{near.device} {near.port} -> {far.device} {far.port}" + _SPLIT_NOTE * planned.split,
+                    f"{near.device} {near.port} -> {far.device} {far.port}{note}",
                 )
             )
     for record in nodes.values():
         record["lines"].sort()
         record["ports"] = max(record["ports"], record["lines"][-1][0])  # a split half's stand-in number
     return sorted(nodes.values(), key=lambda r: (r["kind"] != "Switch", r["description"]))
+
+
+def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str, int]) -> dict:
+    ports = 1
+    if end.switch:
+        part = plan.devices[end.device].part
+        if part not in ib_ports:
+            ib_ports[part] = len(_ib_ports(plan, end.device))
+        ports = ib_ports[part]
+    return {
+        "kind": "Switch" if end.switch else "Ca",
+        "ports": ports,
+        "id": _node_id(end, ids),
+        "description": end.node,
+        "lines": [],
+    }
+
+
+def net_blocks(records: list[dict]) -> Iterator[str]:
+    """Each record's text in the .net file as ibnetdiscover prints it: a blank line, the node line, then each
+    connected port, preceded by the label of its cable (a comment); an HCA's port line repeats ibnetdiscover's
+    "lid 0 lmc 0" of its own port first. Made here rather than in the template: a template's loop over half a
+    million port lines took most of the writer's time (millions of generator steps)."""
+    for r in records:
+        if r["kind"] == "Switch":
+            head = f'\nSwitch\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}" enhanced port 0 lid 0 lmc 0\n'
+            lines = [
+                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t\t# "{peer_node}" lid 0 {rate}\n'
+                for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
+            ]
+        else:
+            head = f'\nCa\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}"\n'
+            lines = [
+                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t\t'
+                f'# lid 0 lmc 0 "{peer_node}" lid 0 {rate}\n'
+                for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
+            ]
+        yield head + "".join(lines)
+
+
+def net_context(plan: Plan, network: str, links: list[PlannedLink]) -> dict[str, object]:
+    """What verify/expected.net.j2 renders for one network's InfiniBand links."""
+    records = net_records(plan, links)
+    return {
+        "design": plan.name,
+        "network": network,
+        "nodes": len(records),
+        "links": len(links),
+        "blocks": net_blocks(records),
+    }
 
 
 def _ib_ports(plan: Plan, device: str) -> list[int]:
@@ -207,14 +249,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     rows: list[tuple[str, ...]] = []
     for network in networks:
         links = _infiniband_links(plan, [network], cables)[network]
-        render_to(
-            out / f"expected-{network}.net",
-            "verify/expected.net.j2",
-            design=plan.name,
-            network=network,
-            records=net_records(plan, links),
-            links=len(links),
-        )
+        render_to(out / f"expected-{network}.net", "verify/expected.net.j2", **net_context(plan, network, links))
         rows += node_description_rows(plan, [network], {network: links})
         del links
     handle = io.StringIO()
