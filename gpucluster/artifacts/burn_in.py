@@ -9,6 +9,8 @@ once per plan); this module renders them.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator
+from functools import lru_cache
 from pathlib import Path
 
 import hostlist
@@ -74,29 +76,39 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 _CSV_COLUMNS = ("order", "stage", "id", "test", "scope", "subject", "nodes", "racks", "metric", "comparison")
+_CSV_HEADER = (*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source")
+# The columns that may hold text a spreadsheet takes for a formula: the comparison ("==") and what comes from a
+# catalog (RDMA device and port names, part numbers in a derivation). Only these are guarded in a file of a row per
+# test (115,000 at 131,072 GPUs); the others are names the planner makes (device names start with a letter, design
+# schema), numbers and our own words.
+_CSV_GUARDED = tuple(_CSV_HEADER.index(name) for name in ("comparison", "command", "links", "source"))
 
 
 def expected_results_csv(tests: list[BurnInTest]) -> str:
     buffer = io.StringIO()
-    writer = GuardedCsvWriter(buffer)
-    writer.writerow((*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source"))
+    writer = GuardedCsvWriter(buffer, _CSV_GUARDED)
+    writer.writerow(_CSV_HEADER)
+    writer.writerows(_expected_rows(tests))
+    return buffer.getvalue()
+
+
+def _expected_rows(tests: list[BurnInTest]) -> Iterator[tuple[object, ...]]:
     hostlists: dict[tuple[str, ...], str] = {}  # a pair of servers has a link test per rail
     for order, t in enumerate(tests, 1):
         nodes = hostlists.get(t.nodes)
         if nodes is None:
             nodes = hostlists[t.nodes] = _hostlist(t.nodes)
-        writer.writerow(
-            (
-                order, t.stage, t.id, t.test, t.scope, t.subject, nodes,
-                " ".join(t.racks), t.metric, t.comparison, t.threshold, t.unit, t.command, "; ".join(t.links),
-                t.source,
-            )
+        yield (
+            order, t.stage, t.id, t.test, t.scope, t.subject, nodes,
+            " ".join(t.racks), t.metric, t.comparison, t.threshold, t.unit, t.command, "; ".join(t.links),
+            t.source,
         )  # fmt: skip
-    return buffer.getvalue()
 
 
+@lru_cache(maxsize=1 << 14)
 def _hostlist(nodes: tuple[str, ...]) -> str:
-    """Slurm's compact form of a node list (gpu[001-031])."""
+    """Slurm's compact form of a node list (gpu[001-031]); remembered, as the scripts and the expected results both
+    list the rail, SU and fabric tests' servers."""
     return nodes[0] if len(nodes) == 1 else hostlist.collect_hostlist(list(nodes))
 
 
@@ -207,6 +219,7 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
         for node in t.nodes:
             shared_of.setdefault(node, []).append(index)
     thresholds = _threshold_table(tests)
+    once = _Once()
     pages = {}
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
         servers = sorted(
@@ -233,8 +246,23 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
             rows=rows,
             shared=[shared[i] for i in sorted({i for d in servers for i in shared_of.get(d.name, ())})],
             thresholds=thresholds,
+            once=once,
         )
     return pages
+
+
+class _Once:
+    """The template's {% call once(key...) %}: the text of a block that prints the same on many pages, made the first
+    time and kept (a 131,072-GPU cluster has 4,096 racks whose pages share most of their rows)."""
+
+    def __init__(self) -> None:
+        self.made: dict[tuple[object, ...], str] = {}
+
+    def __call__(self, *key: object, caller: Callable[[], str]) -> str:
+        text = self.made.get(key)
+        if text is None:
+            text = self.made[key] = caller()
+        return text
 
 
 def _partners(test: BurnInTest | None, server: str) -> str:
