@@ -31,6 +31,7 @@ from gpucluster.burn_in import (
     present_stages,
     rail_ports,
 )
+from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
@@ -54,6 +55,7 @@ SCRIPTS = (
 MULTI_NODE_NCCL = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
 
 
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "burn-in"
     (out / "checklists").mkdir(parents=True)

@@ -30,10 +30,11 @@ from itertools import islice
 from pathlib import Path
 
 from gpucluster import yamlout
-from gpucluster.artifacts._xlsx import GuardedCsvWriter
+from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import AnyPart, Pdu, RackMounted
+from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
@@ -86,12 +87,13 @@ _CABLE_COLUMNS = [
     *("type", "status", "label", "length", "length_unit", "description"),
 ]
 
-# The network cables' columns whose text comes from a catalog (port names, part numbers in the description) and so
-# may look like a formula: only these are guarded in a file of a row per link (760,000 at 131,072 GPUs); the others
-# are names the planner makes and NetBox's own words.
-_CABLE_CATALOG_TEXT = tuple(_CABLE_COLUMNS.index(name) for name in ("side_a_name", "side_b_name", "description"))
+# The power cables' columns whose text comes from a catalog (outlet names) and so may look like a formula: only these
+# are guarded in a file of a row per power cord; the others are names the planner makes and NetBox's own words. The
+# network cables' rows (one per link, 760,000 at 131,072 GPUs) come guarded where they are made (_network_cables).
+_POWER_CABLE_CATALOG_TEXT = tuple(_CABLE_COLUMNS.index(name) for name in ("side_a_name", "side_b_name"))
 
 
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
     (out / SHARED).mkdir(parents=True, exist_ok=True)
@@ -163,8 +165,8 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
         ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face"],
         _devices(plan, site),
     )
-    _split(emit, "06-cables", _CABLE_COLUMNS, _network_cables(plan, site), _CABLE_CATALOG_TEXT)
-    _split(emit, "07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site))
+    _split(emit, "06-cables", _CABLE_COLUMNS, _network_cables(plan, site), ())  # guarded as they are made
+    _split(emit, "07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site), _POWER_CABLE_CATALOG_TEXT)
 
 
 def cluster_site(plan: Plan) -> str:
@@ -408,38 +410,54 @@ def _part_number(plan: Plan, part_id: str | None) -> str:
     return getattr(part, "part_number", None) or part_id
 
 
-def _network_cables(plan: Plan, site: str) -> Iterator[list[object]]:
+def _network_cables(plan: Plan, site: str) -> Iterator[Sequence[object]]:
     """One row per link (one per cable; a twin-port cable or splitter gives a row per link, its label the cable
-    ID and the link); the description carries the orderable part numbers of the cable and its optics."""
+    ID and the link); the description carries the orderable part numbers of the cable and its optics. The catalog's
+    text (port names, the description) comes guarded (csv_safe), each distinct text once: a few dozen port names
+    and kinds of cable make the 760,000 rows of a 131,072-GPU cluster."""
     descriptions: dict[tuple[str, str | None, str | None], str] = {}  # a few kinds of cable and optics
+    guarded: dict[str, object] = {}
+    lengths: dict[float, object] = {}
+    links = plan.links
+
+    def guard(text: str) -> object:
+        found = guarded[text] = csv_safe(text)
+        return found
+
     for cable in track(plan.cables, len(plan.cables), "cables"):
         kind = (cable.part_number or cable.cable_part, cable.a_transceiver, cable.b_transceiver)
         description = descriptions.get(kind)
         if description is None:
             optics = [_part_number(plan, t) for t in kind[1:] if t]
             description = descriptions[kind] = kind[0] + (f"; optics {' / '.join(optics)}" if optics else "")
-        several = len(cable.links) > 1
+        length = lengths.get(cable.length_m)
+        if length is None:
+            length = lengths[cable.length_m] = _number(cable.length_m)
+        media = CABLE_TYPE.get(cable.media, "")
+        several = len(cable.links)
         for leg, index in enumerate(cable.links, 1):
-            link = plan.links[index]
+            link = links[index]
+            if several > 1:
+                text = csv_safe(f"{description}; link {leg} of {several} of cable {cable.id}")
+            else:
+                text = guarded.get(description) or guard(description)
             yield (
-                [
-                    site,
-                    link.a_device,
-                    "",
-                    "dcim.interface",
-                    link.a_port,
-                    site,
-                    link.b_device,
-                    "",
-                    "dcim.interface",
-                    link.b_port,
-                    CABLE_TYPE.get(cable.media, ""),
-                    "planned",
-                    f"{cable.id}/{leg}" if several else cable.id,
-                    _number(cable.length_m),
-                    "m",
-                    description + (f"; link {leg} of {len(cable.links)} of cable {cable.id}" if several else ""),
-                ]
+                site,
+                link.a_device,
+                "",
+                "dcim.interface",
+                guarded.get(link.a_port) or guard(link.a_port),
+                site,
+                link.b_device,
+                "",
+                "dcim.interface",
+                guarded.get(link.b_port) or guard(link.b_port),
+                media,
+                "planned",
+                f"{cable.id}/{leg}" if several > 1 else cable.id,
+                length,
+                "m",
+                text,
             )
 
 

@@ -155,11 +155,21 @@ def switch_configs(plan: Plan) -> list[SwitchConfig]:
             network,
             switch_asn(switch, leaf_number[network]),
             str(LOOPBACKS[ordinal]),
-            sorted(ports.get(switch.name, []), key=lambda p: _port_key(p.name)),
+            _in_port_order(ports.get(switch.name, [])),
         )
         config.context = _context(plan, switch, config, mgmt.get(switch.name), p2p.get(network, {}), inband_ids)
         configs.append(config)
     return configs
+
+
+def switch_port_names(plan: Plan, switch: str) -> list[str]:
+    """One switch's cabled ports on its network, in the order its configuration lists them (without making every
+    switch's configuration)."""
+    return [port.name for port in _in_port_order(_switch_ports(plan, {switch}).get(switch, []))]
+
+
+def _in_port_order(ports: list[_Port]) -> list[_Port]:
+    return sorted(ports, key=lambda p: _port_key(p.name))
 
 
 def switch_asn(switch: Device, leaf_number: int) -> int:

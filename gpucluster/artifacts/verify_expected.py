@@ -12,12 +12,14 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.cabling import Locator
 from gpucluster.catalog.schema import RackMounted
+from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.progress import track
@@ -48,12 +50,16 @@ NODE_DESCRIPTION_COLUMNS = (
 )
 
 
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.-]*")  # what every name the planner makes is: kept as it is
+
+
 def _node_id(end: PlannedEnd, ids: dict[str, str]) -> str:
     """The record id in the .net file: S-<switch> or H-<host>-<hca>, readable and unique."""
     found = ids.get(end.node)
     if found is None:
         stem = end.node.replace(" ", "-")
-        stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+        if not _PLAIN_ID.fullmatch(stem):  # letters and digits stay (any script's), all else becomes _
+            stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
         prefix = "S-" if end.switch else "H-"
         found = prefix + stem if len(stem) <= NODE_ID_CHARACTERS else f"{prefix}{len(ids) + 1:08d}"
         ids[end.node] = found
@@ -109,6 +115,7 @@ def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str
         "id": _node_id(end, ids),
         "description": end.node,
         "lines": [],
+        "end": end,  # the end that first names the node (its node-descriptions.csv row)
     }
 
 
@@ -136,12 +143,15 @@ def net_blocks(records: list[dict]) -> Iterator[str]:
 
 def net_context(plan: Plan, network: str, links: list[PlannedLink]) -> dict[str, object]:
     """What verify/expected.net.j2 renders for one network's InfiniBand links."""
-    records = net_records(plan, links)
+    return _net_context(plan, network, net_records(plan, links), len(links))
+
+
+def _net_context(plan: Plan, network: str, records: list[dict], links: int) -> dict[str, object]:
     return {
         "design": plan.name,
         "network": network,
         "nodes": len(records),
-        "links": len(links),
+        "links": links,
         "blocks": net_blocks(records),
     }
 
@@ -163,43 +173,47 @@ def node_description_rows(
     """One row per InfiniBand node of each network; `planned` is each network's InfiniBand planned links where the
     caller has them already."""
     locate = Locator(plan)
-    rows: dict[tuple[str, str], tuple[str, ...]] = {}
     planned = planned if planned is not None else _infiniband_links(plan, networks)
+    rows: list[tuple[str, ...]] = []
     for network in networks:
-        for planned_link in planned[network]:
-            for end in (planned_link.a, planned_link.b):
-                if (network, end.node) in rows:
-                    continue
-                device = plan.devices[end.device]
-                if end.switch:
-                    port, rdma, ib_port = "", "", ""
-                    how = (
-                        f"set the switch's hostname to {end.device} (NVIDIA's switch OS then reports "
-                        f"MF0;{end.device}:<model>/U1); an externally managed switch: give ibnetdiscover a node "
-                        "name map (--node-name-map) with its GUID and this name"
-                    )
-                else:
-                    info = port_info(plan, end.device, end.port)
-                    port, rdma, ib_port = end.port, info.os_device or "", "1"
-                    device_name = info.os_device or f"<RDMA device of port {end.port}>"
-                    how = f"on {end.device}: echo -n '{end.node}' > /sys/class/infiniband/{device_name}/node_desc" + (
-                        " (rdma-ndd's default %h %d gives it when the hostname is " + end.device + ")"
-                        if info.os_device
-                        else ""
-                    )
-                rows[(network, end.node)] = (
-                    network,
-                    end.device,
-                    device.role,
-                    device.rack,
-                    locate.unit(device),
-                    port,
-                    rdma,
-                    ib_port,
-                    end.node,
-                    how,
-                )
-    return sorted(rows.values(), key=_row_order)
+        rows += _node_rows(plan, network, (end for link in planned[network] for end in (link.a, link.b)), locate)
+    return sorted(rows, key=_row_order)
+
+
+def _node_rows(plan: Plan, network: str, ends: Iterable[PlannedEnd], locate: Locator) -> list[tuple[str, ...]]:
+    """A row for each node among `ends` (the first end that names it)."""
+    rows: dict[str, tuple[str, ...]] = {}
+    for end in ends:
+        if end.node in rows:
+            continue
+        device = plan.devices[end.device]
+        if end.switch:
+            port, rdma, ib_port = "", "", ""
+            how = (
+                f"set the switch's hostname to {end.device} (NVIDIA's switch OS then reports "
+                f"MF0;{end.device}:<model>/U1); an externally managed switch: give ibnetdiscover a node "
+                "name map (--node-name-map) with its GUID and this name"
+            )
+        else:
+            info = port_info(plan, end.device, end.port)
+            port, rdma, ib_port = end.port, info.os_device or "", "1"
+            device_name = info.os_device or f"<RDMA device of port {end.port}>"
+            how = f"on {end.device}: echo -n '{end.node}' > /sys/class/infiniband/{device_name}/node_desc" + (
+                " (rdma-ndd's default %h %d gives it when the hostname is " + end.device + ")" if info.os_device else ""
+            )
+        rows[end.node] = (
+            network,
+            end.device,
+            device.role,
+            device.rack,
+            locate.unit(device),
+            port,
+            rdma,
+            ib_port,
+            end.node,
+            how,
+        )
+    return list(rows.values())
 
 
 def _row_order(row: tuple[str, ...]) -> tuple[str, bool, str, str]:
@@ -238,6 +252,7 @@ def _node_descriptions(handle: io.StringIO, rows: list[tuple[str, ...]]) -> None
     writer.writerows(rows)
 
 
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv. One network at a
     time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, and all
@@ -247,11 +262,16 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     cables = cable_of_links(plan)
     rows: list[tuple[str, ...]] = []
+    locate = Locator(plan)
     for network in networks:
         links = _infiniband_links(plan, [network], cables)[network]
-        render_to(out / f"expected-{network}.net", "verify/expected.net.j2", **net_context(plan, network, links))
-        rows += node_description_rows(plan, [network], {network: links})
-        del links
+        count, records = len(links), net_records(plan, links)
+        del links  # the records hold what the files need
+        render_to(
+            out / f"expected-{network}.net", "verify/expected.net.j2", **_net_context(plan, network, records, count)
+        )
+        rows += _node_rows(plan, network, (record["end"] for record in records), locate)
+        del records
     handle = io.StringIO()
     _node_descriptions(handle, sorted(rows, key=_row_order))
     (out / "node-descriptions.csv").write_text(handle.getvalue(), encoding="utf-8")

@@ -29,11 +29,13 @@ from gpucluster.artifacts.monitoring.targets import (
     switch_telemetry_switches,
 )
 from gpucluster.artifacts.switch_config import ROCE_QOS
+from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.templating import render
 
 
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "monitoring"
     for sub in ("rules", "tests", "grafana", "slurm"):

@@ -21,7 +21,7 @@ from gpucluster.artifacts.monitoring.targets import (
     rail_hcas,
     switch_telemetry_switches,
 )
-from gpucluster.artifacts.switch_config import switch_configs
+from gpucluster.artifacts.switch_config import switch_port_names
 from gpucluster.plan.model import Plan
 
 Labels = dict[str, str]
@@ -62,12 +62,11 @@ def subjects(
     }
     switches = switch_telemetry_switches(plan)
     if switches:
-        first = next(c for c in switch_configs(plan) if c.name == switches[0])
-        ports = [p.name for p in first.ports] or ["swp1"]
+        ports = switch_port_names(plan, switches[0]) or ["swp1"]
         base = {
             "job": SWITCH_JOB,
             "instance": f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}",
-            "host_name": first.name,
+            "host_name": switches[0],
         }
         bad_port, good_port = dict(base, interface=ports[0]), dict(base, interface=ports[1 % len(ports)])
         found["switch-port"] = Samples([bad_port], [good_port] if good_port != bad_port else [], bad_port)

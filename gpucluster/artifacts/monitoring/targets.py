@@ -94,9 +94,9 @@ def rack_system_bmcs(plan: Plan) -> list[dict]:
     in-rack switch port each is cabled to. DCGM sees neither (it reports each GPU's own NVLink counters, which
     the alerts read); NVOS and the trays' and shelves' BMCs (Redfish) expose them, as they do the rack's coolant
     and leak sensors."""
-    peer: dict[tuple[str, str], str] = {}
+    peers: dict[str, dict[str, str]] = {}  # device -> its port -> the switch port it is cabled to
     for link in plan.links_on("oob"):
-        peer[(link.a_device, link.a_port)] = f"{link.b_device}:{link.b_port}"
+        peers.setdefault(link.a_device, {})[link.a_port] = f"{link.b_device}:{link.b_port}"
     result = []
     for rack in sorted(plan.racks.values(), key=lambda r: r.name):
         if not rack.rack_system:
@@ -108,7 +108,7 @@ def rack_system_bmcs(plan: Plan) -> list[dict]:
                 {
                     "name": d.name,
                     "u": d.u_position,
-                    "ports": {port: switch for (dev, port), switch in sorted(peer.items()) if dev == d.name},
+                    "ports": dict(sorted(peers.get(d.name, {}).items())),
                 }
                 for d in sorted(devices, key=lambda d: d.u_position)
             ]
