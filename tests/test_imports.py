@@ -26,6 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
             "gpucluster.progress",  # progress display: any stage reports through it
             "gpucluster.profiling",  # --profile: stage and writer timings
             "gpucluster.yamlout",  # writing YAML: one dumper for every writer
+            "gpucluster.collector",  # the cycle collector paused around work that makes very many objects
         ),
     ),
     ("physical plan", ("gpucluster.plan",)),
