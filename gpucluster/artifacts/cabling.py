@@ -141,14 +141,19 @@ def cable_rows(plan: Plan, network: str | None = None, rows: frozenset[int] | No
 
 
 def _picked(plan: Plan, network: str | None, rows: frozenset[int] | None) -> Iterator[int]:
-    """The positions in plan.cables of a network's cables (or every cable's) whose A end stands in `rows`."""
+    """The positions in plan.cables of a network's cables (or every cable's) whose A end stands in `rows`. Found
+    from each cable's network and A-end row worked out once (in the main process, before the writers fork), so a
+    writer touches no cable but its own (a forked writer copies every page of the plan it touches)."""
+    if network is None and rows is None:
+        return iter(range(len(plan.cables)))
+    networks, a_rows = _cable_places(plan)
     if rows is None:
-        cables = plan.cables
-        return (
-            iter(range(len(cables))) if network is None else (i for i, c in enumerate(cables) if c.network == network)
-        )
-    a_rows = _a_rows(plan)
-    return (i for i, c in enumerate(plan.cables) if (network is None or c.network == network) and a_rows[i] in rows)
+        code = NETWORKS.index(network or "")
+        return (i for i, n in enumerate(networks) if n == code)
+    if network is None:
+        return (i for i, row in enumerate(a_rows) if row in rows)
+    code = NETWORKS.index(network)
+    return (i for i, (n, row) in enumerate(zip(networks, a_rows, strict=True)) if n == code and row in rows)
 
 
 def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
@@ -246,8 +251,8 @@ def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[Workbo
     and last row so an installer finds the workbook of the rows he cables."""
     letters = {rack.row: rack.name.rstrip("0123456789") for rack in plan.racks.values()}
     per_row: dict[str, Counter[int]] = {network: Counter() for network in NETWORKS}
-    for cable, row in zip(plan.cables, _a_rows(plan), strict=True):
-        per_row[cable.network][row] += 1
+    for (code, row), cables in Counter(zip(*_cable_places(plan), strict=True)).items():
+        per_row[NETWORKS[code]][row] = cables
     found = []
     for network in NETWORKS:
         counts = per_row[network]
@@ -274,31 +279,36 @@ def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[Workbo
 
 
 class _Parts:
-    """The last plan's workbooks and each cable's A-end row, worked out once: the main process finds them to hand out
-    the jobs, and the workers it forks then inherit them instead of each going over every cable again."""
+    """The last plan's workbooks and each cable's network and A-end row, worked out once: the main process finds
+    them to hand out the jobs, and the workers it forks then inherit them instead of each going over every cable."""
 
     plan: ClassVar[Plan | None] = None
     cables: ClassVar[int] = 0
-    a_rows: ClassVar[array[int]] = array("i")
+    networks: ClassVar[array[int]] = array("b")  # each cable's network, as its index in NETWORKS
+    a_rows: ClassVar[array[int]] = array("i")  # the row of racks (0-based) of each cable's A end
     found: ClassVar[list[WorkbookPart]] = []
 
 
-def _a_rows(plan: Plan) -> array[int]:
-    """The row of racks (0-based) of each cable's A end, in cable order: where a workbook split by rows files it."""
+def _cable_places(plan: Plan) -> tuple[array[int], array[int]]:
+    """Each cable's network (its index in NETWORKS) and the row of racks of its A end, in cable order: which
+    workbook files it."""
     if _Parts.plan is not plan or _Parts.cables != len(plan.cables):
         devices, links = plan.devices, plan.links
         row_of = {rack.name: rack.row for rack in plan.racks.values()}
-        a_devices = (
-            links[cable.links[0]].a_device if len(cable.links) == 1 else cable_connectors(plan, cable)[0].device
-            for cable in plan.cables
-        )
-        _Parts.a_rows = array("i", (row_of[devices[name].rack] for name in a_devices))
+        code = {network: index for index, network in enumerate(NETWORKS)}
+        networks, a_rows = array("b"), array("i")
+        for cable in plan.cables:
+            single = len(cable.links) == 1
+            a_device = links[cable.links[0]].a_device if single else cable_connectors(plan, cable)[0].device
+            networks.append(code[cable.network])
+            a_rows.append(row_of[devices[a_device].rack])
         _Parts.plan, _Parts.cables, _Parts.found = plan, len(plan.cables), []
-    return _Parts.a_rows
+        _Parts.networks, _Parts.a_rows = networks, a_rows
+    return _Parts.networks, _Parts.a_rows
 
 
 def _workbooks(plan: Plan) -> list[WorkbookPart]:
-    _a_rows(plan)  # a new plan clears the last one's workbooks
+    _cable_places(plan)  # a new plan clears the last one's workbooks
     if not _Parts.found:
         _Parts.found = workbook_parts(plan)
     return _Parts.found
