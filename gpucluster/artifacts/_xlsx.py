@@ -61,8 +61,10 @@ class GuardedCsvWriter:
     def writerows(self, rows: Iterable[Sequence[object]]) -> None:
         if self._columns is None:
             self._writer.writerows(map(_guarded, rows))
-        else:
+        elif self._columns:
             self._writer.writerows(map(self._guard_columns, rows))
+        else:  # no column to guard: the caller's rows come guarded (csv_safe) as they are made
+            self._writer.writerows(rows)
 
     def _guard_columns(self, row: Sequence[object]) -> Sequence[object]:
         picked = self._pick(row)

@@ -16,7 +16,7 @@ from pathlib import Path
 import hostlist
 import orjson
 
-from gpucluster.artifacts._xlsx import GuardedCsvWriter
+from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
 from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.burn_in import (
     DCGM_DIAG_LEVEL,
@@ -73,37 +73,45 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     )
     (out / "expected-results.csv").write_text(expected_results_csv(tests), encoding="utf-8")
     (out / "README.md").write_text(render("burn_in/README.md.j2", **context), encoding="utf-8")
-    for rack, text in checklists(plan, tests, ports).items():
+    for rack, text in checklists(plan, tests, ports, context["thresholds"]).items():
         (out / "checklists" / f"{rack}.html").write_text(text, encoding="utf-8")
 
 
 _CSV_COLUMNS = ("order", "stage", "id", "test", "scope", "subject", "nodes", "racks", "metric", "comparison")
 _CSV_HEADER = (*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source")
-# The columns that may hold text a spreadsheet takes for a formula: the comparison ("==") and what comes from a
-# catalog (RDMA device and port names, part numbers in a derivation). Only these are guarded in a file of a row per
-# test (115,000 at 131,072 GPUs); the others are names the planner makes (device names start with a letter, design
-# schema), numbers and our own words.
-_CSV_GUARDED = tuple(_CSV_HEADER.index(name) for name in ("comparison", "command", "links", "source"))
+# The columns that may hold text a spreadsheet takes for a formula are the comparison ("==") and what comes from a
+# catalog (RDMA device and port names, part numbers in a derivation): _expected_rows guards these as it makes a row
+# per test (115,000 at 131,072 GPUs); the others are names the planner makes (device names start with a letter,
+# design schema), numbers and our own words.
 
 
 def expected_results_csv(tests: list[BurnInTest]) -> str:
     buffer = io.StringIO()
-    writer = GuardedCsvWriter(buffer, _CSV_GUARDED)
+    writer = GuardedCsvWriter(buffer, ())  # the rows come guarded
     writer.writerow(_CSV_HEADER)
     writer.writerows(_expected_rows(tests))
     return buffer.getvalue()
 
 
 def _expected_rows(tests: list[BurnInTest]) -> Iterator[tuple[object, ...]]:
+    """A row per test, the comparison, command and source guarded once per distinct text (115,000 tests share a few
+    dozen), the links as they come."""
     hostlists: dict[tuple[str, ...], str] = {}  # a pair of servers has a link test per rail
+    guarded: dict[str, object] = {}
+
+    def guard(text: str) -> object:
+        found = guarded[text] = csv_safe(text)
+        return found
+
     for order, t in enumerate(tests, 1):
         nodes = hostlists.get(t.nodes)
         if nodes is None:
             nodes = hostlists[t.nodes] = _hostlist(t.nodes)
         yield (
-            order, t.stage, t.id, t.test, t.scope, t.subject, nodes,
-            " ".join(t.racks), t.metric, t.comparison, t.threshold, t.unit, t.command, "; ".join(t.links),
-            t.source,
+            order, t.stage, t.id, t.test, t.scope, t.subject, nodes, " ".join(t.racks), t.metric,
+            guarded.get(t.comparison) or guard(t.comparison), t.threshold, t.unit,
+            guarded.get(t.command) or guard(t.command), csv_safe("; ".join(t.links)),
+            guarded.get(t.source) or guard(t.source),
         )  # fmt: skip
 
 
@@ -205,8 +213,14 @@ def _threshold_table(tests: list[BurnInTest]) -> list[dict]:
     return list(rows.values())
 
 
-def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict[str, str]:
-    """rack -> printable HTML acceptance checklist of the GPU servers in it, top of the rack first."""
+def checklists(
+    plan: Plan,
+    tests: list[BurnInTest],
+    ports: dict[str, dict[int, RailPort]],
+    thresholds: list[dict] | None = None,
+) -> dict[str, str]:
+    """rack -> printable HTML acceptance checklist of the GPU servers in it, top of the rack first; `thresholds` is
+    _threshold_table(tests) where the caller has it already."""
     by_node: dict[str, list[BurnInTest]] = {}
     link_test: dict[tuple[str, int], BurnInTest] = {}
     for t in tests:
@@ -220,7 +234,7 @@ def checklists(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, R
     for index, t in enumerate(shared):
         for node in t.nodes:
             shared_of.setdefault(node, []).append(index)
-    thresholds = _threshold_table(tests)
+    thresholds = _threshold_table(tests) if thresholds is None else thresholds
     once = _Once()
     pages = {}
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):

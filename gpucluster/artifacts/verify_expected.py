@@ -27,7 +27,6 @@ from gpucluster.templating import render_to
 from gpucluster.verify.expected import (
     PlannedEnd,
     PlannedLink,
-    cable_of_links,
     infiniband_networks,
     planned_links,
     port_info,
@@ -69,33 +68,45 @@ def _node_id(end: PlannedEnd, ids: dict[str, str]) -> str:
 _SPLIT_NOTE = " [split half: stand-in port number]"  # short: ibsim's parser reads lines into a small buffer
 
 
-def net_records(plan: Plan, links: list[PlannedLink]) -> list[dict]:
+def net_records(plan: Plan, links: Iterable[PlannedLink]) -> list[dict]:
     """One record per node (switches by name, then HCAs by name), each with its ports in port order: kind, ports,
-    id, description and lines, a line per port (port, peer id, peer port, peer description, rate, cable, ends)."""
+    id, description and lines, a line per port (port, peer id, peer port, peer description, rate, cable, ends).
+    `links` may be a stream: each link's ends are kept in the records' lines, the link itself is not."""
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
     ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
-    for planned in track(links, len(links), "links"):  # half a million at 131,072 GPUs: rate and ids once a link
-        rate, cable = planned.rate, planned.cable
-        a, b = planned.a, planned.b
+
+    def add(end: PlannedEnd) -> dict:
+        record = nodes[end.node] = _record(plan, end, ids, ib_ports)
+        return record
+
+    for planned in links:  # half a million at 131,072 GPUs: each end written out once
+        rate, cable, a, b = planned.rate, planned.cable, planned.a, planned.b
         a_id = ids.get(a.node) or _node_id(a, ids)
         b_id = ids.get(b.node) or _node_id(b, ids)
         note = _SPLIT_NOTE if planned.split else ""
-        for near, far, far_id in ((a, b, b_id), (b, a, a_id)):
-            record = nodes.get(near.node)
-            if record is None:
-                record = nodes[near.node] = _record(plan, near, ids, ib_ports)
-            record["lines"].append(
-                (
-                    int(near.node_port),
-                    far_id,
-                    far.node_port,
-                    far.node,
-                    rate,
-                    cable,
-                    f"{near.device} {near.port} -> {far.device} {far.port}{note}",
-                )
+        (nodes.get(a.node) or add(a))["lines"].append(
+            (
+                int(a.node_port),
+                b_id,
+                b.node_port,
+                b.node,
+                rate,
+                cable,
+                f"{a.device} {a.port} -> {b.device} {b.port}{note}",
             )
+        )
+        (nodes.get(b.node) or add(b))["lines"].append(
+            (
+                int(b.node_port),
+                a_id,
+                a.node_port,
+                a.node,
+                rate,
+                cable,
+                f"{b.device} {b.port} -> {a.device} {a.port}{note}",
+            )
+        )
     for record in nodes.values():
         record["lines"].sort()
         record["ports"] = max(record["ports"], record["lines"][-1][0])  # a split half's stand-in number
@@ -221,17 +232,16 @@ def _row_order(row: tuple[str, ...]) -> tuple[str, bool, str, str]:
     return row[0], row[2] != "switch", row[1], row[5]
 
 
-def _infiniband_links(
-    plan: Plan, networks: list[str], cables: dict[int, str] | None = None
-) -> dict[str, list[PlannedLink]]:
+def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[PlannedLink]]:
     """Each network's links with InfiniBand ports at both ends: what ibnetdiscover sees (a generic port cabled to
     an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
-    cables = cable_of_links(plan) if cables is None else cables
-    found = {}
-    for network in networks:
-        total = sum(len(plan.queries().link_indexes(network, tier)) for tier in _tiers(plan, network))
-        found[network] = [p for p in track(planned_links(plan, network, cables), total, "links") if p.lane]
-    return found
+    return {network: list(_infiniband_planned(plan, network)) for network in networks}
+
+
+def _infiniband_planned(plan: Plan, network: str) -> Iterator[PlannedLink]:
+    """_infiniband_links of one network, as a stream (with its progress)."""
+    total = sum(len(plan.queries().link_indexes(network, tier)) for tier in _tiers(plan, network))
+    return (p for p in track(planned_links(plan, network), total, "links") if p.lane)
 
 
 def _tiers(plan: Plan, network: str) -> set[int]:
@@ -260,13 +270,11 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     networks = infiniband_networks(plan)
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)
-    cables = cable_of_links(plan)
     rows: list[tuple[str, ...]] = []
     locate = Locator(plan)
     for network in networks:
-        links = _infiniband_links(plan, [network], cables)[network]
-        count, records = len(links), net_records(plan, links)
-        del links  # the records hold what the files need
+        records = net_records(plan, _infiniband_planned(plan, network))  # the links streamed: the records hold them
+        count = sum(len(record["lines"]) for record in records) // 2  # a line at each end of each link
         render_to(
             out / f"expected-{network}.net", "verify/expected.net.j2", **_net_context(plan, network, records, count)
         )

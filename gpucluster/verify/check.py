@@ -10,7 +10,6 @@ from gpucluster.verify.compare import Names, NetworkResult, compare
 from gpucluster.verify.discovery import Discovery
 from gpucluster.verify.expected import (
     PlannedLink,
-    cable_of_links,
     ethernet_networks,
     infiniband_networks,
     planned_links,
@@ -23,16 +22,15 @@ def verify(plan: Plan, ibnetdiscover: list[Path], lldp: list[Path]) -> list[Netw
     """The result of every network that discovery output was given for. Bad input (an unreadable or
     malformed file, a file whose fabric names nothing in the plan) raises DesignError with its location."""
     results: list[NetworkResult] = []
-    cables = cable_of_links(plan) if ibnetdiscover or lldp else {}
     if ibnetdiscover:
-        planned = {network: list(planned_links(plan, network, cables)) for network in infiniband_networks(plan)}
+        planned = {network: list(planned_links(plan, network)) for network in infiniband_networks(plan)}
         names = Names(plan, planned)
         for path in ibnetdiscover:
             found = parse_ibnetdiscover(path)
             network = _fabric_of(found, planned, names)
             results.append(compare(plan, network, planned[network], names, found))
     if lldp:
-        planned = {network: list(planned_links(plan, network, cables)) for network in ethernet_networks(plan)}
+        planned = {network: list(planned_links(plan, network)) for network in ethernet_networks(plan)}
         names = Names(plan, planned)
         by_network: dict[str, Discovery] = {}
         for path in lldp_files(lldp):

@@ -166,18 +166,14 @@ def _lldp_port(device: str, port: str, info: PortInfo, switch: bool) -> tuple[st
     return device, info.netdev or port, False
 
 
-def cable_of_links(plan: Plan) -> dict[int, str]:
-    """Link index -> the id of the cable that carries it (the label printed on the cable)."""
-    return {index: cable.id for cable in plan.cables for index in cable.links}
-
-
-def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None) -> Iterator[PlannedLink]:
-    """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports);
-    `cables` is cable_of_links(plan), for callers that ask for several networks.
+def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
+    """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports), with the id
+    of the cable that carries it (the label printed on the cable; the plan queries' link-to-cable index).
 
     The ends are named by _ib_node and _lldp_port, with each device's port table and role looked up once per
     device rather than once per port (a 131,072-GPU compute fabric has half a million links)."""
-    cables = cable_of_links(plan) if cables is None else cables
+    queries = plan.queries()
+    positions, plan_cables = queries.link_cables, plan.cables
     devices, links = plan.devices, plan.links
     tables: dict[str, tuple[dict[str, PortInfo], bool]] = {}  # device -> (its port table, is a switch)
 
@@ -185,7 +181,7 @@ def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None
         found = tables[device] = (_part_ports(plan.part(device)), devices[device].role == "switch")
         return found
 
-    for index in plan.queries().link_indexes(network):
+    for index in queries.link_indexes(network):
         link = links[index]
         a_device, a_port, b_device, b_port = link.a_device, link.a_port, link.b_device, link.b_port
         a_ports, a_switch = tables.get(a_device) or table(a_device)
@@ -202,7 +198,9 @@ def planned_links(plan: Plan, network: str, cables: dict[int, str] | None = None
             b = PlannedEnd(b_device, b_port, *_lldp_port(b_device, b_port, b_info, b_switch))
             lane, width = "", 0
         split = bool(link.b_half) and b_info.split_half and bool(lane)
-        yield PlannedLink(index, network, cables.get(index, ""), a, b, link.speed_gbps, width, lane, split)
+        position = positions[index]
+        cable = plan_cables[position].id if position >= 0 else ""
+        yield PlannedLink(index, network, cable, a, b, link.speed_gbps, width, lane, split)
 
 
 def infiniband_networks(plan: Plan) -> list[str]:
