@@ -130,7 +130,7 @@ def configured_networks(plan: Plan) -> list[str]:
     return [
         n
         for n in ("compute", "storage", "inband")
-        if plan.switches(n) and _part(plan, plan.switches(n)[0]).technology == "ethernet"
+        if (switches := plan.switches(n)) and _part(plan, switches[0]).technology == "ethernet"
     ]
 
 

@@ -45,7 +45,8 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     management = scrape_targets(plan, plan.devices_with("management-server"), leaves)
     alerts = alert_rules(plan)
     _dump(out / "prometheus.yml", prometheus_config(plan, servers, management))
-    if switch_telemetry_switches(plan):
+    switches = switch_telemetry_switches(plan)
+    if switches:
         _dump(out / "otel-collector.yaml", otel_collector_config())
     _dump(out / "rules" / "gpu-alerts.yml", alerts_file(alerts))
     _dump(out / "rules" / "gpu-recording.yml", {"groups": [recording_rules()]})
@@ -70,7 +71,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
             job_map_dir=JOB_MAP_DIR,
             targets=len(servers),
             management=len(management),
-            switches=len(switch_telemetry_switches(plan)),
+            switches=len(switches),
             collector=collector_host(plan),
             otlp_port=OTLP_GRPC_PORT,
             collector_port=COLLECTOR_PROMETHEUS_PORT,

@@ -144,10 +144,10 @@ def gpu_roles_regex(plan: Plan) -> str:
 
 def rail_hcas(plan: Plan) -> dict[str, int]:
     """RDMA device -> rail, from the GPU servers' catalog part (empty when the catalog does not name them)."""
-    servers = plan.gpu_nodes()
-    if not servers:
+    first = next((d for d in plan.devices.values() if is_gpu_node(d.role)), None)  # plan.gpu_nodes()[0], found
+    if first is None:
         return {}
-    return {d.os_device: d.rail for d in port_details(plan.part(servers[0].name), "compute") if d.os_device and d.rail}
+    return {d.os_device: d.rail for d in port_details(plan.part(first.name), "compute") if d.os_device and d.rail}
 
 
 def _leaf_relabels(rails: list[int]) -> list[dict]:
@@ -173,10 +173,11 @@ def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: l
         {"source_labels": ["gpu"], "regex": str(rail - 1), "target_label": "rail", "replacement": str(rail)}
         for rail in rails
     ]
+    roles = gpu_roles_regex(plan)
     hca_rails = [
         {
             "source_labels": ["role", "device"],
-            "regex": f"{gpu_roles_regex(plan)};{hca}",
+            "regex": f"{roles};{hca}",
             "target_label": "rail",
             "replacement": str(rail),
         }
