@@ -247,8 +247,8 @@ def checklists(
             {
                 "server": server,
                 "tests": by_node.get(server.name, []),
-                "links": [
-                    (port, test, _partners(test, server.name))
+                "links": [  # (rail, HCA, link, partners, its test): plain values, read once per row by the template
+                    (rail, port.hca or "", port.link, _partners(test, server.name), test)
                     for rail, port in sorted(ports[server.name].items())
                     for test in [link_test.get((server.name, rail))]
                 ],
