@@ -55,6 +55,7 @@ RUNS_LAST: frozenset[str] = frozenset({"report"})
 # shares (``share``) what it made for its ``write``, which then does only what reads the others' files. The report's
 # figures, drawings and tables take seconds at scale; one after another (one job), ``write`` does it all.
 PREPARE = ":prepare"
+PREPARED: frozenset[str] = frozenset({"report"})  # the writers that run last and have a prepare job
 # Writers that take longest at scale start first when writers run side by side, longest first (measured at 131,072
 # GPUs with `gpucluster build --profile`), so that short ones fill the end; the others follow in registry order.
 SLOW_FIRST: tuple[str, ...] = (
@@ -317,14 +318,9 @@ def _remove_stale_staging(final: Path) -> None:
 
 
 def _preparations(names: list[str]) -> list[str]:
-    """The prepare jobs (PREPARE) of the writers among `names` that run last and have one."""
-    return [
-        name + PREPARE
-        for name in names
-        if name in RUNS_LAST
-        and isinstance(ARTIFACTS[name], str)
-        and hasattr(importlib.import_module(str(ARTIFACTS[name])), "prepare")
-    ]
+    """The prepare jobs (PREPARE) of the writers among `names` that run last and have one (PREPARED: their modules
+    are imported when their jobs' turn comes, while other writers run, not before the first one starts)."""
+    return [name + PREPARE for name in names if name in RUNS_LAST and name in PREPARED]
 
 
 def _order(name: str) -> tuple[bool, int, int]:

@@ -3,12 +3,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
 from gpucluster.errors import MissingSystemLibrary
 
 PANGO_PACKAGES = "libpango-1.0-0 libpangoft2-1.0-0"  # Debian/Ubuntu packages WeasyPrint loads at import
+
+# WeasyPrint imported with this module (half a second): the writers side by side import a writer's module in the main
+# process when its turn comes, so the report's last job, forked after, finds it imported. Without Pango, write_pdf
+# says how to install it.
+with contextlib.suppress(OSError):
+    import weasyprint  # noqa: F401
 
 
 def write_pdf(html: str, path: Path, laid_out: Callable[[], object] | None = None) -> None:
