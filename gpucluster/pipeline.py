@@ -53,7 +53,8 @@ def plan_design(
     plan once its physical part is complete (devices, racks, links, graphs, cables, device power: no later stage
     changes them), before the derived models (DERIVED) are computed: views of the physical plan alone may start
     there. With `jobs` above 1 (processes planning may use) a large plan's graph analyses run in a forked process
-    while the main one chooses the cables (they read only the links and graphs; the result is the same)."""
+    while the main one chooses the cables (they read only the links; that process builds the graphs it walks, and the
+    main one builds its own when a view first needs them: Plan.graphs); the result is the same."""
     say = progress or (lambda _message: None)
     with _cycle_collector_paused(freeze=kept), _AnalysesAside() as aside:
 
@@ -82,7 +83,8 @@ ASIDE_MIN_LINKS = 50_000
 
 class _AnalysesAside:
     """The graph analyses (plan/analysis.py) in a forked process while the main process plans the cables: the forked
-    process shares the plan's links and graphs page by page and sends back only the analyses (small typed records)."""
+    process shares the plan's links page by page, builds the graphs and sends back only the analyses (small typed
+    records)."""
 
     def __init__(self) -> None:
         self.pid, self.fd = 0, -1

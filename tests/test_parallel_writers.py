@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import DESIGNS
 
 import gpucluster.artifacts as artifacts
-from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster import load_design, pipeline, plan_design, write_artifacts
 from gpucluster.artifacts import Writing
 from gpucluster.artifacts._workers import WriterFailed
 from gpucluster.cli import main
@@ -131,7 +131,7 @@ def test_build_profile_prints_each_stage_and_writer_with_seconds_and_memory(tmp_
     result = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--profile", *only])
     assert result.exit_code == 0, result.stderr
     rows = {line[:40].strip(): line[40:].split() for line in result.stderr.splitlines()}
-    for stage in ("plan: load design", "plan: graphs", "plan: cables", "plan: analyses and design rules"):
+    for stage in ("plan: load design", "plan: cables", "plan: analyses and design rules"):
         assert rows[stage][0] == "main", result.stderr
     for writer in ("plan:records", "plan:head", "summary", "nccl"):  # plan.json in two parts side by side
         where, wall, _cpu, peak, _end = rows[writer]
@@ -155,8 +155,12 @@ def _build(tmp_path, out, *args):
     return CliRunner().invoke(main, ["build", design, "-o", str(tmp_path / out), "--no-lock", *args])
 
 
-def test_writers_started_while_planning_goes_on_write_the_same_bytes_as_one_process(tmp_path):
-    """The cable schedule and plan.json's records start on the physical plan (EARLY) while the rest is planned."""
+@pytest.mark.parametrize("aside", [False, True])
+def test_writers_started_while_planning_goes_on_write_the_same_bytes_as_one_process(tmp_path, monkeypatch, aside):
+    """The cable schedule and plan.json's records start on the physical plan (EARLY) while the rest is planned; with
+    the graph analyses in a process of their own, the main process builds the graphs the views read while it waits."""
+    if aside:
+        monkeypatch.setattr(pipeline, "ASIDE_MIN_LINKS", 0)
     serial = _build(tmp_path, "serial", "-j", "1")
     parallel = _build(tmp_path, "parallel", "-j", "2", "--profile")
     assert serial.exit_code == parallel.exit_code == 0, parallel.output

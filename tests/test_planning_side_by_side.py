@@ -37,6 +37,11 @@ def test_graph_analyses_beside_the_cabling_give_the_same_plan(forks, design):
     beside = plan_design(loaded, jobs=2)
     assert len(forks) == 1
     assert beside.analysis == alone.analysis
+    assert not beside.graphs_built()  # the forked process walked its own: these are built when a view first reads them
+    for network, graph in alone.graphs.items():
+        built = beside.graphs[network]
+        assert list(built.nodes(data=True)) == list(graph.nodes(data=True))
+        assert list(built.edges(data=True)) == list(graph.edges(data=True))
     assert plan_document(beside, loaded) == plan_document(alone, loaded)
 
 

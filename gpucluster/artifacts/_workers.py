@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import cast
 
 from gpucluster import profiling, progress
-from gpucluster.artifacts import _Shared
+from gpucluster.artifacts import _Shared, early
 from gpucluster.design.load import LoadedDesign
 from gpucluster.pipeline import hide_derived
 from gpucluster.plan.model import Plan
@@ -123,10 +123,14 @@ class Workers:
                             if label not in self.started
                         ]
                         continue
+                    if not early(name):  # a view of the whole plan may read the graphs: they are shared, not rebuilt
+                        _build_graphs(plan)
                     begin(name)
                     conn, pid = _fork(plan, loaded, self.staging, name, write)
                     self.running[conn] = (name, pid, time.perf_counter())
                     self.started.add(name)
+                if self.running and not plan.graphs_built():  # the main process waits: it builds them meanwhile
+                    _build_graphs(plan)
                 if not self.running:  # nothing can start: a job waits for one that is not in this build
                     waiting = ", ".join(f"{name} (after {', '.join(sorted(after))})" for name, _w, _l, after in pending)
                     raise WriterFailed(f"writer jobs wait for jobs that do not run: {waiting}")
@@ -210,6 +214,22 @@ def run_parallel(
         workers.run(plan, loaded, work, jobs_of)
     finally:
         workers.stop()
+
+
+def _build_graphs(plan: Plan) -> None:
+    """The plan's graphs, built in the main process (planning left them to the first view that needs them, so that
+    its analyses could run beside the cabling) without the cycle collector, then kept out of its reach as the plan is
+    (gc.freeze): the workers forked after this share them page by page."""
+    if plan.graphs_built():
+        return
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _ = plan.graphs  # built on first use
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def _fork(

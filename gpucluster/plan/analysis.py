@@ -30,23 +30,25 @@ from gpucluster.plan.model import (
 def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
     """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
     merged: dict[str, dict[tuple[str, str], list]] = {network: {} for network in plan.networks()}
-    for link in plan.links:
-        # one edge per pair of devices, whichever end a link names first (an in-band core's management port on an
-        # out-of-band switch that uplinks into it is two links between the same pair), at the higher link tier
-        key = (link.a_device, link.b_device) if link.a_device < link.b_device else (link.b_device, link.a_device)
-        edge = merged[link.network].get(key)
-        if edge is None:
-            merged[link.network][key] = [1, link.speed_gbps, link.tier]
-        else:
-            edge[0] += 1
-            edge[1] += link.speed_gbps
-            edge[2] = max(edge[2], link.tier)
     # a switch that forwards another network's traffic (the in-band top tier taking the out-of-band uplinks, as the
     # RA cables them) is the upper end of that network's switch-to-switch links: a switch of it too
     carriers: dict[str, set[str]] = {network: set() for network in merged}
     for link in plan.links:
-        if link.tier >= 1:
-            carriers[link.network].add(link.b_device)
+        # one edge per pair of devices, whichever end a link names first (an in-band core's management port on an
+        # out-of-band switch that uplinks into it is two links between the same pair), at the higher link tier
+        a, b, tier = link.a_device, link.b_device, link.tier
+        edges = merged[link.network]
+        key = (a, b) if a < b else (b, a)
+        edge = edges.get(key)
+        if edge is None:
+            edges[key] = [1, link.speed_gbps, tier]
+        else:
+            edge[0] += 1
+            edge[1] += link.speed_gbps
+            if tier > edge[2]:
+                edge[2] = tier
+        if tier >= 1:
+            carriers[link.network].add(b)
     graphs = {}
     for network, edges in merged.items():
         graph: nx.Graph = nx.Graph(network=network)

@@ -1,4 +1,4 @@
-"""The physical-plan stage: a validated design becomes devices, racks, links, cables and graphs.
+"""The physical-plan stage: a validated design becomes devices, racks, links and cables (and, from them, graphs).
 
 The later stages (derived models, design rules) run in gpucluster/pipeline.py; nothing here imports them.
 """
@@ -12,7 +12,6 @@ from typing import Any
 from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
-from gpucluster.plan.analysis import build_graphs
 from gpucluster.plan.cables import NoCableFits, add_cables
 from gpucluster.plan.fabric import ClosResult, merge_planes
 from gpucluster.plan.lock import Lock, keep_locked_cable_ids, keep_locked_ports, place_under_lock
@@ -57,9 +56,10 @@ Progress = Callable[[str], None]
 def build_physical_plan(
     loaded: LoadedDesign, say: Progress, lock: Lock | None = None, linked: Callable[[Plan], None] | None = None
 ) -> Plan:
-    """The physical plan of a loaded design: devices, racks, links, graphs, cables and device power (complete: no
-    later stage changes them). Under a `lock` (plan/lock.py) what the lock holds keeps its place, ports and cable
-    ids. `linked` is called with the plan once its links and graphs are complete, before its cables are chosen."""
+    """The physical plan of a loaded design: devices, racks, links, cables and device power (complete: no later stage
+    changes them; the graphs are built from it when first used, Plan.graphs). Under a `lock` (plan/lock.py) what the
+    lock holds keeps its place, ports and cable ids. `linked` is called with the plan once its devices, racks and
+    links are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
     plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
@@ -145,8 +145,6 @@ def build_physical_plan(
         place_under_lock(plan, lock, planner.power_w, planner.budget_w, site.racks_per_row, pitch_mm, site.row_pitch_mm)
         keep_locked_ports(plan, lock)
 
-    say("graphs")
-    plan.graphs = build_graphs(plan)
     if linked is not None:
         linked(plan)
     say("cables")

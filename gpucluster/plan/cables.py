@@ -161,13 +161,9 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     lookup = _EndLookup(catalog)
     links, devices = plan.links, plan.devices
     uncabled = {name for name, entry in NETWORK_INFO.items() if not entry.cabled}
-    ends = lookup.link_ends(links, devices, uncabled)
     by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)  # twin-port cages only
-    for index, (link, (end_a, end_b)) in enumerate(zip(links, ends, strict=True)):
-        if end_a.ports_per_cage == 2:
-            by_cage[(link.a_device, link.a_cage)].append(index)
-        if end_b.ports_per_cage == 2:
-            by_cage[(link.b_device, link.b_cage)].append(index)
+    done = bytearray(len(links))  # links cabled (or of an uncabled network: counted in the totals, no cable)
+    ends = lookup.link_ends(links, devices, uncabled, by_cage, done)
     choose = _Chooser(parts, optics)
     lengths = run_lengths_m(plan, links, routing)
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
@@ -204,11 +200,6 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             )
         )
 
-    done = bytearray(len(links))
-    if uncabled:
-        for index, link in enumerate(links):
-            if link.network in uncabled:
-                done[index] = 1  # counted in the totals, no cable
     for group in _split_port_groups(links, devices, lookup):
         # the two halves of a split switch port: one 1:2 splitter fibre (NVIDIA MFP7E20), a twin-port module in the
         # switch cage and a single-port 400G module in 200G mode at each host, whatever the run (no straight cable
@@ -448,9 +439,18 @@ class _EndLookup:
         self.halves: dict[str, dict[str, tuple[End, str]]] = {}  # part -> half-port name -> (its cage, its port)
         self.kinds: dict[tuple[str, int, bool], End] = {}
 
-    def link_ends(self, links: list[Link], devices: dict[str, Device], uncabled: set[str]) -> list[tuple[End, End]]:
-        """Each link's (a end, b end); a link of an uncabled network has the backplane at both. Each device's port
-        table is looked up once (a million links at 131,072 GPUs share some 60,000 devices and a dozen parts)."""
+    def link_ends(
+        self,
+        links: list[Link],
+        devices: dict[str, Device],
+        uncabled: set[str],
+        by_cage: dict[tuple[str, int], list[int]],
+        done: bytearray,
+    ) -> list[tuple[End, End]]:
+        """Each link's (a end, b end); a link of an uncabled network has the backplane at both (and is marked in
+        `done`). Each twin-port cage's links go into `by_cage` ((device, cage) -> link indexes in link order; one pass
+        for both). Each device's port table is looked up once (a million links at 131,072 GPUs share some 60,000
+        devices and a dozen parts)."""
         tables: dict[str, tuple[dict[str, End], End]] = {}  # device -> (port -> end, the end of a port not listed)
 
         def table_of(name: str) -> tuple[dict[str, End], End]:
@@ -462,9 +462,11 @@ class _EndLookup:
             return found
 
         ends: list[tuple[End, End]] = []
-        for link in links:
+        backplane = (BACKPLANE, BACKPLANE)
+        for index, link in enumerate(links):
             if link.network in uncabled:
-                ends.append((BACKPLANE, BACKPLANE))
+                ends.append(backplane)
+                done[index] = 1
                 continue
             table_a, other_a = tables.get(link.a_device) or table_of(link.a_device)
             end_a = table_a.get(link.a_port) or other_a
@@ -473,6 +475,10 @@ class _EndLookup:
             else:
                 table_b, other_b = tables.get(link.b_device) or table_of(link.b_device)
                 end_b = table_b.get(link.b_port) or other_b
+            if end_a.ports_per_cage == 2:
+                by_cage[(link.a_device, link.a_cage)].append(index)
+            if end_b.ports_per_cage == 2:
+                by_cage[(link.b_device, link.b_cage)].append(index)
             ends.append((end_a, end_b))
         return ends
 

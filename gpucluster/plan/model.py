@@ -370,7 +370,6 @@ class Plan:
     cables: list[Cable] = field(default_factory=list)
     racks: dict[str, RackPlan] = field(default_factory=dict)
     tiers: list[Tier] = field(default_factory=list)
-    graphs: dict[str, nx.Graph] = field(default_factory=dict)
     analysis: dict[str, NetworkAnalysis] = field(default_factory=dict)  # network -> its graph analysis
     totals: Totals = field(default_factory=Totals)
     facts: RuleFacts | None = None  # what the design rules read (rules.py, plan/facts.py), once they have run
@@ -381,6 +380,26 @@ class Plan:
     # the burn-in tests in the order to run them (gpucluster/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
     _queries: PlanQueries | None = field(default=None, init=False, repr=False, compare=False)  # not copied by replace()
+    _graphs: dict[str, nx.Graph] | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def graphs(self) -> dict[str, nx.Graph]:
+        """One networkx graph per network (plan/analysis.py build_graphs: devices as nodes, parallel links merged into
+        one edge with a count), built on first use from the complete plan and kept. Planning reads none itself (its
+        graph analyses may run in a process of their own, which builds its own)."""
+        if self._graphs is None:
+            from gpucluster.plan.analysis import build_graphs
+
+            self._graphs = build_graphs(self)
+        return self._graphs
+
+    @graphs.setter
+    def graphs(self, graphs: dict[str, nx.Graph]) -> None:
+        self._graphs = graphs
+
+    def graphs_built(self) -> bool:
+        """Whether the graphs have been built (or set)."""
+        return self._graphs is not None
 
     def queries(self, refresh: bool = False) -> PlanQueries:
         """The plan's link and device indexes (plan/queries.py), built once: views look things up there."""

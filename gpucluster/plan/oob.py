@@ -53,6 +53,23 @@ def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostP
     return ports
 
 
+def oob_port_count(catalog: Catalog, devices: list[Device]) -> int:
+    """How many out-of-band ports oob_ports gives these devices, counted per part without making them (the access
+    switches' reservation counts each cluster's ports again each time it grows)."""
+    per_part: dict[str, int] = {}
+    count = 0
+    for device in devices:
+        if device.role == "pdu":
+            count += 1
+            continue
+        ports = per_part.get(device.part)
+        if ports is None:
+            pools = device_ports(catalog.parts[device.part])
+            ports = per_part[device.part] = sum(len(pools[role].names) for role in ("bmc", "mgmt") if role in pools)
+        count += ports
+    return count
+
+
 OOB_UPLINKS = 2  # per access switch: H100 RA Table 8, "two uplinks per OOB to in-band"
 
 
@@ -133,7 +150,7 @@ def reserve_oob_switches(
         racks = [rack for rack in cluster.racks if not rack.system]
         devices = [d for rack in racks for d in rack.devices if not d.name.startswith("~")]
         pdus = sum(count_pdus(rack.power_max_w, rack.devices, rack.purpose == "compute")[1] for rack in racks)
-        return len(oob_ports(plan, catalog, devices)) + pdus
+        return oob_port_count(catalog, devices) + pdus
 
     def needed(cluster: Cluster) -> int:
         return math.ceil(ports(cluster) / access_ports)

@@ -200,10 +200,20 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
             modules = kinds[kind] = fitted(*kind)
         if not modules:
             continue
-        if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends (cable_ends, inlined)
+        if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends (cable_ends and fit, inlined)
             link = links[cable.links[0]]
-            fit((link.a_device, link.a_cage), modules[0])
-            fit((link.b_device, link.b_cage), modules[1])
+            module = modules[0]
+            if module is not None and link.a_cage:
+                end = (link.a_device, link.a_cage)
+                held = result.get(end)
+                if held is None or module.max_w > held.max_w:
+                    result[end] = module
+            module = modules[1]
+            if module is not None and link.b_cage:
+                end = (link.b_device, link.b_cage)
+                held = result.get(end)
+                if held is None or module.max_w > held.max_w:
+                    result[end] = module
             continue
         for ends, module in zip(cable_ends(plan, cable), modules, strict=True):
             for end in ends:
