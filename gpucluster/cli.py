@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -51,13 +52,37 @@ class _Timed:
 
     def __init__(self, display: progress_display.Reporter, stopwatch: profiling.Stopwatch):
         self.display, self.stopwatch = display, stopwatch
+        self.sample: Callable[[], None] = lambda: None  # the memory sampler, once there are processes to sum
 
     def __call__(self, stage: str) -> None:
         self.stopwatch(stage)
+        self.sample()
         self.display(stage)
 
     def update(self, done: int, total: int | None, unit: str) -> None:
         self.display.update(done, total, unit)
+
+
+def _terminated(signum: int, _frame: object) -> None:
+    """SIGTERM (a CI timeout, `kill`, systemd) ends a build as Ctrl-C does: the writers and the planning processes it
+    forked are stopped and reaped and the staging folder is removed as the stack unwinds; the previous output stays."""
+    click.echo("error: terminated (SIGTERM): the previous output is left as it was", err=True)
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM handled as _terminated while the body runs (in the main thread only; the handler before is restored)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(error: DesignError) -> None:
@@ -217,61 +242,64 @@ def build(
     cable label it holds."""
     from gpucluster.phases import lock_changes, lock_lines, write_lock
 
-    start = time.perf_counter()
-    stopwatch = profiling.Stopwatch()
-    costs: list[profiling.Cost] = []
-    sampler = profiling.PeakSampler(enabled=profile)
-    jobs = default_jobs() if jobs is None else jobs
-    try:
-        with _display(progress) as display:
-            timed = _Timed(display, stopwatch)
-            timed("load design")
-            loaded = load_design(design, data_dirs)
-            lock_path = None if no_lock else lock_file or default_lock_path(design)
-            lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
-            with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
-                # the writers of the physical plan alone start on the other CPUs while the rest is planned
-                plan = plan_design(
-                    loaded,
-                    timed,
-                    lock,
-                    kept=True,
-                    physical=lambda physical: writing.start_early(physical, loaded),
-                    jobs=jobs,
-                )
-                stopwatch.stop()
-                sampler.sample(writing.pids(), force=True)
-                _refuse_rule_errors(plan)
-                # the summary printed at the end, made before the other writers fork: its scheduler sides make the
-                # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and
-                # summary writers and the report read, so each worker has it (half a second each at 131,072 GPUs)
-                summary = summary_lines(plan)
-                folder = writing.finish(plan, loaded)
-    except DesignError as error:
-        _fail(error)
-    except MissingSystemLibrary as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
-    if lock_path is not None:
-        if lock is not None:
-            for line in lock_lines(lock_changes(lock, plan)):
-                click.echo(line)
+    with _sigterm_unwinds():
+        start = time.perf_counter()
+        stopwatch = profiling.Stopwatch()
+        costs: list[profiling.Cost] = []
+        sampler = profiling.PeakSampler(enabled=profile)
+        jobs = default_jobs() if jobs is None else jobs
         try:
-            write_lock(plan, lock_path)
-        except OSError as error:
-            click.echo(f"error: {lock_path}: cannot write the lock: {error.strerror}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
-    if profile:
-        sampler.sample([], force=True)
-        for line in profiling.profile_lines(
-            stopwatch.costs + costs, time.perf_counter() - start, sampler.peak_mib, jobs
-        ):
-            click.echo(line, err=True)
-    for line in summary:
-        click.echo(line)
-    click.echo(f"wrote {folder}")
-    if lock_path is not None:
-        click.echo(f"wrote {lock_path}")
+            with _display(progress) as display:
+                timed = _Timed(display, stopwatch)
+                timed("load design")
+                loaded = load_design(design, data_dirs)
+                lock_path = None if no_lock else lock_file or default_lock_path(design)
+                lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
+                with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
+                    # memory peaks while the cabling's writer and the analyses run beside planning: sample each stage
+                    timed.sample = lambda: sampler.sample(writing.pids(), force=True)
+                    # the writers of the physical plan alone start on the other CPUs while the rest is planned
+                    plan = plan_design(
+                        loaded,
+                        timed,
+                        lock,
+                        kept=True,
+                        physical=lambda physical: writing.start_early(physical, loaded),
+                        jobs=jobs,
+                    )
+                    stopwatch.stop()
+                    sampler.sample(writing.pids(), force=True)
+                    _refuse_rule_errors(plan)
+                    # the summary printed at the end, made before the other writers fork: its scheduler sides make the
+                    # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and
+                    # summary writers and the report read, so each worker has it (half a second each at 131,072 GPUs)
+                    summary = summary_lines(plan)
+                    folder = writing.finish(plan, loaded)
+        except DesignError as error:
+            _fail(error)
+        except MissingSystemLibrary as error:
+            click.echo(f"error: {error}", err=True)
+            sys.exit(1)
+        if lock_path is not None:
+            if lock is not None:
+                for line in lock_lines(lock_changes(lock, plan)):
+                    click.echo(line)
+            try:
+                write_lock(plan, lock_path)
+            except OSError as error:
+                click.echo(f"error: {lock_path}: cannot write the lock: {error.strerror}", err=True)
+                sys.exit(EXIT_BAD_INPUT)
+        if profile:
+            sampler.sample([], force=True)
+            for line in profiling.profile_lines(
+                stopwatch.costs + costs, time.perf_counter() - start, sampler.peak_mib, jobs
+            ):
+                click.echo(line, err=True)
+        for line in summary:
+            click.echo(line)
+        click.echo(f"wrote {folder}")
+        if lock_path is not None:
+            click.echo(f"wrote {lock_path}")
 
 
 def _read_lock(path: Path, cluster: str) -> Lock | None:

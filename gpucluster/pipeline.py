@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import NoReturn, cast
 
+from gpucluster import profiling
 from gpucluster.burn_in import burn_in_plan
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
@@ -100,6 +101,7 @@ class _AnalysesAside:
             with suppress(ProcessLookupError, ChildProcessError):
                 os.kill(self.pid, signal.SIGTERM)
                 os.waitpid(self.pid, 0)
+            profiling.side_process_ended(self.pid)
             self.pid = 0
 
     def start(self, plan: Plan) -> None:
@@ -110,6 +112,7 @@ class _AnalysesAside:
         if pid:
             os.close(write)
             self.pid, self.fd = pid, read
+            profiling.side_process_started(pid)
             return
         code = 1
         try:  # the forked process: analyse, send the result (or the error) and leave without the parent's exit handlers
@@ -134,6 +137,7 @@ class _AnalysesAside:
             self.fd = -1
             payload = source.read()
         _pid, status = os.waitpid(self.pid, 0)
+        profiling.side_process_ended(self.pid)
         self.pid = 0
         if not payload:
             raise RuntimeError(f"the graph analyses' process ended without a result (wait status {status})")

@@ -7,7 +7,8 @@ peak) and its resident set when the stage ends; for a writer run in a worker pro
 peak resident set (which counts the plan pages it shares with the parent) and the memory only it holds
 when it ends (private pages: what it allocated plus the plan pages it touched and so copied). The
 build's total is the peak, sampled every 5 s, of the proportional set size (shared pages divided
-among the processes that share them) summed over the main process and its running workers (only with --profile).
+among the processes that share them) summed over the main process, its running workers and a planning stage's
+forked process (only with --profile; sampled at each planning stage too).
 """
 
 from __future__ import annotations
@@ -109,6 +110,19 @@ class Stopwatch:
             self._name = ""
 
 
+# Processes a planning stage forks beside the main one (pipeline's graph analyses), counted in the sampled total while
+# they live: they are not writers, so the writers' pool does not know them.
+_SIDE_PROCESSES: set[int] = set()
+
+
+def side_process_started(pid: int) -> None:
+    _SIDE_PROCESSES.add(pid)
+
+
+def side_process_ended(pid: int) -> None:
+    _SIDE_PROCESSES.discard(pid)
+
+
 class PeakSampler:
     """The peak of the build's summed proportional set size, sampled when asked at most every 5 s (and when planning
     ends). Off unless enabled (for --profile): the kernel walks every page table to sum it, some 25 ms of CPU per
@@ -125,7 +139,7 @@ class PeakSampler:
         now = time.monotonic()
         if force or now - self._last >= self.interval_s:
             self._last = now
-            self.peak_mib = max(self.peak_mib, pss_mib([os.getpid(), *workers]))
+            self.peak_mib = max(self.peak_mib, pss_mib([os.getpid(), *workers, *_SIDE_PROCESSES]))
 
 
 def profile_lines(costs: list[Cost], wall_s: float, peak_total_mib: float, jobs: int) -> list[str]:
