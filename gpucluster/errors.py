@@ -39,3 +39,18 @@ class DesignError(Exception):
 class MissingSystemLibrary(Exception):
     """A system library an artifact needs is not installed (e.g. Pango for PDF rendering): the message
     says which Debian packages provide it. The command reports it and exits 1 (not bad input)."""
+
+
+def portable_error(error: BaseException, fallback: type[Exception] = RuntimeError) -> BaseException:
+    """An exception a forked process can send to the main one: the exception itself where it survives pickling, else
+    `fallback` carrying its traceback as text (so the main process raises it again, located, whichever it was)."""
+    import pickle
+    import traceback
+
+    try:
+        copy = pickle.loads(pickle.dumps(error))
+        if type(copy) is type(error) and str(copy) == str(error):
+            return copy
+    except Exception:  # fall back to the text
+        pass
+    return fallback("".join(traceback.format_exception(error)).rstrip())

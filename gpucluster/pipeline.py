@@ -12,7 +12,6 @@ import os
 import pickle
 import signal
 import sys
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import NoReturn, cast
@@ -20,7 +19,7 @@ from typing import NoReturn, cast
 from gpucluster import profiling
 from gpucluster.burn_in import burn_in_plan
 from gpucluster.design.load import LoadedDesign
-from gpucluster.errors import DesignError, Problem
+from gpucluster.errors import DesignError, Problem, portable_error
 from gpucluster.plan.analysis import analyse
 from gpucluster.plan.build import Progress, build_physical_plan
 from gpucluster.plan.lock import Lock
@@ -123,7 +122,7 @@ class _AnalysesAside:
                 payload = pickle.dumps(("done", analyse(plan)), pickle.HIGHEST_PROTOCOL)
                 code = 0
             except BaseException as error:
-                payload = pickle.dumps(("error", _portable(error)), pickle.HIGHEST_PROTOCOL)
+                payload = pickle.dumps(("error", portable_error(error)), pickle.HIGHEST_PROTOCOL)
             with open(write, "wb") as out:
                 out.write(payload)
         finally:
@@ -145,17 +144,6 @@ class _AnalysesAside:
         if kind == "error":
             raise value
         return cast(dict[str, NetworkAnalysis], value)
-
-
-def _portable(error: BaseException) -> BaseException:
-    """The exception itself where it survives pickling, else its traceback as text."""
-    try:
-        copy = pickle.loads(pickle.dumps(error))
-        if type(copy) is type(error) and str(copy) == str(error):
-            return copy
-    except Exception:  # fall back to the text
-        pass
-    return RuntimeError("".join(traceback.format_exception(error)).rstrip())
 
 
 @contextmanager

@@ -15,12 +15,10 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import pickle
 import select
 import signal
 import sys
 import time
-import traceback
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, Pipe, wait
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import cast
 from gpucluster import profiling, progress
 from gpucluster.artifacts import _Shared, early
 from gpucluster.design.load import LoadedDesign
+from gpucluster.errors import portable_error
 from gpucluster.pipeline import hide_derived
 from gpucluster.plan.model import Plan
 
@@ -258,7 +257,7 @@ def _fork(
     except BaseException as error:  # every failure goes back to the main process
         code = 1
         with contextlib.suppress(BaseException):
-            child_end.send(("error", _portable(error)))
+            child_end.send(("error", portable_error(error, WriterFailed)))
     finally:
         try:
             child_end.close()
@@ -266,17 +265,6 @@ def _fork(
             sys.stderr.flush()
         finally:
             os._exit(code)
-
-
-def _portable(error: BaseException) -> BaseException:
-    """The exception itself where it survives pickling, else its traceback as text."""
-    try:
-        copy = pickle.loads(pickle.dumps(error))
-        if type(copy) is type(error) and str(copy) == str(error):
-            return copy
-    except Exception:  # fall back to the text
-        pass
-    return WriterFailed("".join(traceback.format_exception(error)).rstrip())
 
 
 def _failure(name: str, message: tuple, status: int) -> BaseException:

@@ -272,7 +272,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         number = counters[(prefix, rack)] = counters.get((prefix, rack), 0) + 1
         cables.append(
             Cable(
-                f"{prefix}-{rack}-{number:04d}",
+                cable_id(prefix, rack, number),
                 network,
                 group,
                 choice.media,
