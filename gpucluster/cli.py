@@ -65,8 +65,9 @@ class _Timed:
 
 def _terminated(signum: int, _frame: object) -> None:
     """SIGTERM (a CI timeout, `kill`, systemd) ends a build as Ctrl-C does: the writers and the planning processes it
-    forked are stopped and reaped and the staging folder is removed as the stack unwinds; the previous output stays."""
-    click.echo("error: terminated (SIGTERM): the previous output is left as it was", err=True)
+    forked are stopped and reaped and the staging folder is removed as the stack unwinds; a build stopped before its
+    output was swapped in leaves the previous output as it was."""
+    click.echo("error: terminated (SIGTERM) before the build finished", err=True)
     raise SystemExit(128 + signum)
 
 
