@@ -3,6 +3,7 @@ failure fails the build as it would in one process: its error, nothing half-writ
 
 from __future__ import annotations
 
+import gc
 import os
 
 import pytest
@@ -39,6 +40,21 @@ def test_writers_in_workers_write_the_same_bytes_as_in_one_process(lab, tmp_path
     assert {c.name for c in costs} >= {"cabling:csv", "cabling:compute", "power:workbook", "power:chart"}
     assert {c.process for c in costs} == {"worker"}
     assert all(c.seconds > 0 and c.peak_rss_mib > 0 for c in costs)
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_writers_side_by_side_leave_a_kept_plan_frozen_and_any_other_as_it_was(lab, tmp_path, kept):
+    """A command's plan is frozen for the life of the process (pipeline.plan_design's `kept`): the writers keep it so,
+    or the cycle collector walks all of it again when the process ends; a library caller's objects are let go."""
+    loaded, plan = lab
+    gc.unfreeze()
+    try:
+        if kept:
+            gc.freeze()
+        write_artifacts(plan, loaded, tmp_path, ["plan", "nccl"], jobs=2)
+        assert (gc.get_freeze_count() > 0) is kept
+    finally:
+        gc.unfreeze()
 
 
 def test_the_writers_that_read_the_others_files_run_after_them(lab, tmp_path):
