@@ -19,7 +19,7 @@ from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
-from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary
+from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, stop_if_terminated, terminated
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.lock import Lock, default_lock_path, read_lock
 from gpucluster.plan.model import Plan
@@ -55,6 +55,7 @@ class _Timed:
         self.sample: Callable[[], None] = lambda: None  # the memory sampler, once there are processes to sum
 
     def __call__(self, stage: str) -> None:
+        stop_if_terminated()
         self.stopwatch(stage)
         self.sample()
         self.display(stage)
@@ -68,6 +69,7 @@ def _terminated(signum: int, _frame: object) -> None:
     forked are stopped and reaped and the staging folder is removed as the stack unwinds; a build stopped before its
     output was swapped in leaves the previous output as it was."""
     click.echo("error: terminated (SIGTERM) before the build finished", err=True)
+    terminated(signum)  # asked again at the next stage or writers' turn, should this raise be lost in a finalizer
     raise SystemExit(128 + signum)
 
 
@@ -79,11 +81,13 @@ def _sigterm_unwinds() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    terminated(None)
     previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        terminated(None)
 
 
 def _fail(error: DesignError) -> None:

@@ -54,3 +54,40 @@ def portable_error(error: BaseException, fallback: type[Exception] = RuntimeErro
     except Exception:  # fall back to the text
         pass
     return fallback("".join(traceback.format_exception(error)).rstrip())
+
+
+# SIGTERM's number once a build has been asked to stop (cli's handler): the exception the handler raises is lost when
+# the signal lands inside a finalizer (__del__, a weakref callback), where Python ignores exceptions, so the build's
+# loops ask again (stop_if_terminated) at each planning stage and each turn of the writers' loop.
+_TERMINATED: list[int] = []
+
+
+def terminated(signum: int | None) -> None:
+    """Record (a signal's number) or forget (None) that the build was asked to stop."""
+    _TERMINATED.clear()
+    if signum is not None:
+        _TERMINATED.append(signum)
+
+
+def stop_if_terminated() -> None:
+    """Raise SystemExit(128 + signal) when the build was asked to stop and is still going."""
+    if _TERMINATED:
+        raise SystemExit(128 + _TERMINATED[0])
+
+
+def fork_worker() -> int:
+    """os.fork with SIGTERM and SIGINT held back across it: a signal landing in the fork handlers Python and logging run
+    (where an exception is printed as ignored and lost) is delivered after them instead. The child (0 returned) gets
+    SIGTERM's default action, so stopping it needs no help from Python."""
+    import os
+    import signal
+
+    held = {signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        pid = os.fork()
+        if pid == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
+    return pid

@@ -19,7 +19,7 @@ from typing import NoReturn, cast
 from gpucluster import profiling
 from gpucluster.burn_in import burn_in_plan
 from gpucluster.design.load import LoadedDesign
-from gpucluster.errors import DesignError, Problem, portable_error
+from gpucluster.errors import DesignError, Problem, fork_worker, portable_error
 from gpucluster.plan.analysis import analyse
 from gpucluster.plan.build import Progress, build_physical_plan
 from gpucluster.plan.lock import Lock
@@ -107,7 +107,7 @@ class _AnalysesAside:
         read, write = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
+        pid = fork_worker()
         if pid:
             os.close(write)
             self.pid, self.fd = pid, read
@@ -116,7 +116,6 @@ class _AnalysesAside:
         code = 1
         try:  # the forked process: analyse, send the result (or the error) and leave without the parent's exit handlers
             os.close(read)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             install_progress(None)
             try:
                 payload = pickle.dumps(("done", analyse(plan)), pickle.HIGHEST_PROTOCOL)

@@ -27,7 +27,7 @@ from typing import cast
 from gpucluster import profiling, progress
 from gpucluster.artifacts import _Shared, early
 from gpucluster.design.load import LoadedDesign
-from gpucluster.errors import portable_error
+from gpucluster.errors import fork_worker, portable_error, stop_if_terminated
 from gpucluster.pipeline import hide_derived
 from gpucluster.plan.model import Plan
 
@@ -154,6 +154,7 @@ class Workers:
 
     def _collect(self, update: Callable[..., None] | None, end: Callable[[str], None] | None) -> None:
         """Wait a moment for the workers: relay their progress and shared values, and collect those that finished."""
+        stop_if_terminated()
         self.sampler.sample(self.pids())
         ready = cast(list[Connection], wait(list(self.running), timeout=0.25))  # wait returns what it was given
         for conn in ready:
@@ -242,7 +243,7 @@ def _fork(
     parent_end, child_end = Pipe(duplex=False)
     sys.stdout.flush()
     sys.stderr.flush()
-    pid = os.fork()
+    pid = fork_worker()
     if pid:
         child_end.close()
         return parent_end, pid
@@ -250,7 +251,6 @@ def _fork(
     parent_end.close()
     code = 0
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if early:  # forked mid-planning: the cycle collector is paused there, and the derived stages still to come
             gc.freeze()
             gc.enable()
