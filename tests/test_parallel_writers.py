@@ -12,7 +12,7 @@ from conftest import DESIGNS
 
 import gpucluster.artifacts as artifacts
 from gpucluster import load_design, pipeline, plan_design, write_artifacts
-from gpucluster.artifacts import Writing, plan_json
+from gpucluster.artifacts import Writing
 from gpucluster.artifacts._workers import WriterFailed
 from gpucluster.cli import main
 from gpucluster.errors import DesignError, Problem
@@ -141,8 +141,7 @@ def test_a_writer_failing_in_a_worker_fails_the_build_and_leaves_the_previous_ou
     assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]
 
 
-def test_build_profile_prints_each_stage_and_writer_with_seconds_and_memory(tmp_path, monkeypatch):
-    monkeypatch.setattr(plan_json, "SPLIT_MIN_LINKS", 0)  # plan.json in its two parts, as a large plan's
+def test_build_profile_prints_each_stage_and_writer_with_seconds_and_memory(tmp_path):
     design = str(DESIGNS / "lab-4-servers.yaml")
     only = ["--only", "plan", "--only", "summary", "--only", "nccl"]
     result = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--profile", *only])
@@ -155,22 +154,6 @@ def test_build_profile_prints_each_stage_and_writer_with_seconds_and_memory(tmp_
         assert where == "worker" and float(wall) > 0 and float(peak) > 0, rows[writer]
     assert "peak memory" in result.stderr
     assert "wrote" in result.stdout and "plan:" not in result.stdout
-
-
-def test_a_small_plan_writes_plan_json_as_one_job_with_the_same_bytes(tmp_path):
-    """Below SPLIT_MIN_LINKS a second process costs more than plan.json's records take to write."""
-    design = str(DESIGNS / "lab-4-servers.yaml")
-    one = CliRunner().invoke(
-        main, ["build", design, "-o", str(tmp_path / "one"), "--no-lock", "--profile", "--only", "plan"]
-    )
-    assert one.exit_code == 0, one.stderr
-    rows = {line[:40].strip() for line in one.stderr.splitlines()}
-    assert "plan:whole" in rows and "plan:records" not in rows and "plan:head" not in rows
-    serial = CliRunner().invoke(
-        main, ["build", design, "-o", str(tmp_path / "serial"), "--no-lock", "-j", "1", "--only", "plan"]
-    )
-    assert serial.exit_code == 0
-    assert _files(tmp_path / "one") == _files(tmp_path / "serial")
 
 
 def test_jobs_one_writes_in_the_main_process(tmp_path):
@@ -194,7 +177,6 @@ def test_writers_started_while_planning_goes_on_write_the_same_bytes_as_one_proc
     the graph analyses in a process of their own, the main process builds the graphs the views read while it waits."""
     if aside:
         monkeypatch.setattr(pipeline, "ASIDE_MIN_LINKS", 0)
-    monkeypatch.setattr(plan_json, "SPLIT_MIN_LINKS", 0)  # plan.json in its two parts, as a large plan's
     serial = _build(tmp_path, "serial", "-j", "1")
     parallel = _build(tmp_path, "parallel", "-j", "2", "--profile")
     assert serial.exit_code == parallel.exit_code == 0, parallel.output

@@ -11,7 +11,6 @@ from conftest import DESIGNS
 from rich.console import Console
 
 from gpucluster import load_design, plan_design, progress, write_artifacts
-from gpucluster.artifacts import plan_json
 from gpucluster.cli import main
 
 
@@ -56,8 +55,7 @@ def test_planning_reports_the_links_it_cables(recorder):
     assert ("cables", len(plan.links), len(plan.links), "links") in recorder.updates
 
 
-def test_a_writer_in_a_worker_reports_its_rows_to_the_main_process(recorder, tmp_path, monkeypatch):
-    monkeypatch.setattr(plan_json, "SPLIT_MIN_LINKS", 0)  # plan.json in its two parts, as a large plan's
+def test_a_writer_in_a_worker_reports_its_rows_to_the_main_process(recorder, tmp_path):
     loaded = load_design(DESIGNS / "lab-4-servers.yaml")
     plan = plan_design(loaded)
     recorder.updates.clear()
@@ -109,8 +107,7 @@ def test_bars_show_count_rate_and_time_left_on_a_terminal():
     assert "left" in text
 
 
-def test_build_on_a_pipe_shows_no_progress_unless_asked(tmp_path, monkeypatch):
-    monkeypatch.setattr(plan_json, "SPLIT_MIN_LINKS", 0)  # plan.json in its two parts, as a large plan's
+def test_build_on_a_pipe_shows_no_progress_unless_asked(tmp_path):
     design = str(DESIGNS / "lab-4-servers.yaml")
     quiet = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--only", "plan"])
     assert quiet.exit_code == 0 and quiet.stderr == ""

@@ -33,19 +33,11 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
             out.write(chunk)
 
 
-# Links from which plan.json is written in those two parts; a smaller plan's file is one job ("whole"), since a second
-# process costs more than its records take to write (0.1 s of a 256-GPU build's 0.8 s).
-SPLIT_MIN_LINKS = 50_000
-
-
 def parts(plan: Plan) -> list[str]:
-    return ["records", "head"] if len(plan.links) >= SPLIT_MIN_LINKS else ["whole"]
+    return ["records", "head"]
 
 
 def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
-    if part == "whole":
-        write(plan, loaded, folder)
-        return
     records = folder / _RECORDS
     if part == "records":
         with open(records, "wb") as out:
