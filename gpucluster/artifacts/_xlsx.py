@@ -9,9 +9,10 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from math import isfinite
 from operator import itemgetter
 from pathlib import Path
-from typing import TextIO
+from typing import ClassVar, TextIO
 
 import xlsxwriter
 from xlsxwriter.format import Format
@@ -258,17 +259,159 @@ class FormulaSheet(Worksheet):
 
 
 class InlineTextSheet(Worksheet):
-    """A worksheet for constant-memory workbooks (whose text cells are inline strings) that skips XlsxWriter's
-    control-character escaping of a cell's text (two regular-expression substitutions a cell, a fifth of the cable
-    workbooks' time) when there is nothing to escape: printable text with no "_x" (the start of an _xHHHH_ escape)
-    comes out of it unchanged. Every other text goes through XlsxWriter's own escaping, so the file is the same
-    bytes. Used through ``add_worksheet(name, InlineTextSheet)``, XlsxWriter's hook for worksheet subclasses."""
+    """A worksheet for constant-memory workbooks (whose text cells are inline strings) with a faster way through
+    XlsxWriter's innermost cell loop, for the cable workbooks' millions of cells. Used through
+    ``add_worksheet(name, InlineTextSheet)``, XlsxWriter's hook for worksheet subclasses; the sheet's XML is the same
+    bytes as XlsxWriter's own cell by cell (tests/test_xlsxwriter_private_api.py holds it to that).
+
+    - It skips XlsxWriter's control-character escaping of a cell's text (two regular-expression substitutions a
+      cell) when there is nothing to escape: printable text with no "_x" (the start of an _xHHHH_ escape) comes out
+      of it unchanged. Every other text goes through XlsxWriter's own escaping.
+    - write_values writes a row of texts and numbers at once: XlsxWriter's dimension check once a row instead of
+      once a cell, no cell object a cell, and the row's XML made in one string when the row is flushed, with the
+      decisions XlsxWriter's _write_cell makes (control characters, xml:space="preserve", & < > escaped, a cell's
+      or its column's format). A row that is anything else (a row format or height, cells also written one by one,
+      a text over half Excel's limit, a number that is not a finite int or float) is handed to XlsxWriter's own
+      cell writers and row flush, which then also raise what they raise (NaN without nan_inf_to_errors)."""
+
+    # The row write_values holds until the next row is written (XlsxWriter's constant-memory flush): row number,
+    # its values and their formats (None: none).
+    _pending: tuple[int, tuple[object, ...], tuple[Format | None, ...] | None] | None = None
+    _letters: ClassVar[list[str]] = []  # column letters by 0-based column, shared: they never change
+    _texts: dict[str, str]  # text -> its cell's XML after the style (_text_tail), for texts that repeat
+    previous_row: int  # XlsxWriter's: the row its constant-memory mode holds (the last one written)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._texts = {}
 
     @staticmethod
     def _escape_control_characters(data: object) -> object:
         if isinstance(data, str) and "_x" not in data and data.isprintable():
             return data  # no control character (none is printable) and no "_xHHHH_" to escape
         return Worksheet._escape_control_characters(data)
+
+    def write_values(
+        self, row: int, values: Sequence[object], formats: Sequence[Format | None] | None = None
+    ) -> None:
+        """Row `row`'s cells from column A: a str as write_string writes it, an int or float as write_number does,
+        None or "" as no cell; formats[i], if given, is value i's format. The cells and bytes of those calls made
+        one by one, left to right. The row is held (as XlsxWriter holds it) until the next row is written."""
+        n = len(values)
+        first = 0
+        while first < n and (values[first] is None or values[first] == ""):
+            first += 1
+        if first == n:
+            return
+        last = n - 1
+        while values[last] is None or values[last] == "":
+            last -= 1
+        if not self.constant_memory or row <= self.previous_row or row >= self.xls_rowmax or last >= self.xls_colmax:
+            self._write_one_by_one(row, values, formats)
+            return
+        # XlsxWriter's cell writers, cell by cell: the dimension check (its smallest and largest column are what
+        # counts), then the previous row's flush; the cells are stored until this row's flush.
+        self._check_dimensions(row, first)
+        self._check_dimensions(row, last)
+        self._write_single_row(row)
+        self._pending = (row, tuple(values), None if formats is None else tuple(formats))
+
+    def _write_one_by_one(self, row: int, values: Sequence[object], formats: Sequence[Format | None] | None) -> None:
+        for col, value in enumerate(values):
+            if value is not None and value != "":
+                self._write_value(row, col, value, None if formats is None else formats[col])
+
+    def _write_value(self, row: int, col: int, value: object, cell_format: Format | None) -> None:
+        if isinstance(value, str):
+            self._write_string(row, col, value, cell_format)
+        else:
+            self._write_number(row, col, value, cell_format)
+
+    def _write_single_row(self, current_row_num: int = 0) -> None:
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            row, values, formats = pending
+            if (
+                row == self.previous_row
+                and not self.table
+                and row not in self.row_info
+                and self.excel_version == 2007
+                and self.default_row_height == self.original_row_height
+            ):
+                cells = self._cells_xml(row, values, formats)
+                if cells is not None:
+                    self.fh.write(f'<row r="{row + 1}">{cells}</row>')
+                    self.previous_row = current_row_num
+                    return
+            self._store(row, values, formats)
+        super()._write_single_row(current_row_num)
+
+    def _store(self, row: int, values: tuple[object, ...], formats: tuple[Format | None, ...] | None) -> None:
+        """The held row's cells into XlsxWriter's table through its own cell writers (the row is not flushed yet, so
+        they only store), under any cell written one by one since (the later write wins, as in XlsxWriter)."""
+        written = self.table.get(row, {})
+        for col, value in enumerate(values):
+            if col not in written and value is not None and value != "":
+                self._write_value(row, col, value, None if formats is None else formats[col])
+
+    def _cells_xml(
+        self, row: int, values: tuple[object, ...], formats: tuple[Format | None, ...] | None
+    ) -> str | None:
+        """The row's <c> elements as XlsxWriter's _write_cell writes them, or None if a value is not one this
+        makes (the row then goes through XlsxWriter's own writers)."""
+        letters = self._letters
+        while len(letters) < len(values):
+            letters.append(xl_col_to_name(len(letters)))
+        number = str(row + 1)
+        col_info = self.col_info
+        texts = self._texts
+        parts = []
+        for col, value in enumerate(values):
+            if type(value) is str:
+                tail = texts.get(value)
+                if tail is None:
+                    if not value:
+                        continue
+                    tail = self._text_tail(value)
+                    if tail is None:
+                        return None
+                    if len(texts) >= _TEXTS_KEPT:
+                        texts.clear()
+                    texts[value] = tail
+            elif value is None:
+                continue
+            elif (type(value) is float or type(value) is int) and isfinite(value):
+                tail = f"><v>{value:.16G}</v></c>"
+            else:
+                return None  # NaN, infinity, a bool, a Fraction, a str subclass...: XlsxWriter's own rules
+            cell_format = None if formats is None else formats[col]
+            if cell_format:
+                style = f' s="{cell_format._get_xf_index()}"'
+            else:
+                info = col_info.get(col)
+                column_format = None if info is None else info.column_format
+                style = "" if column_format is None else f' s="{column_format._get_xf_index()}"'
+            parts.append(f'<c r="{letters[col]}{number}"{style}{tail}')
+        return "".join(parts)
+
+    def _text_tail(self, value: str) -> str | None:
+        """A text cell's XML after its reference and style, as XlsxWriter's _write_cell and _xml_inline_string write
+        it (None for a text over half Excel's limit: XlsxWriter checks it in UTF-16 units)."""
+        if len(value) > self.xls_strmax // 2:
+            return None
+        text = value if "_x" not in value and value.isprintable() else Worksheet._escape_control_characters(value)
+        if text.startswith("<r>") and text.endswith("</r>"):  # XlsxWriter writes it as rich text, as it is
+            return f' t="inlineStr"><is>{text}</is></c>'
+        preserve = ' xml:space="preserve"' if text[:1].isspace() or text[-1:].isspace() else ""
+        if "&" in text or "<" in text or ">" in text:
+            text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return f' t="inlineStr"><is><t{preserve}>{text}</t></is></c>'
+
+
+# Texts whose cell XML InlineTextSheet keeps (device, rack and port names repeat from row to row); when full it starts
+# afresh, so a column of ever-new texts (cable ids) costs a bounded table.
+_TEXTS_KEPT = 16_384
 
 
 INTEGER = "#,##0"
