@@ -277,7 +277,7 @@ class InlineTextSheet(Worksheet):
     # The row write_values holds until the next row is written (XlsxWriter's constant-memory flush): row number,
     # its values and their formats (None: none).
     _pending: tuple[int, tuple[object, ...], tuple[Format | None, ...] | None] | None = None
-    _letters: ClassVar[list[str]] = []  # column letters by 0-based column, shared: they never change
+    _starts: ClassVar[list[str]] = []  # each column's cell start ('<c r="A'), shared: they never change
     _texts: dict[str, str]  # text -> its cell's XML after the style (_text_tail), for texts that repeat
     previous_row: int  # XlsxWriter's: the row its constant-memory mode holds (the last one written)
 
@@ -360,14 +360,17 @@ class InlineTextSheet(Worksheet):
     ) -> str | None:
         """The row's <c> elements as XlsxWriter's _write_cell writes them, or None if a value is not one this
         makes (the row then goes through XlsxWriter's own writers)."""
-        letters = self._letters
-        while len(letters) < len(values):
-            letters.append(xl_col_to_name(len(letters)))
+        starts = self._starts
+        while len(starts) < len(values):
+            starts.append(f'<c r="{xl_col_to_name(len(starts))}')
         number = str(row + 1)
         col_info = self.col_info
         texts = self._texts
-        parts = []
-        for col, value in enumerate(values):
+        parts: list[str] = []
+        append = parts.append
+        col = -1
+        for value in values:
+            col += 1
             if type(value) is str:
                 tail = texts.get(value)
                 if tail is None:
@@ -386,13 +389,13 @@ class InlineTextSheet(Worksheet):
             else:
                 return None  # NaN, infinity, a bool, a Fraction, a str subclass...: XlsxWriter's own rules
             cell_format = None if formats is None else formats[col]
-            if cell_format:
-                style = f' s="{cell_format._get_xf_index()}"'
-            else:
+            if not cell_format:  # the column's format, if it has one (XlsxWriter's rule for a cell without one)
                 info = col_info.get(col)
-                column_format = None if info is None else info.column_format
-                style = "" if column_format is None else f' s="{column_format._get_xf_index()}"'
-            parts.append(f'<c r="{letters[col]}{number}"{style}{tail}')
+                cell_format = None if info is None else info.column_format
+                if cell_format is None:
+                    append(f'{starts[col]}{number}"{tail}')
+                    continue
+            append(f'{starts[col]}{number}" s="{cell_format._get_xf_index()}"{tail}')
         return "".join(parts)
 
     def _text_tail(self, value: str) -> str | None:

@@ -32,7 +32,7 @@ from typing import ClassVar, NamedTuple
 
 import xlsxwriter
 
-from gpucluster.artifacts._xlsx import GuardedCsvWriter, InlineTextSheet, needs_quote, print_setup
+from gpucluster.artifacts._xlsx import FORMULA_TRIGGERS, GuardedCsvWriter, InlineTextSheet, needs_quote, print_setup
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
 from gpucluster.plan.power import cable_ends
@@ -369,10 +369,15 @@ def write_workbook(plan: Plan, part: WorkbookPart, path: Path) -> None:
     write_values = sheet.write_values
     pick = itemgetter(*_XLSX_FIELDS)
     guarded = [c for c, i in enumerate(_XLSX_FIELDS) if i in _CATALOG_TEXT]
+    a_port, b_port, part_number = guarded  # the three to test, one startswith each (needs_quote when one matches)
     r = 0
     for r, row in enumerate(track(cable_rows(plan, network, part.rows), part.cables, "cables"), start=1):
         values = pick(row)
-        if any(needs_quote(values[c]) for c in guarded):
+        if (
+            values[a_port].startswith(FORMULA_TRIGGERS)
+            or values[b_port].startswith(FORMULA_TRIGGERS)
+            or values[part_number].startswith(FORMULA_TRIGGERS)
+        ):
             write_values(r, values, [quoted if c in guarded and needs_quote(v) else None for c, v in enumerate(values)])
         else:
             write_values(r, values)
