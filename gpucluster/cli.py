@@ -263,7 +263,8 @@ def build(
                 with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
                     # memory peaks while the cabling's writer and the analyses run beside planning: sample each stage
                     timed.sample = lambda: sampler.sample(writing.pids(), force=True)
-                    # the writers of the physical plan alone start on the other CPUs while the rest is planned
+                    # the writers of the links alone (LINKED), then of the physical plan alone (EARLY), start on the
+                    # other CPUs while the rest is planned
                     plan = plan_design(
                         loaded,
                         timed,
@@ -271,6 +272,7 @@ def build(
                         kept=True,
                         physical=lambda physical: writing.start_early(physical, loaded),
                         jobs=jobs,
+                        linked=lambda linked: writing.start_linked(linked, loaded),
                     )
                     stopwatch.stop()
                     sampler.sample(writing.pids(), force=True)

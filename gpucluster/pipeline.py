@@ -29,11 +29,15 @@ from gpucluster.progress import install as install_progress
 from gpucluster.rules import refresh_findings
 from gpucluster.training.checkpoint import checkpoint_facts
 
-__all__ = ["DERIVED", "Progress", "hide_derived", "plan_design", "refresh_findings"]
+__all__ = ["CABLED", "DERIVED", "Progress", "hide_cabled", "hide_derived", "plan_design", "refresh_findings"]
 
 # What plan_design computes after the physical plan (Plan's fields, and Settings' that the derived models set)
 DERIVED: tuple[str, ...] = ("analysis", "totals", "facts", "findings", "burn_in")
 DERIVED_SETTINGS: tuple[str, ...] = ("checkpoint",)
+# What the cables stage adds to a plan whose devices, racks and links are complete (plan/build.py: the cables, each
+# device's draw with its optics, and each rack's load, which includes them: RackPlan's fields)
+CABLED: tuple[str, ...] = ("cables", "device_power")
+CABLED_RACK: tuple[str, ...] = ("power_max_w", "power_typical_w")
 
 
 def plan_design(
@@ -44,6 +48,7 @@ def plan_design(
     kept: bool = False,
     physical: Callable[[Plan], None] | None = None,
     jobs: int = 1,
+    linked: Callable[[Plan], None] | None = None,
 ) -> Plan:
     """Run every stage up to the design rules: the plan every view reads. A design the planner cannot build
     that no located check caught first (a device no rack can hold, a tier no switch can close) is still bad
@@ -52,18 +57,22 @@ def plan_design(
     Python's cycle collector then leaves its objects alone for good (gc.freeze). `physical` is called with the
     plan once its physical part is complete (devices, racks, links, graphs, cables, device power: no later stage
     changes them), before the derived models (DERIVED) are computed: views of the physical plan alone may start
-    there. With `jobs` above 1 (processes planning may use) a large plan's graph analyses run in a forked process
-    while the main one chooses the cables (they read only the links; that process builds the graphs it walks, and the
-    main one builds its own when a view first needs them: Plan.graphs); the result is the same."""
+    there; `linked` is called earlier, once its devices, racks and links are complete, before the cables are chosen
+    (CABLED: what views of the links alone must not read yet). With `jobs` above 1 (processes planning may use) a
+    large plan's graph analyses run in a forked process while the main one chooses the cables (they read only the
+    links; that process builds the graphs it walks, and the main one builds its own when a view first needs them:
+    Plan.graphs); the result is the same."""
     say = progress or (lambda _message: None)
     with _cycle_collector_paused(freeze=kept), _AnalysesAside() as aside:
 
-        def linked(plan: Plan) -> None:
+        def links_complete(plan: Plan) -> None:
             if jobs > 1 and len(plan.links) >= ASIDE_MIN_LINKS and hasattr(os, "fork"):
                 aside.start(plan)
+            if linked is not None:
+                linked(plan)
 
         try:
-            plan = build_physical_plan(loaded, say, lock, linked)
+            plan = build_physical_plan(loaded, say, lock, links_complete)
         except ValueError as exc:
             raise DesignError([Problem(str(loaded.path), 0, 0, "", f"cannot plan this design: {exc}")]) from None
         if physical is not None:
@@ -165,23 +174,29 @@ def _cycle_collector_paused(freeze: bool) -> Iterator[None]:
 
 
 class NotYetPlanned:
-    """Stands for what the derived stages have not computed yet (hide_derived): any use of it is an error that says
-    which part of the plan was read too early."""
+    """Stands for what planning has not computed yet (hide_derived, hide_cabled): any use of it (as a collection, an
+    object, a number or text) is an error that says which part of the plan was read too early."""
 
     def __init__(self, name: str):
         object.__setattr__(self, "_name", name)
 
     def _fail(self, *_args: object, **_kwargs: object) -> NoReturn:
         raise RuntimeError(
-            f"plan.{object.__getattribute__(self, '_name')} was read by a view started on the physical plan alone "
-            "(before the derived stages computed it): start that view after planning (artifacts/__init__.py EARLY)"
+            f"plan.{object.__getattribute__(self, '_name')} was read by a view started before planning computed it: "
+            "start that view later (artifacts/__init__.py LINKED, EARLY)"
         )
+
+    def __repr__(self) -> str:
+        return f"<plan.{object.__getattribute__(self, '_name')}: not planned yet>"
 
     def __getattr__(self, _attribute: str) -> NoReturn:
         self._fail()
 
     __iter__ = __len__ = __bool__ = __getitem__ = __contains__ = __eq__ = __hash__ = __reduce_ex__ = _fail
-    __deepcopy__ = __copy__ = __call__ = _fail
+    __deepcopy__ = __copy__ = __call__ = __str__ = __format__ = _fail
+    __float__ = __int__ = __index__ = __round__ = __neg__ = __abs__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = __ne__ = _fail
 
 
 def hide_derived(plan: Plan) -> None:
@@ -191,3 +206,14 @@ def hide_derived(plan: Plan) -> None:
         setattr(plan, name, NotYetPlanned(name))
     for name in DERIVED_SETTINGS:
         setattr(plan.settings, name, NotYetPlanned(f"settings.{name}"))
+
+
+def hide_cabled(plan: Plan) -> None:
+    """Also replace what the cables stage computes (CABLED) with stand-ins that fail when read: for a view that runs on
+    the devices, racks and links alone (a forked worker's copy, started before the cables are chosen)."""
+    hide_derived(plan)
+    for name in CABLED:
+        setattr(plan, name, NotYetPlanned(name))
+    for rack in plan.racks.values():
+        for name in CABLED_RACK:
+            setattr(rack, name, NotYetPlanned(f"racks[{rack.name!r}].{name}"))

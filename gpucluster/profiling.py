@@ -28,7 +28,7 @@ class Cost:
     """One stage or writer: where it ran, its wall and CPU seconds, and memory in MiB (see the module doc)."""
 
     name: str
-    kind: str  # "stage" (planning, main process) | "writer"
+    kind: str  # "stage" (planning, main process) | "writer" | "workers" (the writers' workers outside their jobs)
     process: str  # "main" | "worker"
     seconds: float
     cpu_seconds: float
@@ -154,7 +154,7 @@ def profile_lines(costs: list[Cost], wall_s: float, peak_total_mib: float, jobs:
             f"{cost.peak_rss_mib:13.0f} {cost.end_mib:9.0f}"
         )
     planning = sum(c.seconds for c in costs if c.kind == "stage")
-    writers_cpu = sum(c.cpu_seconds for c in costs if c.kind == "writer")
+    writers_cpu = sum(c.cpu_seconds for c in costs if c.kind in ("writer", "workers"))
     lines.append(
         f"planning {planning:.2f} s; writers {writers_cpu:.2f} CPU s on {jobs} worker(s); whole build {wall_s:.2f} s; "
         f"peak memory {peak_total_mib:.0f} MiB (proportional set size of all its processes, sampled)"

@@ -37,6 +37,7 @@ def test_planning_stopped_after_writers_started_ends_them_and_writes_nothing(tmp
     monkeypatch.setattr(os, "fork", fork)
     monkeypatch.setitem(artifacts.ARTIFACTS, "nccl", _slow_writer)
     monkeypatch.setattr(artifacts, "EARLY", ("nccl",))
+    monkeypatch.setattr(artifacts, "LINKED", ())
     monkeypatch.setattr(pipeline, "totals", later_stage)
     out = tmp_path / "out"
     began = time.monotonic()

@@ -5,6 +5,7 @@ leaves the previous output as it was)."""
 from __future__ import annotations
 
 import contextlib
+import enum
 import fcntl
 import functools
 import importlib
@@ -80,6 +81,21 @@ SLOW_FIRST: tuple[str, ...] = (
 # the main process leaves while it computes the rest (in a worker the rest are stand-ins that fail when read). In order
 # of preference (the longest first).
 EARLY: tuple[str, ...] = ("cabling", "plan:records")
+# Writers, or parts of one, that read only the devices, racks and links (not the cables nor what the cables stage adds,
+# pipeline.CABLED, nor anything derived): with writers side by side they start as soon as the links exist, one after
+# another in one worker while the main process chooses the cables (one CPU is otherwise idle there: the graph analyses
+# beside it take a fraction of the stage), so the Slurm, Kubernetes and NCCL writers also share the compute fabric's
+# scheduling view that the first of them makes. In order (the longest first).
+LINKED: tuple[str, ...] = ("monitoring", "slurm", "switches", "nccl", "kubernetes")
+
+
+class Reads(enum.IntEnum):
+    """How much of the plan a writer's job reads, which says how early in planning it may start: a worker forked at a
+    stage runs only jobs that read no more than its copy of the plan holds."""
+
+    LINKS = 0  # devices, racks and links (LINKED)
+    PHYSICAL = 1  # the physical plan: cables and device power too (EARLY)
+    WHOLE = 2  # everything planning computes, the graphs too
 
 
 class _Shared:
@@ -140,8 +156,28 @@ def writer_jobs(name: str, plan: Plan) -> list[tuple[str, Writer, frozenset[str]
 
 
 def early(job: str) -> bool:
-    """Whether a writer's job reads the physical plan alone (EARLY names it or its artifact)."""
-    return job in EARLY or job.split(":", 1)[0] in EARLY
+    """Whether a writer's job reads the physical plan alone (EARLY or LINKED names it or its artifact)."""
+    return reads(job) < Reads.WHOLE
+
+
+def reads(job: str) -> Reads:
+    """How much of the plan a writer's job reads (LINKED, EARLY name it or its artifact; else all of it)."""
+    artifact = job.split(":", 1)[0]
+    if job in LINKED or artifact in LINKED:
+        return Reads.LINKS
+    if job in EARLY or artifact in EARLY:
+        return Reads.PHYSICAL
+    return Reads.WHOLE
+
+
+def job_writer(job: str, plan: Plan) -> Writer:
+    """The write function of one of writer_jobs' jobs, by its name (a worker forked before the job was known finds it
+    so)."""
+    name = job if job.endswith(PREPARE) else job.split(":", 1)[0]
+    for label, write, _needs in writer_jobs(name, plan):
+        if label == job:
+            return write
+    raise KeyError(f"no writer job {job!r}")
 
 
 def _write_part(write_part: Callable[..., None], part: str, plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -231,21 +267,30 @@ class Writing:
         """The worker processes running now (for the memory sampler)."""
         return self.workers.pids() if self.workers is not None else []
 
+    def start_linked(self, plan: Plan, loaded: LoadedDesign) -> None:
+        """The devices, racks and links are complete (pipeline.plan_design's `linked`): start the writers of them alone
+        (LINKED), in one worker one after another, on the CPU planning leaves, when writers run side by side."""
+        self._start_early(plan, loaded, Reads.LINKS)
+
     def start_early(self, plan: Plan, loaded: LoadedDesign) -> None:
         """The physical plan is complete (pipeline.plan_design's `physical`): start the writers of it alone (EARLY),
         longest first, on the CPUs planning leaves, when writers run side by side."""
+        self._start_early(plan, loaded, Reads.PHYSICAL)
+
+    def _start_early(self, plan: Plan, loaded: LoadedDesign, stage: Reads) -> None:
         if self.jobs == 1:
             return
         self._open()
         assert self.workers is not None
+        registry = LINKED if stage == Reads.LINKS else EARLY
         ready = [
-            (label, write)
-            for name in sorted(self.names, key=_early_order)
-            if early(name) or any(entry.startswith(f"{name}:") for entry in EARLY)
-            for label, write, needs in writer_jobs(name, plan)
-            if early(label) and not needs
+            label
+            for name in sorted(self.names, key=functools.partial(_early_order, registry=registry))
+            if reads(name) == stage or any(entry.startswith(f"{name}:") for entry in registry)
+            for label, _write, needs in writer_jobs(name, plan)
+            if reads(label) == stage and not needs
         ]
-        self.workers.start_early(plan, loaded, ready)
+        self.workers.start_early(plan, loaded, ready, stage)
 
     def finish(self, plan: Plan, loaded: LoadedDesign) -> Path:
         """Write the artifacts not written yet (wait for those started early) and swap the staging folder in."""
@@ -289,12 +334,12 @@ def _splits(name: str) -> bool:
     return isinstance(entry, str) and hasattr(importlib.import_module(entry), "parts")
 
 
-def _early_order(name: str) -> int:
-    """Writers with early jobs in EARLY's order."""
-    for index, entry in enumerate(EARLY):
+def _early_order(name: str, registry: tuple[str, ...]) -> int:
+    """Writers with early jobs in their registry's order (EARLY, LINKED)."""
+    for index, entry in enumerate(registry):
         if entry == name or entry.startswith(f"{name}:"):
             return index
-    return len(EARLY)
+    return len(registry)
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ _HEIGHT = 8
 def dashboard_json(plan: Plan, temperature_alert_c: float) -> str:
     """The dashboard as Grafana's JSON model (import it, or provision it from a file); the temperature
     panel draws the alert threshold."""
-    gpus = int(plan.totals.gpus or 0)
+    gpus = len(plan.gpu_nodes()) * plan.settings.gpus_per_server  # the totals' count, from the physical plan alone
     board = (
         dashboard.Dashboard(f"{plan.name}: GPUs by SU, rack and rail")
         .uid(_uid(plan.name))
