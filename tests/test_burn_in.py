@@ -12,6 +12,7 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
+import orjson
 import pytest
 from conftest import planned, write_design
 
@@ -108,6 +109,20 @@ def test_expected_results_json_and_csv_list_the_same_tests(h100: Path) -> None:
     assert document["partition"] == "burnin" and [s["stage"] for s in document["stages"]] == [0, 1, 2, 3, 4, 5, 6]
     link = next(r for r in rows if r["test"] == "ib-write-bw")
     assert link["links"].count("->") == 2 and "(C" in link["links"]
+
+
+def test_expected_results_json_written_a_batch_at_a_time_is_the_whole_documents_dump(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _loaded, plan = planned("superpod-h100-1su")
+    tests = burn_in.burn_in_tests(plan)
+    whole = orjson.dumps(burn_in._expected_document(plan, tests), option=burn_in._JSON_OPTIONS) + b"\n"
+    for batch in (1, 7, len(tests), len(tests) + 5):
+        monkeypatch.setattr(burn_in, "_TESTS_PER_DUMP", batch)
+        assert b"".join(burn_in.expected_results_json(plan, tests)) == whole
+    assert b"".join(burn_in.expected_results_json(plan, [])) == (
+        orjson.dumps(burn_in._expected_document(plan, []), option=burn_in._JSON_OPTIONS) + b"\n"
+    )
 
 
 def test_scripts_pass_bash_and_shellcheck(h100: Path) -> None:

@@ -99,3 +99,41 @@ def test_a_guarded_csv_column_quotes_formula_like_text_however_often_safe_texts_
         ["c8", "OSFP1", "MCP1"],
     ]
     assert _written(rows, (1,))[4] == ["c4", "OSFP1", "+1-2"]  # one guarded column: the others as they are
+
+
+_HOSTILE_CELLS: list[object] = [
+    "", " ", "plain", "a,b", 'say "hi"', '"', ",", "line\nbreak", "cr\rreturn", "\r\n", "tab\tbed", "nul\x00",
+    "Zürich", "\u2028", "=SUM(A1)", "-", "+1", "'quoted", 0, -1, 10**20, 1.5, 10.0, -0.0, 1e20, float("nan"),
+    float("inf"), None, True, False,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("remembered", [0, 3, 65_536])
+@pytest.mark.parametrize("guarded", [None, (), (0, 2)])
+def test_guarded_csv_rows_are_the_bytes_csv_writer_writes(
+    monkeypatch: pytest.MonkeyPatch, remembered: int, guarded: tuple[int, ...] | None
+) -> None:
+    """GuardedCsvWriter makes each distinct cell's text once (csv.writer's where it must be quoted): every row, lone
+    cells and empty rows too, reads as csv.writer would write it, whatever it remembers."""
+    monkeypatch.setattr(_xlsx, "_CSV_TEXTS", remembered)
+    monkeypatch.setattr(_xlsx, "_CSV_LINES", 4)
+    cells = _HOSTILE_CELLS
+    rows: list[list[object]] = [[cells[(i * 7 + j) % len(cells)] for j in range(i % 5)] for i in range(3 * len(cells))]
+    rows += [[cell, cell, cell] for cell in cells] + [[cell] for cell in cells] + [[], [""], [None], ["", ""]]
+    if guarded:  # a guarded column is in every row
+        rows = [row for row in rows if len(row) > max(guarded)]
+    ours = io.StringIO()
+    writer = GuardedCsvWriter(ours, guarded)
+    writer.writerow(["x", "y"])
+    writer.writerows(rows[:40])
+    writer.writerows(rows[40:])
+    theirs = io.StringIO()
+    plain = csv.writer(theirs, lineterminator="\n")
+    plain.writerow(["x", "y"])
+    if guarded is None:
+        plain.writerows([_xlsx._guarded(row) for row in rows])
+    elif guarded:
+        plain.writerows([[_xlsx.csv_safe(c) if i in guarded else c for i, c in enumerate(row)] for row in rows])
+    else:
+        plain.writerows(rows)
+    assert ours.getvalue() == theirs.getvalue()

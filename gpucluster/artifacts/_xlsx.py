@@ -4,9 +4,10 @@ formats, sheets a buyer can filter and print, and text that can never become a f
 from __future__ import annotations
 
 import csv
+import io
 import re
 import textwrap
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from math import isfinite
@@ -49,23 +50,62 @@ class GuardedCsvWriter:
     guarded, and the others (ids and names the planner makes, numbers) are written as they are."""
 
     def __init__(self, handle: TextIO, guarded: Iterable[int] | None = None):
+        self._handle = handle
         self._writer = csv.writer(handle, lineterminator="\n")
         self._columns = None if guarded is None else sorted(guarded)
         # The guarded columns' cells of a row, and the texts of those columns already found to need no guard: they
         # repeat (port names, part numbers), so most rows are let through by one set test.
         self._pick = _picker(self._columns or ())
         self._safe: set[str] = set()
+        self._cells: dict[object, str] = {}  # text (str only) -> its cell as csv.writer writes it (see _lines)
 
     def writerow(self, row: Iterable[object]) -> None:
         self._writer.writerow(_guarded(row))
 
     def writerows(self, rows: Iterable[Sequence[object]]) -> None:
         if self._columns is None:
-            self._writer.writerows(map(_guarded, rows))
+            rows = map(_guarded, rows)
         elif self._columns:
-            self._writer.writerows(map(self._guard_columns, rows))
-        else:  # no column to guard: the caller's rows come guarded (csv_safe) as they are made
-            self._writer.writerows(rows)
+            rows = map(self._guard_columns, rows)
+        # else no column to guard: the caller's rows come guarded (csv_safe) as they are made
+        write = self._handle.write
+        for lines in self._lines(rows):
+            write(lines)
+
+    def _lines(self, rows: Iterable[Sequence[object]]) -> Iterator[str]:
+        """The rows' text as csv.writer writes it, some hundreds of lines at a time. Each cell's text is csv.writer's
+        (quoted, its quotes doubled) where a character of _CSV_QUOTED is in it, and is the cell itself where none is;
+        it is decided once per distinct text (remembered up to _CSV_TEXTS of them): a few dozen port names, part numbers
+        and sources make most cells of a table of hundreds of thousands of rows, and csv.writer looks at every character
+        of every cell each time. A row of fewer than two cells goes to csv.writer as it is (it writes a lone empty
+        cell as "")."""
+        cells, cell_text = self._cells, self._cell_text
+        batch: list[str] = []
+        for row in rows:
+            if len(row) < 2:
+                if batch:
+                    yield "".join(batch)
+                    batch.clear()
+                self._writer.writerow(row)
+                continue
+            batch.append(",".join([text if (text := cells.get(c)) is not None else cell_text(c) for c in row]) + "\n")
+            if len(batch) >= _CSV_LINES:
+                yield "".join(batch)
+                batch.clear()
+        if batch:
+            yield "".join(batch)
+
+    def _cell_text(self, cell: object) -> str:
+        if type(cell) is str:  # not a subclass (an enum's text): csv.writer writes those
+            text = _csv_cell(cell) if _CSV_QUOTED.search(cell) else cell
+            if len(self._cells) < _CSV_TEXTS:
+                self._cells[cell] = text
+            return text
+        if type(cell) is int or type(cell) is float:
+            return repr(cell)  # what csv.writer writes of them (str, which for these is repr)
+        if cell is None:
+            return ""
+        return _csv_cell(cell)
 
     def _guard_columns(self, row: Sequence[object]) -> Sequence[object]:
         picked = self._pick(row)
@@ -83,6 +123,25 @@ class GuardedCsvWriter:
 
 
 _SAFE_TEXTS = 65_536  # at most this many remembered safe texts: a column of ever-new texts is checked cell by cell
+_CSV_TEXTS = 65_536  # at most this many remembered cell texts (GuardedCsvWriter._lines)
+_CSV_LINES = 512  # lines written to the handle at once
+
+
+def _csv_cell(cell: object) -> str:
+    """One cell as csv.writer writes it among others (a lone empty cell would be written as "")."""
+    handle = io.StringIO()
+    csv.writer(handle, lineterminator="\n").writerow(("", cell))
+    return handle.getvalue()[1:-1]
+
+
+def _csv_quoted() -> re.Pattern[str]:
+    """The characters for which csv.writer quotes a cell (its delimiter, quote character and line terminator:
+    ASCII), found by asking it."""
+    found = "".join(c for c in map(chr, range(128)) if _csv_cell(f"x{c}x") != f"x{c}x")
+    return re.compile(f"[{re.escape(found)}]")
+
+
+_CSV_QUOTED = _csv_quoted()
 
 
 def _picker(columns: Sequence[int]) -> Callable[[Sequence[object]], tuple[object, ...]]:

@@ -8,10 +8,10 @@ once per plan); this module renders them.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
+from typing import TextIO
 
 import hostlist
 import orjson
@@ -68,13 +68,13 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         path = out / name
         path.write_text(render(f"burn_in/{name}.j2", **context), encoding="utf-8")
         path.chmod(0o755)
-    (out / "expected-results.json").write_bytes(
-        orjson.dumps(_expected_document(plan, tests), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    )
-    (out / "expected-results.csv").write_text(expected_results_csv(tests), encoding="utf-8")
+    with open(out / "expected-results.json", "wb") as handle:
+        handle.writelines(expected_results_json(plan, tests))
+    with open(out / "expected-results.csv", "w", encoding="utf-8") as text:
+        write_expected_results_csv(text, tests)
     (out / "README.md").write_text(render("burn_in/README.md.j2", **context), encoding="utf-8")
-    for rack, text in checklists(plan, tests, ports, context["thresholds"]).items():
-        (out / "checklists" / f"{rack}.html").write_text(text, encoding="utf-8")
+    for rack, page in checklists(plan, tests, ports, context["thresholds"]):  # each written as it is made
+        (out / "checklists" / f"{rack}.html").write_text(page, encoding="utf-8")
 
 
 _CSV_COLUMNS = ("order", "stage", "id", "test", "scope", "subject", "nodes", "racks", "metric", "comparison")
@@ -85,12 +85,11 @@ _CSV_HEADER = (*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source")
 # design schema), numbers and our own words.
 
 
-def expected_results_csv(tests: list[BurnInTest]) -> str:
-    buffer = io.StringIO()
-    writer = GuardedCsvWriter(buffer, ())  # the rows come guarded
+def write_expected_results_csv(handle: TextIO, tests: list[BurnInTest]) -> None:
+    """The expected results as CSV, written into `handle` a row at a time."""
+    writer = GuardedCsvWriter(handle, ())  # the rows come guarded
     writer.writerow(_CSV_HEADER)
     writer.writerows(_expected_rows(tests))
-    return buffer.getvalue()
 
 
 def _expected_rows(tests: list[BurnInTest]) -> Iterator[tuple[object, ...]]:
@@ -120,6 +119,30 @@ def _hostlist(nodes: tuple[str, ...]) -> str:
     """Slurm's compact form of a node list (gpu[001-031]); remembered, as the scripts and the expected results both
     list the rail, SU and fabric tests' servers."""
     return nodes[0] if len(nodes) == 1 else hostlist.collect_hostlist(list(nodes))
+
+
+_JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+_TESTS_PER_DUMP = 2048
+_EMPTY_TESTS_END = b'"tests": []\n}'
+
+
+def expected_results_json(plan: Plan, tests: list[BurnInTest]) -> Iterator[bytes]:
+    """expected-results.json a batch of tests at a time: the bytes orjson gives the whole document (indented, keys
+    sorted), without holding that text and a copy of it (100 MB at 131,072 GPUs). "tests" sorts last, so the document
+    dumped with no tests ends with their empty list; each batch, dumped as a list, goes in its place a level deeper
+    (every line break of orjson's text is between tokens: a string's are escaped)."""
+    document = _expected_document(plan, tests)
+    head = orjson.dumps({**document, "tests": []}, option=_JSON_OPTIONS)
+    if not tests or not head.endswith(_EMPTY_TESTS_END):
+        yield orjson.dumps(document, option=_JSON_OPTIONS) + b"\n"
+        return
+    yield head[: -len(b"]\n}")]  # up to '"tests": ['
+    between = b""
+    for start in range(0, len(tests), _TESTS_PER_DUMP):
+        batch = orjson.dumps(tests[start : start + _TESTS_PER_DUMP], option=_JSON_OPTIONS)  # [\n  {...},\n  {...}\n]
+        yield between + batch[1:-2].replace(b"\n", b"\n  ")
+        between = b","
+    yield b"\n  ]\n}\n"
 
 
 def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
@@ -218,9 +241,9 @@ def checklists(
     tests: list[BurnInTest],
     ports: dict[str, dict[int, RailPort]],
     thresholds: list[dict] | None = None,
-) -> dict[str, str]:
-    """rack -> printable HTML acceptance checklist of the GPU servers in it, top of the rack first; `thresholds` is
-    _threshold_table(tests) where the caller has it already."""
+) -> Iterator[tuple[str, str]]:
+    """(rack, printable HTML acceptance checklist of the GPU servers in it, top of the rack first), a rack at a time by
+    name; `thresholds` is _threshold_table(tests) where the caller has it already."""
     by_node: dict[str, list[BurnInTest]] = {}
     link_test: dict[tuple[str, int], BurnInTest] = {}
     for t in tests:
@@ -236,7 +259,6 @@ def checklists(
             shared_of.setdefault(node, []).append(index)
     thresholds = _threshold_table(tests) if thresholds is None else thresholds
     once = _Once()
-    pages = {}
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
         servers = sorted(
             (plan.devices[n] for n in rack.devices if is_gpu_node(plan.devices[n].role)), key=lambda d: -d.u_position
@@ -255,7 +277,7 @@ def checklists(
             }
             for server in servers
         ]
-        pages[rack.name] = render(
+        yield rack.name, render(
             "burn_in/checklist.html",
             design=plan.name,
             rack=rack,
@@ -264,7 +286,6 @@ def checklists(
             thresholds=thresholds,
             once=once,
         )
-    return pages
 
 
 class _Once:

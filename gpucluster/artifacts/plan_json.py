@@ -104,9 +104,11 @@ def record_chunks(plan: Plan) -> Iterator[bytes]:
     yield b",\n"
     yield from _records("devices", (_device(d) for d in track(plan.devices.values(), len(plan.devices), "devices")))
     yield b",\n"
-    cable_of = {index: cable.id for cable in plan.cables for index in cable.links}
+    positions, cables = plan.queries().link_cables, plan.cables  # link -> its cable's position (-1: none)
     links = track(enumerate(plan.links), len(plan.links), "links")
-    yield from _records("links", (_link(i, link, cable_of.get(i)) for i, link in links))
+    yield from _records(
+        "links", (_link(i, link, cables[positions[i]].id if positions[i] >= 0 else None) for i, link in links)
+    )
     yield b",\n"
     yield from _records("cables", (_cable(c) for c in track(plan.cables, len(plan.cables), "cables")))
     yield b"\n}\n"
