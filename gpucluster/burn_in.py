@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Gpu, GpuServer
@@ -173,7 +173,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     servers = sorted(d.name for d in plan.gpu_nodes())
     if not servers:
         return []
-    ports = rail_ports(plan, servers)
+    ports = server_rail_ports(plan)
     gpu = plan.part_as(servers[0], GpuServer).gpu
     rack_of = {name: plan.devices[name].rack for name in servers}
 
@@ -441,6 +441,16 @@ def rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, RailPort]]
             for rail, index in links.get(node, {}).items()
         }
     return ports
+
+
+def server_rail_ports(plan: Plan) -> dict[str, dict[int, RailPort]]:
+    """rail_ports of every GPU server, made once per plan and kept with its queries (the burn-in plan and its artifact
+    read it: 131,072 ports at 131,072 GPUs); a table to read, not to change."""
+    views = plan.queries().views
+    made = views.get("burn_in.rail_ports")
+    if made is None:
+        made = views["burn_in.rail_ports"] = rail_ports(plan, sorted(d.name for d in plan.gpu_nodes()))
+    return cast(dict[str, dict[int, RailPort]], made)
 
 
 def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> RailPort:

@@ -29,14 +29,14 @@ from gpucluster.burn_in import (
     burn_in_tests,
     discovery_port,
     present_stages,
-    rail_ports,
+    server_rail_ports,
 )
 from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.progress import track
-from gpucluster.templating import render
+from gpucluster.templating import environment, render
 from gpucluster.verify.expected import infiniband_networks
 
 PARTITION = "burnin"  # Slurm partition holding every GPU server (the scheduler issue's partition names)
@@ -60,7 +60,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "burn-in"
     (out / "checklists").mkdir(parents=True)
     tests = burn_in_tests(plan)
-    ports = rail_ports(plan, sorted(d.name for d in plan.gpu_nodes()))
+    ports = server_rail_ports(plan)
     context = _script_context(plan, tests, ports)
     for name in SCRIPTS:
         if name == "imex-check.sbatch" and not context["imex"]:
@@ -227,11 +227,13 @@ def _threshold_table(tests: list[BurnInTest]) -> list[dict]:
     """One row per distinct threshold of each test kind: what the README and the checklists print."""
     rows: dict[tuple, dict] = {}
     for t in tests:
-        row = rows.setdefault(
-            (t.stage, t.threshold, t.source),
-            {"stage": t.stage, "test": t.test, "tests": 0, "command": t.command, "source": t.source,
-             "pass": f"{t.metric} {t.comparison} {t.threshold} {t.unit}".strip()},
-        )  # fmt: skip
+        key = (t.stage, t.threshold, t.source)
+        row = rows.get(key)
+        if row is None:  # a row made for the first test of each: 115,000 tests share a few dozen
+            row = rows[key] = {
+                "stage": t.stage, "test": t.test, "tests": 0, "command": t.command, "source": t.source,
+                "pass": f"{t.metric} {t.comparison} {t.threshold} {t.unit}".strip(),
+            }  # fmt: skip
         row["tests"] += 1
     return list(rows.values())
 
@@ -259,6 +261,7 @@ def checklists(
             shared_of.setdefault(node, []).append(index)
     thresholds = _threshold_table(tests) if thresholds is None else thresholds
     once = _Once()
+    template = environment().get_template("burn_in/checklist.html")  # once: each lookup checks the file's time
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
         servers = sorted(
             (plan.devices[n] for n in rack.devices if is_gpu_node(plan.devices[n].role)), key=lambda d: -d.u_position
@@ -269,22 +272,24 @@ def checklists(
             {
                 "server": server,
                 "tests": by_node.get(server.name, []),
-                "links": [  # (rail, HCA, link, partners, its test): plain values, read once per row by the template
-                    (rail, port.hca or "", port.link, _partners(test, server.name), test)
+                "links": [  # (rail, HCA, link, partners, its test's threshold and unit): plain values for the template
+                    (rail, port.hca or "", port.link, _partners(test, server.name), *_pass_when(test))
                     for rail, port in sorted(ports[server.name].items())
                     for test in [link_test.get((server.name, rail))]
                 ],
             }
             for server in servers
         ]
-        yield rack.name, render(
-            "burn_in/checklist.html",
-            design=plan.name,
-            rack=rack,
-            rows=rows,
-            shared=[shared[i] for i in sorted({i for d in servers for i in shared_of.get(d.name, ())})],
-            thresholds=thresholds,
-            once=once,
+        yield (
+            rack.name,
+            template.render(
+                design=plan.name,
+                rack=rack,
+                rows=rows,
+                shared=[shared[i] for i in sorted({i for d in servers for i in shared_of.get(d.name, ())})],
+                thresholds=thresholds,
+                once=once,
+            ),
         )
 
 
@@ -300,6 +305,11 @@ class _Once:
         if text is None:
             text = self.made[key] = caller()
         return text
+
+
+def _pass_when(test: BurnInTest | None) -> tuple[float | str | None, str]:
+    """A link test's threshold and unit (None: no test)."""
+    return (None, "") if test is None else (test.threshold, test.unit)
 
 
 def _partners(test: BurnInTest | None, server: str) -> str:

@@ -91,6 +91,9 @@ _CABLE_COLUMNS = [
 # are guarded in a file of a row per power cord; the others are names the planner makes and NetBox's own words. The
 # network cables' rows (one per link, 760,000 at 131,072 GPUs) come guarded where they are made (_network_cables).
 _POWER_CABLE_CATALOG_TEXT = tuple(_CABLE_COLUMNS.index(name) for name in ("side_a_name", "side_b_name"))
+# The devices' columns whose text comes from a catalog (vendor, model) or the design (the site); the others are names
+# the planner makes, the role registry's and NetBox's words and numbers.
+_DEVICE_CATALOG_TEXT = (2, 3, 5)
 
 
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
@@ -164,6 +167,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
         "05-devices",
         ["name", "role", "manufacturer", "device_type", "status", "site", "rack", "position", "face"],
         _devices(plan, site),
+        _DEVICE_CATALOG_TEXT,
     )
     _split(emit, "06-cables", _CABLE_COLUMNS, _network_cables(plan, site), ())  # guarded as they are made
     _split(emit, "07-power-cables", _CABLE_COLUMNS, _power_cables(plan, site), _POWER_CABLE_CATALOG_TEXT)

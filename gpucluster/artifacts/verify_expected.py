@@ -15,6 +15,7 @@ import io
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TextIO
 
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.cabling import Locator
@@ -74,43 +75,39 @@ def net_records(plan: Plan, links: Iterable[PlannedLink]) -> list[dict]:
     `links` may be a stream: each link's ends are kept in the records' lines, the link itself is not."""
     ids: dict[str, str] = {}
     nodes: dict[str, dict] = {}
+    lines_of: dict[str, list[tuple]] = {}  # node -> its record's lines
     ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
+    numbers = _PortNumbers()
 
-    def add(end: PlannedEnd) -> dict:
+    def add(end: PlannedEnd) -> list[tuple]:
         record = nodes[end.node] = _record(plan, end, ids, ib_ports)
-        return record
+        found = lines_of[end.node] = record["lines"]
+        return found
 
     for planned in links:  # half a million at 131,072 GPUs: each end written out once
-        rate, cable, a, b = planned.rate, planned.cable, planned.a, planned.b
-        a_id = ids.get(a.node) or _node_id(a, ids)
-        b_id = ids.get(b.node) or _node_id(b, ids)
-        note = _SPLIT_NOTE if planned.split else ""
-        (nodes.get(a.node) or add(a))["lines"].append(
-            (
-                int(a.node_port),
-                b_id,
-                b.node_port,
-                b.node,
-                rate,
-                cable,
-                f"{a.device} {a.port} -> {b.device} {b.port}{note}",
-            )
-        )
-        (nodes.get(b.node) or add(b))["lines"].append(
-            (
-                int(b.node_port),
-                a_id,
-                a.node_port,
-                a.node,
-                rate,
-                cable,
-                f"{b.device} {b.port} -> {a.device} {a.port}{note}",
-            )
-        )
+        _index, _network, cable, a, b, speed, width, lane, split = planned
+        a_device, a_port, a_node, a_number, _a_switch = a
+        b_device, b_port, b_node, b_number, _b_switch = b
+        rate = f"{width}x{lane}" if width else f"{speed:g}G"  # PlannedLink.rate
+        a_id = ids.get(a_node) or _node_id(a, ids)
+        b_id = ids.get(b_node) or _node_id(b, ids)
+        note = _SPLIT_NOTE if split else ""
+        a_ends = f"{a_device} {a_port} -> {b_device} {b_port}{note}"
+        b_ends = f"{b_device} {b_port} -> {a_device} {a_port}{note}"
+        (lines_of.get(a_node) or add(a)).append((numbers[a_number], b_id, b_number, b_node, rate, cable, a_ends))
+        (lines_of.get(b_node) or add(b)).append((numbers[b_number], a_id, a_number, a_node, rate, cable, b_ends))
     for record in nodes.values():
         record["lines"].sort()
         record["ports"] = max(record["ports"], record["lines"][-1][0])  # a split half's stand-in number
     return sorted(nodes.values(), key=lambda r: (r["kind"] != "Switch", r["description"]))
+
+
+class _PortNumbers(dict[str, int]):
+    """A port number's text -> the number (a fabric has a few dozen; int() of each of a million ends is slower)."""
+
+    def __missing__(self, text: str) -> int:
+        number = self[text] = int(text)
+        return number
 
 
 def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str, int]) -> dict:
@@ -256,7 +253,7 @@ def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, li
     return handle.getvalue()
 
 
-def _node_descriptions(handle: io.StringIO, rows: list[tuple[str, ...]]) -> None:
+def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
     writer = GuardedCsvWriter(handle, (NODE_DESCRIPTION_COLUMNS.index("port"),))
     writer.writerow(NODE_DESCRIPTION_COLUMNS)
     writer.writerows(rows)
@@ -280,6 +277,5 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         )
         rows += _node_rows(plan, network, (record["end"] for record in records), locate)
         del records
-    handle = io.StringIO()
-    _node_descriptions(handle, sorted(rows, key=_row_order))
-    (out / "node-descriptions.csv").write_text(handle.getvalue(), encoding="utf-8")
+    with open(out / "node-descriptions.csv", "w", encoding="utf-8") as handle:
+        _node_descriptions(handle, sorted(rows, key=_row_order))

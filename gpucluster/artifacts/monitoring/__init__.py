@@ -83,4 +83,4 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 def _dump(path: Path, document: object) -> None:
     """Block-style YAML with multi-line strings as literal blocks (readable PromQL), lines never folded."""
-    path.write_text(yamlout.dump(document, blocks=True, width=1 << 20, allow_unicode=True), encoding="utf-8")
+    yamlout.dump_to(path, document, blocks=True, width=1 << 20, allow_unicode=True)
