@@ -163,6 +163,7 @@ def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
     devices, links, cables = plan.devices, plan.links, plan.cables
     part_numbers = _part_numbers(plan)
     places: dict[str, tuple[str, str, str]] = {}  # device name -> (rack, unit as printed, TIA-606 prefix)
+    make_row = CableRow._make  # a row from its 21 values without namedtuple's keyword-argument __new__
 
     def place(name: str) -> tuple[str, str, str]:
         found = places.get(name)
@@ -195,28 +196,30 @@ def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
             a_label = f"{a_id}{SEPARATOR}{JOIN.join(b_ids)}"
             b_label = JOIN.join(f"{b_id}{SEPARATOR}{a_id}" for b_id in b_ids)
             speed = links[cable.links[0]].speed_gbps
-        yield CableRow(
-            cable.id,
-            cable.network,
-            cable.media,
-            a_rack,
-            a_u,
-            a_name,
-            a_port,
-            a_label,
-            b_rack,
-            b_u,
-            b_name,
-            b_port,
-            b_label,
-            cable.length_m,
-            cable.run_length_m,
-            speed,
-            len(cable.links),
-            cable.cable_part,
-            cable.part_number or "",
-            part_numbers.get(cable.a_transceiver or "", ""),
-            part_numbers.get(cable.b_transceiver or "", ""),
+        yield make_row(
+            (
+                cable.id,
+                cable.network,
+                cable.media,
+                a_rack,
+                a_u,
+                a_name,
+                a_port,
+                a_label,
+                b_rack,
+                b_u,
+                b_name,
+                b_port,
+                b_label,
+                cable.length_m,
+                cable.run_length_m,
+                speed,
+                len(cable.links),
+                cable.cable_part,
+                cable.part_number or "",
+                part_numbers.get(cable.a_transceiver or "", ""),
+                part_numbers.get(cable.b_transceiver or "", ""),
+            )
         )
 
 
