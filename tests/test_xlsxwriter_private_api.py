@@ -19,6 +19,7 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import RE_LEADING_WHITESPACE, RE_TRAILING_WHITESPACE
 from xlsxwriter.worksheet import Worksheet
 
+from gpucluster.artifacts import _xlsx
 from gpucluster.artifacts._xlsx import CREATED, InlineTextSheet
 
 CELLS = ["OSFP4P2", "DC1.A01-09:OSFP4P2", "_x0041_ literal", "bell\x07", "=SUM(A1)", "Zürich", " padded "]
@@ -131,10 +132,14 @@ def _sheet_xml(data: bytes, tmp_path: Path, number: int = 1) -> str:
         return archive.read(f"xl/worksheets/sheet{number}.xml").decode()
 
 
-def test_write_values_writes_xlsxwriters_bytes_for_hostile_texts_numbers_and_formats(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", [16_384, 3])
+def test_write_values_writes_xlsxwriters_bytes_for_hostile_texts_numbers_and_formats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int
+) -> None:
     """Rows of hostile texts and of every kind of number, with and without a cell's or a column's format, empty
     cells and skipped rows: the file is byte for byte plain XlsxWriter's (styles included, so formats get their
-    indices in the same order)."""
+    indices in the same order), also when the texts' kept XML fills up and starts afresh."""
+    monkeypatch.setattr(_xlsx, "_TEXTS_KEPT", kept)
     script: list[tuple] = [
         ("sheet", "cables"),
         ("format", "header", {"bold": True, "bg_color": "#DDDDDD", "border": 1}),
