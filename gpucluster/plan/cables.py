@@ -13,10 +13,12 @@ twin-port cages share one media, and each such cage gets the module that reaches
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import repeat
-from operator import attrgetter
+from itertools import count, repeat
+from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
@@ -132,10 +134,13 @@ def run_lengths_m(plan: Plan, links: list[Link], routing: Cabling) -> list[float
     along = (np.abs(rack_x[ra] - rack_x[rb]) + np.abs(rack_y[ra] - rack_y[rb])) / 1000.0
     routed = np.where(ra == rb, within, up + along + down)
     lengths = routed * (1 + routing.slack_fraction) + routing.slack_m
-    # Python's round (numpy's can differ in the last digit); one float object per distinct length, which the cables
-    # keep (a few thousand lengths among 700,000 cables at 131,072 GPUs)
+    # Python's round (numpy's can differ in the last digit, and Python's is slow: a correctly rounded decimal
+    # conversion), once per distinct length; one float object per distinct rounded length, which the cables keep (a
+    # few thousand lengths among 700,000 cables at 131,072 GPUs)
+    distinct, of_link = np.unique(lengths, return_inverse=True)
     shared: dict[float, float] = {}
-    return [shared.setdefault(length, length) for length in map(round, lengths.tolist(), repeat(2))]
+    rounded = [shared.setdefault(length, length) for length in map(round, distinct.tolist(), repeat(2))]
+    return list(map(rounded.__getitem__, of_link.tolist()))
 
 
 def _port_height_u(device: Device, rack_height_u: int) -> float:
@@ -155,6 +160,11 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     two twin-port cages, or a 1:2 splitter from a switch's twin-port cage to two single-port
     host cages. Copper is chosen before fibre whatever the grouping; at equal media the cable
     carrying more links wins.
+
+    Cables are made in link order (a two-link cable where its first free link is) and numbered in that order per
+    network and rack. Only the links that could share a cable are weighed one by one; every other link takes the
+    single-link cable of its kind and length, and those cables are made column by column (looked up, numbered and
+    built in C loops: a million links at 131,072 GPUs).
     """
     parts = catalog.of_kind(CablePart)
     optics = catalog.of_kind(Transceiver)
@@ -167,9 +177,11 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     choose = _Chooser(parts, optics)
     lengths = run_lengths_m(plan, links, routing)
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
-    groups = _two_link_groups(links, ends, by_cage)
-    counters: dict[tuple[str, str], int] = {}  # (network prefix, rack of the A end) -> cables so far
+    split_ports = _split_port_groups(links, devices, lookup)
+    groups = _two_link_groups(links, ends, by_cage, halves=bool(split_ports))
+    series = _Series()  # (network prefix, rack of the A end) -> the numbers of its cables
     cables = plan.cables
+    cable_of: list[Cable | None] = [None] * len(links)  # each link's cable (None: a backplane link)
 
     def add_cable(
         rack: str,
@@ -182,25 +194,26 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     ) -> None:
         """One cable carrying the links in group, numbered next in its network's series in its rack."""
         prefix = NETWORK_INFO[network].cable_prefix
-        number = counters[(prefix, rack)] = counters.get((prefix, rack), 0) + 1
+        number = next(series[(prefix, rack)])
         # positional: Cable's fields in order (id, network, links, media, part, part number, length, run length,
         # modules at a and b); keywords cost twice as much over 700,000 cables at 131,072 GPUs
-        cables.append(
-            Cable(
-                cable_id(prefix, rack, number),
-                network,
-                group,
-                choice.media,
-                choice.part,
-                choice.part_number,
-                choice.length_m,
-                run_length_m,
-                a_module,
-                b_module,
-            )
+        cable = Cable(
+            cable_id(prefix, rack, number),
+            network,
+            group,
+            choice.media,
+            choice.part,
+            choice.part_number,
+            choice.length_m,
+            run_length_m,
+            a_module,
+            b_module,
         )
+        cables.append(cable)
+        for i in group:
+            cable_of[i] = cable
 
-    for group in _split_port_groups(links, devices, lookup):
+    for group in split_ports:
         # the two halves of a split switch port: one 1:2 splitter fibre (NVIDIA MFP7E20), a twin-port module in the
         # switch cage and a single-port 400G module in 200G mode at each host, whatever the run (no straight cable
         # or copper splitter serves a split port here)
@@ -228,63 +241,115 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             a_module, b_module = b_module, a_module
             rack = devices[link.a_device].rack
         add_cable(rack, link.network, group, choice, longest, a_module, b_module)
+
     # the single-link cable of each kind of link and length, by (network, speed, ends, length): the network stands for
-    # its technology (a shorter key than the chooser's, looked up here rather than through a call: a million links)
-    singles: dict[tuple, Choice | None] = {}
-    prefix_of = {network: entry.cable_prefix for network, entry in NETWORK_INFO.items()}
-    for index, link in track(enumerate(links), len(links), "links"):
+    # its technology (a shorter key than the chooser's)
+    singles = _Singles(choose, technology_of)
+    makes = np.frombuffer(done, dtype=np.uint8) == 0  # the links where a cable is made, in link order
+    # link -> the cable made there when it is one of the link's two-link options (a splitter may use one leg)
+    shared: dict[int, tuple[Choice, tuple[int, ...], float]] = {}
+    for index in sorted(groups):  # the links that could share a cable, in link order
         if done[index]:
+            makes[index] = False
             continue
+        link = links[index]
         network, speed_gbps = link.network, link.speed_gbps
         length = lengths[index]
-        end_a, end_b = ends[index]
-        key = (network, speed_gbps, end_a, end_b, length)
-        choice = singles.get(key, _UNSEEN)
-        if choice is _UNSEEN:
-            choice = singles[key] = choose(technology_of[network], speed_gbps, end_a, end_b, length, 1, 1)
-        group = (index,)
+        choice = singles[(network, speed_gbps, ends[index], length)]
+        own = group = (index,)
         run_length = length
-        options = groups.get(index)
-        if options is not None:
-            for members, twin_end, far_end, split in options:
-                if any(done[i] for i in members):
-                    continue
-                longest = max(lengths[i] for i in members)
-                shared = choose(technology_of[network], speed_gbps, twin_end, far_end, longest, 2, split)
-                # copper before fibre whatever the grouping; at equal media the cable carrying more links
-                if shared is not None and (
-                    choice is None or (shared.media_rank, -len(members)) < (choice.media_rank, -len(group))
-                ):
-                    choice, group, run_length = shared, members, longest
+        for members, twin_end, far_end, split in groups[index]:
+            if any(map(done.__getitem__, members)):
+                continue
+            longest = max(map(lengths.__getitem__, members))
+            option = choose(technology_of[network], speed_gbps, twin_end, far_end, longest, 2, split)
+            # copper before fibre whatever the grouping; at equal media the cable carrying more links
+            if option is not None and (
+                choice is None or (option.media_rank, -len(members)) < (choice.media_rank, -len(group))
+            ):
+                choice, group, run_length = option, members, longest
+        if group is not own:
+            shared[index] = (choice, group, run_length)
             if len(group) > 1:  # a single link's own place is never looked at again
                 for i in group:
                     done[i] = 1
-        if choice is None:
-            technology = technology_of[network]
-            raise NoCableFits(
-                f"no catalog cable reaches {length:.1f} m for the {speed_gbps:g}G {technology or ''} link "
-                f"{link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
-                f"({end_b.cage_type}) on the {network} network"
-            )
-        # add_cable, inline (the same id, numbering and fields)
-        rack = devices[link.a_device].rack
-        prefix = prefix_of[network]
-        number = counters[(prefix, rack)] = counters.get((prefix, rack), 0) + 1
-        cables.append(
-            Cable(
-                cable_id(prefix, rack, number),
-                network,
-                group,
-                choice.media,
-                choice.part,
-                choice.part_number,
-                choice.length_m,
-                run_length,
-                choice.a_module,
-                choice.b_module,
-            )
+
+    at = np.flatnonzero(makes).tolist()
+    made_links = list(map(links.__getitem__, at))
+    networks = list(map(attrgetter("network"), made_links))
+    run = list(map(lengths.__getitem__, at))
+    choices = list(
+        map(
+            singles.__getitem__,
+            zip(networks, map(attrgetter("speed_gbps"), made_links), map(ends.__getitem__, at), run, strict=True),
         )
-    _one_module_per_twin_cage(plan, ends, by_cage, choose)
+    )
+    carried = list(zip(at))  # each cable's links: its own link, or the two it shares
+    for index, (choice, group, run_length) in shared.items():
+        k = bisect_left(at, index)
+        choices[k], carried[k], run[k] = choice, group, run_length
+    if any(map(is_, choices, repeat(None))):
+        k = list(map(is_, choices, repeat(None))).index(True)
+        link, (end_a, end_b), length = links[at[k]], ends[at[k]], lengths[at[k]]
+        raise NoCableFits(
+            f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology_of[link.network] or ''} "
+            f"link {link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
+            f"({end_b.cage_type}) on the {link.network} network"
+        )
+    rack_of = {name: device.rack for name, device in devices.items()}
+    prefix_of = {network: entry.cable_prefix for network, entry in NETWORK_INFO.items()}
+    racks = list(map(rack_of.__getitem__, map(attrgetter("a_device"), made_links)))
+    prefixes = list(map(prefix_of.__getitem__, networks))
+    numbers = map(next, map(series.__getitem__, zip(prefixes, racks, strict=True)))
+    made = list(
+        track(
+            map(
+                Cable,
+                map(cable_id, prefixes, racks, numbers),
+                networks,
+                carried,
+                map(attrgetter("media"), choices),
+                map(attrgetter("part"), choices),
+                map(attrgetter("part_number"), choices),
+                map(attrgetter("length_m"), choices),
+                run,
+                map(attrgetter("a_module"), choices),
+                map(attrgetter("b_module"), choices),
+            ),
+            len(at),
+            "cables",
+        )
+    )
+    cables.extend(made)
+    for index, cable in zip(at, made, strict=True):
+        cable_of[index] = cable
+    for index, (_choice, group, _run) in shared.items():
+        for i in group:
+            cable_of[i] = cable_of[index]
+    _one_module_per_twin_cage(plan, ends, by_cage, cable_of, choose)
+
+
+class _Singles(dict):
+    """(network, speed, (end a, end b), run length) -> the single-link cable of that kind and length (None: none
+    reaches), chosen on first lookup: a dict, so that a million lookups run in C."""
+
+    def __init__(self, choose: _Chooser, technology_of: dict[str, str | None]):
+        super().__init__()
+        self.choose, self.technology_of = choose, technology_of
+
+    def __missing__(self, key: tuple) -> Choice | None:
+        network, speed_gbps, (end_a, end_b), length_m = key
+        choice = self[key] = self.choose(self.technology_of[network], speed_gbps, end_a, end_b, length_m, 1, 1)
+        return choice
+
+
+class _Series(dict):
+    """(network prefix, rack) -> the numbers of that network's cables from that rack, 1, 2, ... in the order the
+    cables are made (next() of it: the next number)."""
+
+    def __missing__(self, key: tuple[str, str]) -> Iterator[int]:
+        numbers = self[key] = count(1)
+        return numbers
 
 
 def cable_id(prefix: str, rack: str, number: int) -> str:
@@ -294,7 +359,9 @@ def cable_id(prefix: str, rack: str, number: int) -> str:
     return f"{prefix}-{rack}-{number:04d}"
 
 
-def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: dict, choose) -> None:
+def _one_module_per_twin_cage(
+    plan: Plan, ends: list[tuple[End, End]], by_cage: dict, cable_of: list[Cable | None], choose: _Chooser
+) -> None:
     """Give every twin-port cage one transceiver module: an NVIDIA twin-port OSFP module serves both
     ports with one media (SR8 multimode or DR8 single-mode: NVIDIA LinkX transceiver pages, catalog transceivers.yaml).
 
@@ -305,11 +372,6 @@ def _one_module_per_twin_cage(plan: Plan, ends: list[tuple[End, End]], by_cage: 
     link stays multimode and the plan carries a warning: that cage's ports need other partners.
     """
     links = plan.links
-    cable_of: list[Cable | None] = [None] * len(links)  # None: a backplane link (no cable)
-    for cable in plan.cables:
-        for i in cable.links:
-            cable_of[i] = cable
-
     queue = []
     for cable in plan.cables:
         if cable.media == "smf":
@@ -389,15 +451,15 @@ def _split_port_groups(links: list[Link], devices: dict[str, Device], lookup: _E
     return [tuple(group) for group in by_port.values()]
 
 
-def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict) -> dict[int, list]:
+def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict, halves: bool) -> dict[int, list]:
     """Per link, the two-link cables it could share: a straight twin cable when both links of a twin-port
     cage go to the same far twin-port cage, or a 1:2 splitter when a switch's twin-port cage serves
     single-port host cages (one leg may stay unused). Value: (link indexes in order, twin-side end, far
-    end, split)."""
+    end, split). `halves`: whether any link is half of a split port (most plans have none to leave out)."""
     groups: dict[int, list] = {}
     for (device, _cage), all_members in by_cage.items():
         # a split port's halves have their own splitter; by_cage lists a cage's links in link order
-        members = tuple(i for i in all_members if not links[i].b_half)
+        members = tuple(i for i in all_members if not links[i].b_half) if halves else tuple(all_members)
         if not members:
             continue
         first = links[members[0]]
@@ -431,11 +493,10 @@ def _far_end(link: Link, ends: tuple[End, End], device: str) -> End:
 
 
 class _EndLookup:
-    """Port name -> the cage it sits in, per catalog part (computed once per part)."""
+    """Port name -> the cage it sits in, per catalog part (worked out once per part)."""
 
     def __init__(self, catalog: Catalog):
         self.catalog = catalog
-        self.by_part: dict[str, dict[str, End]] = {}
         self.halves: dict[str, dict[str, tuple[End, str]]] = {}  # part -> half-port name -> (its cage, its port)
         self.kinds: dict[tuple[str, int, bool], End] = {}
 
@@ -452,13 +513,15 @@ class _EndLookup:
         for both). Each device's port table is looked up once (a million links at 131,072 GPUs share some 60,000
         devices and a dozen parts)."""
         tables: dict[str, tuple[dict[str, End], End]] = {}  # device -> (port -> end, the end of a port not listed)
+        by_part: dict[tuple[str, bool], dict[str, End]] = {}
 
         def table_of(name: str) -> tuple[dict[str, End], End]:
             device = devices[name]
-            table = self.by_part.get(device.part)
+            switch = device.role == "switch"
+            table = by_part.get((device.part, switch))
             if table is None:
-                table = self.by_part[device.part] = self._table(device)
-            found = tables[name] = (table, self._shared("rj45", 1, device.role == "switch"))
+                table = by_part[(device.part, switch)] = self.part_table(device.part, switch)
+            found = tables[name] = (table, self.shared("rj45", 1, switch))
             return found
 
         ends: list[tuple[End, End]] = []
@@ -495,34 +558,29 @@ class _EndLookup:
         if table is None:
             table = self.halves[device.part] = {}
             for group in getattr(self.catalog.parts[device.part], "ports", []):
-                end = self._shared(group.cage_type, group.ports_per_cage, device.role == "switch")
+                end = self.shared(group.cage_type, group.ports_per_cage, device.role == "switch")
                 for (name, _cage), pair in zip(group.port_names(), group.split_port_names(), strict=False):
                     for half in pair:
                         table[half] = (end, name)
         return table
 
-    def end(self, device: Device, port: str) -> End:
-        table = self.by_part.get(device.part)
-        if table is None:
-            table = self.by_part[device.part] = self._table(device)
-        return table.get(port) or self._shared("rj45", 1, device.role == "switch")
-
-    def _shared(self, cage_type: str, ports_per_cage: int, switch: bool) -> End:
+    def shared(self, cage_type: str, ports_per_cage: int, switch: bool) -> End:
+        """The one End of its kind (ends are compared by identity)."""
         key = (cage_type, ports_per_cage, switch)
         if key not in self.kinds:
             self.kinds[key] = End(*key)
         return self.kinds[key]
 
-    def _table(self, device: Device) -> dict[str, End]:
-        part = self.catalog.parts[device.part]
+    def part_table(self, part_id: str, switch: bool) -> dict[str, End]:
+        """Port name -> its end, for a device of a catalog part (a switch's or a host's)."""
         table: dict[str, End] = {}
-        for group in getattr(part, "ports", []):
+        for group in getattr(self.catalog.parts[part_id], "ports", []):
             assert isinstance(group, PortGroup)
-            end = self._shared(group.cage_type, group.ports_per_cage, device.role == "switch")
+            end = self.shared(group.cage_type, group.ports_per_cage, switch)
             for name, _cage in group.port_names():
                 table[name] = end
             if group.ethernet_planes:  # the same cage split into one port per plane, one module serving them all
-                split = self._shared(group.cage_type, group.ethernet_planes, device.role == "switch")
+                split = self.shared(group.cage_type, group.ethernet_planes, switch)
                 for name, _cage, _plane in group.plane_port_names():
                     table[name] = split
         return table
@@ -531,13 +589,16 @@ class _EndLookup:
 class _Chooser:
     """The first catalog cable, in media order (or of the one `media` given), that fits both ends and reaches,
     remembered: the candidates per kind of link (technology, speed, ends, links, split, media), then the choice per
-    length. Thousands of distinct lengths share a handful of candidate lists. For a splitter (split 2) `end_a` is
-    the twin-port side and must be the cable's end_a."""
+    length. Thousands of distinct run lengths share a handful of candidate lists and far fewer orderable lengths, so
+    a candidate's orderable length is worked out once per run length and what it makes (its optics, its Choice) once
+    per orderable length. For a splitter (split 2) `end_a` is the twin-port side and must be the cable's end_a."""
 
     def __init__(self, parts: list[CablePart], optics: list[Transceiver]):
         self.parts, self.optic = parts, _OpticFinder(optics)
         self.candidates: dict[tuple, list[CablePart]] = {}
         self.choices: dict[tuple, Choice | None] = {}
+        self.orderable: dict[tuple[str, float], float | None] = {}  # (cable id, run length) -> orderable length
+        self.fitted: dict[tuple, Choice | None] = {}  # (cable id, orderable length, kind of ends) -> its choice
 
     def __call__(
         self,
@@ -560,10 +621,48 @@ class _Chooser:
         candidates = self.candidates.get(kind)
         if candidates is None:
             candidates = self.candidates[kind] = _candidates(self.parts, *kind)
-        choice = self.choices[key] = _first_that_reaches(
-            candidates, self.optic, technology, speed_gbps, end_a, end_b, length_m
+        choice = self.choices[key] = self._first_that_reaches(
+            candidates, technology, speed_gbps, end_a, end_b, length_m
         )
         return choice
+
+    def _first_that_reaches(
+        self,
+        candidates: list[CablePart],
+        technology: str | None,
+        speed_gbps: float,
+        end_a: End,
+        end_b: End,
+        length_m: float,
+    ) -> Choice | None:
+        orderable, fitted = self.orderable, self.fitted
+        for cable in candidates:
+            at = (cable.id, length_m)
+            length = orderable.get(at, _UNSEEN)
+            if length is _UNSEEN:
+                length = orderable[at] = cable.orderable_length_m(length_m)
+            if length is None:
+                continue
+            made = (cable.id, length, technology, speed_gbps, end_a, end_b)
+            choice = fitted.get(made, _UNSEEN)
+            if choice is _UNSEEN:
+                choice = fitted[made] = self._fitted(cable, length, technology, speed_gbps, end_a, end_b)
+            if choice is not None:
+                return choice
+        return None
+
+    def _fitted(
+        self, cable: CablePart, length_m: float, technology: str | None, speed_gbps: float, end_a: End, end_b: End
+    ) -> Choice | None:
+        """The cable at an orderable length with the optics its ends need (None: a fibre whose optics do not reach
+        it as ordered, its coiled slack included, not just the route)."""
+        if cable.media not in ("mmf", "smf"):
+            return _choice(cable, length_m)
+        optic_a = self.optic(cable.media, technology, speed_gbps, end_a, length_m)
+        optic_b = self.optic(cable.media, technology, speed_gbps, end_b, length_m)
+        if optic_a and optic_b:
+            return _choice(cable, length_m, optic_a, optic_b)
+        return None
 
 
 def _candidates(
@@ -597,29 +696,6 @@ def _candidates(
     ]
     candidates.sort(key=lambda c: (MEDIA_ORDER.index(c.media), c.speed_gbps, c.reach_m, c.id))
     return candidates
-
-
-def _first_that_reaches(
-    candidates: list[CablePart],
-    optic: _OpticFinder,
-    technology: str | None,
-    speed_gbps: float,
-    end_a: End,
-    end_b: End,
-    length_m: float,
-) -> Choice | None:
-    for cable in candidates:
-        length = cable.orderable_length_m(length_m)
-        if length is None:
-            continue
-        if cable.media not in ("mmf", "smf"):
-            return _choice(cable, length)
-        # the optics must reach the fibre as ordered (its coiled slack included), not just the route
-        optic_a = optic(cable.media, technology, speed_gbps, end_a, length)
-        optic_b = optic(cable.media, technology, speed_gbps, end_b, length)
-        if optic_a and optic_b:
-            return _choice(cable, length, optic_a, optic_b)
-    return None
 
 
 class _OpticFinder:
