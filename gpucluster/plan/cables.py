@@ -284,7 +284,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             zip(networks, map(attrgetter("speed_gbps"), made_links), map(ends.__getitem__, at), run, strict=True),
         )
     )
-    carried = list(zip(at))  # each cable's links: its own link, or the two it shares
+    carried: list[tuple[int, ...]] = list(zip(at))  # each cable's links: its own link, or the two it shares
     for index, (choice, group, run_length) in shared.items():
         k = bisect_left(at, index)
         choices[k], carried[k], run[k] = choice, group, run_length
