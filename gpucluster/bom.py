@@ -23,10 +23,10 @@ from gpucluster.plan.power import (
     COOLING_SOURCES,
     OUTLET_FOR_INLET,
     PowerCord,
-    cage_modules,
     circuit_kind,
     cooling_capacity_kw,
     device_powers,
+    fitted_transceivers,
     module_power_w,
     power_cords,
 )
@@ -392,15 +392,9 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
     """One line per (network, transceiver, power mode): one module per cage that holds one, as the power budget
     counts them (gpucluster/plan/power.py cage_modules); single-port modules on 1:2 splitter legs run in 200G mode,
     at their lower power, on a line of their own."""
-    devices = plan.devices
-    per_device: Counter[tuple[str, str, float, float, str]] = Counter(
-        (module.network, module.part, module.typical_w, module.max_w, device)
-        for (device, _cage), module in cage_modules(plan).items()
-        if module.transceiver
-    )
     groups: dict[tuple[str, str, float, float], Counter[str]] = defaultdict(Counter)
-    for (network, optic, typical, maximum, device), count in per_device.items():
-        groups[(network, optic, typical, maximum)][devices[device].role] += count
+    for (network, optic, typical, maximum, role), count in fitted_transceivers(plan).items():
+        groups[(network, optic, typical, maximum)][role] += count
     lines = []
     for (network, optic, typical, maximum), roles in groups.items():
         leg = maximum != module_power_w(plan.catalog_part(optic, Transceiver))[1]
@@ -460,8 +454,12 @@ CONNECTOR_FOR_INLET = {inlet: outlet for inlet, outlet in OUTLET_FOR_INLET.items
 def cord_model(plan: Plan, cord: PowerCord) -> str | None:
     """What a PSU's cord is, by its two ends: the plug that fits the PDU outlet and the connector that fits the PSU
     inlet ('IEC 60320 C20 plug to C19 connector power cord'); None for an inlet that takes no IEC cord."""
-    inlet = getattr(getattr(plan.part(cord.device), "psus", None), "inlet", "")
-    outlet = cord.outlet.split("-", 1)[0]
+    return _cord_model(plan.part(cord.device), cord.outlet)
+
+
+def _cord_model(part: object, outlet_name: str) -> str | None:
+    inlet = getattr(getattr(part, "psus", None), "inlet", "")
+    outlet = outlet_name.split("-", 1)[0]
     if inlet not in CONNECTOR_FOR_INLET or outlet not in PLUG_FOR_OUTLET:
         return None
     return f"IEC 60320 {PLUG_FOR_OUTLET[outlet]} plug to {CONNECTOR_FOR_INLET[inlet]} connector power cord"
@@ -470,7 +468,13 @@ def cord_model(plan: Plan, cord: PowerCord) -> str | None:
 def _power_cord_lines(plan: Plan) -> list[BomLine]:
     """One power cord per PSU, by its two ends (the PDU outlet's plug, the PSU inlet's connector: C20 to C19, or
     C20 to C13 where a C14 inlet takes a C19 outlet), from power_cords(plan); and each PDU's input on a site circuit."""
-    kinds: Counter[str] = Counter(model for cord in power_cords(plan) if (model := cord_model(plan, cord)))
+    devices = plan.devices
+    ends: Counter[tuple[str, str]] = Counter((devices[cord.device].part, cord.outlet) for cord in power_cords(plan))
+    kinds: Counter[str] = Counter()  # a model per (device part, outlet type): 150,000 cords at 131,072 GPUs
+    for (part_id, outlet), count in ends.items():
+        model = _cord_model(plan.catalog_parts[part_id], outlet)
+        if model:
+            kinds[model] += count
     lines = []
     for model, count in sorted(kinds.items()):
         plug, connector = model.split()[2], model.split()[5]

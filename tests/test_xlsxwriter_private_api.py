@@ -3,7 +3,9 @@ _write_number (write_string/write_number without their A1-notation decorator), t
 InlineTextSheet overrides, and the constant-memory row flush (_write_single_row, previous_row, table, row_info,
 comments, col_info, Format._get_xf_index) that InlineTextSheet.write_values replaces with its own row XML. An
 XlsxWriter upgrade that drops, renames or changes them fails here, not in a workbook: each test compares our sheet's
-bytes with plain XlsxWriter's for the same cells, over texts and numbers that take every branch of its cell writer."""
+bytes with plain XlsxWriter's for the same cells, over texts and numbers that take every branch of its cell writer.
+FormulaSheet leans on _write_formula and _write_boolean (undecorated too) and on the _write_cell it overrides, with
+the cell tuples it reads."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from xlsxwriter.utility import RE_LEADING_WHITESPACE, RE_TRAILING_WHITESPACE
 from xlsxwriter.worksheet import Worksheet
 
 from gpucluster.artifacts import _xlsx
-from gpucluster.artifacts._xlsx import CREATED, InlineTextSheet
+from gpucluster.artifacts._xlsx import CREATED, FormulaSheet, InlineTextSheet
 
 CELLS = ["OSFP4P2", "DC1.A01-09:OSFP4P2", "_x0041_ literal", "bell\x07", "=SUM(A1)", "Zürich", " padded "]
 
@@ -268,3 +270,54 @@ def test_the_xlsxwriter_internals_write_values_reads_are_still_there(tmp_path: P
     assert (sheet.previous_row, sheet.excel_version, sheet.xls_strmax) == (0, 2007, 32767)
     assert sheet.default_row_height == sheet.original_row_height
     workbook.close()
+
+
+def _cells(path: Path, sheet_class: type | None, private: bool) -> bytes:
+    """A sheet of every kind of cell the power workbook and the BOM write, and some they do not, with and without
+    formats of their own, of their row and of their column, as FormulaSheet's private path or the public one."""
+    workbook = xlsxwriter.Workbook(str(path), {"strings_to_numbers": False})
+    workbook.set_properties({"created": CREATED})
+    sheet = workbook.add_worksheet("cells", sheet_class)
+    kw = workbook.add_format({"num_format": "#,##0.00"})
+    bold = workbook.add_format({"bold": True})
+    sheet.set_column(0, 1, 12)  # widths only
+    sheet.set_column(7, 7, 12, bold)  # a column format
+    sheet.set_row(3, 30, bold)  # a row format
+    if private:
+        text, number, formula, boolean = (
+            sheet._write_string,
+            sheet._write_number,
+            sheet._write_formula,
+            sheet._write_boolean,
+        )
+    else:
+        text, number, formula, boolean = (
+            sheet.write_string,
+            sheet.write_number,
+            sheet.write_formula,
+            sheet.write_boolean,
+        )
+    for row in range(1, 6):
+        r = row + 1
+        text(row, 0, f'rack-{row} <&> "q"')
+        text(row, 1, "_x0041_ bell\x07", bold)
+        number(row, 2, row * 1.1, kw)
+        number(row, 3, 10**row)
+        formula(row, 4, f"=C{r}*D{r}", kw, row * 1.1 * 10**row)
+        formula(row, 5, f'=IF(C{r}>0,"<&>",D{r})', None, 7)
+        formula(row, 6, f"=SUMIFS(C2:C6,A2:A6,A{r})", kw, 1.5)  # not a classic function: XlsxWriter prepares it
+        number(row, 7, row)  # takes its column's format
+        formula(row, 8, f"=C{r}>1", None, True)
+        formula(row, 9, f'=IF(C{r}>1,"x","")', None, "")
+        formula(row, 10, f"=1/0+C{r}", None, "#DIV/0!")
+        formula(row, 11, f"=A{r}", None, "text")
+        boolean(row, 12, row % 2 == 0)
+    workbook.close()
+    with zipfile.ZipFile(path) as archive:
+        return archive.read("xl/worksheets/sheet1.xml")
+
+
+def test_formula_sheet_writes_every_kind_of_cell_as_xlsxwriter_does(tmp_path: Path) -> None:
+    ours = _cells(tmp_path / "ours.xlsx", FormulaSheet, True)
+    assert ours == _cells(tmp_path / "public.xlsx", None, False)
+    assert b'<c r="H4" s="' in ours and b"<f>IF(C2&gt;0" in ours  # a row's format, an escaped formula

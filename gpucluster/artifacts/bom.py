@@ -21,6 +21,7 @@ from gpucluster.artifacts._xlsx import (
     PAPER_A3,
     Book,
     Column,
+    FormulaSheet,
     GuardedCsvWriter,
     column_range,
     fit_row_height,
@@ -139,7 +140,7 @@ def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]
 def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
     """Totals per section (SUMIF formulas over the line items), headline figures, cables by type
     and length, and the parts the price list does not price."""
-    sheet = book.workbook.add_worksheet("Summary")
+    sheet = book.workbook.add_worksheet("Summary", FormulaSheet)
     print_setup(sheet, f"{bom.name}: summary")
     currencies = sorted({line.currency for line in bom.lines if line.currency})
     widths = [26, 10, 12, 12, 12, 12, 10] + [16] * len(currencies)
@@ -305,7 +306,8 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
     detail = book.table_sheet(CONTENTS_SHEET, CONTENT_COLUMNS, total_rows, f"{name}: rack contents")
     facts = _PartFacts(book, plan)
     integer, decimal = book.format(INTEGER), book.format(DECIMAL_1)
-    write_string, write_number = detail.write_string, detail.write_number
+    # XlsxWriter's cell writers without their A1-notation decorator (tests/test_xlsxwriter_private_api.py)
+    write_string, write_number = detail._write_string, detail._write_number
     text_format = functools.cache(lambda text: book.format(quote=needs_quote(text)))  # racks and roles repeat
     detail_row = 1
     for row, rack in enumerate(track(racks, len(racks), "racks"), start=1):

@@ -36,7 +36,7 @@ from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.rules import RULE_PREFIX
 from gpucluster.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
-from gpucluster.templating import render
+from gpucluster.templating import environment, render
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -55,6 +55,12 @@ RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front and rear elevat
 
 
 PREPARED = "report:plan-views"  # the key its prepare() shares its views of the plan under (artifacts.share)
+PAGE_TEMPLATES = ("report/report.html", "report/style.css")
+
+# The page's templates compiled with this module: the writers side by side import a writer's module in the main process
+# when its turn comes, so the report's last job, forked after, finds them compiled (a tenth of a second it spent alone).
+for _template in PAGE_TEMPLATES:
+    environment().get_template(_template)
 
 
 def prepare(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -89,7 +95,9 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
 
 def plan_views(plan: Plan) -> dict:
     """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
-    budget = power_budget(plan)
+    budget = shared("power:budget")  # the power writer's, when it ran earlier in this build (without its devices)
+    if not isinstance(budget, Budget):
+        budget = power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
     return {
         "name": plan.name,
