@@ -193,15 +193,16 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
     against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
     largest job one domain holds; None for a plan without them."""
+    system_id = plan.settings.rack_system
+    if not system_id:
+        return None
+    # imported here, for the plans that have them (the Kubernetes writer's module is half a second to import)
     from gpucluster.artifacts.kubernetes import nvlink_topology_level
     from gpucluster.artifacts.slurm import block_name, block_sizes
     from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
     from gpucluster.plan.rack_scale import shelf_capacity_w
     from gpucluster.training.report import failover_lines
 
-    system_id = plan.settings.rack_system
-    if not system_id:
-        return None
     system = plan.catalog_part(system_id, RackSystem)
     tray = plan.catalog_part(system.compute_tray, GpuServer)
     switch_tray = plan.catalog_part(system.nvlink_switch_tray, NvlinkSwitchTray)

@@ -401,12 +401,11 @@ def _device_budgets(plan: Plan, powers: dict[str, DevicePower]) -> list[DeviceBu
         facts = cooling_of.get(device.part)
         if facts is None:
             cooling = getattr(plan.catalog_parts[device.part], "cooling", None)
-            liquid = cooling is not None and cooling.method == "liquid"
-            facts = cooling_of[device.part] = (
-                cooling.method if cooling is not None else "air",
-                cooling.liquid_fraction if liquid else 0.0,
-                liquid,
-            )
+            if cooling is None:
+                facts = cooling_of[device.part] = ("air", 0.0, False)
+            else:
+                liquid = cooling.method == "liquid"
+                facts = cooling_of[device.part] = (cooling.method, cooling.liquid_fraction if liquid else 0.0, liquid)
         method, fraction, liquid = facts
         power = powers[name]
         result.append(
