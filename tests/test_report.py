@@ -17,7 +17,8 @@ from conftest import chromium_page, needs_chromium, planned, write_design
 from PIL import Image
 
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts.report import report_html
+from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.artifacts.report import for_paper, report_html
 from gpucluster.bom import bom_for, build_bom
 from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing
 from gpucluster.floor_plan import floor_plan
@@ -158,6 +159,17 @@ def test_report_is_the_same_every_build(built: Path, tmp_path: Path) -> None:
     again = write_artifacts(plan, loaded, tmp_path)
     for name in ("report.html", "report.pdf"):
         assert (built / name).read_bytes() == (again / name).read_bytes(), name
+
+
+def test_the_pdf_rendered_without_the_drawings_tooltips_is_the_same_bytes(built: Path, tmp_path: Path) -> None:
+    """The PDF is rendered from the page less its SVG tooltips (they draw nothing on paper): the same file as from
+    the whole page, and the page's own title (the PDF's) kept."""
+    html = (built / "report.html").read_text()
+    paper = for_paper(html)
+    body = paper.partition("</head>")[2]
+    assert html.count("<title>") > 10 and "<title>" not in body and "<title>" in paper
+    write_pdf(html, tmp_path / "whole.pdf")
+    assert (tmp_path / "whole.pdf").read_bytes() == (built / "report.pdf").read_bytes()
 
 
 def test_report_prepares_its_plan_views_beside_the_other_writers_and_only_its_page_runs_last(tmp_path: Path) -> None:
