@@ -339,7 +339,7 @@ class FormulaSheet(Worksheet):
             not formula.startswith("{")
             and not formula.endswith("}")
             and "_xlfn." not in formula
-            and all(name in CLASSIC_FUNCTIONS for name in _FUNCTION_CALL.findall(formula))
+            and CLASSIC_FUNCTIONS.issuperset(_FUNCTION_CALL.findall(formula))
         ):
             return formula.removeprefix("=")
         return super()._prepare_formula(formula, expand_future_functions)
