@@ -20,7 +20,7 @@ from gpucluster.artifacts import share
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan import budget as b
-from gpucluster.plan.budget import Budget, power_budget
+from gpucluster.plan.budget import Budget, kept_power_budget
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power import COOLING_CAPACITY_KW
 from gpucluster.plan.registry import purpose_colour
@@ -47,13 +47,13 @@ def parts(plan: Plan) -> list[str]:
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    budget = power_budget(plan)
+    budget = kept_power_budget(plan)
     for part in parts(plan):
         _write(budget, folder, part)
 
 
 def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
-    _write(power_budget(plan), folder, part)
+    _write(kept_power_budget(plan), folder, part)
 
 
 def _write(budget: Budget, folder: Path, part: str) -> None:

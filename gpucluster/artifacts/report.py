@@ -31,7 +31,7 @@ from gpucluster.deviations import Assumption, Deviation, assumptions, deviations
 from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
 from gpucluster.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.plan import budget as b
-from gpucluster.plan.budget import Budget, power_budget
+from gpucluster.plan.budget import Budget, kept_power_budget
 from gpucluster.plan.model import LeafFailure, Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
@@ -108,9 +108,10 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
 
 def plan_views(plan: Plan) -> dict:
     """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
-    budget = shared("power:budget")  # the power writer's, when it ran earlier in this build (without its devices)
+    # the power writer's, when it ran in this process or before this one was forked (shared without its devices)
+    budget = shared("power:budget")
     if not isinstance(budget, Budget):
-        budget = power_budget(plan)
+        budget = kept_power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
     return {
         "name": plan.name,

@@ -265,6 +265,17 @@ class Budget:
         return self.total.max_w
 
 
+def kept_power_budget(plan: Plan) -> Budget:
+    """power_budget(plan), made once per plan and kept with its queries (plan/queries.py ``views``) for the writers,
+    which read a planned plan and change nothing: the power writer's jobs and the report's views, one after another in
+    one worker, read it again (half a second at 131,072 GPUs). A budget to read, not to change."""
+    views = plan.queries().views
+    made = views.get("budget.power")
+    if not isinstance(made, Budget):
+        made = views["budget.power"] = power_budget(plan)
+    return made
+
+
 def power_budget(plan: Plan) -> Budget:
     """The whole budget of a plan (cheap: one pass over devices, cables and racks)."""
     site = plan.design.site
