@@ -312,6 +312,7 @@ def _cells(path: Path, sheet_class: type | None, private: bool) -> bytes:
         formula(row, 10, f"=1/0+C{r}", None, "#DIV/0!")
         formula(row, 11, f"=A{r}", None, "text")
         boolean(row, 12, row % 2 == 0)
+        boolean(row, 13, row % 2 == 1, bold)
     workbook.close()
     with zipfile.ZipFile(path) as archive:
         return archive.read("xl/worksheets/sheet1.xml")

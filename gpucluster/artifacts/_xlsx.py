@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TextIO
 import xlsxwriter
 from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell_fast
-from xlsxwriter.worksheet import CellFormulaTuple, CellNumberTuple, CellStringTuple, Worksheet
+from xlsxwriter.worksheet import CellBooleanTuple, CellFormulaTuple, CellNumberTuple, CellStringTuple, Worksheet
 
 # Document timestamp: fixed, so a workbook depends on its design only (XlsxWriter already fixes the
 # zip entries' dates to 1980-01-01).
@@ -308,11 +308,11 @@ class FormulaSheet(Worksheet):
     subclasses."""
 
     def _write_cell(self, row: int, col: int, cell: Any) -> None:
-        """A number, a shared string, or a formula with a number for its value, written as XlsxWriter writes it
-        (its r and s attributes need no escaping: a cell name and a format index), in one string: XlsxWriter's writer
-        builds an attribute list and searches each attribute for characters to escape, a third of the time of the
-        power workbook and the BOM's rack contents (800,000 and 600,000 cells at 131,072 GPUs). Every other cell (and
-        one that takes its format from its row or column) goes through XlsxWriter's own writer."""
+        """A number, a shared string, a boolean or a formula with a number for its value, written as XlsxWriter
+        writes it (its r and s attributes need no escaping: a cell name and a format index), in one string: XlsxWriter's
+        writer builds an attribute list and searches each attribute for characters to escape, a third of the time of
+        the power workbook and the BOM's rack contents (800,000 and 600,000 cells at 131,072 GPUs). Every other cell
+        (and one that takes its format from its row or column) goes through XlsxWriter's own writer."""
         kind = type(cell)
         cell_format = cell.format
         if cell_format:
@@ -331,6 +331,8 @@ class FormulaSheet(Worksheet):
         elif kind is CellFormulaTuple and type(cell.value) in (int, float):
             formula = self._escape_data(cell.formula)
             self.fh.write(f'<c r="{xl_rowcol_to_cell_fast(row, col)}"{style}><f>{formula}</f><v>{cell.value}</v></c>')
+        elif kind is CellBooleanTuple:
+            self.fh.write(f'<c r="{xl_rowcol_to_cell_fast(row, col)}"{style} t="b"><v>{cell.boolean}</v></c>')
         else:
             super()._write_cell(row, col, cell)
 
