@@ -23,10 +23,10 @@ from gpucluster.plan.power import (
     COOLING_SOURCES,
     OUTLET_FOR_INLET,
     PowerCord,
+    cage_modules,
     circuit_kind,
     cooling_capacity_kw,
     device_powers,
-    fitted_transceivers,
     module_power_w,
     power_cords,
 )
@@ -392,9 +392,15 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
     """One line per (network, transceiver, power mode): one module per cage that holds one, as the power budget
     counts them (gpucluster/plan/power.py cage_modules); single-port modules on 1:2 splitter legs run in 200G mode,
     at their lower power, on a line of their own."""
+    devices = plan.devices
+    per_device: Counter[tuple[str, str, float, float, str]] = Counter(
+        (module.network, module.part, module.typical_w, module.max_w, device)
+        for (device, _cage), module in cage_modules(plan).items()
+        if module.transceiver
+    )
     groups: dict[tuple[str, str, float, float], Counter[str]] = defaultdict(Counter)
-    for (network, optic, typical, maximum, role), count in fitted_transceivers(plan).items():
-        groups[(network, optic, typical, maximum)][role] += count
+    for (network, optic, typical, maximum, device), count in per_device.items():
+        groups[(network, optic, typical, maximum)][devices[device].role] += count
     lines = []
     for (network, optic, typical, maximum), roles in groups.items():
         leg = maximum != module_power_w(plan.catalog_part(optic, Transceiver))[1]

@@ -222,33 +222,12 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
 
 
 def optics_power_w(plan: Plan) -> dict[str, tuple[float, float]]:
-    """(typical, maximum) watts of the optics in each device's cages, counted once per (device, cage); the
-    transceivers among them are kept with the plan's queries for fitted_transceivers."""
+    """(typical, maximum) watts of the optics in each device's cages, counted once per (device, cage)."""
     per_device: dict[str, tuple[float, float]] = {}
-    devices = plan.devices
-    fitted: Counter[tuple[str, str, float, float, str]] = Counter()
     for (device, _cage), module in cage_modules(plan).items():
         t, m = per_device.get(device, (0.0, 0.0))
         per_device[device] = (t + module.typical_w, m + module.max_w)
-        if module.transceiver:
-            fitted[(module.network, module.part, module.typical_w, module.max_w, devices[device].role)] += 1
-    plan.queries().views[_FITTED] = fitted
     return per_device
-
-
-_FITTED = "power.transceivers"
-
-
-def fitted_transceivers(plan: Plan) -> Counter[tuple[str, str, float, float, str]]:
-    """(network, transceiver, typical W, maximum W, role of the device) -> transceivers fitted: one per cage that
-    holds one (cage_modules), in the order cage_modules first meets each. Counted with the devices' optics power
-    (planning's last step, add_optics_power) and kept with the plan's queries, so the BOM reads it instead of
-    fitting every cage again (a second at 131,072 GPUs); a counter to read, not to change."""
-    made = plan.queries().views.get(_FITTED)
-    if made is None:
-        optics_power_w(plan)
-        made = plan.queries().views[_FITTED]
-    return cast(Counter[tuple[str, str, float, float, str]], made)
 
 
 def cable_ends(plan: Plan, cable: Cable) -> tuple[Collection[tuple[str, int]], Collection[tuple[str, int]]]:
