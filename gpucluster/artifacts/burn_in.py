@@ -260,6 +260,8 @@ def checklists(
         for node in t.nodes:
             shared_of.setdefault(node, []).append(index)
     thresholds = _threshold_table(tests) if thresholds is None else thresholds
+    # a server's test rows print the same for every server of a part: the template makes them once per distinct key
+    server_tests_key = {node: tuple(_row_key(t) for t in node_tests) for node, node_tests in by_node.items()}
     once = _Once()
     template = environment().get_template("burn_in/checklist.html")  # once: each lookup checks the file's time
     for rack in track(sorted(plan.racks.values(), key=lambda r: r.name), len(plan.racks), "racks"):
@@ -272,6 +274,7 @@ def checklists(
             {
                 "server": server,
                 "tests": by_node.get(server.name, []),
+                "tests_key": server_tests_key.get(server.name, ()),
                 "links": [  # (rail, HCA, link, partners, its test's threshold and unit): plain values for the template
                     (rail, port.hca or "", port.link, _partners(test, server.name), *_pass_when(test))
                     for rail, port in sorted(ports[server.name].items())
@@ -305,6 +308,11 @@ class _Once:
         if text is None:
             text = self.made[key] = caller()
         return text
+
+
+def _row_key(test: BurnInTest) -> tuple[object, ...]:
+    """Everything a server test's checklist row prints (the threshold as text: 0 and 0.0 print differently)."""
+    return test.stage, test.test, test.command, test.metric, test.comparison, str(test.threshold), test.unit
 
 
 def _pass_when(test: BurnInTest | None) -> tuple[float | str | None, str]:
