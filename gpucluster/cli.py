@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -245,7 +246,7 @@ def build(
     """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/, and its plan lock
     (designs/x.yaml: designs/x.lock.json): a later build of a revised design keeps every placement, port and
     cable label it holds."""
-    from gpucluster.phases import lock_changes, lock_lines, write_lock
+    from gpucluster.phases import lock_changes, lock_lines
 
     with _sigterm_unwinds():
         start = time.perf_counter()
@@ -253,13 +254,16 @@ def build(
         costs: list[profiling.Cost] = []
         sampler = profiling.PeakSampler(enabled=profile)
         jobs = default_jobs() if jobs is None else jobs
+        staged = _StagedLock(None)
         try:
-            with _display(progress) as display:
+            with _display(progress) as display, contextlib.ExitStack() as unstage:
                 timed = _Timed(display, stopwatch)
                 timed("load design")
                 loaded = load_design(design, data_dirs)
                 lock_path = None if no_lock else lock_file or default_lock_path(design)
                 lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
+                staged = _StagedLock(lock_path)
+                unstage.callback(staged.remove)  # a build that fails leaves the lock as it was
                 with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
                     # memory peaks while the cabling's writer and the analyses run beside planning: sample each stage
                     timed.sample = lambda: sampler.sample(writing.pids(), force=True)
@@ -281,21 +285,26 @@ def build(
                     # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and
                     # summary writers and the report read, so each worker has it (half a second each at 131,072 GPUs)
                     summary = summary_lines(plan)
-                    folder = writing.finish(plan, loaded)
+                    # the lock (5 CPU s at 131,072 GPUs) is written beside the last writers (the report alone leaves
+                    # a CPU idle), under a name of its own: it replaces the lock once the build has succeeded
+                    folder = writing.finish(plan, loaded, functools.partial(staged.write, plan))
+                unstage.pop_all()  # built: the staged lock is kept for its place
         except DesignError as error:
             _fail(error)
         except MissingSystemLibrary as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(1)
         if lock_path is not None:
-            if lock is not None:
-                for line in lock_lines(lock_changes(lock, plan)):
-                    click.echo(line)
             try:
-                write_lock(plan, lock_path)
+                if lock is not None:
+                    for line in lock_lines(lock_changes(lock, plan)):
+                        click.echo(line)
+                staged.replace(plan)
             except OSError as error:
                 click.echo(f"error: {lock_path}: cannot write the lock: {error.strerror}", err=True)
                 sys.exit(EXIT_BAD_INPUT)
+            finally:
+                staged.remove()
         if profile:
             sampler.sample([], force=True)
             for line in profiling.profile_lines(
@@ -307,6 +316,47 @@ def build(
         click.echo(f"wrote {folder}")
         if lock_path is not None:
             click.echo(f"wrote {lock_path}")
+
+
+class _StagedLock:
+    """A build's plan lock, written while its last writers run (`write`) under a name of its own beside the lock, and
+    moved over the lock once the build has succeeded (`replace`); `remove` drops it when the build failed."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.staged: Path | None = None
+        self.error: OSError | None = None
+
+    def write(self, plan: Plan) -> None:
+        from gpucluster.phases import write_lock
+
+        if self.path is None:
+            return
+        staged = self.path.with_name(f".{self.path.name}.new")
+        try:
+            write_lock(plan, staged)
+        except OSError as error:  # said once the build is done, as when it is written then
+            self.error = error
+            return
+        self.staged = staged
+
+    def replace(self, plan: Plan) -> None:
+        """Put the staged lock in place (written now when the build had no writers to write it beside)."""
+        if self.path is None:
+            return
+        if self.staged is None and self.error is None:
+            self.write(plan)
+        if self.error is not None:
+            raise self.error
+        assert self.staged is not None
+        os.replace(self.staged, self.path)
+        self.staged = None
+
+    def remove(self) -> None:
+        if self.staged is not None:
+            with contextlib.suppress(OSError):
+                self.staged.unlink()
+            self.staged = None
 
 
 def _read_lock(path: Path, cluster: str) -> Lock | None:

@@ -201,7 +201,11 @@ class NotYetPlanned:
 
 def hide_derived(plan: Plan) -> None:
     """Replace what the derived stages compute with stand-ins that fail when read: for a view that runs on the
-    physical plan alone (a copy of it: a forked worker's), so reading something not planned yet cannot go unseen."""
+    physical plan alone (a copy of it: a forked worker's), so reading something not planned yet cannot go unseen. The
+    graphs too, unless built already: the main process builds them once for the views that read them after planning
+    (a view reading them in such a worker would build them again there, seconds at scale)."""
+    if not plan.graphs_built():
+        plan.graphs = NotYetPlanned("graphs")  # type: ignore[assignment]
     for name in DERIVED:
         setattr(plan, name, NotYetPlanned(name))
     for name in DERIVED_SETTINGS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -289,6 +290,7 @@ def test_writers_of_the_links_alone_started_before_the_cables_write_the_same_byt
         (lambda plan: round(next(iter(plan.racks.values())).power_max_w), r"plan\.racks\['\w+'\]\.power_max_w"),
         (lambda plan: f"{next(iter(plan.racks.values())).power_typical_w}", r"\.power_typical_w"),
         (lambda plan: plan.totals.gpus, r"plan\.totals"),
+        (lambda plan: len(plan.graphs), r"plan\.graphs"),
     ],
 )
 def test_a_writer_started_on_the_links_that_reads_the_cables_or_what_follows_them_fails_naming_it(
@@ -311,3 +313,40 @@ def test_a_writer_started_on_the_links_that_reads_the_cables_or_what_follows_the
         folder = write_artifacts(plan_design(loaded), loaded, tmp_path / "late", ["nccl"], jobs=1)
         assert (folder / "read.txt").exists()
     assert not (tmp_path / "early").exists()
+
+
+def test_the_lock_written_beside_the_last_writers_is_the_one_written_after_them(tmp_path):
+    """The build writes the plan lock while its last writers run (the report alone leaves a CPU idle), under a name
+    of its own that replaces the lock once the build has succeeded: the same bytes as written after the writers."""
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    only = ["--only", "plan", "--only", "summary", "--only", "nccl"]
+    for jobs in ("1", "2"):
+        lock = tmp_path / f"j{jobs}.lock.json"
+        result = CliRunner().invoke(
+            main, ["build", design, "-o", str(tmp_path / jobs), "--lock", str(lock), "-j", jobs, *only]
+        )
+        assert result.exit_code == 0 and f"wrote {lock}" in result.output, result.output
+    assert (tmp_path / "j1.lock.json").read_bytes() == (tmp_path / "j2.lock.json").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["j1.lock.json", "j2.lock.json"]
+
+
+def test_a_build_failing_after_its_lock_was_written_beside_the_writers_leaves_the_lock_as_it_was(tmp_path):
+    design = str(DESIGNS / "lab-4-servers.yaml")
+    lock = tmp_path / "lab.lock.json"
+    args = ["build", design, "-o", str(tmp_path / "out"), "--lock", str(lock), "-j", "2", "--only", "plan"]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    before = lock.stat().st_ino, lock.read_bytes()
+    staged = tmp_path / ".lab.lock.json.new"
+
+    def last(plan, loaded, staging):  # the lock is written beside it, in the main process
+        deadline = time.monotonic() + 60
+        while not staged.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        raise RuntimeError(f"the lock was staged: {staged.exists()}")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "report", last)  # runs last (RUNS_LAST)
+        patch.setattr(artifacts, "PREPARED", frozenset())
+        result = CliRunner().invoke(main, [*args, "--only", "nccl", "--only", "report"])
+    assert result.exit_code != 0 and "the lock was staged: True" in str(result.exception)
+    assert (lock.stat().st_ino, lock.read_bytes()) == before and not staged.exists()

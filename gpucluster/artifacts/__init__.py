@@ -82,11 +82,12 @@ SLOW_FIRST: tuple[str, ...] = (
 # of preference (the longest first).
 EARLY: tuple[str, ...] = ("cabling", "plan:records")
 # Writers, or parts of one, that read only the devices, racks and links (not the cables nor what the cables stage adds,
-# pipeline.CABLED, nor anything derived): with writers side by side they start as soon as the links exist, one after
-# another in one worker while the main process chooses the cables (one CPU is otherwise idle there: the graph analyses
-# beside it take a fraction of the stage), so the Slurm, Kubernetes and NCCL writers also share the compute fabric's
-# scheduling view that the first of them makes. In order (the longest first).
-LINKED: tuple[str, ...] = ("monitoring", "slurm", "switches", "nccl", "kubernetes")
+# pipeline.CABLED, nor the graphs or anything derived): with writers side by side they start as soon as the links
+# exist, one after another in one worker while the main process chooses the cables (one CPU is otherwise idle there:
+# the graph analyses beside it take a fraction of the stage). In order (the longest first). Not the Slurm, NCCL and
+# Kubernetes writers: the fabric tree they read (scheduling.fabric_tree) walks the graphs, which the main process builds
+# once after planning.
+LINKED: tuple[str, ...] = ("monitoring", "switches")
 
 
 class Reads(enum.IntEnum):
@@ -292,12 +293,14 @@ class Writing:
         ]
         self.workers.start_early(plan, loaded, ready, stage)
 
-    def finish(self, plan: Plan, loaded: LoadedDesign) -> Path:
-        """Write the artifacts not written yet (wait for those started early) and swap the staging folder in."""
+    def finish(self, plan: Plan, loaded: LoadedDesign, meanwhile: Callable[[], None] | None = None) -> Path:
+        """Write the artifacts not written yet (wait for those started early) and swap the staging folder in.
+        `meanwhile` (the main process's own work after the writers, e.g. the plan lock) runs once every writer's job has
+        been handed out, beside the last ones (the report alone leaves a CPU idle), or after them one at a time."""
         self._open()
         if self.workers is not None:
             work = [(name, name in RUNS_LAST) for name in sorted(self.names + _preparations(self.names), key=_order)]
-            self.workers.run(plan, loaded, work, functools.partial(writer_jobs, plan=plan))
+            self.workers.run(plan, loaded, work, functools.partial(writer_jobs, plan=plan), meanwhile)
         else:
             for name in self.names:
                 self.say(name)
@@ -318,6 +321,8 @@ class Writing:
             finish = getattr(self.say, "end", None)
             if finish is not None and self.names:
                 finish(self.names[-1])
+            if meanwhile is not None:
+                meanwhile()
         _swap(self.staging, self.final)
         return self.final
 

@@ -56,8 +56,8 @@ class _PipeReporter:
         pass
 
     def update(self, done: int, total: int | None, unit: str) -> None:
-        # a worker started while the main process still plans is not read until planning ends: it skips a report
-        # rather than wait for room in the pipe (the next report says as much)
+        # a worker started while the main process still plans is not read until planning ends, nor while it writes the
+        # lock: it skips a report rather than wait for room in the pipe (the next report says as much)
         if self.quiet_when_full and not select.select([], [self.conn], [], 0)[1]:
             return
         self.conn.send(("progress", done, total, unit))
@@ -136,11 +136,13 @@ class Workers:
         loaded: LoadedDesign,
         work: Sequence[tuple[str, bool]],
         jobs_of: Callable[[str], list[tuple[str, Write, frozenset[str]]]],
+        meanwhile: Callable[[], None] | None = None,
     ) -> None:
         """Run the writers `work` ((name, runs last), in that order of preference) on up to `jobs` workers, each as the
         jobs `jobs_of` gives it ((name, write, the jobs it needs finished first); imported only when it is its turn;
         jobs started early are left out); one that runs last starts in a worker of its own when every other job has
-        finished (it inherits what they shared). Returns when every job (those started early too) has finished."""
+        finished (it inherits what they shared). `meanwhile` runs in this process once every job has been handed out.
+        Returns when every job (those started early too) has finished."""
         pending: list[Job] = [(name, last, frozenset(), False) for name, last in work]
         finish_main = getattr(self.reporter, "finish_main", None)
         if finish_main is not None:  # the main process's last stage (planning) is over: its bar stops its clock
@@ -154,12 +156,17 @@ class Workers:
         try:
             while pending or self._busy():
                 self._hand_out(plan, loaded, pending, jobs_of)
+                if not pending and meanwhile is not None:  # the last jobs run: the main process's own work beside them
+                    meanwhile()
+                    meanwhile = None
                 if self._busy() and not plan.graphs_built():  # the main process waits: it builds them meanwhile
                     _build_graphs(plan)
                 if not self.workers:  # nothing can start: a job waits for one that is not in this build
                     waiting = ", ".join(f"{name} (after {', '.join(sorted(after))})" for name, _l, after, _s in pending)
                     raise WriterFailed(f"writer jobs wait for jobs that do not run: {waiting}")
                 self._collect()
+            if meanwhile is not None:  # every job had finished before (none to run)
+                meanwhile()
             for worker in list(self.workers.values()):
                 self._retire(worker)
             while self.workers:  # the workers told to leave: their costs
@@ -364,7 +371,7 @@ def _serve(
                     break
                 queue.append(message[1])
             name = queue.pop(0)
-            progress.install(_PipeReporter(conn, name, quiet_when_full=early))
+            progress.install(_PipeReporter(conn, name, quiet_when_full=True))
             start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
             job_writer(name, plan)(plan, loaded, staging)
             after = resource.getrusage(resource.RUSAGE_SELF)
