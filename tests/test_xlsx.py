@@ -110,11 +110,13 @@ _HOSTILE_CELLS: list[object] = [
 
 @pytest.mark.parametrize("remembered", [0, 3, 65_536])
 @pytest.mark.parametrize("guarded", [None, (), (0, 2)])
+@pytest.mark.parametrize("texts_repeat", [True, False])
 def test_guarded_csv_rows_are_the_bytes_csv_writer_writes(
-    monkeypatch: pytest.MonkeyPatch, remembered: int, guarded: tuple[int, ...] | None
+    monkeypatch: pytest.MonkeyPatch, remembered: int, guarded: tuple[int, ...] | None, texts_repeat: bool
 ) -> None:
     """GuardedCsvWriter makes each distinct cell's text once (csv.writer's where it must be quoted): every row, lone
-    cells and empty rows too, reads as csv.writer would write it, whatever it remembers."""
+    cells and empty rows too, reads as csv.writer would write it, whatever it remembers; and the same bytes when it
+    leaves the rows to csv.writer (texts_repeat=False, the cable schedule's)."""
     monkeypatch.setattr(_xlsx, "_CSV_TEXTS", remembered)
     monkeypatch.setattr(_xlsx, "_CSV_LINES", 4)
     cells = _HOSTILE_CELLS
@@ -123,7 +125,7 @@ def test_guarded_csv_rows_are_the_bytes_csv_writer_writes(
     if guarded:  # a guarded column is in every row
         rows = [row for row in rows if len(row) > max(guarded)]
     ours = io.StringIO()
-    writer = GuardedCsvWriter(ours, guarded)
+    writer = GuardedCsvWriter(ours, guarded, texts_repeat)
     writer.writerow(["x", "y"])
     writer.writerows(rows[:40])
     writer.writerows(rows[40:])

@@ -345,7 +345,7 @@ def workbook_name(part: str) -> str:
 def write_csv(plan: Plan, path: Path) -> None:
     """Every column of every cable, in cable order."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = GuardedCsvWriter(handle, _CATALOG_TEXT)
+        writer = GuardedCsvWriter(handle, _CATALOG_TEXT, texts_repeat=False)  # ids and labels are each row's own
         writer.writerow(COLUMNS)
         writer.writerows(track(cable_rows(plan), len(plan.cables), "cables"))
 
