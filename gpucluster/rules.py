@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from gpucluster.burn_in import burn_in_facts
 from gpucluster.catalog.ports import PortPool, device_ports
@@ -42,10 +43,12 @@ def rule_facts(plan: Plan) -> RuleFacts:
     for network in queries.networks():
         if network == "compute":
             continue
-        for link in queries.links(network):
-            for device, port in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
-                if device in compute_switches and port not in _mgmt_ports(catalog_parts.get(compute_switches[device])):
-                    foreign += 1
+        for link in queries.links(network):  # most join no compute switch: two lookups each
+            a, b = link.a_device, link.b_device
+            if a in compute_switches and link.a_port not in _mgmt_ports(catalog_parts.get(compute_switches[a])):
+                foreign += 1
+            if b in compute_switches and link.b_port not in _mgmt_ports(catalog_parts.get(compute_switches[b])):
+                foreign += 1
     feed = getattr(site, "power_feed", None)
     return {
         "compute_fabric_link_purposes": dict(sorted(purposes.items())),
@@ -113,24 +116,21 @@ def slow_host_links(plan: Plan) -> list[SlowHostLink]:
     of such link (network, host part and port speed, switch part, link speed) with a count and one
     example naming both ends."""
     speeds: dict[str, dict[str, float]] = {}  # part -> port name -> speed
+    # host -> its part's port speeds; None for a switch (by its management port) or a part whose ports the catalog
+    # does not list (PDUs): looked up once per host, not per link
+    host_speeds: dict[str, dict[str, float] | None] = {}
     groups: dict[tuple[str, str, float, str, float], SlowHostLink] = {}
     queries = plan.queries()
     for link in (link for network in queries.networks() for link in queries.links(network, 0)):
-        host = plan.devices[link.a_device]
-        if host.role == "switch":
-            continue
-        part = plan.catalog_parts.get(host.part)
-        if part is None or not getattr(part, "ports", None):
-            continue  # PDUs: a management port the catalog does not list
-        by_name = speeds.get(host.part)
+        by_name = host_speeds.get(link.a_device, _UNSEEN)
+        if by_name is _UNSEEN:
+            by_name = host_speeds[link.a_device] = _port_speeds(plan, link.a_device, speeds)
         if by_name is None:
-            by_name = speeds[host.part] = {
-                name: pool.speed_gbps for pool in device_ports(part).values() for name in pool.names
-            }
+            continue
         port_gbps = by_name.get(link.a_port)
         if port_gbps is None or link.speed_gbps >= port_gbps - 1e-9:
             continue  # ports of a split (multi-plane) link run at their share by design
-        switch = plan.devices[link.b_device]
+        host, switch = plan.devices[link.a_device], plan.devices[link.b_device]
         key = (link.network, host.part, port_gbps, switch.part, link.speed_gbps)
         record = groups.setdefault(
             key,
@@ -146,6 +146,26 @@ def slow_host_links(plan: Plan) -> list[SlowHostLink]:
         )
         record["links"] += 1
     return [groups[k] for k in sorted(groups, key=str)]
+
+
+_UNSEEN: Any = object()  # a host not looked up yet
+
+
+def _port_speeds(plan: Plan, name: str, speeds: dict[str, dict[str, float]]) -> dict[str, float] | None:
+    """A host's port name -> speed (its part's, made once per part in `speeds`); None for a switch or a part without
+    listed ports."""
+    host = plan.devices[name]
+    if host.role == "switch":
+        return None
+    part = plan.catalog_parts.get(host.part)
+    if part is None or not getattr(part, "ports", None):
+        return None  # PDUs: a management port the catalog does not list
+    by_name = speeds.get(host.part)
+    if by_name is None:
+        by_name = speeds[host.part] = {
+            name: pool.speed_gbps for pool in device_ports(part).values() for name in pool.names
+        }
+    return by_name
 
 
 def unsplit_half_speed_links(plan: Plan) -> list[HalfSpeedLink]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from gpucluster.catalog.schema import Pdu, Rack
@@ -127,9 +128,12 @@ def build_physical_plan(
     except ValueError as exc:
         raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
 
+    # each part's PDU spread once: racks are counted many times over while the out-of-band switches find room
+    spread_of = cache(lambda part_id: pdus_to_keep_psus(catalog.parts.get(part_id)))
+
     def count_pdus(load_w: float, devices: list[Device], compute: bool) -> tuple[Pdu, int]:
         model = pdu if compute else other_pdu
-        spread = max((pdus_to_keep_psus(catalog.parts.get(d.part)) for d in devices), default=1)
+        spread = max(map(spread_of, {d.part for d in devices}), default=1)
         return model, pdus_needed(load_w, rack_inlets(catalog.parts, devices), model, feed, spread)
 
     say("out-of-band management network")

@@ -30,7 +30,7 @@ from typing import cast
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
-from gpucluster.catalog.schema import Pdu, PowerShelf, RackMounted, RackSystem, Transceiver
+from gpucluster.catalog.schema import Pdu, PowerShelf, Psus, RackMounted, RackSystem, Transceiver
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.cables import CAGE_ACCEPTS
 from gpucluster.plan.model import Cable, Plan, RackPlan
@@ -523,6 +523,12 @@ class _FreeOutlets:
         for position, (name, kind) in enumerate(outlets):
             self.by_type.setdefault(kind, deque()).append((position, name))
 
+    def copy(self) -> _FreeOutlets:
+        """The same outlets, free apart: one PDU model's outlets are named once, and each PDU takes a copy."""
+        free = _FreeOutlets([])
+        free.by_type = {kind: deque(outlets) for kind, outlets in self.by_type.items()}
+        return free
+
     def take(self, wanted: str) -> str | None:
         """The outlet a cord for the `wanted` type takes, now no longer free (None: none is left)."""
         free = self.by_type.get(wanted)
@@ -553,18 +559,31 @@ def power_cords(plan: Plan) -> list[PowerCord]:
 def _power_cords(plan: Plan) -> list[PowerCord]:
     redundancy = plan.design.site.power_feed.redundancy
     cords: list[PowerCord] = []
+    devices, parts = plan.devices, plan.catalog_parts
+    # per PDU model its outlets, and per part its PSUs and the outlet type they want: a few parts among 150,000 cords
+    outlets_of: dict[str, _FreeOutlets] = {}
+    psus_of: dict[str, tuple[Psus | None, str]] = {}
     for rack in plan.racks.values():
         feeds = rack_feeds(plan, rack)
         feed_of = {pdu: name for name, pdus in feeds.items() for pdu in pdus}
         # the pools a PSU's cord may go to: per feed with 2N, the whole rack otherwise
         pools = feeds if redundancy == "2N" else ({"*": list(rack.pdus)} if rack.pdus else {})
-        free = {name: _FreeOutlets(pdu_outlet_names(cast(Pdu, plan.part(name)))) for name in rack.pdus}
+        free = {}
+        for name in rack.pdus:
+            model = devices[name].part
+            if model not in outlets_of:
+                outlets_of[model] = _FreeOutlets(pdu_outlet_names(cast(Pdu, parts[model])))
+            free[name] = outlets_of[model].copy()
         turn = dict.fromkeys(pools, 0)
         for device_name in rack.devices:
-            psus = getattr(plan.part(device_name), "psus", None)
+            part_id = devices[device_name].part
+            found = psus_of.get(part_id)
+            if found is None:
+                psus = getattr(parts[part_id], "psus", None)
+                found = psus_of[part_id] = (psus, OUTLET_FOR_INLET.get(psus.inlet, psus.inlet) if psus else "")
+            psus, wanted = found
             if not psus or not pools:
                 continue
-            wanted = OUTLET_FOR_INLET.get(psus.inlet, psus.inlet)
             on_a = math.ceil(psus.count / 2) if len(pools) > 1 else psus.count
             for psu in range(1, psus.count + 1):
                 pool = ("A" if psu <= on_a else "B") if len(pools) > 1 else next(iter(pools))

@@ -13,7 +13,10 @@ from __future__ import annotations
 from array import array
 from functools import cached_property
 from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 if TYPE_CHECKING:
     from gpucluster.plan.model import Link, Plan
@@ -105,12 +108,15 @@ class PlanQueries:
 
     @cached_property
     def link_cables(self) -> array[int]:
-        """Link -> the position in ``plan.cables`` of the cable that carries it (-1: a backplane link, no cable)."""
-        index = array("q", [-1]) * len(self._plan.links)
-        for position, cable in enumerate(self._plan.cables):
-            for i in cable.links:
-                index[i] = position
-        return index
+        """Link -> the position in ``plan.cables`` of the cable that carries it (-1: a backplane link, no cable; a
+        link two cables name: the later one). Worked out over arrays: 700,000 cables at 131,072 GPUs."""
+        cables = self._plan.cables
+        carried = list(map(attrgetter("links"), cables))
+        per_cable = np.fromiter(map(len, carried), np.int64, len(cables))
+        links = np.fromiter(chain.from_iterable(carried), np.int64, int(per_cable.sum()))
+        index = np.full(len(self._plan.links), -1, np.int64)
+        np.maximum.at(index, links, np.repeat(np.arange(len(cables), dtype=np.int64), per_cable))
+        return array("q", index.tobytes())
 
     def cable_id(self, link_index: int) -> str | None:
         """The id of the cable carrying a link (None: a backplane link)."""
