@@ -62,8 +62,10 @@ def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     assert result.findings == []
     assert result.unknown_nodes == []
     assert sorted(p.a.device for p in result.split_unchecked) == ["ufm-01", "ufm-01", "ufm-02", "ufm-02"]
-    assert any("4 link(s) on 2 split switch port(s)" in line and "NOT to the switch port" in line
-               for line in summary_lines([result]))
+    assert any(
+        "4 link(s) on 2 split switch port(s)" in line and "NOT to the switch port" in line
+        for line in summary_lines([result])
+    )
 
 
 @needs_ibsim

@@ -15,6 +15,7 @@ import zipfile
 from fractions import Fraction
 from pathlib import Path
 
+import openpyxl
 import pytest
 import xlsxwriter
 from xlsxwriter.format import Format
@@ -33,7 +34,7 @@ CELLS = ["OSFP4P2", "DC1.A01-09:OSFP4P2", "_x0041_ literal", "bell\x07", "=SUM(A
 HOSTILE = [
     "OSFP4P2",
     "DC1.A01-09:OSFP4P2 / DC1.A05-01:IB1/1/1",
-    'a < b & c > d "quoted" \'single\' &amp;',
+    "a < b & c > d \"quoted\" 'single' &amp;",
     "only less < than",
     "only greater > than",
     "only ampersand & here",
@@ -62,8 +63,8 @@ HOSTILE = [
     "+1-555",
     "-IB1",
     "@cmd",
-    "<r>not rich</r>",
-    "<r><t>looks rich</t></r>",
+    "<r>not rich",
+    "not rich</r>",
     "x" * 16_383,
     "y" * 16_384 + " <&>",
     "z" * 40_000,
@@ -75,9 +76,7 @@ NUMBERS: list[object] = [0, 1, -7, 0.5, -0.0, 1 / 3, 1e20, 1.5e-300, 2**53 + 1, 
 def _write(path: Path, ours: bool, script: list[tuple], options: dict | None = None) -> bytes:
     """The workbook a script of writes makes: ours through InlineTextSheet.write_values, theirs through plain
     XlsxWriter's public cell writers one cell at a time. Returns the whole file's bytes."""
-    workbook = xlsxwriter.Workbook(
-        str(path), {"constant_memory": True, "strings_to_numbers": False, **(options or {})}
-    )
+    workbook = xlsxwriter.Workbook(str(path), {"constant_memory": True, "strings_to_numbers": False, **(options or {})})
     workbook.set_properties({"created": CREATED})
     formats: dict[str, Format] = {}
     sheets: dict[str, Worksheet] = {}
@@ -163,7 +162,40 @@ def test_write_values_writes_xlsxwriters_bytes_for_hostile_texts_numbers_and_for
         row += 1
     ours = _same(tmp_path, script)
     xml = _sheet_xml(ours, tmp_path)
-    assert "_x005F_x0041_" in xml and "_x0007_" in xml and 'xml:space="preserve"' in xml and "&lt;r&gt;" not in xml
+    assert "_x005F_x0041_" in xml and "_x0007_" in xml and 'xml:space="preserve"' in xml and "&lt;r&gt;not" in xml
+
+
+RICH_LOOKALIKES = [
+    "<r>not rich</r>",
+    "<r><t>looks rich</t></r>",
+    '<r></r></is><f>HYPERLINK("http://mk")</f><is><r></r>',  # would close the cell's text and add a formula
+    "<r>_x0041_ and a bell\x07</r>",
+    " <r>x</r>",  # not shaped like one: escaped as any text
+]
+
+
+def test_a_text_shaped_like_a_rich_string_stays_text_on_every_path(tmp_path: Path) -> None:
+    """XlsxWriter writes an inline text that starts with <r> and ends with </r> into the sheet's XML as it is (it
+    takes it for a rich string it made): a part number could add a formula. InlineTextSheet's rows write it as text
+    that a spreadsheet reader reads back exactly; a row it hands to XlsxWriter's own cell writer (one with a height)
+    gets its first "<" as OOXML's _x003C_ escape: text too, with no formula and no rich run in either."""
+    path = tmp_path / "rich.xlsx"
+    workbook = xlsxwriter.Workbook(str(path), {"constant_memory": True, "strings_to_numbers": False})
+    sheet = workbook.add_worksheet("cables", InlineTextSheet)
+    assert isinstance(sheet, InlineTextSheet)
+    for row, text in enumerate(RICH_LOOKALIKES):
+        sheet.write_values(2 * row + 1, [text, "fast path"])  # row 0 (XlsxWriter's held row at start) is its own
+        sheet.set_row(2 * row + 2, 20)
+        sheet.write_values(2 * row + 2, [text, "xlsxwriter's path"])
+    workbook.close()
+    xml = _sheet_xml(path.read_bytes(), tmp_path)
+    assert "<f>" not in xml and "<is><r>" not in xml
+    read = openpyxl.load_workbook(path)["cables"]
+    escaped = [Worksheet._escape_control_characters(text) for text in RICH_LOOKALIKES]  # openpyxl reads _xHHHH_ as is
+    fast = [read.cell(row=2 * row + 2, column=1).value for row in range(len(RICH_LOOKALIKES))]
+    assert fast == escaped
+    theirs = [read.cell(row=2 * row + 3, column=1).value for row in range(len(RICH_LOOKALIKES))]
+    assert theirs == [f"_x003C_{text[1:]}" if text.startswith("<r>") else text for text in escaped]
 
 
 def test_xlsxwriters_whitespace_rule_is_str_isspace_for_every_character() -> None:
@@ -261,8 +293,21 @@ def test_the_xlsxwriter_internals_write_values_reads_are_still_there(tmp_path: P
     """write_values reads and sets these; a rename would otherwise show only as a wrong file."""
     workbook = xlsxwriter.Workbook(str(tmp_path / "names.xlsx"), {"constant_memory": True})
     sheet = workbook.add_worksheet("names", InlineTextSheet)
-    for name in ("previous_row", "table", "row_info", "comments", "col_info", "excel_version", "default_row_height",
-                 "original_row_height", "xls_strmax", "xls_rowmax", "xls_colmax", "constant_memory", "fh"):
+    for name in (
+        "previous_row",
+        "table",
+        "row_info",
+        "comments",
+        "col_info",
+        "excel_version",
+        "default_row_height",
+        "original_row_height",
+        "xls_strmax",
+        "xls_rowmax",
+        "xls_colmax",
+        "constant_memory",
+        "fh",
+    ):
         assert hasattr(sheet, name), name
     for method in ("_write_single_row", "_write_string", "_write_number", "_check_dimensions", "_write_cell"):
         assert callable(getattr(Worksheet, method)), method

@@ -13,7 +13,7 @@ from datetime import datetime
 from math import isfinite
 from operator import itemgetter
 from pathlib import Path
-from typing import Any, ClassVar, TextIO
+from typing import Any, ClassVar, TextIO, cast
 
 import xlsxwriter
 from xlsxwriter.format import Format
@@ -359,7 +359,9 @@ class InlineTextSheet(Worksheet):
     """A worksheet for constant-memory workbooks (whose text cells are inline strings) with a faster way through
     XlsxWriter's innermost cell loop, for the cable workbooks' millions of cells. Used through
     ``add_worksheet(name, InlineTextSheet)``, XlsxWriter's hook for worksheet subclasses; the sheet's XML is the same
-    bytes as XlsxWriter's own cell by cell (tests/test_xlsxwriter_private_api.py holds it to that).
+    bytes as XlsxWriter's own cell by cell (tests/test_xlsxwriter_private_api.py holds it to that), but for a text
+    shaped like a rich string ("<r>...</r>"), which XlsxWriter would put into the XML unescaped and which here stays
+    text (_escape_control_characters, _text_tail).
 
     - It skips XlsxWriter's control-character escaping of a cell's text (two regular-expression substitutions a
       cell) when there is nothing to escape: printable text with no "_x" (the start of an _xHHHH_ escape) comes out
@@ -384,13 +386,16 @@ class InlineTextSheet(Worksheet):
 
     @staticmethod
     def _escape_control_characters(data: object) -> object:
-        if isinstance(data, str) and "_x" not in data and data.isprintable():
-            return data  # no control character (none is printable) and no "_xHHHH_" to escape
-        return Worksheet._escape_control_characters(data)
+        escaped = _escaped_controls(data)
+        if isinstance(escaped, str) and escaped.startswith("<r>") and escaped.endswith("</r>"):
+            # XlsxWriter's own cell writer (rows write_values hands it) takes an inline text shaped like this for a
+            # rich string it made and writes it into the XML as it is: a catalog's part number could close the cell's
+            # text and add a formula. Its first "<" as OOXML's escape _x003C_ keeps it text (Excel and LibreOffice
+            # show "<"). write_values' own rows write it as any other text (_text_tail).
+            return "_x003C_" + escaped[1:]
+        return escaped
 
-    def write_values(
-        self, row: int, values: Sequence[object], formats: Sequence[Format | None] | None = None
-    ) -> None:
+    def write_values(self, row: int, values: Sequence[object], formats: Sequence[Format | None] | None = None) -> None:
         """Row `row`'s cells from column A: a str as write_string writes it, an int or float as write_number does,
         None or "" as no cell; formats[i], if given, is value i's format. The cells and bytes of those calls made
         one by one, left to right. The row is held (as XlsxWriter holds it) until the next row is written."""
@@ -452,9 +457,7 @@ class InlineTextSheet(Worksheet):
             if col not in written and value is not None and value != "":
                 self._write_value(row, col, value, None if formats is None else formats[col])
 
-    def _cells_xml(
-        self, row: int, values: tuple[object, ...], formats: tuple[Format | None, ...] | None
-    ) -> str | None:
+    def _cells_xml(self, row: int, values: tuple[object, ...], formats: tuple[Format | None, ...] | None) -> str | None:
         """The row's <c> elements as XlsxWriter's _write_cell writes them, or None if a value is not one this
         makes (the row then goes through XlsxWriter's own writers)."""
         starts = self._starts
@@ -500,13 +503,19 @@ class InlineTextSheet(Worksheet):
         it (None for a text over half Excel's limit: XlsxWriter checks it in UTF-16 units)."""
         if len(value) > self.xls_strmax // 2:
             return None
-        text = value if "_x" not in value and value.isprintable() else Worksheet._escape_control_characters(value)
-        if text.startswith("<r>") and text.endswith("</r>"):  # XlsxWriter writes it as rich text, as it is
-            return f' t="inlineStr"><is>{text}</is></c>'
+        text = cast(str, _escaped_controls(value))  # a text shaped like a rich string ("<r>...</r>") is text too
         preserve = ' xml:space="preserve"' if text[:1].isspace() or text[-1:].isspace() else ""
         if "&" in text or "<" in text or ">" in text:
             text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         return f' t="inlineStr"><is><t{preserve}>{text}</t></is></c>'
+
+
+def _escaped_controls(data: object) -> object:
+    """XlsxWriter's control-character escaping (two regular-expression substitutions a text), skipped where it has
+    nothing to do: printable text with no "_x" (the start of an _xHHHH_ escape) comes out of it unchanged."""
+    if isinstance(data, str) and "_x" not in data and data.isprintable():
+        return data
+    return Worksheet._escape_control_characters(data)
 
 
 # Texts whose cell XML InlineTextSheet keeps (device, rack and port names repeat from row to row); when full it starts
