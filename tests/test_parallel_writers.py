@@ -350,3 +350,34 @@ def test_a_build_failing_after_its_lock_was_written_beside_the_writers_leaves_th
         result = CliRunner().invoke(main, [*args, "--only", "nccl", "--only", "report"])
     assert result.exit_code != 0 and "the lock was staged: True" in str(result.exception)
     assert (lock.stat().st_ino, lock.read_bytes()) == before and not staged.exists()
+
+
+def test_a_worker_started_while_planning_goes_on_yields_the_cpu_to_planning(tmp_path):
+    """Planning (the main process and its analyses' process) is the build's critical path: a worker started beside it
+    runs at a lower priority, so it takes the CPU they leave; a worker started after planning does not."""
+
+    def niceness(plan, loaded, staging):
+        (staging / "niceness.txt").write_text(str(os.nice(0) - main_niceness))
+
+    main_niceness = os.nice(0)
+    loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(artifacts.ARTIFACTS, "nccl", niceness)
+        for registry, expected in (
+            ("LINKED", _workers.EARLY_WORKER_NICENESS),
+            ("EARLY", _workers.EARLY_WORKER_NICENESS),
+        ):
+            patch.setattr(artifacts, "LINKED", ("nccl",) if registry == "LINKED" else ())
+            patch.setattr(artifacts, "EARLY", ("nccl",) if registry == "EARLY" else ())
+            with Writing(loaded.design.name, tmp_path / registry, ["nccl", "summary"], jobs=2) as writing:
+                plan = plan_design(
+                    loaded,
+                    linked=lambda linked: writing.start_linked(linked, loaded),
+                    physical=lambda physical: writing.start_early(physical, loaded),
+                    jobs=2,
+                )
+                folder = writing.finish(plan, loaded)
+            assert int((folder / "niceness.txt").read_text()) == expected, registry
+        patch.setattr(artifacts, "EARLY", ())
+        folder = write_artifacts(plan_design(loaded), loaded, tmp_path / "after", ["nccl", "summary"], jobs=2)
+        assert (folder / "niceness.txt").read_text() == "0"

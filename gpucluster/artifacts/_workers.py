@@ -70,6 +70,8 @@ Job = tuple[str, bool, frozenset[str], bool]  # (name, runs last, the jobs it ne
 WORKER_MEMORY_SHARE = 0.25
 # ... and at least this (MiB): a small plan's workers are never worth replacing
 WORKER_MEMORY_MIN_MIB = 64.0
+# How much lower an early worker's priority is than the main process's (os.nice): see _serve
+EARLY_WORKER_NICENESS = 10
 # The --profile line of the workers' CPU outside their jobs (its end MiB column: how many workers were forked)
 WORKERS_OVERHEAD = "(workers: fork, start, exit)"
 
@@ -359,6 +361,10 @@ def _serve(
         if early:  # forked mid-planning: the cycle collector is paused there
             gc.freeze()
             gc.enable()
+            # planning (the main process and its analyses' process) is the build's critical path: a worker started
+            # beside it takes what CPU they leave, not a third of each core (it stays so after: with only the
+            # writers running, a niceness changes nothing)
+            os.nice(EARLY_WORKER_NICENESS)
         if holds == Reads.LINKS:  # the cables, and what is derived, are still to come
             hide_cabled(plan)
         elif early:
