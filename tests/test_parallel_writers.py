@@ -259,6 +259,18 @@ def test_a_design_rule_error_after_writers_started_on_the_physical_plan_exits_2_
     assert not out.exists()
 
 
+def _planned_with_early_writers(writing: Writing, loaded) -> tuple:
+    """Plan `loaded` as the build does, starting the writers of the links and of the physical plan as planning reaches
+    them; the plan and the written folder."""
+    plan = plan_design(
+        loaded,
+        linked=lambda linked: writing.start_linked(linked, loaded),
+        physical=lambda physical: writing.start_early(physical, loaded),
+        jobs=2,
+    )
+    return plan, writing.finish(plan, loaded)
+
+
 @pytest.mark.parametrize("design", [name for name in EXAMPLES if name != "h100-16k-3tier"])
 def test_writers_of_the_links_alone_started_before_the_cables_write_the_same_bytes_as_one_process(tmp_path, design):
     """The LINKED writers start in one worker as soon as the links exist, on a copy of the plan where the cables, the
@@ -268,13 +280,7 @@ def test_writers_of_the_links_alone_started_before_the_cables_write_the_same_byt
     names = list(artifacts.LINKED)
     costs: list[Cost] = []
     with Writing(loaded.design.name, tmp_path / "early", names, jobs=2, costs=costs) as writing:
-        plan = plan_design(
-            loaded,
-            linked=lambda linked: writing.start_linked(linked, loaded),
-            physical=lambda physical: writing.start_early(physical, loaded),
-            jobs=2,
-        )
-        early = writing.finish(plan, loaded)
+        plan, early = _planned_with_early_writers(writing, loaded)
     serial = write_artifacts(plan, loaded, tmp_path / "serial", names, jobs=1)
     assert _files(early) == _files(serial)
     assert sorted(c.name for c in costs if c.kind == "writer") == sorted(names)
@@ -370,13 +376,7 @@ def test_a_worker_started_while_planning_goes_on_yields_the_cpu_to_planning(tmp_
             patch.setattr(artifacts, "LINKED", ("nccl",) if registry == "LINKED" else ())
             patch.setattr(artifacts, "EARLY", ("nccl",) if registry == "EARLY" else ())
             with Writing(loaded.design.name, tmp_path / registry, ["nccl", "summary"], jobs=2) as writing:
-                plan = plan_design(
-                    loaded,
-                    linked=lambda linked: writing.start_linked(linked, loaded),
-                    physical=lambda physical: writing.start_early(physical, loaded),
-                    jobs=2,
-                )
-                folder = writing.finish(plan, loaded)
+                _plan, folder = _planned_with_early_writers(writing, loaded)
             assert int((folder / "niceness.txt").read_text()) == expected, registry
         patch.setattr(artifacts, "EARLY", ())
         folder = write_artifacts(plan_design(loaded), loaded, tmp_path / "after", ["nccl", "summary"], jobs=2)
