@@ -75,6 +75,15 @@ def stop_if_terminated() -> None:
         raise SystemExit(128 + _TERMINATED[0])
 
 
+def sigterm_default() -> None:
+    """SIGTERM's default action in a forked child (a worker, a multiprocessing pool's process): the build's handler,
+    which it inherits, raises to unwind the build, and where that raise is lost (in a finalizer) a pool's process
+    went on and blocked for ever on its task queue while the pool, terminating it, waited for it to end."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def fork_worker() -> int:
     """os.fork with SIGTERM and SIGINT held back across it: a signal landing in the fork handlers Python and logging run
     (where an exception is printed as ignored and lost) is delivered after them instead. The child (0 returned) gets
@@ -87,7 +96,7 @@ def fork_worker() -> int:
     try:
         pid = os.fork()
         if pid == 0:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            sigterm_default()
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
     return pid

@@ -290,3 +290,37 @@ def test_the_cluster_pick_list_holds_every_racks_optics_and_cords_and_adds_up_to
     assert 'href="pick-list.csv"' in index and "IEC 60320 C20 plug to C19 connector power cord" in index
     overview = "".join(p.extract_text() for p in PdfReader(folder / "cluster.pdf").pages[:6])
     assert "Pick list" in overview
+
+
+def test_the_racks_process_pool_gives_its_processes_sigterms_default_action(tmp_path, monkeypatch):
+    """The pool that renders the racks is ended with SIGTERM when its work is done. Its processes are forks of the
+    build, whose SIGTERM handler raises to unwind; where that raise was lost (in a finalizer) a pool process blocked
+    for ever on its task queue and the build waited for it (a 16,384-GPU printouts build hung): default action."""
+    import signal
+
+    import gpucluster.artifacts.printouts as printouts
+
+    monkeypatch.setitem(_RECORDED, "folder", tmp_path)
+    monkeypatch.setitem(_RECORDED, "render", printouts._render_rack)
+    monkeypatch.setattr(printouts, "PARALLEL_MIN_ENDS", 0)
+    monkeypatch.setattr(printouts, "_render_rack", _render_rack_recording_sigterm)
+    monkeypatch.setattr(printouts.os, "cpu_count", lambda: 2)
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # as the build's handler is installed
+    try:
+        loaded, plan = planned("lab-4-servers")
+        write_artifacts(plan, loaded, tmp_path / "out", only=["printouts"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    seen = {path.read_text() for path in tmp_path.glob("*.sigterm")}
+    assert seen == {"True"}
+
+
+_RECORDED: dict = {}  # the folder and the real renderer of the test above (a pool's task must be a module's function)
+
+
+def _render_rack_recording_sigterm(name: str) -> None:
+    import signal
+
+    default = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    (_RECORDED["folder"] / f"{name}.sigterm").write_text(str(default))
+    _RECORDED["render"](name)

@@ -35,6 +35,7 @@ from gpucluster.artifacts.printouts.pages import (
 )
 from gpucluster.artifacts.printouts.pdf import overview_pdf, rack_pdf
 from gpucluster.design.load import LoadedDesign
+from gpucluster.errors import sigterm_default
 from gpucluster.plan.model import Plan
 from gpucluster.progress import track
 from gpucluster.templating import render
@@ -79,6 +80,7 @@ def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
     )
 
 
+PARALLEL_MIN_ENDS = 2000  # cable ends in all the racks' pages above which the racks are rendered in a process pool
 _JOBS: tuple[dict[str, RackPage], str, Path] | None = None  # handed to forked workers without pickling
 
 
@@ -93,8 +95,8 @@ def _write_racks(
     total_ends = sum(len(p.ends) for p in pages.values())
     _JOBS = (pages, paper, out / "racks")
     try:
-        if workers > 1 and total_ends > 2000 and "fork" in multiprocessing.get_all_start_methods():
-            with multiprocessing.get_context("fork").Pool(workers) as pool:
+        if workers > 1 and total_ends > PARALLEL_MIN_ENDS and "fork" in multiprocessing.get_all_start_methods():
+            with multiprocessing.get_context("fork").Pool(workers, initializer=sigterm_default) as pool:
                 for _done in track(pool.imap_unordered(_render_rack, names), len(names), "racks"):
                     pass
         else:
