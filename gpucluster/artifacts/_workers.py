@@ -316,25 +316,6 @@ class Workers:
         self.workers.clear()
 
 
-def run_parallel(
-    plan: Plan,
-    loaded: LoadedDesign,
-    staging: Path,
-    work: Sequence[tuple[str, bool]],
-    jobs_of: Callable[[str], list[tuple[str, Write, frozenset[str]]]],
-    jobs: int,
-    reporter: progress.Reporter | Callable[[str], None],
-    costs: list[profiling.Cost],
-    sampler: profiling.PeakSampler,
-) -> None:
-    """Run the writers `work` side by side (Workers.run), none started early."""
-    workers = Workers(staging, jobs, reporter, costs, sampler)
-    try:
-        workers.run(plan, loaded, work, jobs_of)
-    finally:
-        workers.stop()
-
-
 def _build_graphs(plan: Plan) -> None:
     """The plan's graphs, built in the main process (planning left them to the first view that needs them, so that
     its analyses could run beside the cabling) without the cycle collector, then kept out of its reach as the plan is
