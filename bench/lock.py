@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gpucluster import load_design, plan_design
-from gpucluster.phases import write_lock
+from gpucluster.growth.phases import write_lock
 from gpucluster.plan.lock import read_lock
 
 T = TypeVar("T")

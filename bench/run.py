@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from gpucluster.artifacts import ARTIFACTS
-from gpucluster.profiling import pss_mib
+from gpucluster.runtime.profiling import pss_mib
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench" / "designs"

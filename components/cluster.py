@@ -6,12 +6,12 @@ from typing import Literal, get_args
 
 import pulumi
 
+from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.catalog.schema import GpuServer, RackSystem, StorageBlock
 from gpucluster.design.load import design_from_model
 from gpucluster.design.schema import Design
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Plan
-from gpucluster.scheduling import scheduler_split
 
 from ._device import index_links
 from .compute import ScalableUnit

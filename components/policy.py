@@ -1,4 +1,4 @@
-"""The design rules as CrossGuard policies: each rule of :data:`gpucluster.rules.RULES`, run on the
+"""The design rules as CrossGuard policies: each rule of :data:`gpucluster.analyse.rules.RULES`, run on the
 facts the root cluster component carries, so `pulumi preview --policy-pack policy-pack` enforces the
 same single definition `gpucluster validate` checks.
 
@@ -14,7 +14,7 @@ from typing import cast
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
 
-from gpucluster import rules
+from gpucluster.analyse import rules
 from gpucluster.plan.facts import RuleFacts
 
 from .cluster import CLUSTER_TYPE, FACTS_PROP
@@ -76,7 +76,7 @@ def validation(
 
 
 def policies(rule_list: Sequence[rules.Rule] | None = None) -> list[ResourceValidationPolicy]:
-    """Two policies per design rule (default: every rule in :data:`gpucluster.rules.RULES`, read when
+    """Two policies per design rule (default: every rule in :data:`gpucluster.analyse.rules.RULES`, read when
     called, so a rule added there is enforced with no change here)."""
     result = []
     for rule in rules.RULES if rule_list is None else rule_list:

@@ -6,10 +6,10 @@ from collections.abc import Mapping
 
 import pulumi
 
+from gpucluster.analyse.scheduling import SchedulerSplit
 from gpucluster.catalog.schema import Appliance
 from gpucluster.design.schema import Scheduler as SchedulerSpec
 from gpucluster.plan.model import Device
-from gpucluster.scheduling import SchedulerSplit
 
 from ._device import DeviceLinks, device_props
 

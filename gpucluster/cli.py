@@ -14,8 +14,6 @@ from pathlib import Path
 
 import click
 
-from gpucluster import profiling
-from gpucluster import progress as progress_display
 from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
@@ -24,6 +22,8 @@ from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, s
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.lock import Lock, default_lock_path, read_lock
 from gpucluster.plan.model import Plan
+from gpucluster.runtime import profiling
+from gpucluster.runtime import progress as progress_display
 
 EXIT_BAD_INPUT = 2
 
@@ -246,7 +246,7 @@ def build(
     """Plan DESIGN and write its artifacts (plan.json, summary ...) to OUT/<design name>/, and its plan lock
     (designs/x.yaml: designs/x.lock.json): a later build of a revised design keeps every placement, port and
     cable label it holds."""
-    from gpucluster.phases import lock_changes, lock_lines
+    from gpucluster.growth.phases import lock_changes, lock_lines
 
     with _sigterm_unwinds():
         start = time.perf_counter()
@@ -328,7 +328,7 @@ class _StagedLock:
         self.error: OSError | None = None
 
     def write(self, plan: Plan) -> None:
-        from gpucluster.phases import write_lock
+        from gpucluster.growth.phases import write_lock
 
         if self.path is None:
             return
@@ -543,12 +543,12 @@ def _diff(
     lock_file: Path | None = None,
 ) -> int:
     """Write the diff and the review; the number of changes to what the lock says is built (0 without one)."""
+    from gpucluster.analyse.bom import bom_for
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
-    from gpucluster.bom import bom_for
-    from gpucluster.changes import compare_builds, compare_plans
-    from gpucluster.diff import diff_boms
-    from gpucluster.phases import lock_changes, lock_lines, write_rack_printouts
+    from gpucluster.growth.changes import compare_builds, compare_plans
+    from gpucluster.growth.diff import diff_boms
+    from gpucluster.growth.phases import lock_changes, lock_lines, write_rack_printouts
 
     lock_path = lock_file or default_lock_path(old)
     try:

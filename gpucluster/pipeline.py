@@ -16,17 +16,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import NoReturn, cast
 
-from gpucluster import profiling
-from gpucluster.burn_in import burn_in_plan
+from gpucluster.analyse.burn_in import burn_in_plan
+from gpucluster.analyse.rules import refresh_findings
+from gpucluster.analyse.totals import totals
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem, fork_worker, portable_error
 from gpucluster.plan.analysis import analyse
 from gpucluster.plan.build import Progress, build_physical_plan
 from gpucluster.plan.lock import Lock
 from gpucluster.plan.model import NetworkAnalysis, Plan
-from gpucluster.plan.totals import totals
-from gpucluster.progress import install as install_progress
-from gpucluster.rules import refresh_findings
+from gpucluster.runtime import profiling
+from gpucluster.runtime.progress import install as install_progress
 from gpucluster.training.checkpoint import checkpoint_facts
 
 __all__ = ["CABLED", "DERIVED", "Progress", "hide_cabled", "hide_derived", "plan_design", "refresh_findings"]

@@ -18,8 +18,7 @@ from click.testing import CliRunner
 from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts.plan_json import plan_document
-from gpucluster.bom import (
+from gpucluster.analyse.bom import (
     OPTICS_INCLUDED,
     PART_NUMBER_TO_CONFIRM,
     SECTIONS,
@@ -28,12 +27,13 @@ from gpucluster.bom import (
     build_bom,
     short_description,
 )
+from gpucluster.artifacts.plan_json import plan_document
 from gpucluster.catalog.load import load_catalog
 from gpucluster.cli import main
 from gpucluster.design.schema import BillOfMaterials
 from gpucluster.errors import DesignError
+from gpucluster.inputs.prices import load_price_list
 from gpucluster.plan.power import device_power
-from gpucluster.prices import load_price_list
 
 
 def _quantity(bom: Bom, **where: object) -> int:

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import DESIGNS, planned, write_design
 
-from gpucluster.bom import build_bom
+from gpucluster.analyse.bom import build_bom
 from gpucluster.cli import main
-from gpucluster.diff import diff_boms, diff_plans
-from gpucluster.prices import Price, PriceList
+from gpucluster.growth.diff import diff_boms, diff_plans
+from gpucluster.inputs.prices import Price, PriceList
 
 
 def test_diff_of_two_designs_reports_gains_and_losses(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 
 from gpucluster import load_design, plan_design
-from gpucluster.bom import Bom, build_bom
+from gpucluster.analyse.bom import Bom, build_bom
 
 DESIGN = Path(__file__).parent / "designs" / "ra-h100-4su.yaml"
 

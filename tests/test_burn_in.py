@@ -17,9 +17,9 @@ import pytest
 from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
+from gpucluster.analyse.burn_in import burn_in_facts, burn_in_plan
+from gpucluster.analyse.rules import RULES, check_rules
 from gpucluster.artifacts import burn_in
-from gpucluster.burn_in import burn_in_facts, burn_in_plan
-from gpucluster.rules import RULES, check_rules
 
 
 @cache

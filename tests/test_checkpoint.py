@@ -10,7 +10,7 @@ import pytest
 from conftest import planned, write_design
 
 from gpucluster import DesignError, load_design, plan_design
-from gpucluster.rules import rule_facts
+from gpucluster.analyse.rules import rule_facts
 from gpucluster.training import analyse_checkpoints
 
 LAB = """

@@ -120,7 +120,7 @@ def test_a_nearly_empty_last_scalable_unit_is_a_warning_with_its_cost(tmp_path):
 
 def test_a_design_that_fails_a_design_rule_exits_2_names_the_rule_and_writes_nothing(tmp_path, monkeypatch):
     """The planner keeps most rules by construction, so a rule that fails stands in for one."""
-    from gpucluster import rules
+    from gpucluster.analyse import rules
     from gpucluster.plan.model import Finding
 
     failing = rules.Rule("no-gpus-on-mars", "test rule", lambda facts: [Finding("no-gpus-on-mars", "error", "on Mars")])

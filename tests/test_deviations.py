@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import planned
 
 from gpucluster import load_design, plan_design
+from gpucluster.analyse.deviations import RA_4SU_COUNTS, RA_SOURCE, assumptions, deviations, is_ra_4su_shape, used_parts
 from gpucluster.artifacts.report import report_html
-from gpucluster.deviations import RA_4SU_COUNTS, RA_SOURCE, assumptions, deviations, is_ra_4su_shape, used_parts
 
 RA_DESIGN = Path(__file__).parent / "designs" / "ra-h100-4su.yaml"
 

@@ -268,7 +268,7 @@ def test_racks_divide_the_su_by_default_and_an_advisory_names_the_packing_field(
 
 
 def test_servers_per_rack_packs_racks_to_the_budget_and_the_circuits_follow(brief: Plan) -> None:
-    from gpucluster.plan.budget import power_budget
+    from gpucluster.analyse.budget import power_budget
 
     _loaded, packed = planned("h200-512-two-teams")
     assert packed.settings.servers_per_rack == 3
@@ -306,7 +306,7 @@ def test_each_rack_shows_the_cooling_it_needs_against_the_sites(tmp_path: Path) 
 
 
 def test_kubernetes_takes_its_servers_on_the_fewest_scalable_units(brief: Plan) -> None:
-    from gpucluster.scheduling import kubernetes_units, scheduler_split
+    from gpucluster.analyse.scheduling import kubernetes_units, scheduler_split
 
     split = scheduler_split(brief)
     units = {brief.devices[n].su for n in split.kubernetes}

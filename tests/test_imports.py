@@ -17,42 +17,29 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
         "inputs",
         (
             "gpucluster.errors",
-            "gpucluster.yamlsource",
-            "gpucluster.limits",  # what an input may hold: bounds and free-text shapes
-            "gpucluster.templating",
-            "gpucluster.prices",
+            "gpucluster.inputs",  # YAML with positions, the bounds every input is held to, the price list
+            "gpucluster.formats",  # the Jinja environment and the YAML dumper every writer shares
+            "gpucluster.runtime",  # progress display, --profile costs, the cycle collector paused
             "gpucluster.design",
             "gpucluster.catalog",
-            "gpucluster.progress",  # progress display: any stage reports through it
-            "gpucluster.profiling",  # --profile: stage and writer timings
-            "gpucluster.yamlout",  # writing YAML: one dumper for every writer
-            "gpucluster.collector",  # the cycle collector paused around work that makes very many objects
         ),
     ),
     ("physical plan", ("gpucluster.plan",)),
     (
         "derived models",
         (
-            "gpucluster.plan.budget",
+            "gpucluster.analyse",
             "gpucluster.training",
-            "gpucluster.burn_in",
-            "gpucluster.scheduling",
             "gpucluster.verify.expected",  # the links a discovery should find, from the plan
-            "gpucluster.deviations",  # the plan against the reference architecture and the catalog's assumptions
         ),
     ),
-    ("design rules", ("gpucluster.rules",)),
+    ("design rules", ("gpucluster.analyse.rules",)),
     ("pipeline", ("gpucluster.pipeline",)),
     (
         "views",
         (
             "gpucluster.artifacts",
-            "gpucluster.drawings",
-            "gpucluster.floor_plan",  # the racks on the floor, for the report
-            "gpucluster.bom",
-            "gpucluster.diff",
-            "gpucluster.changes",
-            "gpucluster.phases",  # the plan lock as written and what a revision changes against it
+            "gpucluster.growth",  # the plan lock as written, what changes between two plans, the phase review
             "gpucluster.cli",
             "gpucluster.components",
             "gpucluster.templates",

@@ -31,6 +31,7 @@ from kubernetes_validate import utils as kv
 from referencing import Registry, Resource
 from test_slurm import nvl_plan
 
+from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.artifacts.kubernetes import (
     COMPUTE_DOMAIN_DRIVER_FLOOR,
     HELM_VALUES_FILES,
@@ -43,7 +44,6 @@ from gpucluster.artifacts.kubernetes import (
 from gpucluster.artifacts.nccl import nccl_files
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Plan
-from gpucluster.scheduling import scheduler_split
 
 K8S_VERSION = "1.30"
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")

@@ -10,6 +10,7 @@ from conftest import DESIGNS, ROOT
 
 import gpucluster.artifacts as artifacts
 from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster.artifacts import output_folder
 from gpucluster.artifacts.plan_json import plan_document
 from gpucluster.cli import main
 from gpucluster.design.schema import Design
@@ -49,7 +50,7 @@ def test_an_interrupted_swap_is_recovered_on_the_next_build(tmp_path):
     folder = write_artifacts(plan, loaded, tmp_path)
     before = _files(folder)
     folder.rename(folder.with_name(f".{folder.name}.old"))  # as if stopped between the two renames
-    artifacts._recover(folder)
+    output_folder.recover(folder)
     assert _files(folder) == before
 
 
@@ -150,7 +151,7 @@ def test_yaml_of_one_line_text_mappings_is_what_pyyamls_own_representer_writes(b
     131,072 GPUs); the text is PyYAML's own, quoting included, and any other mapping takes PyYAML's path."""
     import yaml
 
-    from gpucluster import yamlout
+    from gpucluster.formats import yamlout
 
     document = {
         "targets": [{"labels": {"node": "gpu0001", "spare": "false", "su": "1", "empty": "", "colon": "a: b"}}],
@@ -171,7 +172,7 @@ def test_yaml_of_one_line_text_mappings_is_what_pyyamls_own_representer_writes(b
 def test_the_cycle_collector_is_paused_only_while_a_writer_runs():
     import gc
 
-    from gpucluster.collector import cycle_collector_paused
+    from gpucluster.runtime.collector import cycle_collector_paused
 
     assert gc.isenabled()
     with cycle_collector_paused():

@@ -17,7 +17,7 @@ from gpucluster.artifacts import Writing, _workers
 from gpucluster.artifacts._workers import WORKERS_OVERHEAD, WriterFailed
 from gpucluster.cli import main
 from gpucluster.errors import DesignError, Problem
-from gpucluster.profiling import Cost
+from gpucluster.runtime.profiling import Cost
 
 
 def _files(folder):

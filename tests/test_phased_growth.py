@@ -18,7 +18,7 @@ from gpucluster.artifacts.summary import summary_lines
 from gpucluster.cli import main
 from gpucluster.components.offline import run_offline
 from gpucluster.errors import DesignError
-from gpucluster.phases import lock_changes, lock_text, write_lock
+from gpucluster.growth.phases import lock_changes, lock_text, write_lock
 from gpucluster.plan.lock import Lock, read_lock
 from gpucluster.plan.model import Plan
 

@@ -26,7 +26,9 @@ from pulumi_policy.deserialize import deserialize_properties
 from pulumi_policy.policy import _PolicyAnalyzerServicer
 from pulumi_policy.proxy import unknown_checking_proxy
 
-from gpucluster import design_from_model, load_design, plan_design, rules
+from gpucluster import design_from_model, load_design, plan_design
+from gpucluster.analyse import rules
+from gpucluster.analyse.rules import refresh_findings
 from gpucluster.components import CLUSTER_TYPE, Cluster
 from gpucluster.components.offline import Registration, run_offline
 from gpucluster.components.policy import (
@@ -38,7 +40,6 @@ from gpucluster.components.policy import (
 )
 from gpucluster.design.schema import ComputeFabric, ObjectStorage, PowerFeed, Workload
 from gpucluster.plan.model import Finding, Link, Plan
-from gpucluster.rules import refresh_findings
 
 PACK = ROOT / "policy-pack"
 

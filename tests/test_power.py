@@ -11,10 +11,11 @@ import yaml
 from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
+from gpucluster.analyse.budget import airflow_cfm, btu_per_h, cfm_to_m3_per_h, power_budget, refrigeration_tons
+from gpucluster.analyse.rules import RULES, check_rules
 from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import PowerFeed
 from gpucluster.errors import DesignError
-from gpucluster.plan.budget import airflow_cfm, btu_per_h, cfm_to_m3_per_h, power_budget, refrigeration_tons
 from gpucluster.plan.power import (
     circuit_kva,
     cooling_needed,
@@ -25,7 +26,6 @@ from gpucluster.plan.power import (
     usable_circuit_kw,
 )
 from gpucluster.plan.racks import rack_inlets
-from gpucluster.rules import RULES, check_rules
 
 
 @cache

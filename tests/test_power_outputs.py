@@ -14,8 +14,8 @@ import pytest
 from conftest import planned
 from matplotlib import image
 
+from gpucluster.analyse.budget import power_budget
 from gpucluster.artifacts import power
-from gpucluster.plan.budget import power_budget
 
 # LibreOffice recalculates every formula on load with this setting (0 = always), not only Excel's cached values.
 _RECALC_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>

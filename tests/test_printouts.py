@@ -218,7 +218,7 @@ def test_each_rack_printout_maps_every_psu_to_its_pdu_outlet(tmp_path):
 
 
 def test_each_rack_has_an_optics_pick_list_that_adds_up_to_the_bom():
-    from gpucluster.bom import build_bom
+    from gpucluster.analyse.bom import build_bom
 
     _loaded, plan = planned("superpod-h100-1su")
     pages = rack_pages(plan)
@@ -243,7 +243,7 @@ def test_cage_ranges_read_at_a_glance():
 def test_each_rack_has_a_rear_elevation_with_its_pdus_psus_and_cable_side():
     """The rear view: every zero-U PDU with its feed and cords, every device with its PSUs by PDU (a DGX H100's
     six 2-2-2 over the three PDUs of a compute rack) and the face its cables plug into; in the SVG and the PDF."""
-    from gpucluster.templating import render
+    from gpucluster.formats.templating import render
 
     _loaded, plan = planned("superpod-h100-1su")
     pages = rack_pages(plan)
@@ -269,7 +269,7 @@ def test_each_rack_has_a_rear_elevation_with_its_pdus_psus_and_cable_side():
 def test_the_cluster_pick_list_holds_every_racks_optics_and_cords_and_adds_up_to_the_bom(tmp_path):
     import csv
 
-    from gpucluster.bom import build_bom
+    from gpucluster.analyse.bom import build_bom
 
     loaded, plan = planned("superpod-h100-1su")
     folder = write_artifacts(plan, loaded, tmp_path, only=["printouts"]) / "cabling"

@@ -10,8 +10,9 @@ from click.testing import CliRunner
 from conftest import DESIGNS
 from rich.console import Console
 
-from gpucluster import load_design, plan_design, progress, write_artifacts
+from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.cli import main
+from gpucluster.runtime import progress
 
 
 class Recorder:

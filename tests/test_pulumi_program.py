@@ -23,7 +23,7 @@ from gpucluster.components import (
 from gpucluster.components import cluster as cluster_module
 from gpucluster.components.offline import OfflineRun, run_offline
 from gpucluster.components.policy import facts_from_props
-from gpucluster.phases import write_lock
+from gpucluster.growth.phases import write_lock
 
 PROGRAM = ROOT / "__main__.py"
 EXAMPLE = ROOT / "examples" / "design_as_code" / "__main__.py"

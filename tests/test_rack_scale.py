@@ -241,11 +241,11 @@ def test_compute_trays_have_their_own_role_and_every_view_counts_them_as_gpu_nod
 
     import hostlist
 
+    from gpucluster.analyse.bom import build_bom
+    from gpucluster.analyse.burn_in import burn_in_facts
     from gpucluster.artifacts.monitoring.targets import prometheus_config, scrape_targets, server_leaves
     from gpucluster.artifacts.netbox import netbox_files
     from gpucluster.artifacts.slurm import slurm_files
-    from gpucluster.bom import build_bom
-    from gpucluster.burn_in import burn_in_facts
     from gpucluster.plan.registry import ROLES, elevation_fill, is_gpu_node
 
     _loaded, plan = gb200_1su
@@ -289,7 +289,7 @@ def test_compute_trays_have_their_own_role_and_every_view_counts_them_as_gpu_nod
 
 
 def test_the_bom_lists_each_rack_s_manifolds_tray_quick_disconnects_and_cdu_hoses(gb200_1su):
-    from gpucluster.bom import build_bom
+    from gpucluster.analyse.bom import build_bom
 
     _loaded, plan = gb200_1su
     lines = {b.item: b for b in build_bom(plan).lines if b.kind == "coolant-part"}
@@ -340,7 +340,7 @@ def test_an_nvl72_rack_loads_the_floor_with_its_published_weight_against_the_tia
 
 
 def test_a_gb200_su_is_8_racks_576_gpus_within_the_ra_s_1_2_mw(gb200_1su):
-    from gpucluster.plan.budget import power_budget
+    from gpucluster.analyse.budget import power_budget
 
     _loaded, plan = gb200_1su
     assert plan.totals.scalable_units == 1 and plan.totals.gpus == 576
@@ -363,7 +363,7 @@ def test_the_in_rack_switches_carry_the_rack_s_out_of_band_ports(gb200_1su):
 
 
 def test_shelves_replace_pdus_with_one_facility_circuit_each(gb200_1su):
-    from gpucluster.plan.budget import power_budget
+    from gpucluster.analyse.budget import power_budget
 
     _loaded, plan = gb200_1su
     budget = power_budget(plan)
@@ -375,7 +375,7 @@ def test_shelves_replace_pdus_with_one_facility_circuit_each(gb200_1su):
 
 
 def test_liquid_cooled_racks_get_coolant_flow_and_n_plus_1_cdus(gb200_1su):
-    from gpucluster.plan.budget import power_budget, water_flow_l_per_min
+    from gpucluster.analyse.budget import power_budget, water_flow_l_per_min
 
     _loaded, plan = gb200_1su
     budget = power_budget(plan)
@@ -389,7 +389,7 @@ def test_liquid_cooled_racks_get_coolant_flow_and_n_plus_1_cdus(gb200_1su):
 
 
 def test_the_gb300_flow_follows_the_published_supply_temperature_table(tmp_path):
-    from gpucluster.plan.budget import power_budget
+    from gpucluster.analyse.budget import power_budget
 
     path = _nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", cooling_capacity_kw: 150, coolant_supply_c: 37.5")
     plan = plan_design(load_design(path))
@@ -530,7 +530,7 @@ def test_size_counts_whole_nvl72_racks_and_writes_a_design_that_plans(tmp_path):
 
 
 def test_burn_in_checks_imex_and_an_all_reduce_across_each_nvl72_domain_before_the_fabric(gb200_1su):
-    from gpucluster.burn_in import burn_in_tests
+    from gpucluster.analyse.burn_in import burn_in_tests
 
     _loaded, plan = gb200_1su
     tests = burn_in_tests(plan)
@@ -771,8 +771,8 @@ def test_the_report_shows_each_nvlink_domain_its_shelves_cooling_blocks_and_the_
     """The report's rack-scale section: 8 racks, 18 trays and 72 GPUs per domain, 1,296 backplane links, the
     shelves' 132 kW usable of 264 kW (N+N) against the rack's load, 85 % to liquid with the coolant flow and the
     N+1 CDUs, one Slurm block per rack, and the largest job: 72 GPUs in a domain, 64 with --segment=16."""
+    from gpucluster.analyse.budget import power_budget
     from gpucluster.artifacts.report import report_html
-    from gpucluster.plan.budget import power_budget
 
     _loaded, plan = gb200_1su
     text = _section_text(report_html(plan, tmp_path), "rack-scale")
@@ -804,7 +804,7 @@ def test_the_report_names_kueue_s_clique_level_for_kubernetes_trays_and_no_secti
     _loaded, plan = planned("gb300-nvl72-4su")
     text = _section_text(report_html(plan, tmp_path), "rack-scale")
     assert "nvidia.com/gpu.clique" in text and "PodSet slices of 16 trays" in text
-    from gpucluster.scheduling import nvlink_domains, scheduler_split
+    from gpucluster.analyse.scheduling import nvlink_domains, scheduler_split
 
     slurm_racks = len(nvlink_domains(plan, scheduler_split(plan).slurm))
     assert slurm_racks == 28 and f"… and {slurm_racks - 12} more blocks" in text  # Kubernetes runs 4 racks

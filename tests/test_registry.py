@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from conftest import planned
 
+from gpucluster.analyse.scheduling import nvlink_domains
+from gpucluster.analyse.totals import totals
 from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.cables import add_cables
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, elevation_fill, tint
-from gpucluster.plan.totals import totals
-from gpucluster.scheduling import nvlink_domains
 
 
 def test_every_role_and_network_of_a_plan_has_a_registry_entry():

@@ -17,14 +17,14 @@ from conftest import chromium_page, needs_chromium, planned, write_design
 from PIL import Image
 
 from gpucluster import load_design, plan_design, write_artifacts
+from gpucluster.analyse.bom import bom_for, build_bom
 from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing
+from gpucluster.artifacts.floor_plan import floor_plan
 from gpucluster.artifacts.report import for_paper, report_html
-from gpucluster.bom import bom_for, build_bom
-from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing
-from gpucluster.floor_plan import floor_plan
 from gpucluster.plan.model import NETWORKS
 from gpucluster.plan.registry import NETWORK_INFO
-from gpucluster.profiling import Cost
+from gpucluster.runtime.profiling import Cost
 
 EVERY_DESIGN = [n for n in NETWORKS if NETWORK_INFO[n].every_design]  # the networks every plan draws
 

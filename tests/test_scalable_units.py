@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import write_design
 
 from gpucluster import load_design, plan_design
-from gpucluster.deviations import deviations
+from gpucluster.analyse.deviations import deviations
 from gpucluster.plan.model import Plan
 
 

@@ -18,11 +18,11 @@ from conftest import DESIGNS, EXAMPLES, planned, write_design
 from slurmctld import Loaded, local_copy, problems
 
 from gpucluster import load_design, plan_design
+from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.errors import DesignError
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
-from gpucluster.scheduling import scheduler_split
 
 
 def _plan_fabric(plan: Plan) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
@@ -156,7 +156,7 @@ SLURM_EXAMPLES = [
 
 def _members(plan: Plan, servers: list[str]) -> dict[str, list[str]]:
     """The plan leaves each merged Slurm leaf stands for (scheduling's leaf groups)."""
-    from gpucluster.scheduling import fabric_tree
+    from gpucluster.analyse.scheduling import fabric_tree
 
     return {s.name: list(s.members) for s in fabric_tree(plan, servers).switches if s.tier == 1}
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from conftest import EXAMPLES, planned
 
+from gpucluster.analyse.deviations import deviations
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Cable, Transceiver
-from gpucluster.deviations import deviations
 from gpucluster.plan.model import Plan
 
 

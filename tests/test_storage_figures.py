@@ -10,9 +10,9 @@ import html as html_escape
 from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
+from gpucluster.analyse.deviations import deviations
 from gpucluster.artifacts.report import report_html
 from gpucluster.artifacts.summary import filesystem_figures, summary_lines
-from gpucluster.deviations import deviations
 
 DEFAULT = "superpod-h200-4su"
 DERIVED = (

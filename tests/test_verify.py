@@ -18,8 +18,8 @@ from lldpd_tools import Lab, needs_lldpd
 
 from gpucluster.artifacts.verify_expected import net_context, net_records, node_description_rows
 from gpucluster.cli import main
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.templating import render
 from gpucluster.verify.check import verify
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
 from gpucluster.verify.lldp import mau_speed_gbps, parse_lldp

@@ -6,20 +6,20 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import fcntl
 import functools
 import importlib
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from gpucluster import profiling
+from gpucluster.artifacts import output_folder
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.runtime import profiling
 
 if TYPE_CHECKING:
     from gpucluster.artifacts._workers import Workers
@@ -220,7 +220,7 @@ class Writing:
         costs: list[profiling.Cost] | None = None,
         sampler: profiling.PeakSampler | None = None,
     ) -> None:
-        from gpucluster import progress as progress_display
+        from gpucluster.runtime import progress as progress_display
 
         self.say = progress or progress_display.current()
         self.costs = [] if costs is None else costs
@@ -249,12 +249,12 @@ class Writing:
         with contextlib.ExitStack() as stack:
             if not self.out_dir.is_dir():
                 self.out_dir.mkdir(parents=True, exist_ok=True)
-                stack.callback(_remove_if_empty, self.out_dir)  # last: after the lock is let go
+                stack.callback(output_folder.remove_if_empty, self.out_dir)  # last: after the lock is let go
             _Shared.values.clear()
-            stack.enter_context(_build_lock(self.out_dir))
+            stack.enter_context(output_folder.build_lock(self.out_dir))
             stack.callback(_Shared.values.clear)
-            _recover(self.final)
-            _remove_stale_staging(self.final)
+            output_folder.recover(self.final)
+            output_folder.remove_stale_staging(self.final)
             self.staging = Path(tempfile.mkdtemp(prefix=f".{self.final.name}.", suffix=".tmp", dir=self.out_dir))
             stack.callback(shutil.rmtree, self.staging, ignore_errors=True)  # gone already once swapped in
             if self.jobs > 1:
@@ -323,14 +323,8 @@ class Writing:
                 finish(self.names[-1])
             if meanwhile is not None:
                 meanwhile()
-        _swap(self.staging, self.final)
+        output_folder.swap(self.staging, self.final)
         return self.final
-
-
-def _remove_if_empty(folder: Path) -> None:
-    """A folder this build made, when a failed build left nothing in it."""
-    with contextlib.suppress(OSError):
-        folder.rmdir()
 
 
 def _splits(name: str) -> bool:
@@ -347,26 +341,6 @@ def _early_order(name: str, registry: tuple[str, ...]) -> int:
     return len(registry)
 
 
-@contextlib.contextmanager
-def _build_lock(out_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the output folder for the build, so builds into one folder take turns and any
-    staging folder found while holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
-    fd = os.open(out_dir, os.O_RDONLY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _remove_stale_staging(final: Path) -> None:
-    """Delete staging folders left by builds of this design that were killed mid-way (SIGKILL, power loss),
-    which no `finally` could remove."""
-    for stale in final.parent.glob(f".{final.name}.*.tmp"):
-        if stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale, ignore_errors=True)
-
-
 def _preparations(names: list[str]) -> list[str]:
     """The prepare jobs (PREPARE) of the writers among `names` that run last and have one (PREPARED: their modules
     are imported when their jobs' turn comes, while other writers run, not before the first one starts)."""
@@ -377,22 +351,3 @@ def _order(name: str) -> tuple[bool, int, int]:
     """Writers that read the others' files last; the slowest first; then registry order."""
     slow = SLOW_FIRST.index(name) if name in SLOW_FIRST else len(SLOW_FIRST)
     return name in RUNS_LAST, slow, list(ARTIFACTS).index(name) if name in ARTIFACTS else len(ARTIFACTS)
-
-
-def _swap(staging: Path, final: Path) -> None:
-    """Replace `final` with `staging`: rename the old folder aside, move the new one in, delete the old."""
-    os.chmod(staging, 0o755)
-    old = final.with_name(f".{final.name}.old")
-    if old.exists():
-        shutil.rmtree(old)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(staging, final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _recover(final: Path) -> None:
-    """A build interrupted between the two renames left the previous output aside: put it back."""
-    old = final.with_name(f".{final.name}.old")
-    if old.exists() and not final.exists():
-        os.replace(old, final)

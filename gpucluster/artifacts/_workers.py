@@ -32,12 +32,12 @@ from multiprocessing.connection import Connection, Pipe, wait
 from pathlib import Path
 from typing import cast
 
-from gpucluster import profiling, progress
 from gpucluster.artifacts import Reads, _Shared, job_writer, reads
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import fork_worker, portable_error, stop_if_terminated
 from gpucluster.pipeline import hide_cabled, hide_derived
 from gpucluster.plan.model import Plan
+from gpucluster.runtime import profiling, progress
 
 Write = Callable[[Plan, LoadedDesign, Path], None]
 

@@ -1,4 +1,4 @@
-"""bom.xlsx and bom.csv: the bill of materials a buyer orders from (see gpucluster/bom.py for what is
+"""bom.xlsx and bom.csv: the bill of materials a buyer orders from (see gpucluster/analyse/bom.py for what is
 counted and how).
 
 The workbook has a summary (totals per section as formulas, headline figures, cables by type and
@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from gpucluster.analyse.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for
 from gpucluster.artifacts import share
 from gpucluster.artifacts._xlsx import (
     DECIMAL_1,
@@ -29,11 +30,10 @@ from gpucluster.artifacts._xlsx import (
     print_setup,
 )
 from gpucluster.artifacts._xlsx import column_letter as _letter
-from gpucluster.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power import device_powers
-from gpucluster.progress import track
+from gpucluster.runtime.progress import track
 
 LINES_SHEET = "BOM"
 CONTENTS_SHEET = "Rack contents"

@@ -2,7 +2,7 @@
 thresholds, as Slurm batch scripts the operator runs, a machine-readable list of expected results and a
 printable checklist per rack.
 
-The tests, their thresholds and the thresholds' sources are the plan's (gpucluster/burn_in.py, computed
+The tests, their thresholds and the thresholds' sources are the plan's (gpucluster/analyse/burn_in.py, computed
 once per plan); this module renders them.
 """
 
@@ -16,9 +16,7 @@ from typing import TextIO
 import hostlist
 import orjson
 
-from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
-from gpucluster.artifacts.switch_config import ROCE_QOS
-from gpucluster.burn_in import (
+from gpucluster.analyse.burn_in import (
     DCGM_DIAG_LEVEL,
     GPU_BURN_SECONDS,
     IB_WRITE_BW_ARGS,
@@ -31,12 +29,14 @@ from gpucluster.burn_in import (
     present_stages,
     server_rail_ports,
 )
-from gpucluster.collector import cycle_collector_paused
+from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
+from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
-from gpucluster.progress import track
-from gpucluster.templating import environment, render
+from gpucluster.runtime.collector import cycle_collector_paused
+from gpucluster.runtime.progress import track
 from gpucluster.verify.expected import infiniband_networks
 
 PARTITION = "burnin"  # Slurm partition holding every GPU server (the scheduler issue's partition names)
@@ -55,7 +55,7 @@ SCRIPTS = (
 MULTI_NODE_NCCL = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
 
 
-@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "burn-in"
     (out / "checklists").mkdir(parents=True)

@@ -36,7 +36,7 @@ from gpucluster.artifacts._xlsx import FORMULA_TRIGGERS, GuardedCsvWriter, Inlin
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
 from gpucluster.plan.power import cable_ends
-from gpucluster.progress import track
+from gpucluster.runtime.progress import track
 
 FOLDER = "cabling"
 JOIN = " + "  # between the connectors of a splitter's B end

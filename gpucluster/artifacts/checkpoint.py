@@ -11,8 +11,8 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.templating import render
 from gpucluster.training import analyse_checkpoints, compare_intervals
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import ASYNC_STALL_S, REPAIR_SOURCE, RESTART_SOURCE, CheckpointAnalysis

@@ -24,14 +24,14 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucluster import yamlout
+from gpucluster.analyse.scheduling import fabric_tree, nvlink_domains, scheduler_split
 from gpucluster.artifacts.monitoring.targets import counters_csv
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.design.schema import GpuOperatorSettings, KubernetesSettings
+from gpucluster.formats import yamlout
 from gpucluster.plan.model import Plan
-from gpucluster.scheduling import fabric_tree, nvlink_domains, scheduler_split
 
 OWN_PREFIX = "gpucluster.io"  # keys for facts that are not network topology (server model, hot spare)
 GPU_RESOURCE = "nvidia.com/gpu"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpucluster.analyse.scheduling import domain_servers, fabric_tree, nvlink_domains, scheduler_split, slurm_segment
 from gpucluster.artifacts.kubernetes import (
     CLIQUE_LABEL,
     GPU_RESOURCE,
@@ -25,9 +26,8 @@ from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.scheduling import domain_servers, fabric_tree, nvlink_domains, scheduler_split, slurm_segment
-from gpucluster.templating import render
 
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"

@@ -29,18 +29,18 @@ from functools import cache
 from itertools import islice
 from pathlib import Path
 
-from gpucluster import yamlout
 from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import AnyPart, Pdu, RackMounted
-from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats import yamlout
 from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power import pdu_outlet_names, power_cords, rack_feeds
 from gpucluster.plan.registry import ROLES
-from gpucluster.progress import track
+from gpucluster.runtime.collector import cycle_collector_paused
+from gpucluster.runtime.progress import track
 
 FOLDER = "netbox"
 SHARED = "shared"
@@ -96,7 +96,7 @@ _POWER_CABLE_CATALOG_TEXT = tuple(_CABLE_COLUMNS.index(name) for name in ("side_
 _DEVICE_CATALOG_TEXT = (2, 3, 5)
 
 
-@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
     (out / SHARED).mkdir(parents=True, exist_ok=True)

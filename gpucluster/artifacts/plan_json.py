@@ -14,7 +14,7 @@ import orjson
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.progress import track
+from gpucluster.runtime.progress import track
 
 SCHEMA_VERSION = 1
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS

@@ -16,15 +16,15 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.typing import RcKeyType
 
+from gpucluster.analyse import budget as b
+from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.artifacts import share
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan import budget as b
-from gpucluster.plan.budget import Budget, kept_power_budget
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power import COOLING_CAPACITY_KW
 from gpucluster.plan.registry import purpose_colour
-from gpucluster.templating import render
 
 CHART = "power-racks"
 # Deterministic output: fixed SVG ids, no dates or tool versions in the files.

@@ -18,10 +18,10 @@ from xlsxwriter.utility import xl_rowcol_to_cell
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
+from gpucluster.analyse import budget as b
+from gpucluster.analyse.budget import Budget
 from gpucluster.artifacts._xlsx import FormulaSheet
-from gpucluster.plan import budget as b
-from gpucluster.plan.budget import Budget
-from gpucluster.progress import track
+from gpucluster.runtime.progress import track
 
 # Fixed document date: the same design gives the same bytes.
 _CREATED = datetime.datetime(2024, 1, 1)

@@ -1,8 +1,8 @@
 """report.html and report.pdf: the design review in one document.
 
 Every figure is read from the plan's own views (totals, tiers, analyses, findings, racks), the power budget
-(gpucluster/plan/budget.py) and the checkpoint analysis (gpucluster/training/); the drawings are SVG made from
-the network graphs and the rack coordinates (gpucluster/drawings.py). The writer runs after every other
+(gpucluster/analyse/budget.py) and the checkpoint analysis (gpucluster/training/); the drawings are SVG made from
+the network graphs and the rack coordinates (gpucluster/artifacts/drawings.py). The writer runs after every other
 artifact (artifacts.RUNS_LAST) so it can link to the files the build actually wrote and show the charts they
 drew. The HTML is self-contained (inline CSS and SVG, charts as data: URLs, no script, nothing fetched); the
 PDF is rendered from the same HTML with WeasyPrint.
@@ -20,24 +20,24 @@ from pathlib import Path
 import hostlist
 from markupsafe import Markup
 
-from gpucluster import progress
+from gpucluster.analyse import budget as b
+from gpucluster.analyse.bom import SECTIONS, Bom, bom_for, build_bom
+from gpucluster.analyse.budget import Budget, kept_power_budget
+from gpucluster.analyse.deviations import Assumption, Deviation, assumptions, deviations
+from gpucluster.analyse.rules import RULE_PREFIX
+from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.artifacts import share, shared
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
+from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
+from gpucluster.artifacts.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
-from gpucluster.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.design.load import LoadedDesign
-from gpucluster.deviations import Assumption, Deviation, assumptions, deviations
-from gpucluster.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
-from gpucluster.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
-from gpucluster.plan import budget as b
-from gpucluster.plan.budget import Budget, kept_power_budget
+from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import LeafFailure, Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
-from gpucluster.rules import RULE_PREFIX
-from gpucluster.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
-from gpucluster.templating import environment, render
+from gpucluster.runtime import progress
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -587,7 +587,7 @@ def _checkpoint(a: CheckpointAnalysis) -> dict:
 
 
 def _bom(bom: Bom) -> dict:
-    """The BOM's totals per section and its headline counts (gpucluster/bom.py)."""
+    """The BOM's totals per section and its headline counts (gpucluster/analyse/bom.py)."""
     currencies = sorted(bom.price_totals())
     sections = []
     for key, title in SECTIONS:

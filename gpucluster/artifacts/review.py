@@ -11,8 +11,8 @@ import hostlist
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
-from gpucluster.changes import MAX_LISTED, Figure, PlanChanges
-from gpucluster.templating import render
+from gpucluster.formats.templating import render
+from gpucluster.growth.changes import MAX_LISTED, Figure, PlanChanges
 
 HTML = "review.html"
 PDF = "review.pdf"

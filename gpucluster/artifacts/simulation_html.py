@@ -12,8 +12,8 @@ import math
 from pathlib import Path
 
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.templating import render
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import CheckpointAnalysis

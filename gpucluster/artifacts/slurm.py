@@ -11,11 +11,7 @@ from pathlib import Path
 
 import hostlist
 
-from gpucluster import yamlout
-from gpucluster.catalog.schema import GpuServer
-from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
-from gpucluster.scheduling import (
+from gpucluster.analyse.scheduling import (
     SLURM_BLOCK_TOPOLOGY,
     SLURM_TOPOLOGY_YAML,
     FabricTree,
@@ -24,7 +20,11 @@ from gpucluster.scheduling import (
     scheduler_split,
     slurm_partitions,
 )
-from gpucluster.templating import render
+from gpucluster.catalog.schema import GpuServer
+from gpucluster.design.load import LoadedDesign
+from gpucluster.formats import yamlout
+from gpucluster.formats.templating import render
+from gpucluster.plan.model import Plan
 
 # switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
 # block-scheduling blog, 2026-05-07).

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpucluster.analyse.scheduling import scheduler_sides
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan, Settings
 from gpucluster.plan.reserve import growth_reserve, reserve_line
-from gpucluster.scheduling import scheduler_sides
 
 
 def summary_lines(plan: Plan) -> list[str]:

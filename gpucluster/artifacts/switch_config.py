@@ -43,8 +43,8 @@ from pathlib import Path
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import PortGroup, Switch
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Device, Plan
-from gpucluster.templating import render
 
 CUMULUS_VERSION = "5.14"  # the release the NVIDIA Mission Control N-S guide deploys on SN5600 (NS_GUIDE)
 SWITCH_MTU = 9216  # Cumulus Linux's default port MTU (5.14 "Switch Port Attributes", MTU)

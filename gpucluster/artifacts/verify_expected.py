@@ -20,11 +20,11 @@ from typing import TextIO
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.cabling import Locator
 from gpucluster.catalog.schema import RackMounted
-from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.templating import render_to
 from gpucluster.plan.model import Plan
-from gpucluster.progress import track
-from gpucluster.templating import render_to
+from gpucluster.runtime.collector import cycle_collector_paused
+from gpucluster.runtime.progress import track
 from gpucluster.verify.expected import (
     PlannedEnd,
     PlannedLink,
@@ -259,7 +259,7 @@ def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
     writer.writerows(rows)
 
 
-@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv. One network at a
     time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, and all

@@ -31,7 +31,7 @@ from gpucluster.catalog.schema import (
     uncited_fields,
 )
 from gpucluster.errors import DesignError, Problem
-from gpucluster.yamlsource import Positions, load_yaml_with_positions, locate
+from gpucluster.inputs.yamlsource import Positions, load_yaml_with_positions, locate
 
 PartT = TypeVar("PartT")
 

@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from gpucluster.limits import (
+from gpucluster.inputs.limits import (
     MAX_LIST_ITEMS,
     MAX_NAME_CHARS,
     MAX_PORTS_PER_DEVICE,

@@ -16,8 +16,8 @@ from gpucluster.catalog.load import Catalog, load_catalog
 from gpucluster.catalog.schema import Appliance, Cdu, GpuServer, Pdu, Rack, RackSystem, StorageBlock, Switch
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError, Problem
-from gpucluster.prices import load_price_list
-from gpucluster.yamlsource import Positions, load_yaml_with_positions, locate
+from gpucluster.inputs.prices import load_price_list
+from gpucluster.inputs.yamlsource import Positions, load_yaml_with_positions, locate
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gpucluster.limits import (
+from gpucluster.inputs.limits import (
     MAX_CAPACITY_TB,
     MAX_CATALOG_FILES,
     MAX_GPUS,

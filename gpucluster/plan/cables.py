@@ -29,7 +29,7 @@ from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.model import Cable, Device, Finding, Link, Plan
 from gpucluster.plan.registry import NETWORK_INFO
-from gpucluster.progress import track
+from gpucluster.runtime.progress import track
 
 RACK_UNIT_M = 0.04445  # EIA-310: 1U = 1.75 in
 IN_RACK_ROUTING_M = 1.0  # to the vertical cable manager and back, both ends

@@ -18,7 +18,7 @@ from gpucluster.plan.facts import CheckpointFacts, RuleFacts
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, is_gpu_node
 
 if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
-    from gpucluster.burn_in import BurnInTest
+    from gpucluster.analyse.burn_in import BurnInTest
     from gpucluster.plan.power import DevicePower
     from gpucluster.plan.queries import PlanQueries
 
@@ -29,7 +29,7 @@ NETWORKS: tuple[NetworkName, ...] = NETWORK_NAMES
 DeviceRole = str  # a key of plan/registry.py ROLES
 
 Severity = Literal["error", "warning", "advisory", "ok"]
-RULE_PREFIX = "rule:"  # findings from design rules (gpucluster/rules.py) carry their rule's name after this prefix
+RULE_PREFIX = "rule:"  # design rules' findings (gpucluster/analyse/rules.py) carry their rule's name after this prefix
 
 
 @dataclass(slots=True)
@@ -334,7 +334,7 @@ _ABSENT_WHEN_NONE = ("object_storage_asked", "rack_system", "nvlink_domains", "s
 
 @dataclass(slots=True)
 class Totals:
-    """Counts every view quotes (plan/totals.py; plan.json "totals")."""
+    """Counts every view quotes (analyse/totals.py; plan.json "totals")."""
 
     servers: int = 0
     production_servers: int = 0
@@ -377,7 +377,7 @@ class Plan:
     catalog_parts: dict[str, AnyPart] = field(default_factory=dict, repr=False)  # part id -> catalog part
     # device name -> its draw with optics (plan/power.py), computed once with the cables
     device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
-    # the burn-in tests in the order to run them (gpucluster/burn_in.py), computed once with the plan
+    # the burn-in tests in the order to run them (gpucluster/analyse/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
     _queries: PlanQueries | None = field(default=None, init=False, repr=False, compare=False)  # not copied by replace()
     _graphs: dict[str, nx.Graph] | None = field(default=None, init=False, repr=False, compare=False)

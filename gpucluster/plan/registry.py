@@ -33,7 +33,7 @@ class Role:
     colour: str  # "#RRGGBB": drawings, charts, NetBox; boxes with text fill with its tint()
     rack_purpose: str  # the kind of rack it stands in (RACK_PURPOSES); "" for zero-U parts and switches,
     # which stand where their network puts them (Network.rack_purpose)
-    bom_section: str  # the BOM section its lines go to (gpucluster.bom.SECTIONS); switches: their network's
+    bom_section: str  # the BOM section its lines go to (gpucluster.analyse.bom.SECTIONS); switches: their network's
     drawing_order: int | None = None  # hosts on a network drawing come in this order; None: after those, by name
     plural: str = ""  # e.g. "power shelves"; empty: the label and an s
     netbox_role: str = ""  # the slug of its NetBox device role; empty: the name
@@ -92,7 +92,7 @@ class Network:
     title: str  # a heading, e.g. "Compute fabric"
     short: str  # inside a sentence or a BOM note, e.g. "compute fabric"
     colour: str  # "#RRGGBB" of its links and heading in drawings
-    bom_section: str  # the BOM section of its switches (gpucluster.bom.SECTIONS)
+    bom_section: str  # the BOM section of its switches (gpucluster.analyse.bom.SECTIONS)
     cable_prefix: str  # first letter of its cable ids (C-A04-0001: network, rack of the A end, number there)
     rack_purpose: str  # the rack its switches above the SU leaves stand in (RACK_PURPOSES)
     cabled: bool = True  # its links run over orderable cables; False: on a backplane (counted, no cable)

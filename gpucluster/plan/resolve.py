@@ -8,7 +8,7 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
-from gpucluster.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
+from gpucluster.inputs.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
 from gpucluster.plan.networks import Resolved, inband_oversubscription, manager_slots, technology_of
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU

@@ -313,7 +313,7 @@ def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list[Device], set[
     """The production servers the job runs on, and the idle ones: on a rack-scale system the job takes a segment
     of each rack's trays (16 of an NVL72's 18, as the launch templates' --segment and Kueue slices place it), so
     the rest stand idle as in-rack spares: their failures do not stop the job and they write no checkpoint."""
-    from gpucluster.scheduling import domain_servers, slurm_segment
+    from gpucluster.analyse.scheduling import domain_servers, slurm_segment
 
     production = [d for d in plan.gpu_nodes() if not d.spare]
     segment = slurm_segment(domain_servers(server_part))
@@ -334,7 +334,7 @@ def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list[Device], set[
 def _domain_spares(plan: Plan, tray: GpuServer, failures: float, workload: Workload) -> rel.DomainSpares | None:
     """For a rack-scale system: each rack keeps the trays outside the job's segment (2 of an NVL72's 18 with
     --segment=16) as in-rack spares; spare racks cover racks with more trays than that in repair at once."""
-    from gpucluster.scheduling import domain_servers, slurm_segment  # the segment the launch template uses
+    from gpucluster.analyse.scheduling import domain_servers, slurm_segment  # the segment the launch template uses
 
     per_rack = domain_servers(tray)
     segment = slurm_segment(per_rack)

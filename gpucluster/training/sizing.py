@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from gpucluster import yamlout
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import GpuServer, RackSystem
 from gpucluster.design.schema import Workload
+from gpucluster.formats import yamlout
 from gpucluster.training.model import (
     SIZING_GOODPUT,
     gpus_for_target,

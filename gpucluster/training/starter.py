@@ -15,12 +15,12 @@ import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from gpucluster.analyse.rules import TARGET_MARGIN
 from gpucluster.catalog.load import Catalog
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Workload
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Finding, Plan
-from gpucluster.rules import TARGET_MARGIN
 from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints
 from gpucluster.training.sizing import Sizing, size, starter_design
 

@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 from gpucluster.artifacts._xlsx import csv_safe
-from gpucluster.templating import render
+from gpucluster.formats.templating import render
 from gpucluster.verify.compare import COLUMNS, KINDS, Finding, NetworkResult
 
 TITLES: dict[str, str] = {

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpucluster import yamlout
 from gpucluster.artifacts.grafana import dashboard_json
 from gpucluster.artifacts.monitoring.alert_rules import GPU_TEMPERATURE_C, alert_rules, alerts_file, recording_rules
 from gpucluster.artifacts.monitoring.rule_tests import alert_tests, subjects
@@ -29,13 +28,14 @@ from gpucluster.artifacts.monitoring.targets import (
     switch_telemetry_switches,
 )
 from gpucluster.artifacts.switch_config import ROCE_QOS
-from gpucluster.collector import cycle_collector_paused
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats import yamlout
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.templating import render
+from gpucluster.runtime.collector import cycle_collector_paused
 
 
-@cycle_collector_paused()  # very many records, no cycles (gpucluster.collector)
+@cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "monitoring"
     for sub in ("rules", "tests", "grafana", "slurm"):

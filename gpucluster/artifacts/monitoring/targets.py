@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucluster.analyse.burn_in import rail_links
 from gpucluster.artifacts.switch_config import configured_networks
-from gpucluster.burn_in import rail_links
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.registry import is_gpu_node

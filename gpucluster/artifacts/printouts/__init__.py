@@ -36,9 +36,9 @@ from gpucluster.artifacts.printouts.pages import (
 from gpucluster.artifacts.printouts.pdf import overview_pdf, rack_pdf
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import sigterm_default
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.progress import track
-from gpucluster.templating import render
+from gpucluster.runtime.progress import track
 
 PICK_LIST = "pick-list.csv"  # the cluster's pick list, rack by rack (cabling/)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from gpucluster.analyse.bom import cord_model
 from gpucluster.artifacts.cabling import Locator, cable_connectors
-from gpucluster.bom import cord_model
 from gpucluster.plan.model import Plan, RackPlan
 from gpucluster.plan.power import PowerCord, cage_modules, power_cords, rack_feeds
 from gpucluster.plan.registry import elevation_fill

@@ -148,7 +148,7 @@ def deviations(plan: Plan) -> list[Deviation]:
                 asked["capacity_basis"],
             )
         )
-    # from the rule facts (gpucluster.rules), once the rules have run
+    # from the rule facts (gpucluster.analyse.rules), once the rules have run
     for g in plan.facts.get("unsplit_half_speed_links", []) if plan.facts else []:
         found.append(
             Deviation(

@@ -207,7 +207,7 @@ def write_rack_printouts(plan: Plan, racks: list[str], folder: Path) -> list[Pat
     the installers of that phase take to the floor."""
     from gpucluster.artifacts.printouts import rack_html
     from gpucluster.artifacts.printouts.pages import rack_pages
-    from gpucluster.templating import render
+    from gpucluster.formats.templating import render
 
     out = folder / "racks"
     out.mkdir(parents=True, exist_ok=True)

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from gpucluster.analyse.totals import link_tier_name, tier_name
 from gpucluster.catalog.schema import Pdu, RackSystem, Transceiver
 from gpucluster.design.load import LoadedDesign
+from gpucluster.inputs.prices import PriceList, load_price_list
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.power import (
     COOLING_SOURCES,
@@ -31,8 +33,6 @@ from gpucluster.plan.power import (
     power_cords,
 )
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
-from gpucluster.plan.totals import link_tier_name, tier_name
-from gpucluster.prices import PriceList, load_price_list
 
 # Sections in the order a buyer reads them; (key, title).
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -297,8 +297,8 @@ def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
 
 
 def _cdu_lines(plan: Plan) -> list[BomLine]:
-    """Coolant distribution units for the liquid-cooled rack systems (N+1 per scalable unit, plan/budget.py)."""
-    from gpucluster.plan.budget import power_budget  # the budget reads the plan's rules; import on use
+    """Coolant distribution units for the liquid-cooled rack systems (N+1 per scalable unit, analyse/budget.py)."""
+    from gpucluster.analyse.budget import power_budget  # the budget reads the plan's rules; import on use
 
     if not any(rack.rack_system for rack in plan.racks.values()):
         return []

@@ -1,5 +1,5 @@
 """What changed between two revisions of a design, for the reviewer: the BOM's headline figures and lines
-(gpucluster/diff.py), the fabric's and the job's figures, the devices, links and racks, the power budget, and
+(gpucluster/growth/diff.py), the fabric's and the job's figures, the devices, links and racks, the power budget, and
 the files the two builds generate (which changed, with a short text diff).
 
 Plain comparisons over two plans and two build folders; `gpucluster diff` renders them as review.html and
@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING, TypeVar
 
 import hostlist
 
+from gpucluster.analyse.budget import power_budget
+from gpucluster.analyse.totals import link_tier_name
 from gpucluster.artifacts import ARTIFACTS, RUNS_LAST, write_artifacts
 from gpucluster.design.load import LoadedDesign
-from gpucluster.diff import PlanDiff, diff_plans
-from gpucluster.plan.budget import power_budget
+from gpucluster.growth.diff import PlanDiff, diff_plans
 from gpucluster.plan.model import NETWORKS, Link, Plan
-from gpucluster.plan.totals import link_tier_name
 
 if TYPE_CHECKING:
-    from gpucluster.phases import LockChanges
+    from gpucluster.growth.phases import LockChanges
 
 K = TypeVar("K")  # what a comparison keys devices, links or racks by
 Kind = TypeVar("Kind", str, tuple[int, int])  # what _counted counts: a role or purpose, or (network, tier)

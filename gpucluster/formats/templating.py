@@ -37,7 +37,7 @@ MARKUP_SUFFIXES = (".html", ".htm", ".xml", ".svg")
 def escapes(template_name: str | None) -> bool:
     """Markup templates are autoescaped, whether named page.html or page.html.j2 (jinja's select_autoescape
     looks only at the last suffix, so rack-elevation.svg.j2 went unescaped); every other output (configs,
-    scripts, Markdown) is written as text and keeps free text to one line instead (gpucluster.limits)."""
+    scripts, Markdown) is written as text and keeps free text to one line instead (gpucluster.inputs.limits)."""
     return (template_name or "").removesuffix(".j2").endswith(MARKUP_SUFFIXES)
 
 

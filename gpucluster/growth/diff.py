@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpucluster.bom import SECTIONS, Bom, BomLine, build_bom
+from gpucluster.analyse.bom import SECTIONS, Bom, BomLine, build_bom
+from gpucluster.inputs.prices import PriceList
 from gpucluster.plan.model import Plan
-from gpucluster.prices import PriceList
 
 
 @dataclass(frozen=True, slots=True)

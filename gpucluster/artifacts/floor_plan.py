@@ -11,10 +11,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from itertools import groupby
 
-from gpucluster.drawings import Label
+from gpucluster.artifacts.drawings import Label
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import purpose_colour, tint
-from gpucluster.templating import render
 
 FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
 FLOOR_ELEMENT_MAX_RACKS = 1_024  # each rack its own element and tooltip up to this many racks; above, a path a colour

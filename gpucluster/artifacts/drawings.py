@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from gpucluster.analyse.totals import link_tier_name, tier_name
+from gpucluster.formats.templating import render
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, tint
-from gpucluster.plan.totals import link_tier_name, tier_name
-from gpucluster.templating import render
 
 DETAIL_MAX_PER_LEVEL = 36  # one box per device up to this many devices on every level (a 1-SU SuperPOD)
 MAX_BOXES_PER_LEVEL = 12  # above it, kinds merge per SU, then SUs or pods into ranges

@@ -19,8 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpucluster.errors import DesignError, Problem
-from gpucluster.limits import Name, Text
-from gpucluster.yamlsource import decode_utf8, read_limited
+from gpucluster.inputs.limits import Name, Text
+from gpucluster.inputs.yamlsource import decode_utf8, read_limited
 
 PRICE_COLUMNS = ("part_number", "unit_price", "currency", "note")
 MAX_PRICE_LIST_BYTES = 8 << 20  # 8 MiB: a quote for every part in the catalog is a few kB

@@ -1,0 +1,56 @@
+"""The output folder of a build: its lock, the staging folder the writers fill, and the swap that puts the new
+output in place of the old one whole (a failed or killed build leaves the previous output as it was)."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def remove_if_empty(folder: Path) -> None:
+    """A folder this build made, when a failed build left nothing in it."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+@contextlib.contextmanager
+def build_lock(out_dir: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the output folder for the build, so builds into one folder take turns and any
+    staging folder found while holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def remove_stale_staging(final: Path) -> None:
+    """Delete staging folders left by builds of this design that were killed mid-way (SIGKILL, power loss),
+    which no `finally` could remove."""
+    for stale in final.parent.glob(f".{final.name}.*.tmp"):
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+def swap(staging: Path, final: Path) -> None:
+    """Replace `final` with `staging`: rename the old folder aside, move the new one in, delete the old."""
+    os.chmod(staging, 0o755)
+    old = final.with_name(f".{final.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(staging, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def recover(final: Path) -> None:
+    """A build interrupted between the two renames left the previous output aside: put it back."""
+    old = final.with_name(f".{final.name}.old")
+    if old.exists() and not final.exists():
+        os.replace(old, final)

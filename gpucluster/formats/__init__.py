@@ -1,0 +1,1 @@
+"""Text formats every writer shares: the Jinja environment and the YAML dumper."""

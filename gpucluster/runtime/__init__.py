@@ -1,0 +1,1 @@
+"""A build's running: progress display, cost measurement, the cycle collector paused."""
