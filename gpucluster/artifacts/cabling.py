@@ -34,8 +34,8 @@ import xlsxwriter
 
 from gpucluster.artifacts._xlsx import FORMULA_TRIGGERS, GuardedCsvWriter, InlineTextSheet, needs_quote, print_setup
 from gpucluster.design.load import LoadedDesign
+from gpucluster.plan.cables import cable_ends
 from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
-from gpucluster.plan.power import cable_ends
 from gpucluster.runtime.progress import track
 
 FOLDER = "cabling"

@@ -37,7 +37,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats import yamlout
 from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
-from gpucluster.plan.power import pdu_outlet_names, power_cords, rack_feeds
+from gpucluster.plan.power.cords import pdu_outlet_names, power_cords, rack_feeds
 from gpucluster.plan.registry import ROLES
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track

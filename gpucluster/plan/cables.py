@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import count, repeat
 from operator import attrgetter, is_
@@ -227,7 +227,7 @@ def _cable_split_port(work: _Work, group: tuple[int, ...], parts: list[CablePart
     for i in group:
         work.done[i] = 1
     # the a end is the one its links share (the switch cage); a cable with one leg used keeps its link's
-    # ends, host (a) and switch (b), as every single-link cable does (power.cable_ends)
+    # ends, host (a) and switch (b), as every single-link cable does (cable_ends)
     a_module, b_module = choice.a_module, choice.b_module
     rack = devices[link.b_device].rack
     if len(group) == 1:
@@ -388,6 +388,21 @@ def cable_id(prefix: str, rack: str, number: int) -> str:
 
 
 _CABLE_ID = "{}-{}-{:04d}".format  # cable_id's format, which add_cables also maps over a plan's cables at once
+
+
+def cable_ends(plan: Plan, cable: Cable) -> tuple[Collection[tuple[str, int]], Collection[tuple[str, int]]]:
+    """The distinct (device, cage) ends at the cable's a side and b side.
+
+    The a side is the links' a side, except for a 1:2 splitter whose shared (twin-port) cage is on
+    the links' b side: a cable's a end is always the end its links share.
+    """
+    if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends
+        link = plan.links[cable.links[0]]
+        return ((link.a_device, link.a_cage),), ((link.b_device, link.b_cage),)
+    links = [plan.links[i] for i in cable.links]
+    a = {(link.a_device, link.a_cage) for link in links}
+    b = {(link.b_device, link.b_cage) for link in links}
+    return (b, a) if len(a) > 1 and len(b) == 1 else (a, b)
 
 
 def _one_module_per_twin_cage(

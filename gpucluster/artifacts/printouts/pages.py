@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from gpucluster.analyse.bom import cord_model
 from gpucluster.artifacts.cabling import Locator, cable_connectors
 from gpucluster.plan.model import Plan, RackPlan
-from gpucluster.plan.power import PowerCord, cage_modules, power_cords, rack_feeds
+from gpucluster.plan.power.cords import PowerCord, power_cords, rack_feeds
+from gpucluster.plan.power.draw import cage_modules
 from gpucluster.plan.registry import elevation_fill
 
 LABEL_COLUMNS = 3  # cable labels across a sheet
