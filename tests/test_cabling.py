@@ -14,8 +14,9 @@ from conftest import planned, write_design
 import gpucluster
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts import cabling
-from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, XLSX_COLUMNS, cable_rows
+from gpucluster.artifacts.cabling import COLUMNS, XLSX_COLUMNS, cable_rows
 from gpucluster.catalog.ports import port_details
+from gpucluster.plan.labels import JOIN, SEPARATOR
 from gpucluster.plan.model import NETWORKS, Plan
 
 DESIGNS = ["lab-4-servers", "superpod-h100-1su", "b200-roce-2su", "h100-16k-3tier"]
