@@ -22,12 +22,12 @@ from gpucluster.artifacts.kubernetes import (
     rail_network_names,
     rdma_resources,
 )
-from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
+from gpucluster.plan.roce import ROCE_QOS
 
 # An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
 PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
