@@ -138,8 +138,9 @@ def switch_configs(plan: Plan) -> list[SwitchConfig]:
             str(LOOPBACKS[ordinal]),
             _in_port_order(ports.get(switch.name, [])),
         )
-        places = (mgmt.get(switch.name), p2p.get(network, {}), inband_ids)
-        config.context = _context(plan, switch, config, places, network in roce)
+        config.context = _context(
+            plan, switch, config, mgmt.get(switch.name), p2p.get(network, {}), inband_ids, network in roce
+        )
         configs.append(config)
     return configs
 
@@ -247,12 +248,12 @@ def _context(
     plan: Plan,
     switch: Device,
     config: SwitchConfig,
-    places: tuple[tuple[str, str, str] | None, dict[int, tuple[str, str]], dict[str, int]],
+    mgmt: tuple[str, str, str] | None,
+    p2p: dict[int, tuple[str, str]],
+    segment_ids: dict[str, int],
     roce: bool,
 ) -> dict:
-    """Everything the startup.yaml template needs for one switch (places: its management port, its network's host
-    /31s, the in-band segment ids; roce: its network runs RoCE)."""
-    mgmt, p2p, segment_ids = places
+    """Everything the startup.yaml template needs for one switch (roce: its network runs RoCE)."""
     network = config.network
     evpn = network == "inband"
     leaf = switch.tier == 1
