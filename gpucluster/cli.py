@@ -283,9 +283,9 @@ def build(
                     _refuse_rule_errors(plan)
                     # the summary printed at the end, made before the other writers fork: its scheduler sides make the
                     # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and
-                    # summary writers and the report read, so each worker has it (half a second each at 131,072 GPUs)
+                    # summary writers and the report read, so each worker has it rather than making it again
                     summary = summary_lines(plan)
-                    # the lock (5 CPU s at 131,072 GPUs) is written beside the last writers (the report alone leaves
+                    # the lock (large at scale) is written beside the last writers (the report alone leaves
                     # a CPU idle), under a name of its own: it replaces the lock once the build has succeeded
                     folder = writing.finish(plan, loaded, functools.partial(staged.write, plan))
                 unstage.pop_all()  # built: the staged lock is kept for its place

@@ -157,11 +157,11 @@ class _AnalysesAside:
 @contextmanager
 def _cycle_collector_paused(freeze: bool) -> Iterator[None]:
     """Planning allocates millions of objects (links, cables, index entries) that live as long as the plan; Python's
-    cyclic garbage collector would walk all of them again each time enough new ones pile up, a quarter of
-    planning's CPU at 16,384 GPUs. Reference counting still frees everything that is not in a cycle at once; the
+    cyclic garbage collector would walk all of them again each time enough new ones pile up, a large share
+    of planning's CPU. Reference counting still frees everything that is not in a cycle at once; the
     collector runs again (and finds the few cycles planning left) once the plan is made. With `freeze`, what
     planning allocated is moved out of the collector's reach first (else its next run, on the first allocation
-    after, walks it all once more: about a second at 131,072 GPUs; forked writers keep their pages shared too)."""
+    after, walks it all once more; forked writers keep their pages shared too)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -125,6 +125,7 @@ def test_expected_results_json_written_a_batch_at_a_time_is_the_whole_documents_
     )
 
 
+@pytest.mark.external
 def test_scripts_pass_bash_and_shellcheck(h100: Path) -> None:
     scripts = sorted(str(p) for p in h100.iterdir() if p.suffix in (".sh", ".sbatch"))
     assert len(scripts) == 6
@@ -174,6 +175,7 @@ def _run(folder: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
     return result.returncode, "\n".join(results)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "args", "fault"),
     [

@@ -20,7 +20,12 @@ from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, XLSX_COLUMNS,
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import NETWORKS, RULE_PREFIX, Plan
 
-DESIGNS = ["lab-4-servers", "superpod-h100-1su", "b200-roce-2su", "h100-16k-3tier"]
+DESIGNS = [
+    "lab-4-servers",
+    "superpod-h100-1su",
+    "b200-roce-2su",
+    pytest.param("h100-16k-3tier", marks=pytest.mark.slow),
+]
 
 
 def _connectors(devices: str, ports: str) -> list[tuple[str, list[str]]]:

@@ -317,6 +317,7 @@ def test_kubernetes_takes_its_servers_on_the_fewest_scalable_units(brief: Plan) 
     assert {name[0] for name in kubernetes_units(by_su, 36)} == {"b", "c"}  # whole SU 2 and SU 3
 
 
+@pytest.mark.slow
 def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on_the_fabric(
     brief: Plan, tmp_path: Path
 ) -> None:
@@ -340,6 +341,7 @@ def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on
     assert "<b>research</b> 64 GPUs guaranteed (8 servers)" in section and "<b>gpu</b> 48 servers" in section
 
 
+@pytest.mark.slow
 def test_the_first_design_builds_every_artifact(tmp_path: Path) -> None:
     """VAST blocks on the InfiniBand storage network (their catalog ports name no technology), shared S3,
     both schedulers, packed racks: every writer runs."""

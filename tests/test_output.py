@@ -20,6 +20,7 @@ def _files(folder):
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow
 def test_the_same_design_gives_byte_identical_output(tmp_path):
     design = DESIGNS / "superpod-h100-1su.yaml"
     first = write_artifacts(plan_design(load_design(design)), load_design(design), tmp_path / "a")
@@ -27,6 +28,7 @@ def test_the_same_design_gives_byte_identical_output(tmp_path):
     assert _files(first) == _files(second)
 
 
+@pytest.mark.slow
 def test_a_failed_build_leaves_the_previous_output_as_it_was(tmp_path, monkeypatch):
     loaded = load_design(DESIGNS / "lab-4-servers.yaml")
     plan = plan_design(loaded)
@@ -44,6 +46,7 @@ def test_a_failed_build_leaves_the_previous_output_as_it_was(tmp_path, monkeypat
     assert sorted(p.name for p in tmp_path.iterdir()) == [folder.name]  # no staging folder left behind
 
 
+@pytest.mark.slow
 def test_an_interrupted_swap_is_recovered_on_the_next_build(tmp_path):
     loaded = load_design(DESIGNS / "lab-4-servers.yaml")
     plan = plan_design(loaded)
@@ -98,6 +101,7 @@ def test_plan_json_links_and_cables_refer_to_each_other(h100_1su):
     assert str(ROOT) not in json.dumps(document)
 
 
+@pytest.mark.slow
 def test_separate_processes_with_different_hash_seeds_write_the_same_bytes(tmp_path):
     """Set and dict-of-set iteration must never leak into the output (Python randomises string hashes)."""
     import os

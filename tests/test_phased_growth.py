@@ -371,6 +371,7 @@ def test_relock_plans_afresh(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "lab.lock.json").read_text(encoding="utf-8"))["cluster"] == "lab-4-servers"
 
 
+@pytest.mark.slow
 def test_diff_under_the_lock_lists_the_additions_and_refuses_moves(tmp_path: Path) -> None:
     old = _variant(tmp_path, "superpod-h100-1su", "old")
     CliRunner().invoke(main, ["build", str(old), "-o", str(tmp_path / "out"), "--only", "plan"], catch_exceptions=False)

@@ -285,6 +285,7 @@ def test_every_rule_passes_on_the_reference_superpod(rule: str, passing_violatio
     assert rule not in passing_violations and rule + ADVISORY_SUFFIX not in passing_violations
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("rule", "severity", "make_plan"), VIOLATIONS, ids=[f"{r}-{s}" for r, s, _p in VIOLATIONS])
 def test_each_rule_reports_its_violation_under_the_policy_of_its_severity(
     rule: str, severity: str, make_plan: Callable[[], Plan]

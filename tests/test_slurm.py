@@ -109,6 +109,7 @@ def _check_tree(
             assert any(leaf in members.get(n, [n]) for n in reported), f"plan leaf {leaf} missing"
 
 
+@pytest.mark.external
 def test_slurmctld_loads_one_su_configs_and_agrees_with_the_plan(debian_slurm, load_slurm):
     _, plan = planned("superpod-h100-1su")
     files = slurm_files(plan, version="22.05")
@@ -129,6 +130,7 @@ def _three_tier(tmp_path: Path) -> Plan:
     return plan
 
 
+@pytest.mark.external
 def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path, debian_slurm, load_slurm):
     """A 3-tier fat tree: leaves (merged per SU), pod spines and cores, as slurmctld reports them."""
     plan = _three_tier(tmp_path)
@@ -138,6 +140,7 @@ def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path, debian_slurm, 
     assert "SwitchName=compute-core-" in files["topology.conf"]
 
 
+@pytest.mark.external
 def test_slurm_side_of_a_split_design_holds_only_its_servers(debian_slurm, load_slurm):
     _, plan = planned("lab-4-servers")
     files = slurm_files(plan, version="22.05")
@@ -190,6 +193,7 @@ def _topologies(document: object) -> list[tuple[str, str, bool, list[tuple[str, 
     return sorted(out)
 
 
+@pytest.mark.external
 @pytest.mark.parametrize("design", SLURM_EXAMPLES)
 @pytest.mark.parametrize("version", ["26.05", "design"])
 def test_slurm_26_05_loads_every_example_and_agrees_with_the_plan(design, version, current_slurm, load_slurm):
@@ -206,6 +210,7 @@ def test_slurm_26_05_loads_every_example_and_agrees_with_the_plan(design, versio
         assert all(p["Exclusive"] == "NODE" for p in parts.values()), parts
 
 
+@pytest.mark.external
 def test_slurm_26_05_loads_a_three_tier_tree(tmp_path, current_slurm, load_slurm):
     plan = _three_tier(tmp_path)
     files = slurm_files(plan, version="26.05")
@@ -216,6 +221,7 @@ def test_slurm_26_05_loads_a_three_tier_tree(tmp_path, current_slurm, load_slurm
     assert {int(r["Level"]) for r in _tree_switches(loaded).values()} == {0, 1, 2}
 
 
+@pytest.mark.external
 def test_slurm_26_05_loads_nvlink_blocks(tmp_path, current_slurm, load_slurm):
     """The block topology (the NVLink domains, cluster default) beside the fabric tree, as 26.05 loads them."""
     plan = nvl_plan(tmp_path)
@@ -245,6 +251,7 @@ def test_the_topoconf_comparison_catches_a_misspelt_key():
     assert _topologies(shown) != _topologies(written)
 
 
+@pytest.mark.external
 def test_slurmd_parses_gres_and_cgroup_conf(tmp_path, debian_slurm):
     """slurmd -G reads slurm.conf, gres.conf and cgroup.conf for one node and prints its GPUs."""
     if os.getuid() != 0:
@@ -440,6 +447,7 @@ def test_pyxis_writes_plugstack_conf_and_none_writes_none(tmp_path):
     assert "plugstack.conf" not in slurm_files(plain)
 
 
+@pytest.mark.external
 def test_slurm_26_05_takes_the_ha_accounting_pmix_and_plugstack_settings(current_slurm, load_slurm):
     """slurmctld 26.05 loads the HA configs with plugstack.conf beside them, without complaint, and runs pmix."""
     _, plan = planned("superpod-h200-4su")

@@ -49,6 +49,7 @@ def _findings(results) -> list:
 # --- InfiniBand: the real ibsim and ibnetdiscover -----------------------------------------------------------
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     _loaded, plan = planned("superpod-h100-1su")
@@ -68,6 +69,7 @@ def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     )
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_injected_faults_are_reported_exactly_by_cable_label(tmp_path):
     """Two cables swapped at a leaf, one unplugged, one at 1x: verify names exactly these, by cable label."""
@@ -104,6 +106,7 @@ def test_injected_faults_are_reported_exactly_by_cable_label(tmp_path):
     assert wrong.b_u == f"{plan.devices[narrow.b.device].u_position:02d}"
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_split_port_legs_are_checked_to_their_switch_and_the_rest_is_said(tmp_path):
     """A UFM's splitter leg moved to the other leaf is miswired, one unplugged is missing; how a switch numbers a
@@ -139,6 +142,7 @@ def test_split_port_legs_are_checked_to_their_switch_and_the_rest_is_said(tmp_pa
     assert "NOT to the switch port" in html
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_cli_exit_status_and_outputs_on_a_simulated_fabric(tmp_path):
     _loaded, plan = planned("superpod-h100-1su")
@@ -158,6 +162,7 @@ def test_cli_exit_status_and_outputs_on_a_simulated_fabric(tmp_path):
     assert unplugged.cable in (folder / "findings.html").read_text()
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_four_su_fabric_fits_ibsim_and_matches(tmp_path):
     _loaded, plan = planned("superpod-h200-4su")
@@ -499,6 +504,7 @@ def test_empty_lldp_folder_is_bad_input(tmp_path):
     assert result.exit_code == 2 and "no <switch>.json files" in result.output
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_link_trained_at_a_lower_rate_is_wrong_speed(tmp_path):
     """One port enabled only up to one generation below the plan (an HDR optic on an NDR link): verify reports
@@ -533,6 +539,7 @@ def _interface_names(plan: Plan, links: list[PlannedLink], faults: dict[int, str
     return [(p.a.device, name(p.a), p.b.device, name(p.b)) for p in links if faults.get(p.link) != "unplug"]
 
 
+@pytest.mark.external
 @needs_lldpd
 def test_real_lldpd_neighbours_match_and_name_the_faults(tmp_path):
     """The lab design's in-band and out-of-band networks built of namespaces with the real lldpd: clean, verify

@@ -224,8 +224,8 @@ def _hostlist(names: list[str] | tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=4096)
 def _hostlist_of(names: tuple[str, ...]) -> str:
     """_hostlist, remembered: a fabric tree lists the same switches many times over (every spine of a pod has the
-    same leaf groups under it; topology.conf and topology.yaml list the same tree), and python-hostlist takes
-    milliseconds a list (a 131,072-GPU tree: a minute of CPU uncached)."""
+    same leaf groups under it; topology.conf and topology.yaml list the same tree), and python-hostlist is
+    slow per list (a large tree lists thousands)."""
     by_prefix: dict[str, list[str]] = defaultdict(list)
     for name in names:
         by_prefix[re.sub(r"\d+$", "", name)].append(name)

@@ -262,8 +262,8 @@ def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv. One network at a
-    time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, and all
-    of them at once with their file's text held over 900 MB."""
+    time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, too many
+    to hold at once with their file's text."""
     networks = infiniband_networks(plan)
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)

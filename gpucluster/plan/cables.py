@@ -196,7 +196,7 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         prefix = NETWORK_INFO[network].cable_prefix
         number = next(series[(prefix, rack)])
         # positional: Cable's fields in order (id, network, links, media, part, part number, length, run length,
-        # modules at a and b); keywords cost twice as much over 700,000 cables at 131,072 GPUs
+        # modules at a and b); keywords cost more over 700,000 cables at 131,072 GPUs
         cable = Cable(
             cable_id(prefix, rack, number),
             network,
