@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpucluster.inputs.limits import (
     MAX_LIST_ITEMS,
@@ -29,6 +29,7 @@ from gpucluster.inputs.limits import (
     Phases,
     Text,
     format_template,
+    visible_strings,
 )
 
 MIB_PER_GB = 1024
@@ -54,9 +55,11 @@ Media = Literal["dac", "acc", "aoc", "mmf", "smf", "cat6"]
 
 
 class _Strict(BaseModel):
-    """A catalog file is user input too: wrong types are refused, never converted, and numbers are finite."""
+    """A catalog file is user input too: wrong types are refused, never converted, numbers are finite and no text
+    holds an invisible or control character."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    _visible = field_validator("*")(visible_strings)
 
 
 def _port_template(template: str) -> str:

@@ -21,14 +21,16 @@ from gpucluster.inputs.limits import (
     MAX_THROUGHPUT_GBYTES_PER_S,
     Phases,
     Text,
+    visible_strings,
 )
 
 
 class _Section(BaseModel):
     """Strict: a YAML value of the wrong type is refused, never converted (a string is not a number, a boolean
-    not a count), and a number must be finite."""
+    not a count), a number must be finite and no text may hold an invisible or control character."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    _visible = field_validator("*")(visible_strings)
 
 
 def _ratio(value: object) -> object:
@@ -283,6 +285,10 @@ class Management(_Section):
 
 
 _RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # Kubernetes namespace / object name segment
+# slurmdbd names its MySQL tables "<ClusterName>_<table>", the longest "<ClusterName>_assoc_usage_month_table"
+# (Slurm's src/plugins/accounting_storage/mysql/accounting_storage_mysql.c), and MySQL names are at most 64
+# characters: 64 - 24 leaves 40 for the cluster name, given or derived from the design name.
+SLURM_CLUSTER_NAME_MAX_CHARS = 40
 
 
 # Slurm's releases (YY.MM, two a year since 23.02; SchedMD's CHANGELOG/ folder), from the oldest still running at
@@ -298,7 +304,9 @@ class SlurmSettings(_Section):
         "24.11, 25.05 and 25.11",
     )
     cluster_name: str | None = Field(
-        None, pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Slurm ClusterName; default: the design name, '-' as '_'"
+        None,
+        pattern=rf"^[a-z][a-z0-9_]{{0,{SLURM_CLUSTER_NAME_MAX_CHARS - 1}}}$",
+        description="Slurm ClusterName; default: the design name, '-' as '_' (at most 40 characters, for slurmdbd)",
     )
     state_save_location: str | None = Field(
         None,
