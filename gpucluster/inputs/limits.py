@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -23,6 +24,10 @@ MAX_SERVERS = MAX_GPUS  # a one-GPU server; the design check also bounds servers
 MAX_STORAGE_BLOCKS = 4_096  # building blocks of one filesystem or object store
 MAX_CAPACITY_TB = 10_000_000  # 10 EB
 MAX_THROUGHPUT_GBYTES_PER_S = 1_000_000  # 1 PB/s
+# The smallest storage figures planned: below them a figure is a typo or an attack (1e-300 TB), and times derived
+# from them (a checkpoint's write, a dataset's staging) stop being finite.
+MIN_CAPACITY_TB = 0.001  # 1 GB
+MIN_THROUGHPUT_GBYTES_PER_S = 0.01  # 10 MB/s, a single disk
 MAX_TEXT_CHARS = 2_000  # a description or a citation
 MAX_NAME_CHARS = 200  # a vendor, model or part number
 MAX_LIST_ITEMS = 1_000  # entries in a list the schema allows to grow (teams, lengths, devices)
@@ -95,10 +100,11 @@ NCCL_IB_HCA and into test commands, so only the characters such names use."""
 PORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _./:-]{0,63}$")
 
 
-def format_template(template: str, fields: frozenset[str]) -> str:
+def format_template(template: str, samples: Mapping[str, float]) -> str:
     """A name template (str.format) that substitutes only the given plain fields with a short numeric format:
     no attribute or index access ({cage.__class__}), no conversion, no width that could allocate without
-    bound ({cage:>999999999})."""
+    bound ({cage:>999999999}), and a format each field's type takes (`samples` holds a value of each field,
+    so {length_m:d} on a float length or {cage:.1d} is refused here rather than failing in a writer)."""
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError as exc:
@@ -106,11 +112,18 @@ def format_template(template: str, fields: frozenset[str]) -> str:
     for _, field_name, spec, conversion in parts:
         if field_name is None:
             continue
-        if field_name not in fields:
-            allowed = ", ".join("{" + f + "}" for f in sorted(fields))
+        if field_name not in samples:
+            allowed = ", ".join("{" + f + "}" for f in sorted(samples))
             raise ValueError(f"{{{field_name}}} cannot be substituted; allowed: {allowed}")
         if conversion or not re.fullmatch(r"0?[1-9]?(\.[0-9])?[df]?", spec or ""):
             raise ValueError(f"format {{{field_name}:{spec}}} is not allowed; use a short number format like :03.0f")
+        try:
+            format(samples[field_name], spec or "")
+        except ValueError:
+            kind = type(samples[field_name]).__name__
+            raise ValueError(
+                f"format {{{field_name}:{spec}}} does not fit {{{field_name}}}, a number ({kind})"
+            ) from None
     return template
 
 
