@@ -45,18 +45,23 @@ _NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd
 
 def read_limited(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file no larger than `limit`; anything else (a folder, a device, a pipe, a file
-    too large) is a located error that quotes nothing of the file."""
+    too large) is a located error that quotes nothing of the file. A file whose size is over the limit is not
+    read at all; one that grows while read is read no further than the limit."""
+    too_large = DesignError(
+        [Problem(str(path), 0, 0, "", f"the {what} is larger than {limit // 1024:,} KiB, the largest supported")]
+    )
     try:
         if not path.is_file():
             reason = "no such file" if not path.exists() else "not a regular file"
             raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {reason}")])
+        if path.stat().st_size > limit:
+            raise too_large
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {exc.strerror}")]) from None
     if len(data) > limit:
-        message = f"the {what} is larger than {limit // 1024:,} KiB, the largest supported"
-        raise DesignError([Problem(str(path), 0, 0, "", message)])
+        raise too_large
     return data
 
 
