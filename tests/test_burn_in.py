@@ -274,3 +274,13 @@ def test_a_rack_checklist_prints_with_weasyprint(h100: Path) -> None:
     document = weasyprint.HTML(str(page)).render()
     assert len(document.pages) >= 1
     assert document.pages[0].width > document.pages[0].height  # A4 landscape, as the page style asks
+
+
+def test_a_one_server_design_passes_the_burn_in_rule_with_its_links_reported_unmeasurable(tmp_path):
+    """ib_write_bw needs a peer server on the same rail: a lone server's links cannot be missing from the plan."""
+    design = tmp_path / "one.yaml"
+    design.write_text("name: one\ncompute: {servers: 1, spare_servers: 0}\n", encoding="utf-8")
+    plan = plan_design(load_design(design))
+    findings = [f for f in check_rules(plan.facts) if f.rule == "burn-in-plan-present"]
+    assert [f.severity for f in findings] == ["ok"], findings
+    assert "no peer server" in findings[0].message

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from gpucluster.cli import main
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.verify.check import verify
+from gpucluster.verify.discovery import MAX_DISCOVERY_BYTES
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
 from gpucluster.verify.lldp import mau_speed_gbps, parse_lldp
 from gpucluster.verify.report import findings_csv, findings_html, summary_lines
@@ -420,6 +422,37 @@ def test_lldp_file_that_is_not_json_names_line_and_column(tmp_path):
     path = _write(tmp_path, "inband-leaf-a-1.json", '{"lldp": {\n  "interface": [,]\n}}')
     result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(path), "-o", str(tmp_path)])
     assert result.exit_code == 2 and f"{path}:2:" in result.output and "not JSON" in result.output
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"lldp": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests deeper than 64 levels"),
+        ('{"lldp": {"interface": ' + "9" * 5_000 + "}}", "a number of 5,000 characters"),
+        ('{"lldp": {"interface": NaN}}', "NaN is not a JSON number"),
+    ],
+    ids=["deep-nesting", "5000-digit-integer", "nan"],
+)
+def test_lldp_json_beyond_the_reader_bounds_is_a_located_error(tmp_path, text, expected):
+    path = _write(tmp_path, "inband-leaf-a-1.json", text)
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and f"{path}:1:" in result.output and expected in result.output, result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_ibnetdiscover_file_over_the_size_cap_is_refused_without_reading_it(tmp_path):
+    path = tmp_path / "huge.net"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_DISCOVERY_BYTES + 1)  # sparse: refused by its size, never read
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "larger than 262,144 KiB" in result.output and str(path) in result.output
+
+
+def test_ibnetdiscover_from_a_pipe_is_refused_not_read_without_end(tmp_path):
+    path = tmp_path / "pipe.net"
+    os.mkfifo(path)
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "not a regular file" in result.output
 
 
 # --- the build ------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from gpucluster.analyse.scheduling import (
 )
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
+from gpucluster.design.names import slurm_cluster_name
 from gpucluster.formats import yamlout
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
@@ -103,7 +104,7 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         "slurm/slurm.conf.j2",
         design=design,
         version=target,
-        cluster_name=settings.cluster_name or _cluster_name(design),
+        cluster_name=slurm_cluster_name(plan.design),
         controllers=controllers,
         state_save=state_save,
         state_save_shared=len(controllers) > 1,
@@ -240,9 +241,3 @@ def _chunks(names: list[str], size: int = 512) -> list[str]:
 def _feature(text: str) -> str:
     """A Slurm feature name: lower case letters, digits and underscores."""
     return "".join(c if c.isalnum() else "_" for c in text.lower())
-
-
-def _cluster_name(design: str) -> str:
-    """slurmdbd keys its tables by cluster name, which takes no hyphens: the design name with underscores."""
-    name = design.replace("-", "_")
-    return name if name[0].isalpha() else f"c_{name}"

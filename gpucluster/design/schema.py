@@ -19,16 +19,20 @@ from gpucluster.inputs.limits import (
     MAX_LIST_ITEMS,
     MAX_SERVERS,
     MAX_THROUGHPUT_GBYTES_PER_S,
+    MIN_CAPACITY_TB,
+    MIN_THROUGHPUT_GBYTES_PER_S,
     Phases,
     Text,
+    visible_strings,
 )
 
 
 class _Section(BaseModel):
     """Strict: a YAML value of the wrong type is refused, never converted (a string is not a number, a boolean
-    not a count), and a number must be finite."""
+    not a count), a number must be finite and no text may hold an invisible or control character."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    _visible = field_validator("*")(visible_strings)
 
 
 def _ratio(value: object) -> object:
@@ -76,7 +80,7 @@ class Site(_Section):
     name: str = Field("DC1", pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,15}$", description="site code used in labels")
     rack: str = Field("legrand-nvidpd13", description="rack model from the catalog")
     rack_height_u: int | None = Field(None, gt=0, le=60, description="defaults to the rack model's height")
-    rack_power_budget_kw: float = Field(45.0, gt=0, le=1000, description="maximum IT load per rack (nameplate maximum)")
+    rack_power_budget_kw: float = Field(45.0, ge=1, le=1000, description="maximum IT load per rack (nameplate maximum)")
     servers_per_rack: int | None = Field(
         None,
         gt=0,
@@ -86,7 +90,7 @@ class Site(_Section):
     )
     cooling: Literal["air", "rear-door", "liquid"] = "rear-door"
     cooling_capacity_kw: float | None = Field(
-        None, gt=0, le=1000, description="heat one rack's cooling can remove; defaults by cooling type"
+        None, ge=1, le=1000, description="heat one rack's cooling can remove; defaults by cooling type"
     )
     rack_pitch_mm: float | None = Field(
         None, ge=100, le=5000, description="rack-to-rack spacing in a row; defaults to rack width"
@@ -94,7 +98,7 @@ class Site(_Section):
     row_pitch_mm: float = Field(2400, ge=500, le=20_000, description="row-to-row spacing (rack depth plus aisle)")
     floor_load_kpa: float = Field(
         12.0,
-        gt=0,
+        ge=1,
         le=100,
         description="the floor's rated distributed (superimposed live) load; default 12 kPa (250 lb/ft2), "
         "TIA-942 Rated-3, which the DGX SuperPOD RAs ask of the data centre",
@@ -114,13 +118,14 @@ class Site(_Section):
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
     air_temperature_rise_k: float = Field(
         11.1,
-        gt=0,
+        ge=3,
         le=30,
-        description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb)",
+        description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb; "
+        "ASHRAE's equipment rises are 5-20 K, below 3 K the airflow a rack needs is no longer buildable)",
     )
     coolant_temperature_rise_k: float | None = Field(
         None,
-        gt=0,
+        ge=1,
         le=30,
         description="coolant temperature rise across a liquid-cooled rack: its flow follows from its liquid heat "
         "(water); when omitted, the rack system's published flow per kW",
@@ -238,7 +243,7 @@ class ParallelFilesystem(_Section):
     block: str | None = Field(None, description="building block from the catalog; default fits the kind")
     capacity_tb: float | None = Field(
         None,
-        gt=0,
+        ge=MIN_CAPACITY_TB,
         le=MAX_CAPACITY_TB,
         description="usable capacity; default: what the building blocks the throughput needs hold",
     )
@@ -246,10 +251,16 @@ class ParallelFilesystem(_Section):
         "better", description="SuperPOD RA storage guideline level for default throughput"
     )
     read_gbytes_per_s: float | None = Field(
-        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate read; default from the level"
+        None,
+        ge=MIN_THROUGHPUT_GBYTES_PER_S,
+        le=MAX_THROUGHPUT_GBYTES_PER_S,
+        description="aggregate read; default from the level",
     )
     write_gbytes_per_s: float | None = Field(
-        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate write; default from the level"
+        None,
+        ge=MIN_THROUGHPUT_GBYTES_PER_S,
+        le=MAX_THROUGHPUT_GBYTES_PER_S,
+        description="aggregate write; default from the level",
     )
 
 
@@ -257,9 +268,12 @@ class ObjectStorage(_Section):
     """The cheaper tier where raw data and finished models live, staged to the fast tier when needed."""
 
     block: str | None = Field(None, description="object-storage building block from the catalog")
-    capacity_tb: float = Field(gt=0, le=MAX_CAPACITY_TB)
+    capacity_tb: float = Field(ge=MIN_CAPACITY_TB, le=MAX_CAPACITY_TB)
     throughput_gbytes_per_s: float | None = Field(
-        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate read throughput wanted"
+        None,
+        ge=MIN_THROUGHPUT_GBYTES_PER_S,
+        le=MAX_THROUGHPUT_GBYTES_PER_S,
+        description="aggregate read throughput wanted",
     )
     shared_with_parallel_filesystem: bool = Field(
         False,
@@ -283,6 +297,10 @@ class Management(_Section):
 
 
 _RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # Kubernetes namespace / object name segment
+# slurmdbd names its MySQL tables "<ClusterName>_<table>", the longest "<ClusterName>_assoc_usage_month_table"
+# (Slurm's src/plugins/accounting_storage/mysql/accounting_storage_mysql.c), and MySQL names are at most 64
+# characters: 64 - 24 leaves 40 for the cluster name, given or derived from the design name.
+SLURM_CLUSTER_NAME_MAX_CHARS = 40
 
 
 # Slurm's releases (YY.MM, two a year since 23.02; SchedMD's CHANGELOG/ folder), from the oldest still running at
@@ -298,7 +316,9 @@ class SlurmSettings(_Section):
         "24.11, 25.05 and 25.11",
     )
     cluster_name: str | None = Field(
-        None, pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Slurm ClusterName; default: the design name, '-' as '_'"
+        None,
+        pattern=rf"^[a-z][a-z0-9_]{{0,{SLURM_CLUSTER_NAME_MAX_CHARS - 1}}}$",
+        description="Slurm ClusterName; default: the design name, '-' as '_' (at most 40 characters, for slurmdbd)",
     )
     state_save_location: str | None = Field(
         None,
@@ -439,14 +459,25 @@ class FailureRates(_Section):
 class Workload(_Section):
     """The training job the cluster is for (sizing, checkpoints, failure analysis, simulation)."""
 
-    model_parameters_b: float = Field(gt=0, le=100_000, description="model size in billions of parameters")
-    training_tokens_b: float | None = Field(None, gt=0, le=1_000_000, description="training tokens in billions")
-    target_days: float | None = Field(None, gt=0, le=3650, description="wall-clock days the run should take")
+    model_parameters_b: float = Field(
+        ge=0.01, le=100_000, description="model size in billions of parameters (10 million to 100 trillion)"
+    )
+    training_tokens_b: float | None = Field(
+        None, ge=0.001, le=1_000_000, description="training tokens in billions (a million to a quadrillion)"
+    )
+    target_days: float | None = Field(
+        None, ge=0.01, le=3650, description="wall-clock days the run should take (a quarter of an hour to ten years)"
+    )
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
-    mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43)")
+    mfu: float = Field(
+        0.4,
+        ge=0.01,
+        le=1,
+        description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43); below 1 % the GPUs idle, not train",
+    )
     checkpoint_interval_minutes: float | None = Field(
         None,
-        gt=0,
+        ge=1,
         le=10_080,
         description="compute time between checkpoints, rounded to whole training steps; "
         "default Daly's optimum for this plan",
@@ -455,7 +486,7 @@ class Workload(_Section):
         "adam", description="sets the checkpoint's bytes per parameter (mixed-precision Adam: 14)"
     )
     checkpoint_bytes_per_parameter: float | None = Field(
-        None, gt=0, le=64, description="overrides the optimizer's figure, e.g. 16 when fp32 gradients are saved too"
+        None, ge=1, le=64, description="overrides the optimizer's figure, e.g. 16 when fp32 gradients are saved too"
     )
     checkpoint_mode: Literal["blocking", "async"] = Field(
         "blocking", description="async: GPUs pause only to stage the checkpoint in host memory; the write goes on"
@@ -467,17 +498,26 @@ class Workload(_Section):
         10.0, ge=0, le=1440, description="detect, diagnose and reschedule after a failure (checkpoint load is added)"
     )
     run_days: float | None = Field(
-        None, gt=0, le=3650, description="simulated run length; default target_days, else the compute time"
+        None, ge=0.01, le=3650, description="simulated run length; default target_days, else the compute time"
     )
-    global_batch_tokens_m: float = Field(16.0, gt=0, le=10_000, description="tokens per step in millions")
-    dataset_bytes_per_token: float = Field(4.0, gt=0, le=64, description="tokenised dataset size per token")
+    global_batch_tokens_m: float = Field(
+        16.0, ge=0.001, le=10_000, description="tokens per step in millions (a thousand tokens at least)"
+    )
+    dataset_bytes_per_token: float = Field(4.0, ge=0.5, le=64, description="tokenised dataset size per token")
     dataset_tb: float | None = Field(
-        None, gt=0, le=MAX_CAPACITY_TB, description="dataset size to stage; default tokens x bytes per token"
+        None,
+        ge=MIN_CAPACITY_TB,
+        le=MAX_CAPACITY_TB,
+        description="dataset size to stage; default tokens x bytes per token",
     )
     failure_rates: FailureRates = FailureRates()
-    repair_hours: float = Field(72.0, gt=0, le=8760, description="time to repair a failed GPU server and return it")
+    repair_hours: float = Field(72.0, ge=0.1, le=8760, description="time to repair a failed GPU server and return it")
     spare_confidence: float = Field(
-        0.95, gt=0, lt=1, description="probability that the spares cover every server in repair at once"
+        0.95,
+        ge=0.5,
+        le=0.9999,
+        description="probability that the spares cover every server in repair at once (50 % to 99.99 %: the "
+        "spare count grows without bound as it nears 1)",
     )
 
 
