@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -98,31 +99,63 @@ def test_plan_json_links_and_cables_refer_to_each_other(h100_1su):
     assert str(ROOT) not in json.dumps(document)
 
 
-def test_separate_processes_with_different_hash_seeds_write_the_same_bytes(tmp_path):
-    """Set and dict-of-set iteration must never leak into the output (Python randomises string hashes)."""
-    import os
+# A build as `gpucluster build`, optionally with WeasyPrint's fontTools subsetting (what it falls back to where the
+# HarfBuzz subsetting library is missing), which stamped each embedded font with the clock.
+BUILD_WITH = {
+    "harfbuzz": "from gpucluster.cli import main; main()",
+    "fonttools": "import weasyprint.pdf.fonts as f; f.harfbuzz_subset = None; from gpucluster.cli import main; main()",
+}
+
+
+@pytest.mark.parametrize(
+    ("design", "subsetter", "only"),
+    [
+        ("superpod-h100-1su", "harfbuzz", []),
+        ("superpod-h100-1su", "fonttools", []),
+        ("h100-16k-3tier", "fonttools", ["--only", "report"]),  # where report.pdf was seen to differ
+    ],
+)
+def test_separate_processes_with_different_hash_seeds_and_jobs_write_the_same_bytes(tmp_path, design, subsetter, only):
+    """Set and dict-of-set iteration must never leak into the output (Python randomises string hashes), nor the
+    writers' scheduling, nor the time of day: every file, the PDFs included, is compared."""
     import subprocess
     import sys
 
     outputs = []
-    for seed in ("1", "2"):
+    for seed, jobs in (("1", "1"), ("2", "2")):
         out = tmp_path / seed
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        command = [
-            sys.executable,
-            "-m",
-            "gpucluster.cli",
-            "build",
-            str(DESIGNS / "superpod-h100-1su.yaml"),
-            "-o",
-            str(out),
-            "--lock",
-            str(tmp_path / f"{seed}.lock.json"),  # a lock of its own: none beside the example design
-        ]
+        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONWARNINGS": "ignore"}
+        env.pop("SOURCE_DATE_EPOCH", None)
+        command = [sys.executable, "-c", BUILD_WITH[subsetter], "build", str(DESIGNS / f"{design}.yaml")]
+        command += ["-o", str(out), "-j", jobs, "--no-progress", *only]
+        command += ["--lock", str(tmp_path / f"{seed}.lock.json")]  # a lock of its own: none beside the example
         subprocess.run(command, check=True, env=env, capture_output=True)
-        outputs.append(_files(out / "superpod-h100-1su"))
-    assert outputs[0] == outputs[1]
+        outputs.append(_files(out / design))
+    assert any(name.endswith(".pdf") for name in outputs[0])
+    assert sorted(outputs[0]) == sorted(outputs[1])
+    assert [name for name in outputs[0] if outputs[0][name] != outputs[1][name]] == []
     assert (tmp_path / "1.lock.json").read_bytes() == (tmp_path / "2.lock.json").read_bytes()
+
+
+def test_a_pdf_subset_by_fonttools_carries_no_clock_time(tmp_path, monkeypatch):
+    """fontTools stamps a subset font's head.modified with the clock unless SOURCE_DATE_EPOCH says otherwise."""
+    import time
+    import types
+
+    import weasyprint.pdf.fonts
+    from fontTools.misc import timeTools
+
+    from gpucluster.artifacts._pdf import write_pdf
+
+    monkeypatch.setattr(weasyprint.pdf.fonts, "harfbuzz_subset", None)
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    html = "<p style='font-family: DejaVu Sans'>Rack A01 <code>port 1/1</code></p>"
+    write_pdf(html, tmp_path / "now.pdf")
+    tomorrow = time.time() + 86_400
+    monkeypatch.setattr(timeTools, "time", types.SimpleNamespace(time=lambda: tomorrow))
+    write_pdf(html, tmp_path / "tomorrow.pdf")
+    assert (tmp_path / "now.pdf").read_bytes() == (tmp_path / "tomorrow.pdf").read_bytes()
+    assert "SOURCE_DATE_EPOCH" not in os.environ  # pinned only while the PDF is written
 
 
 def test_a_missing_pdf_library_is_one_clear_error_not_a_traceback(tmp_path, monkeypatch):
