@@ -214,3 +214,84 @@ def test_the_cycle_collector_is_paused_only_while_a_writer_runs():
     with pytest.raises(ValueError), cycle_collector_paused():
         raise ValueError("a writer's error")
     assert gc.isenabled()
+
+
+# -- a build replaces output and lock together, or neither -----------------------------------------------------------
+
+
+def _lab_build(tmp_path, *extra):
+    """A copy of lab-4-servers built once (plan and summary, -j 1), its output folder and lock as they are after."""
+    design = tmp_path / "lab.yaml"
+    design.write_text((DESIGNS / "lab-4-servers.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    args = ["build", str(design), "-o", str(tmp_path / "out"), "-j", "1", "--no-progress", "--only", "plan", *extra]
+    return design, args
+
+
+def _state(tmp_path):
+    return _files(tmp_path / "out"), (tmp_path / "lab.lock.json").read_bytes(), sorted(os.listdir(tmp_path))
+
+
+def test_a_lock_that_cannot_be_written_leaves_the_previous_output_and_lock(tmp_path, monkeypatch):
+    import errno
+
+    import gpucluster.growth.phases
+
+    _design, args = _lab_build(tmp_path)
+    assert CliRunner().invoke(main, args).exit_code == 0
+    before = _state(tmp_path)
+
+    def read_only(plan, path):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    monkeypatch.setattr(gpucluster.growth.phases, "write_lock", read_only)
+    result = CliRunner().invoke(main, [*args, "--only", "summary"])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {tmp_path / 'lab.lock.json'}: cannot write the lock: Read-only file system"]
+    assert _state(tmp_path) == before  # plan.json alone, the old lock, no debris
+
+
+def test_a_full_disk_leaves_the_previous_output_and_lock_with_one_located_line(tmp_path, monkeypatch):
+    import errno
+
+    _design, args = _lab_build(tmp_path)
+    assert CliRunner().invoke(main, args).exit_code == 0
+    before = _state(tmp_path)
+
+    def full(plan, loaded, staging):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setitem(artifacts.ARTIFACTS, "summary", full)
+    result = CliRunner().invoke(main, [*args, "--only", "summary"])
+    assert result.exit_code == 2, result.output
+    assert (
+        result.output.splitlines()[-1] == f"error: {tmp_path / 'out'}: cannot write the output: No space left on device"
+    )
+    assert "Traceback" not in result.output
+    assert _state(tmp_path) == before
+
+
+def test_debris_of_a_killed_build_is_removed_by_the_next_and_never_read(tmp_path):
+    _design, args = _lab_build(tmp_path)
+    assert CliRunner().invoke(main, args).exit_code == 0
+    expected = _state(tmp_path)
+    # what SIGKILL leaves: a staging folder, the lock's new file and its temporary
+    (tmp_path / "out" / ".lab-4-servers.x1y2z3.tmp").mkdir()
+    (tmp_path / "out" / ".lab-4-servers.x1y2z3.tmp" / "plan.json").write_text("{}")
+    (tmp_path / ".lab.lock.json.new").write_text("{not a lock")
+    (tmp_path / "..lab.lock.json.new.tmp").write_text("{not a lock")
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert _state(tmp_path) == expected
+
+
+def test_a_rename_beside_the_swap_that_fails_puts_the_previous_output_back(tmp_path):
+    final, staging = tmp_path / "lab", tmp_path / ".lab.abc.tmp"
+    final.mkdir()
+    (final / "plan.json").write_text("old")
+    staging.mkdir()
+    (staging / "plan.json").write_text("new")
+    with pytest.raises(FileNotFoundError):
+        output_folder.swap(staging, final, (tmp_path / "missing.new", tmp_path / "lab.lock.json"))
+    assert (final / "plan.json").read_text() == "old"
+    assert not (tmp_path / ".lab.old").exists()
