@@ -490,7 +490,16 @@ def size_command(
         click.echo(f"error: {out_file}: cannot write: no such folder {out_file.parent}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
-        starter = plan_starter(catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files)
+        starter = plan_starter(
+            catalog,
+            server,
+            workload,
+            name,
+            out_file.parent,
+            site=site,
+            catalog_files=catalog_files,
+            source=str(from_design or out_file),
+        )
     except DesignError as error:
         _fail(error)
         raise
