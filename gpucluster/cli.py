@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs
+from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs, output_folder
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
@@ -263,6 +263,7 @@ def build(
                 lock_path = None if no_lock else lock_file or default_lock_path(design)
                 lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
                 staged = _StagedLock(lock_path)
+                staged.remove_stale()
                 unstage.callback(staged.remove)  # a build that fails leaves the lock as it was
                 with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
                     # memory peaks while the cabling's writer and the analyses run beside planning: sample each stage
@@ -287,24 +288,22 @@ def build(
                     summary = summary_lines(plan)
                     # the lock (large at scale) is written beside the last writers (the report alone leaves
                     # a CPU idle), under a name of its own: it replaces the lock once the build has succeeded
-                    folder = writing.finish(plan, loaded, functools.partial(staged.write, plan))
-                unstage.pop_all()  # built: the staged lock is kept for its place
+                    # the output and the lock are renamed in together, once both are written
+                    folder = writing.finish(
+                        plan, loaded, functools.partial(staged.write, plan), functools.partial(staged.ready, plan)
+                    )
+                unstage.pop_all()  # built: the staged lock was renamed with the output
         except DesignError as error:
             _fail(error)
         except MissingSystemLibrary as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(1)
-        if lock_path is not None:
-            try:
-                if lock is not None:
-                    for line in lock_lines(lock_changes(lock, plan)):
-                        click.echo(line)
-                staged.replace(plan)
-            except OSError as error:
-                click.echo(f"error: {lock_path}: cannot write the lock: {error.strerror}", err=True)
-                sys.exit(EXIT_BAD_INPUT)
-            finally:
-                staged.remove()
+        except OSError as error:
+            click.echo(f"error: {_os_error_place(error, out_dir, staged)}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        if lock is not None:
+            for line in lock_lines(lock_changes(lock, plan)):
+                click.echo(line)
         if profile:
             sampler.sample([], force=True)
             for line in profiling.profile_lines(
@@ -318,39 +317,58 @@ def build(
             click.echo(f"wrote {lock_path}")
 
 
+def _os_error_place(error: OSError, out_dir: Path, staged: _StagedLock) -> str:
+    """An OS error of a build as one line: the path the user gave (the output folder for anything in it: the staging
+    folder's names are the build's own; the lock for its new file), what failed and why. Nothing was swapped in."""
+    name = error.filename
+    if staged.path is not None and (error is staged.error or str(name or "").startswith(str(staged.new_path))):
+        return f"{staged.path}: cannot write the lock: {error.strerror}"
+    place = out_dir if name is None or Path(os.fsdecode(name)).is_relative_to(out_dir) else os.fsdecode(name)
+    return f"{place}: cannot write the output: {error.strerror}"
+
+
 class _StagedLock:
     """A build's plan lock, written while its last writers run (`write`) under a name of its own beside the lock, and
-    moved over the lock once the build has succeeded (`replace`); `remove` drops it when the build failed."""
+    renamed over the lock together with the output's swap (`ready`); `remove` drops it when the build failed."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.staged: Path | None = None
         self.error: OSError | None = None
 
+    @property
+    def new_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(f".{self.path.name}.new")
+
+    def remove_stale(self) -> None:
+        """Remove the new lock (and its temporary) a killed build left, before this build writes its own."""
+        if self.path is not None:
+            output_folder.remove_stale_file(self.new_path)
+
     def write(self, plan: Plan) -> None:
         from gpucluster.growth.phases import write_lock
 
         if self.path is None:
             return
-        staged = self.path.with_name(f".{self.path.name}.new")
         try:
-            write_lock(plan, staged)
-        except OSError as error:  # said once the build is done, as when it is written then
+            write_lock(plan, self.new_path)
+        except OSError as error:  # raised by `ready`, before the swap, as when it is written then
             self.error = error
             return
-        self.staged = staged
+        self.staged = self.new_path
 
-    def replace(self, plan: Plan) -> None:
-        """Put the staged lock in place (written now when the build had no writers to write it beside)."""
+    def ready(self, plan: Plan) -> tuple[Path, Path] | None:
+        """The new lock and the lock it replaces, for the swap to rename (written now when the build had no writers
+        to write it beside); a failed write raises here, so the previous output and lock stay."""
         if self.path is None:
-            return
+            return None
         if self.staged is None and self.error is None:
             self.write(plan)
         if self.error is not None:
             raise self.error
         assert self.staged is not None
-        os.replace(self.staged, self.path)
-        self.staged = None
+        return self.staged, self.path
 
     def remove(self) -> None:
         if self.staged is not None:
@@ -472,7 +490,16 @@ def size_command(
         click.echo(f"error: {out_file}: cannot write: no such folder {out_file.parent}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
-        starter = plan_starter(catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files)
+        starter = plan_starter(
+            catalog,
+            server,
+            workload,
+            name,
+            out_file.parent,
+            site=site,
+            catalog_files=catalog_files,
+            source=str(from_design or out_file),
+        )
     except DesignError as error:
         _fail(error)
         raise

@@ -18,7 +18,7 @@ from corpus import SECRET, Case, case_names, prepare, run_case
 pytestmark = pytest.mark.slow  # one `gpucluster build` process per case of the corpus
 
 WHOLE_FILE = {"size-file-too-large"}  # a problem of the whole file names the file (no line to point at)
-LOCATED = re.compile(r"\.(yaml|yml|csv):\d+:\d+: ")
+LOCATED = re.compile(r"\.(yaml|yml|csv|json):\d+:\d+: ")
 
 
 @pytest.fixture(scope="session")

@@ -86,12 +86,15 @@ def lock_text(plan: Plan) -> str:
 
 
 def write_lock(plan: Plan, path: Path) -> None:
-    """Write the plan's lock atomically (a temporary file beside it, renamed over it)."""
+    """Write the plan's lock atomically (a temporary file beside it, on disk before it is renamed over it: a full
+    disk fails here, not after the rename)."""
     staging = path.with_name(f".{path.name}.tmp")
     try:
         with open(staging, "wb") as out:
             for chunk in lock_chunks(plan):
                 out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(staging, path)
     finally:
         if staging.exists():
