@@ -506,6 +506,11 @@ def size_command(
     "labels, the BOM to order, the printouts of the racks that change) and any move, re-cabling or relabelling "
     "of what is built, which is an error (exit 1) unless --allow-moves.",
 )
+@click.option(
+    "--no-lock",
+    is_flag=True,
+    help="Compare two alternatives, not a phase of growth: plan both afresh without reading any lock.",
+)
 @click.option("--allow-moves", is_flag=True, help="Accept a phase that moves, re-cables or relabels what is built.")
 @data_dir_option
 @progress_option
@@ -515,15 +520,19 @@ def diff(
     out_dir: Path,
     files: bool,
     lock_file: Path | None,
+    no_lock: bool,
     allow_moves: bool,
     data_dirs: tuple[Path, ...],
     progress: bool | None,
 ) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf.
-    With a plan lock, NEW is reviewed as a phase of growth of what is built."""
+    With a plan lock, NEW is reviewed as a phase of growth of what is built; --no-lock compares alternatives."""
+    if no_lock and lock_file is not None:
+        click.echo("error: --no-lock: give --lock or --no-lock, not both", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     with _display(progress) as say:
-        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file)
+        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file, read_locks=not no_lock)
     if moves and not allow_moves:
         click.echo(
             f"error: {new} moves, re-cables or relabels {moves:,} things already built (listed above and in the "
@@ -541,8 +550,10 @@ def _diff(
     say: Callable[[str], None],
     data_dirs: tuple[Path, ...] = (),
     lock_file: Path | None = None,
+    read_locks: bool = True,
 ) -> int:
-    """Write the diff and the review; the number of changes to what the lock says is built (0 without one)."""
+    """Write the diff and the review; the number of changes to what the lock says is built (0 without one, and
+    with ``read_locks`` false: alternatives side by side are not growth, so no lock is read)."""
     from gpucluster.analyse.bom import bom_for
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
@@ -556,7 +567,7 @@ def _diff(
         lock = None
         for design in (old, new):
             loaded = load_design(design, data_dirs)
-            if design is old and (lock_file is not None or lock_path.exists()):
+            if read_locks and design is old and (lock_file is not None or lock_path.exists()):
                 lock = read_lock(lock_path, loaded.design.name)
             planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:
