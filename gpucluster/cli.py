@@ -393,7 +393,8 @@ def catalog_command(kind: str | None, design: Path | None, citations: bool) -> N
     "from_design",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="A design to take the site, the GPU server, extra catalog files and the workload from (options override).",
+    help="A design to start from: its GPU server and workload (options override) and every setting size does not "
+    "decide itself (site, fabric, storage, scheduler and teams, BOM ...) as it writes them.",
 )
 @click.option("--parameters-b", type=float, default=None, help="Model size in billions of parameters.")
 @click.option("--tokens-b", type=float, default=None, help="Training tokens in billions.")
@@ -421,12 +422,13 @@ def size_command(
     from gpucluster.catalog.load import load_catalog
     from gpucluster.catalog.schema import GpuServer, RackSystem
     from gpucluster.design.schema import Workload
-    from gpucluster.training.starter import plan_starter
+    from gpucluster.training.starter import kept_settings, plan_starter
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     fields: dict[str, object] = {}
     site: dict | None = None
     catalog_files: list[str] | None = None
+    kept: dict[str, dict[str, object]] = {}
     if from_design is not None:
         try:
             base = load_design(from_design)
@@ -435,13 +437,14 @@ def size_command(
             raise
         catalog = base.catalog
         server = server or base.design.compute.server
-        site = base.design.site.model_dump(mode="json", exclude_defaults=True) or None
+        site = base.design.site.model_dump(mode="json", exclude_unset=True) or None
         if base.design.workload is not None:
             fields = base.design.workload.model_dump(mode="json", exclude_unset=True)
         out_folder = (out_file.parent if out_file else Path(".")).resolve()
         catalog_files = [
             os.path.relpath((from_design.parent / extra).resolve(), out_folder) for extra in base.design.catalog
         ] or None
+        kept = kept_settings(base.design, from_design, out_folder)
     else:
         catalog = load_catalog()
     given: dict[str, object] = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
@@ -472,7 +475,9 @@ def size_command(
         click.echo(f"error: {out_file}: cannot write: no such folder {out_file.parent}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
-        starter = plan_starter(catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files)
+        starter = plan_starter(
+            catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files, kept=kept
+        )
     except DesignError as error:
         _fail(error)
         raise
