@@ -545,10 +545,7 @@ class KubernetesSettings(_Section):
     @field_validator("teams")
     @classmethod
     def _unique_teams(cls, teams: list[Team]) -> list[Team]:
-        names = [t.name for t in teams]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"team names must be unique; repeated: {', '.join(repeated)}")
+        _unique("team", [t.name for t in teams])
         return teams
 
 
