@@ -146,7 +146,7 @@ class SchedulerSide:
 
 def slurm_partitions(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
     """Slurm's partitions: the design's (``scheduler.slurm.partitions``) or else ``gpu`` (every production
-    server), then ``spares`` (hot spares) and ``burnin`` (all). The default partition comes first."""
+    server), then ``spares`` (hot spares) and ``burnin`` (all)."""
     production = [n for n in servers if not plan.devices[n].spare]
     spares = [n for n in servers if plan.devices[n].spare]
     stated = plan.design.scheduler.slurm.partitions
