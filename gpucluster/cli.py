@@ -411,7 +411,8 @@ def catalog_command(kind: str | None, design: Path | None, citations: bool) -> N
     "from_design",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="A design to take the site, the GPU server, extra catalog files and the workload from (options override).",
+    help="A design to start from: its GPU server and workload (options override) and every setting size does not "
+    "decide itself (site, fabric, storage, scheduler and teams, BOM ...) as it writes them.",
 )
 @click.option("--parameters-b", type=float, default=None, help="Model size in billions of parameters.")
 @click.option("--tokens-b", type=float, default=None, help="Training tokens in billions.")
@@ -439,12 +440,13 @@ def size_command(
     from gpucluster.catalog.load import load_catalog
     from gpucluster.catalog.schema import GpuServer, RackSystem
     from gpucluster.design.schema import Workload
-    from gpucluster.training.starter import plan_starter
+    from gpucluster.training.starter import kept_settings, plan_starter
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     fields: dict[str, object] = {}
     site: dict | None = None
     catalog_files: list[str] | None = None
+    kept: dict[str, dict[str, object]] = {}
     if from_design is not None:
         try:
             base = load_design(from_design)
@@ -453,13 +455,14 @@ def size_command(
             raise
         catalog = base.catalog
         server = server or base.design.compute.server
-        site = base.design.site.model_dump(mode="json", exclude_defaults=True) or None
+        site = base.design.site.model_dump(mode="json", exclude_unset=True) or None
         if base.design.workload is not None:
             fields = base.design.workload.model_dump(mode="json", exclude_unset=True)
         out_folder = (out_file.parent if out_file else Path(".")).resolve()
         catalog_files = [
             os.path.relpath((from_design.parent / extra).resolve(), out_folder) for extra in base.design.catalog
         ] or None
+        kept = kept_settings(base.design, from_design, out_folder)
     else:
         catalog = load_catalog()
     given: dict[str, object] = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
@@ -499,6 +502,7 @@ def size_command(
             site=site,
             catalog_files=catalog_files,
             source=str(from_design or out_file),
+            kept=kept,
         )
     except DesignError as error:
         _fail(error)
@@ -533,6 +537,11 @@ def size_command(
     "labels, the BOM to order, the printouts of the racks that change) and any move, re-cabling or relabelling "
     "of what is built, which is an error (exit 1) unless --allow-moves.",
 )
+@click.option(
+    "--no-lock",
+    is_flag=True,
+    help="Compare two alternatives, not a phase of growth: plan both afresh without reading any lock.",
+)
 @click.option("--allow-moves", is_flag=True, help="Accept a phase that moves, re-cables or relabels what is built.")
 @data_dir_option
 @progress_option
@@ -542,15 +551,19 @@ def diff(
     out_dir: Path,
     files: bool,
     lock_file: Path | None,
+    no_lock: bool,
     allow_moves: bool,
     data_dirs: tuple[Path, ...],
     progress: bool | None,
 ) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf.
-    With a plan lock, NEW is reviewed as a phase of growth of what is built."""
+    With a plan lock, NEW is reviewed as a phase of growth of what is built; --no-lock compares alternatives."""
+    if no_lock and lock_file is not None:
+        click.echo("error: --no-lock: give --lock or --no-lock, not both", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     with _display(progress) as say:
-        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file)
+        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file, read_locks=not no_lock)
     if moves and not allow_moves:
         click.echo(
             f"error: {new} moves, re-cables or relabels {moves:,} things already built (listed above and in the "
@@ -568,8 +581,10 @@ def _diff(
     say: Callable[[str], None],
     data_dirs: tuple[Path, ...] = (),
     lock_file: Path | None = None,
+    read_locks: bool = True,
 ) -> int:
-    """Write the diff and the review; the number of changes to what the lock says is built (0 without one)."""
+    """Write the diff and the review; the number of changes to what the lock says is built (0 without one, and
+    with ``read_locks`` false: alternatives side by side are not growth, so no lock is read)."""
     from gpucluster.analyse.bom import bom_for
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
@@ -583,7 +598,7 @@ def _diff(
         lock = None
         for design in (old, new):
             loaded = load_design(design, data_dirs)
-            if design is old and (lock_file is not None or lock_path.exists()):
+            if read_locks and design is old and (lock_file is not None or lock_path.exists()):
                 lock = read_lock(lock_path, loaded.design.name)
             planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:

@@ -18,6 +18,7 @@ from typing import NoReturn, cast
 
 from gpucluster.analyse.burn_in import burn_in_plan
 from gpucluster.analyse.rules import refresh_findings
+from gpucluster.analyse.scheduling import check_slurm_partitions
 from gpucluster.analyse.totals import totals
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem, fork_worker, portable_error
@@ -66,6 +67,7 @@ def plan_design(
     with _cycle_collector_paused(freeze=kept), _AnalysesAside() as aside:
 
         def links_complete(plan: Plan) -> None:
+            check_slurm_partitions(loaded, plan)  # before any view starts: a bad partition leaves nothing written
             if jobs > 1 and len(plan.links) >= ASIDE_MIN_LINKS and hasattr(os, "fork"):
                 aside.start(plan)
             if linked is not None:

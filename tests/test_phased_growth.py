@@ -396,6 +396,22 @@ def test_diff_under_the_lock_lists_the_additions_and_refuses_moves(tmp_path: Pat
     assert allowed.exit_code == 0, allowed.output
 
 
+def test_diff_no_lock_compares_alternatives_without_reading_the_lock(tmp_path: Path) -> None:
+    old = _variant(tmp_path, "superpod-h100-1su", "old")
+    (tmp_path / "old.lock.json").write_text("not a lock", encoding="utf-8")  # read, it would be an error
+    two = _variant(tmp_path, "superpod-h100-1su", "two", compute__servers=61, compute__spare_servers=2)
+    command = ["diff", str(old), str(two), "-o", str(tmp_path / "d"), "--no-files", "--no-lock"]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output
+    assert "lock:" not in result.output and "re-cabled" not in result.output
+    review = (tmp_path / "d" / "superpod-h100-1su-vs-superpod-h100-1su" / "review.html").read_text(encoding="utf-8")
+    assert "Phase against the plan lock" not in review
+    both = CliRunner().invoke(
+        main, ["diff", str(old), str(two), "-o", str(tmp_path / "e"), "--no-lock", "--lock", str(tmp_path / "x.json")]
+    )
+    assert both.exit_code == 2 and "not both" in both.output and not (tmp_path / "e").exists()
+
+
 # -- the Pulumi tree -------------------------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from conftest import DESIGNS, planned
 from ibsim_tools import DOWN, UP, discover, needs_ibsim, one_generation, set_port_rate
 from lldpd_tools import Lab, needs_lldpd
 
-from gpucluster.artifacts.verify_expected import net_context, net_records, node_description_rows
+from gpucluster.artifacts.verify_expected import ibsim_port_options, net_context, net_records, node_description_rows
 from gpucluster.cli import main
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
@@ -535,6 +536,36 @@ def test_empty_lldp_folder_is_bad_input(tmp_path):
     (tmp_path / "lldp").mkdir()
     result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(tmp_path / "lldp"), "-o", str(tmp_path)])
     assert result.exit_code == 2 and "no <switch>.json files" in result.output
+
+
+@pytest.mark.parametrize(
+    ("rate", "options"),
+    [("4xNDR", "w=2 s=7 e=8"), ("4xHDR", "w=2 s=7 e=4"), ("2xNDR", "w=16 s=7 e=8"), ("4xQDR", "w=2 s=7"), ("400G", "")],
+)
+def test_ibsim_port_options_enable_exactly_the_planned_width_and_rate(rate, options):
+    assert ibsim_port_options(rate) == options
+
+
+def test_every_port_line_of_the_expected_net_carries_its_rate_as_ibsim_options():
+    _loaded, plan = planned("superpod-h100-1su")
+    ports = [line for line in expected_net(plan, "compute").splitlines() if line.startswith("[")]
+    assert len(ports) == 2 * len(plan.links_on("compute"))
+    assert all(f"]\t{ibsim_port_options(line.rsplit(' ', 1)[1])}\t#" in line for line in ports)
+    assert Counter(line.rsplit(" ", 1)[1] for line in ports) == {"4xNDR": 1008, "2xNDR": 8}
+
+
+@pytest.mark.external
+@needs_ibsim
+def test_ibsim_brings_links_up_at_the_rate_of_the_port_options_alone(tmp_path):
+    """ibsim before 0.12 reads no NDR from a port line's comment and brings such a link up at SDR: the options
+    must carry the rate. With the comments' rates taken out, every link still comes up at the planned width and
+    rate (one generation down on Debian's ibsim 0.10, whose rates end at HDR)."""
+    _loaded, plan = planned("superpod-h100-1su")
+    net = one_generation(expected_net(plan, "compute"), DOWN)
+    net = re.sub(r" lid 0 (\d+x[A-Z]+)$", " lid 0", net, flags=re.MULTILINE)
+    found = discover(net, tmp_path / "sim")
+    rates = Counter(re.findall(r" lid \d+ (\d+x[A-Z]+)$", found, flags=re.MULTILINE))
+    assert rates == {"4xHDR": 1008, "2xHDR": 8}
 
 
 @pytest.mark.external

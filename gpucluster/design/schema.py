@@ -8,6 +8,7 @@ Units are in field names (``_kw``, ``_mm``, ``_gbytes_per_s`` is gigabytes per s
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -308,6 +309,111 @@ SLURM_CLUSTER_NAME_MAX_CHARS = 40
 SlurmRelease = Literal["22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05"]
 
 
+# Slurm's time limits as slurm.conf(5) takes them: minutes, minutes:seconds, hours:minutes:seconds,
+# days-hours[:minutes[:seconds]], or UNLIMITED / INFINITE.
+_SLURM_TIME = r"^(UNLIMITED|INFINITE|\d{1,7}(:\d{1,2}){0,2}|\d{1,5}-\d{1,2}(:\d{1,2}){0,2})$"
+_SLURM_NAME = r"^[a-z][a-z0-9_-]{0,39}$"  # partitions and accounts: lower case (sacctmgr folds account names)
+_POSIX_USER = r"^[a-z_][a-z0-9_.-]{0,31}$"
+SLURM_GENERATED_PARTITIONS = ("spares", "burnin")  # written for every Slurm cluster (hot spares, acceptance tests)
+
+
+def slurm_minutes(limit: str) -> float:
+    """A Slurm time limit in minutes (infinite for UNLIMITED/INFINITE), to compare two limits."""
+    if limit in ("UNLIMITED", "INFINITE"):
+        return math.inf
+    days, dash, clock = limit.partition("-")
+    if not dash:  # minutes, minutes:seconds or hours:minutes:seconds
+        parts = [int(p) for p in days.split(":")]
+        hours, minutes, seconds = parts if len(parts) == 3 else [0, *parts, 0][:3]
+        return hours * 60 + minutes + seconds / 60
+    hours, minutes, seconds = [*(int(p) for p in clock.split(":")), 0, 0][:3]  # days-hours[:minutes[:seconds]]
+    return int(days) * 1440 + hours * 60 + minutes + seconds / 60
+
+
+class SlurmPartition(_Section):
+    """A partition as the site runs it: its servers (a count taken from the Slurm servers in plan order, or
+    names), its limits and who may use it."""
+
+    name: str = Field(
+        pattern=_SLURM_NAME,
+        description="partition name (lower case letters, digits, '-', '_'); not 'default', 'spares' or 'burnin'",
+    )
+    nodes: int | Literal["all"] | None = Field(
+        None,
+        description="production servers it takes: a count (partitions with counts take disjoint servers, in plan "
+        "order, so each keeps its scalable units together) or 'all'; give nodes or node_list",
+    )
+    node_list: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LIST_ITEMS,
+        description="the servers by host name (e.g. gpu001), instead of a count",
+    )
+    default: bool = Field(False, description="the partition jobs go to when they name none (default: the first)")
+    max_time: str | None = Field(None, pattern=_SLURM_TIME, description="MaxTime, e.g. '7-00:00:00' (default: none)")
+    default_time: str | None = Field(None, pattern=_SLURM_TIME, description="DefaultTime, e.g. '1:00:00'")
+    max_nodes: int | None = Field(None, ge=1, le=MAX_SERVERS, description="MaxNodes: most servers one job takes")
+    allow_accounts: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="accounts that may use it (AllowAccounts; default: every account)",
+    )
+
+    @field_validator("node_list")
+    @classmethod
+    def _host_names(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or []:
+            if not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", name):
+                raise ValueError(f"{name!r} is not a host name (lower case letters, digits and '-')")
+        _unique("host", names or [])
+        return names
+
+    @model_validator(mode="after")
+    def _servers_and_limits(self) -> SlurmPartition:
+        if self.name == "default" or self.name in SLURM_GENERATED_PARTITIONS:
+            raise ValueError(
+                f"partition name {self.name!r} is taken ('default' is Slurm's keyword; spares and burnin "
+                "are written for every Slurm cluster)"
+            )
+        if (self.nodes is None) == (self.node_list is None):
+            raise ValueError("give 'nodes' (a count or 'all') or 'node_list', one of them")
+        if isinstance(self.nodes, int) and self.nodes < 1:
+            raise ValueError("nodes must be at least 1")
+        if self.default_time and self.max_time and slurm_minutes(self.default_time) > slurm_minutes(self.max_time):
+            raise ValueError(f"default_time {self.default_time} is longer than max_time {self.max_time}")
+        return self
+
+
+class SlurmAccount(_Section):
+    """A Slurm account (a department, a group, a project) in the fair-share tree, written as sacctmgr commands."""
+
+    name: str = Field(pattern=_SLURM_NAME, description="account name (lower case); not 'root'")
+    parent: str = Field("root", pattern=_SLURM_NAME, description="the parent account ('root': the top)")
+    fairshare: int = Field(1, ge=1, le=1_000_000, description="shares among its siblings (sacctmgr Fairshare)")
+    max_gpus: int | None = Field(
+        None, ge=1, le=MAX_GPUS, description="GPUs its jobs may hold at once (GrpTRES=gres/gpu=N)"
+    )
+    max_jobs: int | None = Field(None, ge=1, le=1_000_000, description="running jobs per user (MaxJobs)")
+    max_wall: str | None = Field(None, pattern=_SLURM_TIME, description="longest job (MaxWall), e.g. '2-00:00:00'")
+    users: list[str] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="POSIX user names that charge it"
+    )
+
+    @field_validator("users")
+    @classmethod
+    def _user_names(cls, users: list[str]) -> list[str]:
+        for user in users:
+            if not re.fullmatch(_POSIX_USER, user):
+                raise ValueError(f"{user!r} is not a user name (lower case letters, digits, '_', '.', '-')")
+        return users
+
+    @model_validator(mode="after")
+    def _not_root(self) -> SlurmAccount:
+        if self.name == "root":
+            raise ValueError("'root' is Slurm's own top account; name the account or give it parent: root")
+        return self
+
+
 class SlurmSettings(_Section):
     version: SlurmRelease = Field(
         "25.11",
@@ -332,6 +438,50 @@ class SlurmSettings(_Section):
         description="container runtime for jobs: pyxis (NVIDIA's SPANK plugin with Enroot, `srun --container-image`, "
         "as DGX sites run containers; writes plugstack.conf) or none",
     )
+    partitions: list[SlurmPartition] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="the site's partitions, in place of the default 'gpu' partition of every production server "
+        "(spares and burnin are always written)",
+    )
+    accounts: list[SlurmAccount] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="accounts and fair share: written as slurm/accounts.sh (sacctmgr) with slurm/slurmdbd.conf",
+    )
+
+    @model_validator(mode="after")
+    def _names_and_tree(self) -> SlurmSettings:
+        _unique("partition", [p.name for p in self.partitions])
+        _unique("account", [a.name for a in self.accounts])
+        if sum(p.default for p in self.partitions) > 1:
+            raise ValueError("only one partition can be the default")
+        accounts = {a.name: a for a in self.accounts}
+        for account in self.accounts:
+            if account.parent != "root" and account.parent not in accounts:
+                raise ValueError(
+                    f"account {account.name!r}: unknown parent {account.parent!r} (root or one of: "
+                    f"{', '.join(accounts) or 'no accounts'})"
+                )
+            seen, parent = {account.name}, account.parent
+            while parent != "root":
+                if parent in seen:
+                    raise ValueError(f"account {account.name!r}: its parents go round in a circle")
+                seen.add(parent)
+                parent = accounts[parent].parent
+        for partition in self.partitions:
+            unknown = [a for a in partition.allow_accounts if a not in accounts]
+            if unknown:
+                raise ValueError(
+                    f"partition {partition.name!r}: allow_accounts names unknown account(s) {', '.join(unknown)}"
+                )
+        return self
+
+
+def _unique(what: str, names: list[str]) -> None:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{what} names must be unique; repeated: {', '.join(repeated)}")
 
 
 class Team(_Section):
@@ -415,10 +565,7 @@ class KubernetesSettings(_Section):
     @field_validator("teams")
     @classmethod
     def _unique_teams(cls, teams: list[Team]) -> list[Team]:
-        names = [t.name for t in teams]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"team names must be unique; repeated: {', '.join(repeated)}")
+        _unique("team", [t.name for t in teams])
         return teams
 
 
@@ -438,6 +585,8 @@ class Scheduler(_Section):
             raise ValueError(f"kubernetes_servers is only used with kind 'both' (kind is {self.kind!r})")
         if self.kind == "slurm" and self.kubernetes.teams:
             raise ValueError("kubernetes.teams needs a Kubernetes side (kind 'kubernetes' or 'both')")
+        if self.kind == "kubernetes" and (self.slurm.partitions or self.slurm.accounts):
+            raise ValueError("slurm.partitions and slurm.accounts need a Slurm side (kind 'slurm' or 'both')")
         return self
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpucluster.analyse.rules import TARGET_MARGIN
 from gpucluster.catalog.load import Catalog
 from gpucluster.design.load import load_design
-from gpucluster.design.schema import Workload
+from gpucluster.design.schema import Design, Workload
 from gpucluster.errors import DesignError
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Finding, Plan
@@ -49,6 +49,7 @@ def plan_starter(
     site: dict | None = None,
     catalog_files: list[str] | None = None,
     source: str = "",
+    kept: dict[str, dict[str, object]] | None = None,
 ) -> Starter:
     """Size the workload, then plan the starter design and grow it until its own plan meets the target. A problem
     of the starter design is told of `source` (what the user gave: the design its site came from, or the file to
@@ -61,7 +62,7 @@ def plan_starter(
     site = dict(site or {})
     for _round in range(MAX_ROUNDS):
         current, planned_site = replace(sizing, servers=servers), site
-        text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares)
+        text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares, kept=kept)
         plan = _plan_text(text, folder, source)
         a = analyse_checkpoints(plan)
         days = a.time_to_train_days or 0.0
@@ -89,8 +90,29 @@ def plan_starter(
         f"sized to finish within {TARGET_MARGIN:.0%} of the target",
         f"spares: {a.spares_have} (the failure model asks for {a.spares_needed})",
     ]
-    text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares, notes=lines)
+    text = starter_design(
+        current, name, site=site or None, catalog=catalog_files, spare_servers=spares, notes=lines, kept=kept
+    )
     return Starter(text, current, a, [f for f in plan.findings if f.severity != "ok"], lines)
+
+
+# What `size` decides itself: every other setting of a --from design is kept as written.
+SIZED_DESIGN_FIELDS = frozenset({"name", "description", "catalog", "site", "workload"})
+SIZED_COMPUTE_FIELDS = frozenset({"server", "gpus", "servers", "spare_servers"})
+
+
+def kept_settings(design: Design, source: Path, out_folder: Path) -> dict[str, dict[str, object]]:
+    """The sections of a --from design that `size` does not decide, as its author wrote them (what was left to
+    its default stays so), with the price list's path rebased to where the starter design is written."""
+    written = design.model_dump(mode="json", exclude_unset=True, exclude=set(SIZED_DESIGN_FIELDS))
+    compute = {k: v for k, v in written.pop("compute", {}).items() if k not in SIZED_COMPUTE_FIELDS}
+    if compute:
+        written = {"compute": compute, **written}
+    price_list = written.get("bom", {}).get("price_list")
+    if price_list is not None:
+        rebased = os.path.relpath((source.parent / price_list).resolve(), out_folder.resolve())
+        written["bom"] = {**written["bom"], "price_list": rebased}
+    return written
 
 
 def _planned_spares(plan: Plan) -> int:
