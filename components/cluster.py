@@ -28,10 +28,9 @@ Granularity = Literal["auto", "device", "rack"]
 GRANULARITIES: tuple[str, ...] = get_args(Granularity)
 
 # Above this many GPU servers, "auto" drops the per-server and per-switch resources (each scalable
-# unit still lists its servers, each rack its devices, each switch tier its switches). Measured under
-# mocks (README, "Design review with pulumi preview"): per device, the 1,016-GPU example is 280
-# resources, 4,096 GPUs 1,194 and 16,384 GPUs 4,946 (45 s whole process); per rack, 16,384 GPUs is 760
-# resources (13 s). A few hundred rows is what a review reads.
+# unit still lists its servers, each rack its devices, each switch tier its switches). Counted under
+# mocks (docs/pulumi.md, "Granularity"): per device, the 1,016-GPU example is 280 resources, 4,096
+# GPUs 1,194 and 16,384 GPUs 4,946; per rack, 16,384 GPUs is 760. A few hundred rows is what a review reads.
 DEVICE_GRANULARITY_MAX_SERVERS = 256
 
 

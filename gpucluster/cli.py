@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs
+from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs, output_folder
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design
@@ -263,6 +263,7 @@ def build(
                 lock_path = None if no_lock else lock_file or default_lock_path(design)
                 lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
                 staged = _StagedLock(lock_path)
+                staged.remove_stale()
                 unstage.callback(staged.remove)  # a build that fails leaves the lock as it was
                 with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
                     # memory peaks while the cabling's writer and the analyses run beside planning: sample each stage
@@ -283,28 +284,26 @@ def build(
                     _refuse_rule_errors(plan)
                     # the summary printed at the end, made before the other writers fork: its scheduler sides make the
                     # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and
-                    # summary writers and the report read, so each worker has it (half a second each at 131,072 GPUs)
+                    # summary writers and the report read, so each worker has it rather than making it again
                     summary = summary_lines(plan)
-                    # the lock (5 CPU s at 131,072 GPUs) is written beside the last writers (the report alone leaves
+                    # the lock (large at scale) is written beside the last writers (the report alone leaves
                     # a CPU idle), under a name of its own: it replaces the lock once the build has succeeded
-                    folder = writing.finish(plan, loaded, functools.partial(staged.write, plan))
-                unstage.pop_all()  # built: the staged lock is kept for its place
+                    # the output and the lock are renamed in together, once both are written
+                    folder = writing.finish(
+                        plan, loaded, functools.partial(staged.write, plan), functools.partial(staged.ready, plan)
+                    )
+                unstage.pop_all()  # built: the staged lock was renamed with the output
         except DesignError as error:
             _fail(error)
         except MissingSystemLibrary as error:
             click.echo(f"error: {error}", err=True)
             sys.exit(1)
-        if lock_path is not None:
-            try:
-                if lock is not None:
-                    for line in lock_lines(lock_changes(lock, plan)):
-                        click.echo(line)
-                staged.replace(plan)
-            except OSError as error:
-                click.echo(f"error: {lock_path}: cannot write the lock: {error.strerror}", err=True)
-                sys.exit(EXIT_BAD_INPUT)
-            finally:
-                staged.remove()
+        except OSError as error:
+            click.echo(f"error: {_os_error_place(error, out_dir, staged)}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
+        if lock is not None:
+            for line in lock_lines(lock_changes(lock, plan)):
+                click.echo(line)
         if profile:
             sampler.sample([], force=True)
             for line in profiling.profile_lines(
@@ -318,39 +317,58 @@ def build(
             click.echo(f"wrote {lock_path}")
 
 
+def _os_error_place(error: OSError, out_dir: Path, staged: _StagedLock) -> str:
+    """An OS error of a build as one line: the path the user gave (the output folder for anything in it: the staging
+    folder's names are the build's own; the lock for its new file), what failed and why. Nothing was swapped in."""
+    name = error.filename
+    if staged.path is not None and (error is staged.error or str(name or "").startswith(str(staged.new_path))):
+        return f"{staged.path}: cannot write the lock: {error.strerror}"
+    place = out_dir if name is None or Path(os.fsdecode(name)).is_relative_to(out_dir) else os.fsdecode(name)
+    return f"{place}: cannot write the output: {error.strerror}"
+
+
 class _StagedLock:
     """A build's plan lock, written while its last writers run (`write`) under a name of its own beside the lock, and
-    moved over the lock once the build has succeeded (`replace`); `remove` drops it when the build failed."""
+    renamed over the lock together with the output's swap (`ready`); `remove` drops it when the build failed."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.staged: Path | None = None
         self.error: OSError | None = None
 
+    @property
+    def new_path(self) -> Path:
+        assert self.path is not None
+        return self.path.with_name(f".{self.path.name}.new")
+
+    def remove_stale(self) -> None:
+        """Remove the new lock (and its temporary) a killed build left, before this build writes its own."""
+        if self.path is not None:
+            output_folder.remove_stale_file(self.new_path)
+
     def write(self, plan: Plan) -> None:
         from gpucluster.growth.phases import write_lock
 
         if self.path is None:
             return
-        staged = self.path.with_name(f".{self.path.name}.new")
         try:
-            write_lock(plan, staged)
-        except OSError as error:  # said once the build is done, as when it is written then
+            write_lock(plan, self.new_path)
+        except OSError as error:  # raised by `ready`, before the swap, as when it is written then
             self.error = error
             return
-        self.staged = staged
+        self.staged = self.new_path
 
-    def replace(self, plan: Plan) -> None:
-        """Put the staged lock in place (written now when the build had no writers to write it beside)."""
+    def ready(self, plan: Plan) -> tuple[Path, Path] | None:
+        """The new lock and the lock it replaces, for the swap to rename (written now when the build had no writers
+        to write it beside); a failed write raises here, so the previous output and lock stay."""
         if self.path is None:
-            return
+            return None
         if self.staged is None and self.error is None:
             self.write(plan)
         if self.error is not None:
             raise self.error
         assert self.staged is not None
-        os.replace(self.staged, self.path)
-        self.staged = None
+        return self.staged, self.path
 
     def remove(self) -> None:
         if self.staged is not None:
@@ -393,7 +411,8 @@ def catalog_command(kind: str | None, design: Path | None, citations: bool) -> N
     "from_design",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="A design to take the site, the GPU server, extra catalog files and the workload from (options override).",
+    help="A design to start from: its GPU server and workload (options override) and every setting size does not "
+    "decide itself (site, fabric, storage, scheduler and teams, BOM ...) as it writes them.",
 )
 @click.option("--parameters-b", type=float, default=None, help="Model size in billions of parameters.")
 @click.option("--tokens-b", type=float, default=None, help="Training tokens in billions.")
@@ -421,12 +440,13 @@ def size_command(
     from gpucluster.catalog.load import load_catalog
     from gpucluster.catalog.schema import GpuServer, RackSystem
     from gpucluster.design.schema import Workload
-    from gpucluster.training.starter import plan_starter
+    from gpucluster.training.starter import kept_settings, plan_starter
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     fields: dict[str, object] = {}
     site: dict | None = None
     catalog_files: list[str] | None = None
+    kept: dict[str, dict[str, object]] = {}
     if from_design is not None:
         try:
             base = load_design(from_design)
@@ -435,13 +455,14 @@ def size_command(
             raise
         catalog = base.catalog
         server = server or base.design.compute.server
-        site = base.design.site.model_dump(mode="json", exclude_defaults=True) or None
+        site = base.design.site.model_dump(mode="json", exclude_unset=True) or None
         if base.design.workload is not None:
             fields = base.design.workload.model_dump(mode="json", exclude_unset=True)
         out_folder = (out_file.parent if out_file else Path(".")).resolve()
         catalog_files = [
             os.path.relpath((from_design.parent / extra).resolve(), out_folder) for extra in base.design.catalog
         ] or None
+        kept = kept_settings(base.design, from_design, out_folder)
     else:
         catalog = load_catalog()
     given: dict[str, object] = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
@@ -472,7 +493,17 @@ def size_command(
         click.echo(f"error: {out_file}: cannot write: no such folder {out_file.parent}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
-        starter = plan_starter(catalog, server, workload, name, out_file.parent, site=site, catalog_files=catalog_files)
+        starter = plan_starter(
+            catalog,
+            server,
+            workload,
+            name,
+            out_file.parent,
+            site=site,
+            catalog_files=catalog_files,
+            source=str(from_design or out_file),
+            kept=kept,
+        )
     except DesignError as error:
         _fail(error)
         raise
@@ -506,6 +537,11 @@ def size_command(
     "labels, the BOM to order, the printouts of the racks that change) and any move, re-cabling or relabelling "
     "of what is built, which is an error (exit 1) unless --allow-moves.",
 )
+@click.option(
+    "--no-lock",
+    is_flag=True,
+    help="Compare two alternatives, not a phase of growth: plan both afresh without reading any lock.",
+)
 @click.option("--allow-moves", is_flag=True, help="Accept a phase that moves, re-cables or relabels what is built.")
 @data_dir_option
 @progress_option
@@ -515,15 +551,19 @@ def diff(
     out_dir: Path,
     files: bool,
     lock_file: Path | None,
+    no_lock: bool,
     allow_moves: bool,
     data_dirs: tuple[Path, ...],
     progress: bool | None,
 ) -> None:
     """Print what the BOM gains and loses from design OLD to design NEW (quantities, power, price) and
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf.
-    With a plan lock, NEW is reviewed as a phase of growth of what is built."""
+    With a plan lock, NEW is reviewed as a phase of growth of what is built; --no-lock compares alternatives."""
+    if no_lock and lock_file is not None:
+        click.echo("error: --no-lock: give --lock or --no-lock, not both", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     with _display(progress) as say:
-        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file)
+        moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file, read_locks=not no_lock)
     if moves and not allow_moves:
         click.echo(
             f"error: {new} moves, re-cables or relabels {moves:,} things already built (listed above and in the "
@@ -541,8 +581,10 @@ def _diff(
     say: Callable[[str], None],
     data_dirs: tuple[Path, ...] = (),
     lock_file: Path | None = None,
+    read_locks: bool = True,
 ) -> int:
-    """Write the diff and the review; the number of changes to what the lock says is built (0 without one)."""
+    """Write the diff and the review; the number of changes to what the lock says is built (0 without one, and
+    with ``read_locks`` false: alternatives side by side are not growth, so no lock is read)."""
     from gpucluster.analyse.bom import bom_for
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
@@ -556,7 +598,7 @@ def _diff(
         lock = None
         for design in (old, new):
             loaded = load_design(design, data_dirs)
-            if design is old and (lock_file is not None or lock_path.exists()):
+            if read_locks and design is old and (lock_file is not None or lock_path.exists()):
                 lock = read_lock(lock_path, loaded.design.name)
             planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:

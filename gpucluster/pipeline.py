@@ -18,6 +18,7 @@ from typing import NoReturn, cast
 
 from gpucluster.analyse.burn_in import burn_in_plan
 from gpucluster.analyse.rules import refresh_findings
+from gpucluster.analyse.scheduling import check_slurm_partitions
 from gpucluster.analyse.totals import totals
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem, fork_worker, portable_error
@@ -66,6 +67,7 @@ def plan_design(
     with _cycle_collector_paused(freeze=kept), _AnalysesAside() as aside:
 
         def links_complete(plan: Plan) -> None:
+            check_slurm_partitions(loaded, plan)  # before any view starts: a bad partition leaves nothing written
             if jobs > 1 and len(plan.links) >= ASIDE_MIN_LINKS and hasattr(os, "fork"):
                 aside.start(plan)
             if linked is not None:
@@ -157,11 +159,11 @@ class _AnalysesAside:
 @contextmanager
 def _cycle_collector_paused(freeze: bool) -> Iterator[None]:
     """Planning allocates millions of objects (links, cables, index entries) that live as long as the plan; Python's
-    cyclic garbage collector would walk all of them again each time enough new ones pile up, a quarter of
-    planning's CPU at 16,384 GPUs. Reference counting still frees everything that is not in a cycle at once; the
+    cyclic garbage collector would walk all of them again each time enough new ones pile up, a large share
+    of planning's CPU. Reference counting still frees everything that is not in a cycle at once; the
     collector runs again (and finds the few cycles planning left) once the plan is made. With `freeze`, what
     planning allocated is moved out of the collector's reach first (else its next run, on the first allocation
-    after, walks it all once more: about a second at 131,072 GPUs; forked writers keep their pages shared too)."""
+    after, walks it all once more; forked writers keep their pages shared too)."""
     enabled = gc.isenabled()
     gc.disable()
     try:

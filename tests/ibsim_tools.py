@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from gpucluster.artifacts.verify_expected import ibsim_port_options
+
 IBSIM = shutil.which("ibsim")
 IBSIM_RUN = shutil.which("ibsim-run")
 IBNETDISCOVER = shutil.which("ibnetdiscover") or "/usr/sbin/ibnetdiscover"
@@ -29,8 +31,25 @@ UP = {low: high for high, low in DOWN.items()}
 _RATE = re.compile(r"(\d+x)(XDR|NDR|HDR|EDR)$", re.MULTILINE)
 
 
+# a port line's ibsim options (w=, s=, e=), between the peer's port and the comment
+_OPTIONS = re.compile(r"^(\[\d+\]\t\"[^\"]+\"\[\d+\]\t)[a-z]=[^\t]*(\t)", re.MULTILINE)
+
+
 def one_generation(text: str, table: dict[str, str]) -> str:
-    return _RATE.sub(lambda m: m.group(1) + table.get(m.group(2), m.group(2)), text)
+    """The rates of a .net file or of ibnetdiscover's output one generation up or down, a .net port line's ibsim
+    options with them."""
+    return _with_options(_RATE.sub(lambda m: m.group(1) + table.get(m.group(2), m.group(2)), text))
+
+
+def _with_options(net: str) -> str:
+    """Each port line's ibsim options made again from the rate in its comment."""
+    lines = net.split("\n")
+    for i, line in enumerate(lines):
+        rate = _RATE.search(line) if line.startswith("[") else None
+        if rate:
+            options = ibsim_port_options(rate.group(0))
+            lines[i] = _OPTIONS.sub(lambda m, o=options: m.group(1) + o + m.group(2), line)
+    return "\n".join(lines)
 
 
 def set_port_rate(net: str, node_id: str, port: int, rate: str) -> str:
@@ -40,7 +59,7 @@ def set_port_rate(net: str, node_id: str, port: int, rate: str) -> str:
         if line.startswith(("Switch", "Ca")):
             in_node = f'"{node_id}"' in line
         elif in_node and line.startswith(f"[{port}]"):
-            line = _RATE.sub(rate, line)
+            line = _with_options(_RATE.sub(rate, line))
         out.append(line)
     return "\n".join(out) + "\n"
 

@@ -102,7 +102,8 @@ class Loaded:
 def local_copy(files: dict[str, str], scratch: Path) -> dict[str, str]:
     """The generated configs with only what lets slurmctld run here changed: the controller is localhost,
     no munge (auth/none, cred/none), no accounting (slurmdbd needs a MySQL server, and slurmctld will not start
-    with AccountingStorageTRES when slurmdbd is down: these three lines go unchecked), state and logs in the
+    with AccountingStorageTRES when slurmdbd is down: these three lines go unchecked, and AccountingStorageEnforce
+    where a design's accounts set it, which needs slurmdbd too), state and logs in the
     scratch folder, nodes FUTURE (no name resolution), GPU device files in the scratch folder, a longer
     MessageTimeout (a busy machine). Every replaced
     key must be present."""
@@ -124,6 +125,7 @@ def local_copy(files: dict[str, str], scratch: Path) -> dict[str, str]:
     for pattern, new in replace.items():
         conf, count = re.subn(pattern, new, conf, flags=re.MULTILINE)
         assert count, f"slurm.conf has no line matching {pattern}"
+    conf = re.sub(r"^AccountingStorageEnforce=.*\n", "", conf, flags=re.MULTILINE)  # only with accounts
     conf = re.sub(r"^(NodeName=.*)$", r"\1 State=FUTURE", conf, flags=re.MULTILINE)
     conf += (
         f"SlurmctldPidFile={scratch}/slurmctld.pid\nSlurmctldLogFile={scratch}/slurmctld.log\n"

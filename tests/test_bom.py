@@ -336,6 +336,7 @@ _RECALCULATE_ON_LOAD = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+@pytest.mark.external
 @pytest.mark.skipif(
     not (shutil.which("soffice") or shutil.which("libreoffice")),
     reason="LibreOffice (soffice) is not installed; CI does not install it",

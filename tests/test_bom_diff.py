@@ -40,6 +40,7 @@ def test_diff_of_two_designs_reports_gains_and_losses(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_diff_command_prints_and_writes_bom_diff_xlsx(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         main,
@@ -82,6 +83,7 @@ def test_diff_command_prints_and_writes_bom_diff_xlsx(tmp_path: Path) -> None:
     assert figures.cell(gpus, 4).value == new.totals.gpus - old.totals.gpus
 
 
+@pytest.mark.slow
 def test_diff_of_a_design_with_itself_changes_nothing(tmp_path: Path) -> None:
     design = str(DESIGNS / "lab-4-servers.yaml")
     result = CliRunner().invoke(main, ["diff", design, design, "-o", str(tmp_path)])

@@ -125,6 +125,7 @@ def test_expected_results_json_written_a_batch_at_a_time_is_the_whole_documents_
     )
 
 
+@pytest.mark.external
 def test_scripts_pass_bash_and_shellcheck(h100: Path) -> None:
     scripts = sorted(str(p) for p in h100.iterdir() if p.suffix in (".sh", ".sbatch"))
     assert len(scripts) == 6
@@ -174,6 +175,7 @@ def _run(folder: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
     return result.returncode, "\n".join(results)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("script", "args", "fault"),
     [
@@ -272,3 +274,13 @@ def test_a_rack_checklist_prints_with_weasyprint(h100: Path) -> None:
     document = weasyprint.HTML(str(page)).render()
     assert len(document.pages) >= 1
     assert document.pages[0].width > document.pages[0].height  # A4 landscape, as the page style asks
+
+
+def test_a_one_server_design_passes_the_burn_in_rule_with_its_links_reported_unmeasurable(tmp_path):
+    """ib_write_bw needs a peer server on the same rail: a lone server's links cannot be missing from the plan."""
+    design = tmp_path / "one.yaml"
+    design.write_text("name: one\ncompute: {servers: 1, spare_servers: 0}\n", encoding="utf-8")
+    plan = plan_design(load_design(design))
+    findings = [f for f in check_rules(plan.facts) if f.rule == "burn-in-plan-present"]
+    assert [f.severity for f in findings] == ["ok"], findings
+    assert "no peer server" in findings[0].message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -13,13 +14,19 @@ from conftest import planned, write_design
 
 import gpucluster
 from gpucluster import load_design, plan_design
+from gpucluster.analyse.rules import ORDERED_LENGTH_MAX_RATIO, refresh_findings
 from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import COLUMNS, XLSX_COLUMNS, cable_rows
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.labels import JOIN, SEPARATOR
-from gpucluster.plan.model import NETWORKS, Plan
+from gpucluster.plan.model import NETWORKS, RULE_PREFIX, Plan
 
-DESIGNS = ["lab-4-servers", "superpod-h100-1su", "b200-roce-2su", "h100-16k-3tier"]
+DESIGNS = [
+    "lab-4-servers",
+    "superpod-h100-1su",
+    "b200-roce-2su",
+    pytest.param("h100-16k-3tier", marks=pytest.mark.slow),
+]
 
 
 def _connectors(devices: str, ports: str) -> list[tuple[str, list[str]]]:
@@ -290,3 +297,26 @@ def test_racks_stand_at_the_ra_rack_width_and_cable_runs_follow_that_pitch(tmp_p
 
 def _ends(plan: Plan, cable) -> set[str]:
     return {name for i in cable.links for name in (plan.links[i].a_device, plan.links[i].b_device)}
+
+
+def test_no_gb300_compute_fibre_is_ordered_at_more_than_twice_its_run() -> None:
+    """Issue 31: the GB300 XDR compute runs of 4-15 m were ordered at 30 m when the catalog knew only 3, 30 and
+    50 m of MFP7E30; at the family's real steps each run takes the next length up."""
+    _loaded, plan = planned("gb300-nvl72-4su")
+    compute = [c for c in plan.cables if c.network == "compute"]
+    assert compute
+    assert max(c.length_m / c.run_length_m for c in compute) <= ORDERED_LENGTH_MAX_RATIO
+    assert not [g for g in plan.facts["overlong_cables"] if g["network"] == "compute"]
+
+
+def test_a_cable_ordered_at_over_twice_its_run_is_a_warning_naming_the_part() -> None:
+    loaded, _plan = planned("superpod-h100-1su")
+    plan = plan_design(loaded)
+    assert plan.facts["overlong_cables"] == []
+    index = next(i for i, c in enumerate(plan.cables) if c.network == "compute" and c.run_length_m < 10)
+    cable = plan.cables[index] = dataclasses.replace(plan.cables[index], length_m=30.0)
+    refresh_findings(plan)
+    (finding,) = [f for f in plan.findings if f.rule == RULE_PREFIX + "cables-near-their-run"]
+    assert finding.severity == "warning"
+    assert finding.subject == cable.cable_part
+    assert f"{cable.id}: a {cable.run_length_m:g} m run ordered at 30 m" in finding.message

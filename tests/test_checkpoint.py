@@ -182,7 +182,7 @@ def test_too_few_spares_for_repairs_is_advisory(tmp_path: Path) -> None:
     ("workload", "field", "words"),
     [
         ("{model_parameters_b: 70, failure_rates: {gpuu: 0.1}}", "workload.failure_rates.gpuu", "did you mean 'gpu'"),
-        ("{model_parameters_b: 70, spare_confidence: 1.5}", "workload.spare_confidence", "less than 1"),
+        ("{model_parameters_b: 70, spare_confidence: 1.5}", "workload.spare_confidence", "more than 0.9999"),
         ("{model_parameters_b: 70, checkpoint_mode: lazy}", "workload.checkpoint_mode", "'blocking'"),
         ("{model_parameters_b: 70, optimiser: adam}", "workload.optimiser", "did you mean 'optimizer'"),
     ],

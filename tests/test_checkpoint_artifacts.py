@@ -62,6 +62,7 @@ def test_simulation_page_is_self_contained(built: Path) -> None:
     assert "<link" not in html and "@import" not in html and "<script src" not in html
 
 
+@pytest.mark.external
 @needs_chromium
 def test_simulation_page_runs_in_chromium_and_the_interval_control_changes_the_work_lost(built: Path) -> None:
     with chromium_page((built / "simulation.html").as_uri()) as (page, problems, requests):

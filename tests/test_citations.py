@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ["gpucluster", "templates", "components", "policy-pack", "README.md"]
+SHIPPED = ["gpucluster", "templates", "components", "policy-pack", "README.md", "docs"]
 SUFFIXES = {".py", ".yaml", ".yml", ".j2", ".md", ".json", ".txt", ".html", ".css", ".sh", ".toml"}
 # A research-notes file (hardware-facts.md, "reliability-facts 5.2", "hardware-facts §5"), the machine-local
 # reference folder, the notes' name for themselves, or the tag they gave an unnamed relay.

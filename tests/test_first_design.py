@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import DESIGNS, ROOT, planned
+from conftest import DESIGNS, ROOT, planned, write_design
 
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.cli import main
@@ -106,14 +106,18 @@ def test_checkpoint_md_and_the_simulation_page_replay_the_same_stated_run(tmp_pa
     assert params["interval_min_s"] * 5000 >= params["horizon_s"]  # at most 5,000 timeline pieces
 
 
-def test_size_from_a_design_takes_its_site_and_server_and_agrees_with_checkpoint_md(tmp_path: Path) -> None:
+def test_size_from_a_design_keeps_its_settings_and_agrees_with_checkpoint_md(tmp_path: Path) -> None:
     out = tmp_path / "starter.yaml"
     result = CliRunner().invoke(main, ["size", "--from", str(BRIEF), "--tokens-b", "1000", "-o", str(out)])
     assert result.exit_code == 0, result.output
     document = yaml.safe_load(out.read_text())
     assert document["compute"]["server"] == "dgx-h200"
-    # the design's 40 kW budget (rear-door cooling is the default), racks packed to it: 3 DGX H200 each
-    assert document["site"] == {"rack_power_budget_kw": 40.0, "servers_per_rack": 3}
+    # the design's 40 kW budget and cooling as written, racks packed to the budget: 3 DGX H200 each
+    assert document["site"] == {"rack_power_budget_kw": 40.0, "cooling": "rear-door", "servers_per_rack": 3}
+    # every section size does not decide is the source's, as written: fabric, storage, scheduler and its teams
+    source = yaml.safe_load(BRIEF.read_text())
+    for section in ("compute_fabric", "parallel_filesystem", "object_storage", "scheduler"):
+        assert document[section] == source[section], section
     assert document["workload"]["model_parameters_b"] == 405 and document["workload"]["training_tokens_b"] == 1000
     loaded = load_design(out)
     plan = plan_design(loaded)
@@ -127,6 +131,22 @@ def test_size_from_a_design_takes_its_site_and_server_and_agrees_with_checkpoint
     sizing += [f for f in plan.findings if f.rule == "rule:spares-cover-repairs"]
     assert sizing and all(f.severity == "ok" for f in sizing), [f.message for f in sizing]
     assert not [f for f in plan.findings if f.subject == "site.servers_per_rack"]
+
+
+def test_size_from_a_design_keeps_its_host_names_and_finds_its_price_list_from_the_new_folder(tmp_path: Path) -> None:
+    source_folder = tmp_path / "site"
+    source_folder.mkdir()
+    (source_folder / "prices.csv").write_text("part_number,unit_price,currency\n", encoding="utf-8")
+    source = yaml.safe_load(BRIEF.read_text())
+    source["compute"]["hostname_prefix"] = "node"
+    source["bom"] = {"price_list": "prices.csv", "spare_optics_fraction": 0.1}
+    design = write_design(source_folder, yaml.safe_dump(source, sort_keys=False))
+    out = tmp_path / "starter.yaml"  # a folder above the source's: the price list is inside it
+    result = CliRunner().invoke(main, ["size", "--from", str(design), "--tokens-b", "1000", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    document = yaml.safe_load(out.read_text())
+    assert document["compute"]["hostname_prefix"] == "node" and "gpus" not in document["compute"]
+    assert document["bom"] == {"price_list": "site/prices.csv", "spare_optics_fraction": 0.1}
 
 
 def test_size_without_a_workload_names_the_missing_options(tmp_path: Path) -> None:
@@ -317,6 +337,7 @@ def test_kubernetes_takes_its_servers_on_the_fewest_scalable_units(brief: Plan) 
     assert {name[0] for name in kubernetes_units(by_su, 36)} == {"b", "c"}  # whole SU 2 and SU 3
 
 
+@pytest.mark.slow
 def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on_the_fabric(
     brief: Plan, tmp_path: Path
 ) -> None:
@@ -340,6 +361,7 @@ def test_the_summary_and_report_show_each_schedulers_servers_queues_and_place_on
     assert "<b>research</b> 64 GPUs guaranteed (8 servers)" in section and "<b>gpu</b> 48 servers" in section
 
 
+@pytest.mark.slow
 def test_the_first_design_builds_every_artifact(tmp_path: Path) -> None:
     """VAST blocks on the InfiniBand storage network (their catalog ports name no technology), shared S3,
     both schedulers, packed racks: every writer runs."""

@@ -15,8 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "hostile"))
 
 from corpus import SECRET, Case, case_names, prepare, run_case
 
+pytestmark = pytest.mark.slow  # one `gpucluster build` process per case of the corpus
+
 WHOLE_FILE = {"size-file-too-large"}  # a problem of the whole file names the file (no line to point at)
-LOCATED = re.compile(r"\.(yaml|yml|csv):\d+:\d+: ")
+LOCATED = re.compile(r"\.(yaml|yml|csv|json):\d+:\d+: ")
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Each stage may import its own and earlier stages only; a module belongs to its longest matching prefix.
@@ -120,6 +122,7 @@ def test_no_stage_imports_a_later_one():
     assert upward == []
 
 
+@pytest.mark.slow
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     """One interpreter loads the third-party libraries, then forks a child per module that imports only it:
     a cycle among our modules, hidden when another module happens to be imported first, fails here."""

@@ -724,3 +724,27 @@ def test_each_kubernetes_nvlink_domain_gets_an_imex_check_job_that_claims_its_ch
     for domain in domains.values():
         checked = check_custom_resource(domain)
         assert checked.schema_errors == [] and checked.cel.failures == []
+
+
+def _images(document: object) -> list[str]:
+    if isinstance(document, dict):
+        return [v for k, v in document.items() if k == "image" and isinstance(v, str)] + [
+            i for v in document.values() for i in _images(v)
+        ]
+    if isinstance(document, list):
+        return [i for v in document for i in _images(v)]
+    return []
+
+
+def test_gb300_launch_templates_run_an_ngc_pytorch_release_that_supports_blackwell_ultra():
+    """Issue 31: pytorch:25.01 carried NCCL 2.25.1, below GB300's 2.27.5 (DGX GB300 release notes) and GB200
+    multi-node NVLink's 2.25.2; every GB300 launch container runs the 25.12 release (CUDA 13.1.0)."""
+    files = nccl_files(_planned("gb300-nvl72-4su"))
+    images = [
+        image
+        for name in ("launch/trainjob.yaml", "launch/imex-check.yaml")
+        for document in yaml.safe_load_all(files[name])
+        for image in _images(document)
+    ]
+    assert images
+    assert set(images) == {"nvcr.io/nvidia/pytorch:25.12-py3"}

@@ -27,7 +27,10 @@ from gpucluster.artifacts.monitoring.alert_rules import RULES_FILE, alert_rules,
 from gpucluster.artifacts.monitoring.rule_tests import subjects
 from gpucluster.artifacts.monitoring.targets import COUNTERS, scrape_targets, server_leaves
 
-pytestmark = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)")
+pytestmark = [
+    pytest.mark.external,
+    pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)"),
+]
 
 
 @cache

@@ -19,6 +19,8 @@ import yaml
 
 from gpucluster import load_design, plan_design, write_artifacts
 
+pytestmark = pytest.mark.slow  # builds every artifact of a design whose every text field is hostile
+
 TAG = "x-mk"
 # starts like a formula; holds an element, an entity, quotes and a command substitution
 MARK = f'=HYPERLINK("http://mk")<{TAG} a=\'1\'>&amp;"`touch mk-tick`$(touch mk-dollar)</{TAG}>'

@@ -30,6 +30,7 @@ def lab():
     return loaded, plan_design(loaded)
 
 
+@pytest.mark.slow
 def test_writers_in_workers_write_the_same_bytes_as_in_one_process(lab, tmp_path):
     loaded, plan = lab
     names = [name for name in artifacts.ARTIFACTS if name not in ("printouts", "report")]
@@ -190,6 +191,7 @@ def _build(tmp_path, out, *args):
     return CliRunner().invoke(main, ["build", design, "-o", str(tmp_path / out), "--no-lock", *args])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("aside", [False, True])
 def test_writers_started_while_planning_goes_on_write_the_same_bytes_as_one_process(tmp_path, monkeypatch, aside):
     """The cable schedule and plan.json's records start on the physical plan (EARLY) while the rest is planned; with
@@ -271,6 +273,7 @@ def _planned_with_early_writers(writing: Writing, loaded) -> tuple:
     return plan, writing.finish(plan, loaded)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("design", [name for name in EXAMPLES if name != "h100-16k-3tier"])
 def test_writers_of_the_links_alone_started_before_the_cables_write_the_same_bytes_as_one_process(tmp_path, design):
     """The LINKED writers start in one worker as soon as the links exist, on a copy of the plan where the cables, the

@@ -4,6 +4,8 @@ sizes the fabric for its final size, and the diff of a phase is pure additions."
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -371,6 +373,7 @@ def test_relock_plans_afresh(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "lab.lock.json").read_text(encoding="utf-8"))["cluster"] == "lab-4-servers"
 
 
+@pytest.mark.slow
 def test_diff_under_the_lock_lists_the_additions_and_refuses_moves(tmp_path: Path) -> None:
     old = _variant(tmp_path, "superpod-h100-1su", "old")
     CliRunner().invoke(main, ["build", str(old), "-o", str(tmp_path / "out"), "--only", "plan"], catch_exceptions=False)
@@ -391,6 +394,22 @@ def test_diff_under_the_lock_lists_the_additions_and_refuses_moves(tmp_path: Pat
         main, ["diff", str(old), str(two), "-o", str(tmp_path / "e"), "--no-files", "--allow-moves"]
     )
     assert allowed.exit_code == 0, allowed.output
+
+
+def test_diff_no_lock_compares_alternatives_without_reading_the_lock(tmp_path: Path) -> None:
+    old = _variant(tmp_path, "superpod-h100-1su", "old")
+    (tmp_path / "old.lock.json").write_text("not a lock", encoding="utf-8")  # read, it would be an error
+    two = _variant(tmp_path, "superpod-h100-1su", "two", compute__servers=61, compute__spare_servers=2)
+    command = ["diff", str(old), str(two), "-o", str(tmp_path / "d"), "--no-files", "--no-lock"]
+    result = CliRunner().invoke(main, command)
+    assert result.exit_code == 0, result.output
+    assert "lock:" not in result.output and "re-cabled" not in result.output
+    review = (tmp_path / "d" / "superpod-h100-1su-vs-superpod-h100-1su" / "review.html").read_text(encoding="utf-8")
+    assert "Phase against the plan lock" not in review
+    both = CliRunner().invoke(
+        main, ["diff", str(old), str(two), "-o", str(tmp_path / "e"), "--no-lock", "--lock", str(tmp_path / "x.json")]
+    )
+    assert both.exit_code == 2 and "not both" in both.output and not (tmp_path / "e").exists()
 
 
 # -- the Pulumi tree -------------------------------------------------------------------------------------------------
@@ -429,3 +448,32 @@ def test_a_lock_that_stacks_two_devices_in_one_unit_is_refused(tmp_path: Path) -
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(DesignError, match=r"the plan lock puts gpu.* taken by another device of the lock"):
         plan_design(load_design(DESIGNS / "lab-4-servers.yaml"), lock=read_lock(path, plan.name))
+
+
+def _lock_with(tmp_path: Path, record: str, edit: Callable[[str], str]) -> Path:
+    """lab-4-servers' lock with the second record of a list (`record` starts each of its lines) edited."""
+    plan = plan_design(load_design(DESIGNS / "lab-4-servers.yaml"))
+    path = tmp_path / "lab.lock.json"
+    write_lock(plan, path)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    second = [i for i, line in enumerate(lines) if line.startswith(record)][1]
+    lines[second] = edit(lines[second])
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def test_two_racks_at_one_floor_position_in_a_lock_are_refused_at_its_line(tmp_path: Path) -> None:
+    path = _lock_with(tmp_path, '{"height_u"', lambda line: re.sub(r'"position":\d+', '"position":0', line))
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers")
+    assert [str(p) for p in error.value.problems] == [
+        f"{path}:6:1: racks[1].position: rack A02 at row 0 position 0, where rack A01 stands"
+    ]
+
+
+def test_a_cable_id_listed_twice_in_a_lock_is_refused_not_renumbered(tmp_path: Path) -> None:
+    path = _lock_with(tmp_path, '{"a_label"', lambda line: re.sub(r'"id":"[^"]+"', '"id":"C-A01-0001"', line))
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers")
+    (problem,) = error.value.problems
+    assert str(problem).startswith(f"{path}:") and "cables[1].id: cable id C-A01-0001 listed twice" in str(problem)

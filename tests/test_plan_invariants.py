@@ -158,6 +158,7 @@ def designs(draw: st.DrawFn) -> Design:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(designs())
 def test_random_valid_designs_keep_the_plan_invariants(design):

@@ -48,6 +48,7 @@ def test_the_power_artifact_writes_workbook_summary_and_chart(out):
     ]
 
 
+@pytest.mark.external
 def test_libreoffice_recalculates_every_formula_to_the_values_written(out, tmp_path):
     """Strip the cached values (openpyxl keeps formulas only), let LibreOffice recalculate, compare."""
     soffice = shutil.which("soffice")

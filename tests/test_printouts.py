@@ -109,6 +109,7 @@ def test_cluster_pdf_is_the_overview_then_every_rack_with_a_bookmark(lab):
         start += rack_pages_count[name]
 
 
+@pytest.mark.external
 @pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="pdftoppm (poppler-utils) not installed")
 def test_a_rack_pdf_renders_with_pdftoppm(lab, tmp_path):
     _plan, folder = lab

@@ -601,6 +601,7 @@ def test_monitoring_lists_each_rack_s_switch_tray_and_shelf_management_ports(gb2
     assert len(ports) == 27 and all(p.split(":")[0] in in_rack for p in ports)
 
 
+@pytest.mark.external
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/install-tools)")
 def test_a_coolant_leak_bcm_reports_fires_an_alert_promtool_checks_and_tests(gb200_1su, tmp_path):
     import subprocess

@@ -98,6 +98,7 @@ def test_three_su_fabric_rounds_spines_up_to_divide_the_leaf_uplinks():
     assert switches == {"leaf": 24, "spine": 16}
 
 
+@pytest.mark.slow
 def test_131072_gpus_on_64_port_switches_take_four_tiers():
     switches, links = _rail_optimized("qm9700", 512, 32)
     assert list(switches) == ["leaf", "spine", "core", "supercore"]

@@ -46,6 +46,7 @@ def _files(folder: Path) -> set[str]:
     return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_report_links_to_every_file_the_build_wrote(built: Path) -> None:
     html = (built / "report.html").read_text()
     links = {unquote(h) for h in re.findall(r'href="([^"#][^"]*)"', html)}
@@ -68,6 +69,7 @@ def test_report_html_is_self_contained(built: Path) -> None:
     assert html.count("<svg") == len(EVERY_DESIGN) + 1  # four networks and the floor plan, inline
 
 
+@pytest.mark.external
 @needs_chromium
 def test_report_loads_in_chromium_without_console_errors_or_network_requests(built: Path) -> None:
     url = (built / "report.html").as_uri()
@@ -121,6 +123,7 @@ def test_report_pdf_holds_the_key_figures_and_every_finding(built: Path) -> None
     assert f"{len(bom.lines):,} lines" in text and f"Transceivers {bom.counts['Transceivers']:,.0f}" in text
 
 
+@pytest.mark.external
 @pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="pdftoppm (poppler-utils) is not installed")
 def test_report_pdf_pages_render_with_pdftoppm(built: Path, tmp_path: Path) -> None:
     pages = len(pypdf.PdfReader(built / "report.pdf").pages)
@@ -154,6 +157,7 @@ def test_report_pdf_embeds_its_fonts_and_links_beside_itself(built: Path) -> Non
     assert all(not urlparse(uri).scheme for uri in uris)
 
 
+@pytest.mark.slow
 def test_report_is_the_same_every_build(built: Path, tmp_path: Path) -> None:
     loaded, plan = planned(DESIGN)
     again = write_artifacts(plan, loaded, tmp_path)
@@ -161,6 +165,7 @@ def test_report_is_the_same_every_build(built: Path, tmp_path: Path) -> None:
         assert (built / name).read_bytes() == (again / name).read_bytes(), name
 
 
+@pytest.mark.slow
 def test_the_pdf_rendered_without_the_drawings_tooltips_is_the_same_bytes(built: Path, tmp_path: Path) -> None:
     """The PDF is rendered from the page less its SVG tooltips (they draw nothing on paper): the same file as from
     the whole page, and the page's own title (the PDF's) kept."""
@@ -172,6 +177,7 @@ def test_the_pdf_rendered_without_the_drawings_tooltips_is_the_same_bytes(built:
     assert (tmp_path / "whole.pdf").read_bytes() == (built / "report.pdf").read_bytes()
 
 
+@pytest.mark.slow
 def test_report_prepares_its_plan_views_beside_the_other_writers_and_only_its_page_runs_last(tmp_path: Path) -> None:
     """Side by side, the report's figures, drawings and tables are a job of their own that runs with the other
     writers (report:prepare); what runs after them all reads their files and renders the page: the same bytes as

@@ -34,6 +34,7 @@ def reviewed(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlanChanges, Pat
     return changes, out
 
 
+@pytest.mark.slow
 def test_figures_devices_racks_and_links_that_changed(reviewed: tuple[PlanChanges, Path]) -> None:
     changes, _out = reviewed
     headline = {f.name: (f.old, f.new) for f in changes.bom.figures}
@@ -57,6 +58,7 @@ def test_figures_devices_racks_and_links_that_changed(reviewed: tuple[PlanChange
     assert power["Facility power, maximum"].new > power["Facility power, maximum"].old
 
 
+@pytest.mark.slow
 def test_generated_files_that_changed_with_a_short_diff(reviewed: tuple[PlanChanges, Path]) -> None:
     changes, _out = reviewed
     assert changes.files is not None
@@ -78,6 +80,7 @@ def test_no_change_is_reported_between_a_design_and_itself(tmp_path: Path) -> No
     assert changes.files is None and not changes.bom.lines
 
 
+@pytest.mark.external
 @needs_chromium
 def test_review_loads_in_chromium_without_console_errors_or_requests(reviewed: tuple[PlanChanges, Path]) -> None:
     _changes, out = reviewed
@@ -90,6 +93,7 @@ def test_review_loads_in_chromium_without_console_errors_or_requests(reviewed: t
     assert diffs >= 10
 
 
+@pytest.mark.external
 @pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="pdftoppm (poppler-utils) is not installed")
 def test_review_pdf_renders_and_holds_the_changes(reviewed: tuple[PlanChanges, Path], tmp_path: Path) -> None:
     _changes, out = reviewed

@@ -109,6 +109,7 @@ def _check_tree(
             assert any(leaf in members.get(n, [n]) for n in reported), f"plan leaf {leaf} missing"
 
 
+@pytest.mark.external
 def test_slurmctld_loads_one_su_configs_and_agrees_with_the_plan(debian_slurm, load_slurm):
     _, plan = planned("superpod-h100-1su")
     files = slurm_files(plan, version="22.05")
@@ -129,6 +130,7 @@ def _three_tier(tmp_path: Path) -> Plan:
     return plan
 
 
+@pytest.mark.external
 def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path, debian_slurm, load_slurm):
     """A 3-tier fat tree: leaves (merged per SU), pod spines and cores, as slurmctld reports them."""
     plan = _three_tier(tmp_path)
@@ -138,6 +140,7 @@ def test_slurmctld_loads_three_tier_topology_with_cores(tmp_path, debian_slurm, 
     assert "SwitchName=compute-core-" in files["topology.conf"]
 
 
+@pytest.mark.external
 def test_slurm_side_of_a_split_design_holds_only_its_servers(debian_slurm, load_slurm):
     _, plan = planned("lab-4-servers")
     files = slurm_files(plan, version="22.05")
@@ -190,6 +193,7 @@ def _topologies(document: object) -> list[tuple[str, str, bool, list[tuple[str, 
     return sorted(out)
 
 
+@pytest.mark.external
 @pytest.mark.parametrize("design", SLURM_EXAMPLES)
 @pytest.mark.parametrize("version", ["26.05", "design"])
 def test_slurm_26_05_loads_every_example_and_agrees_with_the_plan(design, version, current_slurm, load_slurm):
@@ -206,6 +210,7 @@ def test_slurm_26_05_loads_every_example_and_agrees_with_the_plan(design, versio
         assert all(p["Exclusive"] == "NODE" for p in parts.values()), parts
 
 
+@pytest.mark.external
 def test_slurm_26_05_loads_a_three_tier_tree(tmp_path, current_slurm, load_slurm):
     plan = _three_tier(tmp_path)
     files = slurm_files(plan, version="26.05")
@@ -216,6 +221,7 @@ def test_slurm_26_05_loads_a_three_tier_tree(tmp_path, current_slurm, load_slurm
     assert {int(r["Level"]) for r in _tree_switches(loaded).values()} == {0, 1, 2}
 
 
+@pytest.mark.external
 def test_slurm_26_05_loads_nvlink_blocks(tmp_path, current_slurm, load_slurm):
     """The block topology (the NVLink domains, cluster default) beside the fabric tree, as 26.05 loads them."""
     plan = nvl_plan(tmp_path)
@@ -245,6 +251,7 @@ def test_the_topoconf_comparison_catches_a_misspelt_key():
     assert _topologies(shown) != _topologies(written)
 
 
+@pytest.mark.external
 def test_slurmd_parses_gres_and_cgroup_conf(tmp_path, debian_slurm):
     """slurmd -G reads slurm.conf, gres.conf and cgroup.conf for one node and prints its GPUs."""
     if os.getuid() != 0:
@@ -440,6 +447,7 @@ def test_pyxis_writes_plugstack_conf_and_none_writes_none(tmp_path):
     assert "plugstack.conf" not in slurm_files(plain)
 
 
+@pytest.mark.external
 def test_slurm_26_05_takes_the_ha_accounting_pmix_and_plugstack_settings(current_slurm, load_slurm):
     """slurmctld 26.05 loads the HA configs with plugstack.conf beside them, without complaint, and runs pmix."""
     _, plan = planned("superpod-h200-4su")
@@ -449,3 +457,173 @@ def test_slurm_26_05_takes_the_ha_accounting_pmix_and_plugstack_settings(current
     assert not loaded.problems, loaded.problems
     config = dict(re.findall(r"^(\w+)\s+= (.*)$", loaded.config, re.M))
     assert config["MpiDefault"] == "pmix"
+
+
+# --- the site's partitions and accounts (scheduler.slurm.partitions, .accounts) ---------------------------------
+
+SITE_SLURM = """name: uni-48
+compute: {server: dgx-b200, servers: 48, spare_servers: 0}
+scheduler:
+  kind: slurm
+  slurm:
+    version: "26.05"
+    partitions:
+      - {name: long, nodes: 36, max_time: "7-00:00:00", default_time: "1-00:00:00",
+         allow_accounts: [physics, chemistry, biology]}
+      - {name: debug, nodes: 12, default: true, max_time: "2:00:00", default_time: "30", max_nodes: 4}
+    accounts:
+      - {name: sciences, fairshare: 100}
+      - {name: physics, parent: sciences, fairshare: 50, max_gpus: 192, users: [alice, bob]}
+      - {name: chemistry, parent: sciences, fairshare: 30, max_jobs: 20, users: [carol]}
+      - {name: biology, parent: sciences, fairshare: 20, max_wall: "3-00:00:00", users: [dave]}
+"""
+
+
+def _site_plan(tmp_path: Path, text: str = SITE_SLURM) -> Plan:
+    return plan_design(load_design(write_design(tmp_path, text)))
+
+
+def test_slurm_26_05_loads_the_sites_partitions_and_agrees_with_the_design(tmp_path, current_slurm, load_slurm):
+    """Two partitions, "long" (36 servers) and "debug" (12, the default), and three departments' accounts: the real
+    slurmctld loads the configs without complaint and reports each partition's servers, limits and accounts."""
+    plan = _site_plan(tmp_path)
+    files = slurm_files(plan)
+    assert {"slurmdbd.conf", "accounts.sh"} <= set(files)
+    loaded = load_slurm(current_slurm, files)
+    assert not loaded.problems, loaded.problems
+    parts = {p["PartitionName"]: p for p in loaded.partitions}
+    assert sorted(parts) == ["burnin", "debug", "long"]  # no gpu partition; no spares partition without spares
+    servers = [d.name for d in plan.gpu_nodes()]
+    assert hostlist.expand_hostlist(parts["long"]["Nodes"]) == servers[:36]
+    assert hostlist.expand_hostlist(parts["debug"]["Nodes"]) == servers[36:]
+    assert (parts["debug"]["Default"], parts["long"]["Default"]) == ("YES", "NO")
+    assert (parts["long"]["MaxTime"], parts["long"]["DefaultTime"]) == ("7-00:00:00", "1-00:00:00")
+    assert (parts["debug"]["MaxTime"], parts["debug"]["DefaultTime"], parts["debug"]["MaxNodes"]) == (
+        "02:00:00",
+        "00:30:00",
+        "4",
+    )
+    assert parts["long"]["AllowAccounts"] == "physics,chemistry,biology"
+    assert parts["debug"]["AllowAccounts"] == "ALL"
+
+
+def test_accounts_are_added_parents_first_with_their_shares_limits_and_users(tmp_path):
+    text = (
+        SITE_SLURM.replace("      - {name: sciences, fairshare: 100}\n", "")
+        + "      - {name: sciences, fairshare: 100}\n"
+    )  # the parent listed last: still added first
+    files = slurm_files(_site_plan(tmp_path, text))
+    script = files["accounts.sh"]
+    added = re.findall(r"^add account (\S+) cluster=\"\$cluster\" parent=(\S+)$", script, re.M)
+    assert added == [("sciences", "root"), ("physics", "sciences"), ("chemistry", "sciences"), ("biology", "sciences")]
+    assert "set_limits physics fairshare=50 grptres=gres/gpu=192 maxjobs=-1 maxwall=-1\n" in script
+    assert "set_limits chemistry fairshare=30 grptres=gres/gpu=-1 maxjobs=20 maxwall=-1\n" in script
+    assert "set_limits biology fairshare=20 grptres=gres/gpu=-1 maxjobs=-1 maxwall=3-00:00:00\n" in script
+    assert re.findall(r"^add user (\S+) account=(\S+)", script, re.M) == [
+        ("alice", "physics"),
+        ("bob", "physics"),
+        ("carol", "chemistry"),
+        ("dave", "biology"),
+    ]
+    assert "cluster=uni_48\n" in script
+    syntax = subprocess.run(["sh", "-n"], input=script, text=True, capture_output=True)
+    assert syntax.returncode == 0, syntax.stderr
+    conf = files["slurm.conf"]
+    assert "AccountingStorageEnforce=associations,limits\n" in conf
+    heads = [d.name for d in _site_plan(tmp_path).devices_with("management-server")]
+    dbd = files["slurmdbd.conf"]
+    assert (
+        f"DbdHost={heads[0]}\n" in dbd
+        and f"DbdBackupHost={heads[1]}\n" in dbd
+        and "StoragePass" not in dbd.split("\n# ")[-1]
+    )
+
+
+def test_accounts_sh_runs_every_sacctmgr_command_it_means_to(tmp_path):
+    """accounts.sh under a stand-in sacctmgr on PATH: every command runs, in order, and a failing 'modify' stops
+    the script with an error instead of leaving a limit unset."""
+    script = slurm_files(_site_plan(tmp_path))["accounts.sh"]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls"
+    fake = bin_dir / "sacctmgr"
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ "$2" != modify ] || [ -z "${{FAIL_MODIFY:-}}" ]\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    ran = subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    calls = log.read_text().splitlines()
+    assert calls[0] == "-i add cluster uni_48"
+    assert (
+        "-i modify account where name=physics cluster=uni_48 set fairshare=50 grptres=gres/gpu=192 maxjobs=-1 "
+        "maxwall=-1" in calls
+    )
+    assert sum(c.startswith("-i add user") for c in calls) == 4
+    failed = subprocess.run(["sh", "-c", script], env={**env, "FAIL_MODIFY": "1"}, capture_output=True, text=True)
+    assert failed.returncode == 1 and "cannot set the shares and limits of account sciences" in failed.stderr
+
+
+def test_designs_without_partitions_keep_the_gpu_partition_and_write_no_accounts():
+    _, plan = planned("superpod-h100-1su")
+    files = slurm_files(plan)
+    assert "PartitionName=gpu " in files["slurm.conf"] and "AccountingStorageEnforce" not in files["slurm.conf"]
+    assert "slurmdbd.conf" not in files and "accounts.sh" not in files
+
+
+@pytest.mark.parametrize(
+    ("partitions", "accounts", "where", "message"),
+    [
+        ("[{name: long, nodes: 60}]", "[]", "partitions.0.nodes", "asks for 60 servers; Slurm runs 48"),
+        (
+            "[{name: long, nodes: 40}, {name: debug, nodes: 12}]",
+            "[]",
+            "partitions.1.nodes",
+            "the partitions before it take 40",
+        ),
+        ("[{name: long, node_list: [gpu001, gpu999]}]", "[]", "partitions.0.node_list.1", "'gpu999' is not a"),
+        ("[{name: a, nodes: 1}, {name: a, nodes: 1}]", "[]", "scheduler.slurm", "repeated: a"),
+        ("[]", "[{name: x}, {name: x}]", "scheduler.slurm", "account names must be unique; repeated: x"),
+        ("[]", "[{name: physics, parent: science}]", "scheduler.slurm", "unknown parent 'science'"),
+        ("[]", "[{name: a, parent: b}, {name: b, parent: a}]", "scheduler.slurm", "go round in a circle"),
+        ("[{name: a, nodes: 1, allow_accounts: [nobody]}]", "[]", "scheduler.slurm", "unknown account(s) nobody"),
+        ("[{name: Long, nodes: 1}]", "[]", "partitions.0.name", "String should match pattern"),
+        ("[{name: burnin, nodes: 1}]", "[]", "partitions.0", "is taken"),
+        ("[{name: default, nodes: 1}]", "[]", "partitions.0", "is taken"),
+        ("[{name: a}]", "[]", "partitions.0", "give 'nodes'"),
+        ("[{name: a, nodes: 1, max_time: '1 day'}]", "[]", "partitions.0.max_time", "String should match pattern"),
+        ("[{name: a, nodes: 1, max_time: '1:00:00', default_time: '2:00:00'}]", "[]", "partitions.0", "longer than"),
+        ("[{name: a, nodes: 1, default: true}, {name: b, nodes: 1, default: true}]", "[]", "slurm", "only one"),
+        ("[]", "[{name: a, users: ['Bob Smith']}]", "accounts.0.users", "is not a user name"),
+        ("[]", "[{name: root}]", "accounts.0", "'root' is Slurm's own top account"),
+    ],
+)
+def test_partitions_and_accounts_get_located_errors(tmp_path, partitions, accounts, where, message):
+    text = (
+        "name: s\ncompute: {server: dgx-b200, servers: 48, spare_servers: 0}\n"
+        f"scheduler: {{slurm: {{partitions: {partitions}, accounts: {accounts}}}}}\n"
+    )
+    path = write_design(tmp_path, text)
+    with pytest.raises(DesignError) as error:
+        plan_design(load_design(path))
+    text = str(error.value)
+    assert message in text and re.search(r"design\.yaml:\d+:\d+: \S*" + re.escape(where), text), text
+
+
+def test_a_bad_partition_is_exit_2_and_writes_nothing(tmp_path):
+    from click.testing import CliRunner
+
+    from gpucluster.cli import main
+
+    path = write_design(tmp_path, SITE_SLURM.replace("nodes: 36", "nodes: 37"))
+    result = CliRunner().invoke(main, ["build", str(path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and "asks for 12 servers" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_partitions_need_a_slurm_side(tmp_path):
+    path = write_design(
+        tmp_path,
+        "name: k\ncompute: {servers: 4}\nscheduler: {kind: kubernetes, slurm: {partitions: [{name: a, nodes: 1}]}}\n",
+    )
+    with pytest.raises(DesignError, match="need a Slurm side"):
+        load_design(path)

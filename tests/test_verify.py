@@ -7,6 +7,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -16,11 +18,12 @@ from conftest import DESIGNS, planned
 from ibsim_tools import DOWN, UP, discover, needs_ibsim, one_generation, set_port_rate
 from lldpd_tools import Lab, needs_lldpd
 
-from gpucluster.artifacts.verify_expected import net_context, net_records, node_description_rows
+from gpucluster.artifacts.verify_expected import ibsim_port_options, net_context, net_records, node_description_rows
 from gpucluster.cli import main
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.verify.check import verify
+from gpucluster.verify.discovery import MAX_DISCOVERY_BYTES
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
 from gpucluster.verify.lldp import mau_speed_gbps, parse_lldp
 from gpucluster.verify.report import findings_csv, findings_html, summary_lines
@@ -49,6 +52,7 @@ def _findings(results) -> list:
 # --- InfiniBand: the real ibsim and ibnetdiscover -----------------------------------------------------------
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     _loaded, plan = planned("superpod-h100-1su")
@@ -68,6 +72,7 @@ def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     )
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_injected_faults_are_reported_exactly_by_cable_label(tmp_path):
     """Two cables swapped at a leaf, one unplugged, one at 1x: verify names exactly these, by cable label."""
@@ -104,6 +109,7 @@ def test_injected_faults_are_reported_exactly_by_cable_label(tmp_path):
     assert wrong.b_u == f"{plan.devices[narrow.b.device].u_position:02d}"
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_split_port_legs_are_checked_to_their_switch_and_the_rest_is_said(tmp_path):
     """A UFM's splitter leg moved to the other leaf is miswired, one unplugged is missing; how a switch numbers a
@@ -139,6 +145,7 @@ def test_split_port_legs_are_checked_to_their_switch_and_the_rest_is_said(tmp_pa
     assert "NOT to the switch port" in html
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_cli_exit_status_and_outputs_on_a_simulated_fabric(tmp_path):
     _loaded, plan = planned("superpod-h100-1su")
@@ -158,6 +165,7 @@ def test_cli_exit_status_and_outputs_on_a_simulated_fabric(tmp_path):
     assert unplugged.cable in (folder / "findings.html").read_text()
 
 
+@pytest.mark.external
 @needs_ibsim
 def test_four_su_fabric_fits_ibsim_and_matches(tmp_path):
     _loaded, plan = planned("superpod-h200-4su")
@@ -417,6 +425,37 @@ def test_lldp_file_that_is_not_json_names_line_and_column(tmp_path):
     assert result.exit_code == 2 and f"{path}:2:" in result.output and "not JSON" in result.output
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"lldp": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests deeper than 64 levels"),
+        ('{"lldp": {"interface": ' + "9" * 5_000 + "}}", "a number of 5,000 characters"),
+        ('{"lldp": {"interface": NaN}}', "NaN is not a JSON number"),
+    ],
+    ids=["deep-nesting", "5000-digit-integer", "nan"],
+)
+def test_lldp_json_beyond_the_reader_bounds_is_a_located_error(tmp_path, text, expected):
+    path = _write(tmp_path, "inband-leaf-a-1.json", text)
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--lldp", str(path), "-o", str(tmp_path / "out")])
+    assert result.exit_code == 2 and f"{path}:1:" in result.output and expected in result.output, result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_ibnetdiscover_file_over_the_size_cap_is_refused_without_reading_it(tmp_path):
+    path = tmp_path / "huge.net"
+    with path.open("wb") as handle:
+        handle.truncate(MAX_DISCOVERY_BYTES + 1)  # sparse: refused by its size, never read
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "larger than 262,144 KiB" in result.output and str(path) in result.output
+
+
+def test_ibnetdiscover_from_a_pipe_is_refused_not_read_without_end(tmp_path):
+    path = tmp_path / "pipe.net"
+    os.mkfifo(path)
+    result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "not a regular file" in result.output
+
+
 # --- the build ------------------------------------------------------------------------------------------
 
 
@@ -499,6 +538,37 @@ def test_empty_lldp_folder_is_bad_input(tmp_path):
     assert result.exit_code == 2 and "no <switch>.json files" in result.output
 
 
+@pytest.mark.parametrize(
+    ("rate", "options"),
+    [("4xNDR", "w=2 s=7 e=8"), ("4xHDR", "w=2 s=7 e=4"), ("2xNDR", "w=16 s=7 e=8"), ("4xQDR", "w=2 s=7"), ("400G", "")],
+)
+def test_ibsim_port_options_enable_exactly_the_planned_width_and_rate(rate, options):
+    assert ibsim_port_options(rate) == options
+
+
+def test_every_port_line_of_the_expected_net_carries_its_rate_as_ibsim_options():
+    _loaded, plan = planned("superpod-h100-1su")
+    ports = [line for line in expected_net(plan, "compute").splitlines() if line.startswith("[")]
+    assert len(ports) == 2 * len(plan.links_on("compute"))
+    assert all(f"]\t{ibsim_port_options(line.rsplit(' ', 1)[1])}\t#" in line for line in ports)
+    assert Counter(line.rsplit(" ", 1)[1] for line in ports) == {"4xNDR": 1008, "2xNDR": 8}
+
+
+@pytest.mark.external
+@needs_ibsim
+def test_ibsim_brings_links_up_at_the_rate_of_the_port_options_alone(tmp_path):
+    """ibsim before 0.12 reads no NDR from a port line's comment and brings such a link up at SDR: the options
+    must carry the rate. With the comments' rates taken out, every link still comes up at the planned width and
+    rate (one generation down on Debian's ibsim 0.10, whose rates end at HDR)."""
+    _loaded, plan = planned("superpod-h100-1su")
+    net = one_generation(expected_net(plan, "compute"), DOWN)
+    net = re.sub(r" lid 0 (\d+x[A-Z]+)$", " lid 0", net, flags=re.MULTILINE)
+    found = discover(net, tmp_path / "sim")
+    rates = Counter(re.findall(r" lid \d+ (\d+x[A-Z]+)$", found, flags=re.MULTILINE))
+    assert rates == {"4xHDR": 1008, "2xHDR": 8}
+
+
+@pytest.mark.external
 @needs_ibsim
 def test_link_trained_at_a_lower_rate_is_wrong_speed(tmp_path):
     """One port enabled only up to one generation below the plan (an HDR optic on an NDR link): verify reports
@@ -533,6 +603,7 @@ def _interface_names(plan: Plan, links: list[PlannedLink], faults: dict[int, str
     return [(p.a.device, name(p.a), p.b.device, name(p.b)) for p in links if faults.get(p.link) != "unplug"]
 
 
+@pytest.mark.external
 @needs_lldpd
 def test_real_lldpd_neighbours_match_and_name_the_faults(tmp_path):
     """The lab design's in-band and out-of-band networks built of namespaces with the real lldpd: clean, verify

@@ -257,7 +257,7 @@ class Budget:
 def kept_power_budget(plan: Plan) -> Budget:
     """power_budget(plan), made once per plan and kept with its queries (plan/queries.py ``views``) for the writers,
     which read a planned plan and change nothing: the power writer's jobs and the report's views, one after another in
-    one worker, read it again (half a second at 131,072 GPUs). A budget to read, not to change."""
+    one worker, read it again. A budget to read, not to change."""
     views = plan.queries().views
     made = views.get("budget.power")
     if not isinstance(made, Budget):

@@ -19,6 +19,7 @@ from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.facts import (
     FeedLossFacts,
     HalfSpeedLink,
+    OverlongCable,
     RackFacts,
     RuleFacts,
     SlowHostLink,
@@ -85,6 +86,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "checkpoint": plan.settings.checkpoint,
         "slow_host_links": slow_host_links(plan),
         "unsplit_half_speed_links": unsplit_half_speed_links(plan),
+        "overlong_cables": overlong_cables(plan),
         "subnet_managers": subnet_manager_facts(plan),
     }
 
@@ -224,6 +226,36 @@ def unsplit_half_speed_links(plan: Plan) -> list[HalfSpeedLink]:
         )
         record["links"] += 1
     return [groups[k] for k in sorted(groups, key=str)]
+
+
+# A cable ordered at more than this multiple of its routed run (slack included) is coiled surplus the buyer pays
+# for and the trays carry: the orderable steps of its family are too coarse for the run (issue 31's bound).
+ORDERED_LENGTH_MAX_RATIO = 2.0
+
+
+def overlong_cables(plan: Plan) -> list[OverlongCable]:
+    """Cables ordered at more than ORDERED_LENGTH_MAX_RATIO times their run: one record per network, cable part and
+    orderable length, with a count, the worst ratio and one example."""
+    groups: dict[tuple[str, str, float], OverlongCable] = {}
+    for cable in plan.cables:
+        length, run = cable.length_m, cable.run_length_m
+        if length <= ORDERED_LENGTH_MAX_RATIO * run:
+            continue
+        ratio = round(length / run, 2) if run > 0 else float(length)
+        record = groups.setdefault(
+            (cable.network, cable.cable_part, length),
+            {
+                "network": cable.network,
+                "cable_part": cable.cable_part,
+                "length_m": length,
+                "cables": 0,
+                "worst_ratio": ratio,
+                "example": f"{cable.id}: a {run:g} m run ordered at {length:g} m",
+            },
+        )
+        record["cables"] += 1
+        record["worst_ratio"] = max(record["worst_ratio"], ratio)
+    return [groups[k] for k in sorted(groups)]
 
 
 def _rack_facts(plan: Plan, rack: RackPlan, feed: PowerFeed | None) -> RackFacts:
@@ -579,6 +611,27 @@ def _host_ports_at_speed(facts: RuleFacts) -> list[Finding]:
     return findings or [Finding(name, "ok", "every host port is linked at its own speed")]
 
 
+def _cables_at_orderable_length(facts: RuleFacts) -> list[Finding]:
+    """A cable ordered far longer than its run wastes what it costs and crowds the trays: name the part, the
+    length and an example, and say what to change."""
+    name = "cables-near-their-run"
+    findings = [
+        Finding(
+            name,
+            "warning",
+            f"{g['cables']} {g['cable_part']} cable(s) ({g['network']} network) ordered at {g['length_m']:g} m, more "
+            f"than {ORDERED_LENGTH_MAX_RATIO:g} x their run (up to {g['worst_ratio']:g} x), e.g. {g['example']}: "
+            "the part's orderable lengths are too coarse for these runs; add the shorter lengths its vendor sells "
+            "to the catalog (lengths_m) or choose another cable",
+            g["cable_part"],
+        )
+        for g in facts.get("overlong_cables", [])
+    ]
+    return findings or [
+        Finding(name, "ok", f"every cable is ordered at most {ORDERED_LENGTH_MAX_RATIO:g} x its routed run")
+    ]
+
+
 def _subnet_manager(facts: RuleFacts) -> list[Finding]:
     """An InfiniBand fabric has no traffic until a subnet manager assigns its addresses and routes: UFM
     appliances, or the switches' on-board SM (say which)."""
@@ -818,10 +871,19 @@ def _burn_in_plan(facts: RuleFacts) -> list[Finding]:
     missing = []
     if plan["servers_covered"] < plan["servers"]:
         missing.append(f"{plan['servers'] - plan['servers_covered']} GPU servers")
-    if plan["links_covered"] < plan["compute_host_links"]:
-        missing.append(f"{plan['compute_host_links'] - plan['links_covered']} compute links")
+    # ib_write_bw measures a link against a peer server's HCA on the same rail: a lone server has none
+    measurable = plan["compute_host_links"] if plan["servers"] > 1 else 0
+    if plan["links_covered"] < measurable:
+        missing.append(f"{measurable - plan['links_covered']} compute links")
     if missing:
         return [Finding("burn-in-plan-present", "error", f"the burn-in plan misses {' and '.join(missing)}")]
+    if plan["compute_host_links"] and not measurable:
+        message = (
+            f"burn-in plan: {plan['tests']} tests in {plan['stages']} stages cover the one GPU server; its "
+            f"{plan['compute_host_links']} compute links have no peer server to measure them with ib_write_bw "
+            "(the cabling check still discovers them)"
+        )
+        return [Finding("burn-in-plan-present", "ok", message)]
     return [
         Finding(
             "burn-in-plan-present",
@@ -856,6 +918,11 @@ RULES: list[Rule] = [
         _subnet_manager,
     ),
     Rule("host-ports-at-full-speed", "Every host port is linked at its own speed.", _host_ports_at_speed),
+    Rule(
+        "cables-near-their-run",
+        "Every cable is ordered at most twice its routed run (slack included).",
+        _cables_at_orderable_length,
+    ),
     Rule(
         "workload-fits-plan",
         "The workload trains within its target days on the plan, its step leaves room for the MFU, and its "

@@ -6,12 +6,15 @@ places jobs) read these, so both sides agree on one view of the fabric.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
 
 from gpucluster.catalog.schema import GpuServer
+from gpucluster.design.load import LoadedDesign
+from gpucluster.design.schema import SlurmPartition
+from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
 
@@ -142,10 +145,80 @@ class SchedulerSide:
 
 
 def slurm_partitions(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, list[str]]:
-    """Slurm's partitions: ``gpu`` (production, the default), ``spares`` (hot spares) and ``burnin`` (all)."""
+    """Slurm's partitions: the design's (``scheduler.slurm.partitions``) or else ``gpu`` (every production
+    server), then ``spares`` (hot spares) and ``burnin`` (all)."""
     production = [n for n in servers if not plan.devices[n].spare]
     spares = [n for n in servers if plan.devices[n].spare]
-    return {"gpu": production, "spares": spares, "burnin": list(servers)}
+    stated = plan.design.scheduler.slurm.partitions
+    first = {p.name: nodes for p, nodes in zip(stated, _stated_nodes(stated, production), strict=True)} or {
+        "gpu": production
+    }
+    return {**first, "spares": spares, "burnin": list(servers)}
+
+
+def default_partition(partitions: Sequence[SlurmPartition]) -> str:
+    """The partition jobs go to when they name none: the one marked default, else the first (``gpu`` when the
+    design states none)."""
+    return next((p.name for p in partitions if p.default), partitions[0].name if partitions else "gpu")
+
+
+def _stated_nodes(partitions: Sequence[SlurmPartition], production: list[str]) -> list[list[str]]:
+    """Each stated partition's servers: a count takes the next servers in plan order (partitions with counts
+    share none), 'all' every production server, a list its names."""
+    taken = 0
+    nodes = []
+    for partition in partitions:
+        if partition.node_list is not None:
+            nodes.append(list(partition.node_list))
+        elif partition.nodes == "all":
+            nodes.append(list(production))
+        else:
+            count = int(partition.nodes or 0)
+            nodes.append(production[taken : taken + count])
+            taken += count
+    return nodes
+
+
+def check_slurm_partitions(loaded: LoadedDesign, plan: Plan) -> None:
+    """The stated partitions fit the servers Slurm runs: counts (together) within its production servers, names
+    among them. A located error for each that does not."""
+    partitions = loaded.design.scheduler.slurm.partitions
+    if not partitions:
+        return
+    servers = scheduler_split(plan).slurm
+    production = [n for n in servers if not plan.devices[n].spare]
+    known = set(production)
+    problems = []
+    taken = 0
+    for index, partition in enumerate(partitions):
+        loc: tuple[str | int, ...] = ("scheduler", "slurm", "partitions", index)
+        if isinstance(partition.nodes, int):
+            taken += partition.nodes
+            if taken > len(production):
+                before = taken - partition.nodes
+                message = (
+                    f"partition {partition.name!r} asks for {partition.nodes} servers; Slurm runs {len(production)} "
+                    "production servers"
+                    + (f" and the partitions before it take {before}" if before else "")
+                    + " (partitions with counts take disjoint servers; use 'all' or node_list for shared ones)"
+                )
+                problems.append(Problem(*loaded.where(*loc, "nodes"), _dotted((*loc, "nodes")), message))
+        for position, name in enumerate(partition.node_list or []):
+            if name not in known:
+                where = (*loc, "node_list", position)
+                hint = "a hot spare (partition spares)" if name in servers else "not a production server Slurm runs"
+                example = f" ({_hostlist_text(production)})" if production else ""
+                problems.append(Problem(*loaded.where(*where), _dotted(where), f"{name!r} is {hint}{example}"))
+    if problems:
+        raise DesignError(problems)
+
+
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    return ".".join(str(part) for part in loc)
+
+
+def _hostlist_text(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} .. {names[-1]}"
 
 
 def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
@@ -162,8 +235,9 @@ def scheduler_sides(plan: Plan) -> list[SchedulerSide]:
         tree = fabric_tree(plan, servers)
         leaves = [s for s in tree.switches if s.tier == 1]
         if name == "Slurm":
+            default = default_partition(scheduler.slurm.partitions)
             queues = tuple(
-                Queue(partition, f"{len(nodes)} servers" + (", the default" if partition == "gpu" else ""))
+                Queue(partition, f"{len(nodes)} servers" + (", the default" if partition == default else ""))
                 for partition, nodes in slurm_partitions(plan, servers).items()
                 if nodes
             )

@@ -293,10 +293,17 @@ class Writing:
         ]
         self.workers.start_early(plan, loaded, ready, stage)
 
-    def finish(self, plan: Plan, loaded: LoadedDesign, meanwhile: Callable[[], None] | None = None) -> Path:
+    def finish(
+        self,
+        plan: Plan,
+        loaded: LoadedDesign,
+        meanwhile: Callable[[], None] | None = None,
+        beside: Callable[[], tuple[Path, Path] | None] | None = None,
+    ) -> Path:
         """Write the artifacts not written yet (wait for those started early) and swap the staging folder in.
         `meanwhile` (the main process's own work after the writers, e.g. the plan lock) runs once every writer's job has
-        been handed out, beside the last ones (the report alone leaves a CPU idle), or after them one at a time."""
+        been handed out, beside the last ones (the report alone leaves a CPU idle), or after them one at a time.
+        `beside` (called before the swap, so its failure leaves the output as it was) gives a file renamed with it."""
         self._open()
         if self.workers is not None:
             work = [(name, name in RUNS_LAST) for name in sorted(self.names + _preparations(self.names), key=_order)]
@@ -323,7 +330,7 @@ class Writing:
                 finish(self.names[-1])
             if meanwhile is not None:
                 meanwhile()
-        output_folder.swap(self.staging, self.final)
+        output_folder.swap(self.staging, self.final, beside() if beside is not None else None)
         return self.final
 
 

@@ -151,7 +151,7 @@ class Workers:
             finish_main()
         # the plan's objects stay out of the workers' collections, so their pages stay shared; a plan frozen already
         # (a command's plan, kept for the life of the process: pipeline.plan_design) stays frozen after, or the
-        # collector would walk all its objects again when the process ends (0.2 s of a 256-GPU build's second)
+        # collector would walk all its objects again when the process ends (a noticeable part of a small build)
         kept = gc.get_freeze_count() > 0
         gc.freeze()
         self.memory_bound_mib = max(WORKER_MEMORY_MIN_MIB, WORKER_MEMORY_SHARE * profiling.rss_mib())

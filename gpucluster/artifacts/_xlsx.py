@@ -50,8 +50,7 @@ class GuardedCsvWriter:
     guarded, and the others (ids and names the planner makes, numbers) are written as they are. `texts_repeat`: most
     cells' texts come back row after row (port names, part numbers, sources), so each distinct text is decided once
     (_lines); a table whose rows are mostly texts and numbers of their own (the cable schedule: ids, labels, lengths)
-    passes False and its rows go to csv.writer, which is then the faster (0.34 against 0.47 CPU s for the 16,384-GPU
-    cable schedule)."""
+    passes False and its rows go to csv.writer, which is then the faster."""
 
     def __init__(self, handle: TextIO, guarded: Iterable[int] | None = None, texts_repeat: bool = True):
         self._handle = handle
@@ -309,8 +308,8 @@ _FUNCTION_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
 
 class FormulaSheet(Worksheet):
     """A worksheet whose formulas that call only CLASSIC_FUNCTIONS skip XlsxWriter's function renaming (some 30
-    regular-expression passes a formula, for the future functions none of them is: a quarter of a million per-device
-    formulas took the power workbook half its time at 131,072 GPUs). Every other formula goes through XlsxWriter's
+    regular-expression passes a formula, for the future functions none of them is: over the per-device formulas, much
+    of the power workbook's time at scale). Every other formula goes through XlsxWriter's
     own preparation, so the file is the same bytes. Its common cells are written to the file in one string each
     (``_write_cell``). Used through ``add_worksheet(name, FormulaSheet)``, XlsxWriter's hook for worksheet
     subclasses."""
@@ -318,8 +317,8 @@ class FormulaSheet(Worksheet):
     def _write_cell(self, row: int, col: int, cell: Any) -> None:
         """A number, a shared string, a boolean or a formula with a number for its value, written as XlsxWriter
         writes it (its r and s attributes need no escaping: a cell name and a format index), in one string: XlsxWriter's
-        writer builds an attribute list and searches each attribute for characters to escape, a third of the time of
-        the power workbook and the BOM's rack contents (800,000 and 600,000 cells at 131,072 GPUs). Every other cell
+        writer builds an attribute list and searches each attribute for characters to escape, much of the time of
+        the power workbook and the BOM's rack contents (hundreds of thousands of cells at scale). Every other cell
         (and one that takes its format from its row or column) goes through XlsxWriter's own writer."""
         kind = type(cell)
         cell_format = cell.format

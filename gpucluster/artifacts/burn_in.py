@@ -128,7 +128,7 @@ _EMPTY_TESTS_END = b'"tests": []\n}'
 
 def expected_results_json(plan: Plan, tests: list[BurnInTest]) -> Iterator[bytes]:
     """expected-results.json a batch of tests at a time: the bytes orjson gives the whole document (indented, keys
-    sorted), without holding that text and a copy of it (100 MB at 131,072 GPUs). "tests" sorts last, so the document
+    sorted), without holding that text and a copy of it. "tests" sorts last, so the document
     dumped with no tests ends with their empty list; each batch, dumped as a list, goes in its place a level deeper
     (every line break of orjson's text is between tokens: a string's are escaped)."""
     document = _expected_document(plan, tests)

@@ -29,8 +29,12 @@ from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.plan.roce import ROCE_QOS
 
-# An NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
-PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.01-py3"
+# The NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
+# 25.12 (CUDA 13.1.0, PyTorch 2.10.0a0; docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-25-12.html)
+# serves every system in the catalog: the DGX GB300 release notes ask for the latest NGC PyTorch tag and NCCL 2.27.5
+# or later for GB300 (docs.nvidia.com/dgx/dgxgb300nvl72-release-notes/system-libraries-tools-drivers.html), above
+# the 2.25.2 GB200 multi-node NVLink needs; 25.01 carried NCCL 2.25.1, below both (docs/sources/rack-scale.md).
+PYTORCH_IMAGE = "nvcr.io/nvidia/pytorch:25.12-py3"
 RENDEZVOUS_PORT = 29500  # torchrun's default c10d rendezvous port
 # Kubeflow Trainer v2's PyTorch runtime: the ClusterTrainingRuntime it installs (kubeflow/trainer v2.3.0
 # manifests/base/runtimes/torch_distributed.yaml), whose one replicated job and its training container are "node".

@@ -37,15 +37,36 @@ def remove_stale_staging(final: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def swap(staging: Path, final: Path) -> None:
-    """Replace `final` with `staging`: rename the old folder aside, move the new one in, delete the old."""
+def remove_stale_file(staged: Path) -> None:
+    """Delete a file a killed build left under a name of its own (the plan lock's new file and its temporary),
+    which is never read as the lock."""
+    for stale in (staged, staged.with_name(f".{staged.name}.tmp")):
+        if stale.is_file() and not stale.is_symlink():
+            stale.unlink()
+
+
+def swap(staging: Path, final: Path, beside: tuple[Path, Path] | None = None) -> None:
+    """Replace `final` with `staging`: rename the old folder aside, move the new one in, delete the old. `beside`
+    (a new file and the file it replaces: the plan lock) is renamed right after, so output and lock change
+    together; every write that can fail was done before, and should that rename fail even so, the previous
+    output is put back."""
     os.chmod(staging, 0o755)
     old = final.with_name(f".{final.name}.old")
     if old.exists():
         shutil.rmtree(old)
-    if final.exists():
+    had_output = final.exists()
+    if had_output:
         os.replace(final, old)
-    os.replace(staging, final)
+    try:
+        os.replace(staging, final)
+        if beside is not None:
+            os.replace(*beside)
+    except OSError:
+        if final.exists() and not staging.exists():
+            os.replace(final, staging)  # the new output back to staging, which the caller removes
+        if had_output:
+            os.replace(old, final)
+        raise
     shutil.rmtree(old, ignore_errors=True)
 
 

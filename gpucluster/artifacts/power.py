@@ -42,7 +42,7 @@ _METADATA = {
 
 def parts(plan: Plan) -> list[str]:
     """Its files, which the writers run side by side: the workbook; the chart and the summary (one job, so the budget
-    is computed once for both: about a second at 131,072 GPUs)."""
+    is computed once for both)."""
     return ["workbook", "chart"]
 
 
@@ -61,7 +61,7 @@ def _write(budget: Budget, folder: Path, part: str) -> None:
         write_workbook(budget, folder / "power.xlsx")
     else:
         # the report's views (report:prepare, which starts later) read the budget's racks, groups and totals, not its
-        # device rows: computing it is a second at 131,072 GPUs
+        # device rows: shared, the budget is not computed again there
         share("power:budget", dataclasses.replace(budget, devices=[]))
         write_chart(budget, folder)
         (folder / "power-cooling.md").write_text(render("power-cooling.md.j2", **_context(budget)), encoding="utf-8")
@@ -78,7 +78,7 @@ def write_chart(budget: Budget, folder: Path) -> None:
         axes = figure.add_subplot()
         xs = range(len(racks))
         colours = [purpose_colour(r.purpose) for r in racks]
-        # one collection of bars per series (a patch per bar took seconds per thousand racks to lay out and draw)
+        # one collection of bars per series (a patch per bar is slow to lay out and draw for thousands of racks)
         _bars(axes, [r.load.max_w / 1000 for r in racks], colours, alpha=0.45)
         _bars(axes, [r.load.typical_w / 1000 for r in racks], colours, alpha=1.0)
         axes.scatter(

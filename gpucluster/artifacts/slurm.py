@@ -1,6 +1,7 @@
 """Slurm configuration from the plan: slurm.conf (controllers, nodes, partitions), gres.conf, cgroup.conf and
 the fabric topology (topology.conf with the tree or block plugin, or topology.yaml from Slurm 25.05), for
-the GPU servers Slurm runs. Written to ``slurm/``; nothing when Kubernetes runs every server."""
+the GPU servers Slurm runs; with the design's accounts also slurmdbd.conf and accounts.sh (sacctmgr commands for
+the accounts, fair shares, limits and users). Written to ``slurm/``; nothing when Kubernetes runs every server."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from gpucluster.analyse.scheduling import (
     SLURM_BLOCK_TOPOLOGY,
     SLURM_TOPOLOGY_YAML,
     FabricTree,
+    default_partition,
     fabric_tree,
     nvlink_domains,
     scheduler_split,
@@ -22,6 +24,8 @@ from gpucluster.analyse.scheduling import (
 )
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
+from gpucluster.design.names import slurm_cluster_name
+from gpucluster.design.schema import SlurmAccount, SlurmSettings
 from gpucluster.formats import yamlout
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
@@ -96,6 +100,7 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     ]
     cpus = server.threads
     real_memory_mb = server.usable_memory_mib
+    partitions = slurm_partitions(plan, servers)
     heads = [d.name for d in plan.devices_with("management-server")]
     controllers = heads[:2]
     state_save = settings.state_save_location or (SHARED_STATE_SAVE if len(controllers) > 1 else LOCAL_STATE_SAVE)
@@ -103,7 +108,7 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         "slurm/slurm.conf.j2",
         design=design,
         version=target,
-        cluster_name=settings.cluster_name or _cluster_name(design),
+        cluster_name=slurm_cluster_name(plan.design),
         controllers=controllers,
         state_save=state_save,
         state_save_shared=len(controllers) > 1,
@@ -125,8 +130,12 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         nodes_total=len(devices),
         production=len(production),
         spares=len(spares),
-        partitions={name: _hostlist(nodes) if nodes else "" for name, nodes in slurm_partitions(plan, servers).items()},
+        partitions={name: _hostlist(nodes) if nodes else "" for name, nodes in partitions.items()},
+        stated=_stated_partitions(settings, partitions),
+        accounts=bool(settings.accounts),
     )
+    if settings.accounts:
+        files |= _accounting_files(settings, design, target, controllers, slurm_cluster_name(plan.design))
     files["gres.conf"] = render(
         "slurm/gres.conf.j2",
         design=design,
@@ -138,6 +147,57 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     if settings.containers == "pyxis":
         files["plugstack.conf"] = render("slurm/plugstack.conf.j2", design=design)
     return dict(sorted(files.items()))
+
+
+def _stated_partitions(settings: SlurmSettings, partitions: dict[str, list[str]]) -> list[dict[str, object]]:
+    """The design's partitions as slurm.conf.j2 writes them: servers as a hostlist, which is the default."""
+    default = default_partition(settings.partitions)
+    return [
+        {
+            "name": p.name,
+            "nodes": _hostlist(partitions[p.name]),
+            "default": p.name == default,
+            "max_time": p.max_time,
+            "default_time": p.default_time,
+            "max_nodes": p.max_nodes,
+            "allow_accounts": p.allow_accounts,
+        }
+        for p in settings.partitions
+    ]
+
+
+def _accounting_files(
+    settings: SlurmSettings, design: str, version: str, controllers: list[str], cluster_name: str
+) -> dict[str, str]:
+    """slurmdbd.conf (slurmdbd beside slurmctld on the head nodes) and accounts.sh (the design's accounts)."""
+    return {
+        "slurmdbd.conf": render(
+            "slurm/slurmdbd.conf.j2",
+            design=design,
+            version=version,
+            host=controllers[0],
+            backup_host=controllers[1] if len(controllers) > 1 else "",
+        ),
+        "accounts.sh": render(
+            "slurm/accounts.sh.j2",
+            design=design,
+            cluster_name=cluster_name,
+            accounts=accounts_in_order(settings.accounts),
+        ),
+    }
+
+
+def accounts_in_order(accounts: list[SlurmAccount]) -> list[SlurmAccount]:
+    """The accounts parents first (sacctmgr adds an account only under one that exists), else in design order."""
+    placed: list[SlurmAccount] = []
+    names = {"root"}
+    waiting = list(accounts)
+    while waiting:  # the schema refuses unknown parents and circles, so each pass places at least one
+        ready = [a for a in waiting if a.parent in names]
+        placed += ready
+        names |= {a.name for a in ready}
+        waiting = [a for a in waiting if a.name not in names]
+    return placed
 
 
 def _tree_conf(design: str, version: str, tree: FabricTree, note: str) -> str:
@@ -224,8 +284,8 @@ def _hostlist(names: list[str] | tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=4096)
 def _hostlist_of(names: tuple[str, ...]) -> str:
     """_hostlist, remembered: a fabric tree lists the same switches many times over (every spine of a pod has the
-    same leaf groups under it; topology.conf and topology.yaml list the same tree), and python-hostlist takes
-    milliseconds a list (a 131,072-GPU tree: a minute of CPU uncached)."""
+    same leaf groups under it; topology.conf and topology.yaml list the same tree), and python-hostlist is
+    slow per list (a large tree lists thousands)."""
     by_prefix: dict[str, list[str]] = defaultdict(list)
     for name in names:
         by_prefix[re.sub(r"\d+$", "", name)].append(name)
@@ -240,9 +300,3 @@ def _chunks(names: list[str], size: int = 512) -> list[str]:
 def _feature(text: str) -> str:
     """A Slurm feature name: lower case letters, digits and underscores."""
     return "".join(c if c.isalnum() else "_" for c in text.lower())
-
-
-def _cluster_name(design: str) -> str:
-    """slurmdbd keys its tables by cluster name, which takes no hyphens: the design name with underscores."""
-    name = design.replace("-", "_")
-    return name if name[0].isalpha() else f"c_{name}"

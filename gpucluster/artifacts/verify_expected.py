@@ -2,7 +2,8 @@
 
 * ``expected-<network>.net`` for each InfiniBand network: the planned fabric in ibsim's topology format,
   which is ibnetdiscover's output format (one record per switch and HCA, one line per connected port, the
-  node description in the comment, the planned width and rate as ``lid 0 4xNDR``). ``ibsim -s`` simulates
+  node description in the comment, the planned width and rate as ``lid 0 4xNDR`` and as ibsim's port options
+  ``w= s= e=``, so the simulated links come up at the planned width and rate). ``ibsim -s`` simulates
   it (ibsim's limits, 256 switches and 2,048 nodes, admit up to about 4 SUs); ``gpucluster verify`` reads it
   as a discovery file and finds nothing, which is how a site checks its own tooling before bring-up.
 * ``node-descriptions.csv``: the node description each HCA and switch must carry for ``gpucluster verify``
@@ -11,6 +12,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 from collections.abc import Iterable, Iterator
@@ -127,22 +129,50 @@ def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str
     }
 
 
+# ibsim's enabled-width and enabled-speed masks (ibsim/sim.h, LINKWIDTH_* and LINKSPEED_*/LINKSPEEDEXT_*): a port
+# line's options w=, s= and e= set them, and a link comes up at the highest width and rate both ends enable.
+# Without them ibsim 0.10 (Debian 12) and 0.11 bring an NDR link up at SDR: they read the rate from the comment
+# only up to HDR (NDR from 0.12). The NDR bit exists from 0.11; 0.10 refuses e=8 (its masks end at HDR, "should be
+# between 0 to 7"), and no ibsim release up to 0.12 knows XDR, so an XDR port gets no e= and comes up at QDR.
+IBSIM_WIDTH = {1: 1, 2: 16, 4: 2, 8: 4, 12: 8}
+IBSIM_SPEED = {"SDR": 1, "DDR": 3, "QDR": 7}  # with the lower speeds, as ibsim enables them itself
+IBSIM_SPEED_EXT = {"FDR": 1, "EDR": 2, "HDR": 4, "NDR": 8}
+_RATE = re.compile(r"(\d+)x([A-Z]+)")
+
+
+def ibsim_port_options(rate: str) -> str:
+    """The port-line options that make ibsim enable exactly the planned width and lane rate (e.g. 4xNDR:
+    ``w=2 s=7 e=8``); empty for a rate ibsim cannot express (an Ethernet speed such as 400G)."""
+    match = _RATE.fullmatch(rate)
+    if match is None:
+        return ""
+    width, lane = int(match[1]), match[2]
+    options = [f"w={IBSIM_WIDTH[width]}"] if width in IBSIM_WIDTH else []
+    options.append(f"s={IBSIM_SPEED.get(lane, IBSIM_SPEED['QDR'])}")
+    if lane in IBSIM_SPEED_EXT:
+        options.append(f"e={IBSIM_SPEED_EXT[lane]}")
+    return " ".join(options)
+
+
 def net_blocks(records: list[dict]) -> Iterator[str]:
     """Each record's text in the .net file as ibnetdiscover prints it: a blank line, the node line, then each
     connected port, preceded by the label of its cable (a comment); an HCA's port line repeats ibnetdiscover's
     "lid 0 lmc 0" of its own port first. Made here rather than in the template: a template's loop over half a
-    million port lines took most of the writer's time (millions of generator steps)."""
+    million port lines took most of the writer's time (millions of generator steps). Each port line carries
+    ibsim's options for the planned width and rate (:func:`ibsim_port_options`) before its comment."""
+    options = functools.cache(ibsim_port_options)  # a fabric has a handful of rates
     for r in records:
         if r["kind"] == "Switch":
             head = f'\nSwitch\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}" enhanced port 0 lid 0 lmc 0\n'
             lines = [
-                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t\t# "{peer_node}" lid 0 {rate}\n'
+                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
+                f'# "{peer_node}" lid 0 {rate}\n'
                 for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
             ]
         else:
             head = f'\nCa\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}"\n'
             lines = [
-                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t\t'
+                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
                 f'# lid 0 lmc 0 "{peer_node}" lid 0 {rate}\n'
                 for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
             ]
@@ -262,8 +292,8 @@ def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv. One network at a
-    time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, and all
-    of them at once with their file's text held over 900 MB."""
+    time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, too many
+    to hold at once with their file's text."""
     networks = infiniband_networks(plan)
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)

@@ -17,21 +17,25 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpucluster.inputs.limits import (
     MAX_LIST_ITEMS,
     MAX_NAME_CHARS,
     MAX_PORTS_PER_DEVICE,
+    MIN_CAPACITY_TB,
+    MIN_THROUGHPUT_GBYTES_PER_S,
     PORT_NAME,
     DeviceName,
     Name,
     Phases,
     Text,
     format_template,
+    visible_strings,
 )
 
 MIB_PER_GB = 1024
+MIN_FABRIC_RADIX = 4  # the smallest switch a fat tree is built of: two ports down, two up
 
 CageType = Literal["osfp", "qsfp112", "qsfp56", "qsfp28", "sfp28", "rj45"]
 Technology = Literal[
@@ -54,13 +58,18 @@ Media = Literal["dac", "acc", "aoc", "mmf", "smf", "cat6"]
 
 
 class _Strict(BaseModel):
-    """A catalog file is user input too: wrong types are refused, never converted, and numbers are finite."""
+    """A catalog file is user input too: wrong types are refused, never converted, numbers are finite and no text
+    holds an invisible or control character."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    _visible = field_validator("*")(visible_strings)
+
+
+_PORT_FIELDS: dict[str, float] = {"cage": 1, "sub": 1, "sub0": 0, "index": 1}
 
 
 def _port_template(template: str) -> str:
-    return format_template(template, frozenset({"cage", "sub", "sub0", "index"}))
+    return format_template(template, _PORT_FIELDS)
 
 
 def _flat(pairs: list[tuple[str, str]]) -> list[str]:
@@ -68,11 +77,18 @@ def _flat(pairs: list[tuple[str, str]]) -> list[str]:
 
 
 def _split_port_template(template: str) -> str:
-    return format_template(template, frozenset({"cage", "sub", "sub0", "index", "half", "lane0"}))
+    return format_template(template, {**_PORT_FIELDS, "half": 1, "lane0": 0})
 
 
 def _part_number_template(template: str) -> str:
-    return format_template(template, frozenset({"length_m", "length_dm"}))
+    return format_template(template, {"length_m": 1.5, "length_dm": 15})
+
+
+def _check_port_name(template: str, name: str) -> None:
+    """A port name a template gives reaches switch configs and cabling labels: only the characters port names use."""
+    if not PORT_NAME.fullmatch(name):
+        allowed = "1-64 letters, digits, spaces and _ . / : -"
+        raise ValueError(f"{template} gives the port name {name[:80]!r}; a port name is {allowed}")
 
 
 class PortGroup(_Strict):
@@ -82,7 +98,7 @@ class PortGroup(_Strict):
     cage_type: CageType
     cages: int = Field(gt=0, le=MAX_PORTS_PER_DEVICE)
     ports_per_cage: int = Field(default=1, gt=0, le=8, description="logical ports per cage (2 = twin-port OSFP)")
-    speed_gbps: float = Field(gt=0, le=100_000)
+    speed_gbps: float = Field(ge=0.1, le=100_000, description="per logical port; 0.1: 100BASE-T management ports")
     technology: Technology | None = None
     name_format: Annotated[str, Field(max_length=64), AfterValidator(_port_template)] = Field(
         description="port name; {cage} (cage number, from number_from), {sub} (1-based sub-port), {sub0} "
@@ -179,10 +195,10 @@ class PortGroup(_Strict):
             raise ValueError(f"{self.port_count} ports; at most {MAX_PORTS_PER_DEVICE} per device are supported")
         last = self.number_from + self.cages - 1
         for cage, sub, index in ((self.number_from, 1, 1), (last, self.ports_per_cage, self.port_count)):
-            name = self.name_format.format(cage=cage, sub=sub, sub0=sub - 1, index=index)
-            if not PORT_NAME.fullmatch(name):
-                allowed = "1-64 letters, digits, spaces and _ . / : -"
-                raise ValueError(f"name_format gives the port name {name!r}; a port name is {allowed}")
+            _check_port_name("name_format", self.name_format.format(cage=cage, sub=sub, sub0=sub - 1, index=index))
+        halves = self.split_port_names()
+        for name in (*halves[0], *halves[-1]) if halves else ():
+            _check_port_name("split_name_format", name)
         if self.rails is not None and sorted(self.rails) != list(range(1, self.port_count + 1)):
             raise ValueError(f"rails must list 1..{self.port_count} once each")
         for name in ("os_devices", "netdevs", "ethernet_netdevs", "plane_netdevs"):
@@ -202,7 +218,7 @@ class PortGroup(_Strict):
 
 class Psus(_Strict):
     count: int = Field(gt=0, le=64)
-    rating_w: float = Field(gt=0, le=100_000)
+    rating_w: float = Field(ge=1, le=100_000)
     redundancy: Name = Field(description='e.g. "4+2" or "1+1"')
     inlet: Name = Field(description="IEC 60320 inlet, e.g. C20")
 
@@ -257,14 +273,14 @@ class RackMounted(_Part):
 class Gpu(_Strict):
     model: Name
     count: int = Field(gt=0, le=72)
-    memory_gb: float = Field(gt=0, le=100_000)
-    tdp_w: float = Field(gt=0, le=100_000)
-    bf16_dense_tflops: float = Field(gt=0, le=1_000_000, description="dense (no sparsity) BF16 peak per GPU")
+    memory_gb: float = Field(ge=1, le=100_000)
+    tdp_w: float = Field(ge=1, le=100_000)
+    bf16_dense_tflops: float = Field(ge=1, le=1_000_000, description="dense (no sparsity) BF16 peak per GPU")
     gres_type: str = Field(pattern=r"^[a-z0-9_]+$", description="Slurm GRES type, e.g. h100")
     nvlink_domain_gpus: int = Field(
         gt=0, le=MAX_PORTS_PER_DEVICE, description="GPUs in one NVLink domain (8 for HGX, 72 for NVL72)"
     )
-    nvlink_bandwidth_gbytes_per_s: float = Field(gt=0, le=1_000_000, description="per GPU, total both directions")
+    nvlink_bandwidth_gbytes_per_s: float = Field(ge=1, le=1_000_000, description="per GPU, total both directions")
 
 
 class Cpu(_Strict):
@@ -285,7 +301,7 @@ class GpuServer(RackMounted):
     kind: Literal["gpu_server"]
     gpu: Gpu
     cpu: Cpu
-    memory_gb: float = Field(gt=0, le=1_000_000)
+    memory_gb: float = Field(ge=1, le=1_000_000)
     os_reserved_memory_gb: float = Field(
         ge=0, le=1_000_000, description="memory the OS keeps (Slurm RealMemory is the rest)"
     )
@@ -321,6 +337,15 @@ class Switch(RackMounted):
         """Logical fabric ports at full speed."""
         return sum(group.port_count for group in self.port_groups("fabric"))
 
+    @model_validator(mode="after")
+    def _radix_builds_a_tree(self) -> Switch:
+        if 0 < self.radix < MIN_FABRIC_RADIX:
+            raise ValueError(
+                f"{self.radix} fabric ports; a switch with fabric ports needs at least {MIN_FABRIC_RADIX} (a fat tree "
+                "gives half of them down and half up and groups switches in blocks of half the radix)"
+            )
+        return self
+
 
 class Appliance(RackMounted):
     """Fabric managers and management servers: rack devices with host ports but no GPUs."""
@@ -335,9 +360,9 @@ class StorageBlock(RackMounted):
     kind: Literal["storage_block"]
     tier: Literal["parallel-filesystem", "object"]
     filesystems: list[Name] = Field(min_length=1, max_length=64, description="filesystem or protocol kinds it serves")
-    capacity_tb: float = Field(gt=0, le=1_000_000, description="usable capacity, decimal TB")
-    read_gbytes_per_s: float = Field(gt=0, le=1_000_000)
-    write_gbytes_per_s: float = Field(gt=0, le=1_000_000)
+    capacity_tb: float = Field(ge=MIN_CAPACITY_TB, le=1_000_000, description="usable capacity, decimal TB")
+    read_gbytes_per_s: float = Field(ge=MIN_THROUGHPUT_GBYTES_PER_S, le=1_000_000)
+    write_gbytes_per_s: float = Field(ge=MIN_THROUGHPUT_GBYTES_PER_S, le=1_000_000)
 
     @model_validator(mode="after")
     def _reachable(self) -> StorageBlock:
@@ -364,10 +389,10 @@ class Transceiver(_Part):
     kind: Literal["transceiver"]
     cage_type: CageType
     ports: int = Field(gt=0, le=8, description="logical ports it serves (2 = twin-port)")
-    speed_gbps: float = Field(gt=0, le=100_000, description="per logical port")
+    speed_gbps: float = Field(ge=0.1, le=100_000, description="per logical port")
     technology: Technology | list[Technology] = Field(description="one, or several for dual-protocol optics")
     media: Literal["mmf", "smf"]
-    reach_m: float = Field(gt=0, le=1_000_000)
+    reach_m: float = Field(ge=0.1, le=1_000_000)
     end: Literal["switch", "host", "any"] = Field(
         description="finned top for switch cages, flat top for host cages; any where the form factor has one kind"
     )
@@ -383,7 +408,7 @@ class Cable(_Part):
     kind: Literal["cable"]
     media: Media
     technology: Technology | list[Technology] | None = Field(default=None, description="None: any (e.g. Cat6)")
-    speed_gbps: float = Field(gt=0, le=100_000, description="per logical link it carries")
+    speed_gbps: float = Field(ge=0.1, le=100_000, description="per logical link it carries")
     links: int = Field(default=1, gt=0, le=8, description="logical links one cable carries (2 = twin-port straight)")
     split: int = Field(default=1, gt=0, le=8, description="far ends per near end (2 = 1:2 splitter)")
     splits_port: bool = Field(
@@ -393,10 +418,15 @@ class Cable(_Part):
     )
     end_a: CageType
     end_b: CageType
-    reach_m: float = Field(gt=0, le=1_000_000)
-    lengths_m: list[float] = Field(min_length=1, max_length=MAX_LIST_ITEMS, description="orderable lengths")
+    reach_m: float = Field(ge=0.1, le=1_000_000)
+    lengths_m: list[Annotated[float, Field(ge=0.1, le=100_000)]] = Field(
+        min_length=1, max_length=MAX_LIST_ITEMS, description="orderable lengths"
+    )
     length_step_m: float | None = Field(
-        default=None, ge=0.01, description="made to order: any multiple of this step up to the reach, beyond lengths_m"
+        default=None,
+        ge=0.01,
+        le=1_000,
+        description="made to order: any multiple of this step up to the reach, beyond lengths_m",
     )
     part_number_format: (
         Annotated[str, Field(max_length=MAX_NAME_CHARS), AfterValidator(_part_number_template)] | None
@@ -432,9 +462,9 @@ class Rack(_Part):
 class Pdu(_Part):
     kind: Literal["pdu"]
     u_height: float = Field(ge=0, le=60)
-    voltage_v: float = Field(gt=0, le=1_000, description="line-to-line for three-phase")
+    voltage_v: float = Field(ge=100, le=1_000, description="line-to-line for three-phase")
     phases: Phases
-    current_a: float = Field(gt=0, le=1_000, description="input breaker rating")
+    current_a: float = Field(ge=1, le=1_000, description="input breaker rating")
     outlets: dict[Name, Annotated[int, Field(ge=0, le=1_000)]] = Field(
         max_length=64, description="IEC 60320 outlet type -> count"
     )
@@ -450,8 +480,10 @@ class NvlinkSwitchTray(RackMounted):
     single-rack domain): every GPU of the domain has one NVLink link to every chip."""
 
     kind: Literal["nvlink_switch_tray"]
-    switch_chips: int = Field(gt=0)
-    nvlink_ports_per_chip: int = Field(gt=0, description="NVLink ports of one chip (its backplane side)")
+    switch_chips: int = Field(gt=0, le=64)
+    nvlink_ports_per_chip: int = Field(
+        gt=0, le=MAX_PORTS_PER_DEVICE, description="NVLink ports of one chip (its backplane side)"
+    )
 
 
 class PowerShelf(RackMounted):
@@ -459,7 +491,7 @@ class PowerShelf(RackMounted):
 
     kind: Literal["power_shelf"]
     psus: Psus
-    output: str = Field(description="what it feeds, e.g. the rack's DC busbar")
+    output: Name = Field(description="what it feeds, e.g. the rack's DC busbar")
 
     @property
     def rating_w(self) -> float:
@@ -470,15 +502,15 @@ class PowerShelf(RackMounted):
 class FlowPoint(_Strict):
     """A published rack coolant flow at one facility supply temperature."""
 
-    supply_c: float
-    flow_l_per_min: float = Field(gt=0)
+    supply_c: float = Field(ge=0, le=100, description="facility supply temperature")
+    flow_l_per_min: float = Field(ge=0.1, le=1_000_000)
 
 
 class RackSlot(_Strict):
     """A run of one kind of tray in a rack-scale system's elevation, bottom up."""
 
     item: Literal["compute-tray", "nvlink-switch-tray", "power-shelf", "management-switch"]
-    count: int = Field(gt=0)
+    count: int = Field(gt=0, le=128)
 
 
 class CoolantCount(_Strict):
@@ -499,24 +531,28 @@ class RackSystem(_Part):
     kind: Literal["rack_system"]
     rack: str = Field(description="catalog id of the rack it ships in")
     compute_tray: str
-    compute_trays: int = Field(gt=0)
+    compute_trays: int = Field(gt=0, le=128)
     nvlink_switch_tray: str
-    nvlink_switch_trays: int = Field(gt=0)
+    nvlink_switch_trays: int = Field(gt=0, le=64)
     management_switch: str
-    management_switches: int = Field(ge=0)
+    management_switches: int = Field(ge=0, le=16)
     power_shelf: str
-    power_shelves: int = Field(gt=0)
+    power_shelves: int = Field(gt=0, le=64)
     power_shelf_redundancy: Literal["N+N", "N+1", "N"] = Field(
         description="N+N: half the shelves carry the rack (the other half on a second feed)"
     )
-    domain_racks: int = Field(default=1, gt=0, description="racks in one NVLink domain (2 for the 36x2 variant)")
-    nvlink_links_per_gpu: int = Field(gt=0, description="NVLink links of each GPU, one to each switch chip")
-    layout: list[RackSlot] = Field(min_length=1, description="the rack's elevation, bottom up, from U1")
+    domain_racks: int = Field(default=1, gt=0, le=16, description="racks in one NVLink domain (2 for the 36x2 variant)")
+    nvlink_links_per_gpu: int = Field(gt=0, le=64, description="NVLink links of each GPU, one to each switch chip")
+    layout: list[RackSlot] = Field(min_length=1, max_length=64, description="the rack's elevation, bottom up, from U1")
     liquid_fraction: float = Field(ge=0, le=1, description="share of the rack's heat its liquid loop takes")
-    published_power_w: float = Field(gt=0, description="the vendor's rack power figure (what the parts add up to)")
-    coolant_flow_l_per_min_per_kw: float = Field(gt=0, description="design flow per kW of liquid heat")
-    coolant_flow_by_supply: list[FlowPoint] = Field(default_factory=list)
-    weight_kg: float | None = Field(default=None, gt=0, description="the loaded rack: trays, shelves, rack, coolant")
+    published_power_w: float = Field(
+        ge=1, le=10_000_000, description="the vendor's rack power figure (what the parts add up to)"
+    )
+    coolant_flow_l_per_min_per_kw: float = Field(ge=0.01, le=100, description="design flow per kW of liquid heat")
+    coolant_flow_by_supply: list[FlowPoint] = Field(default_factory=list, max_length=64)
+    weight_kg: float | None = Field(
+        default=None, gt=0, le=100_000, description="the loaded rack: trays, shelves, rack, coolant"
+    )
     coolant_parts: list[CoolantCount] = Field(
         default_factory=list, max_length=16, description="its in-rack liquid-cooling parts: manifolds, couplings, hoses"
     )
@@ -551,11 +587,13 @@ class Cdu(_Part):
 
     kind: Literal["cdu"]
     placement: Literal["in-rack", "in-row"]
-    capacity_kw: float = Field(gt=0, description="heat it moves to facility water")
-    max_racks: int | None = Field(default=None, gt=0, description="racks one unit serves (in-row)")
-    pump_redundancy: str = Field(description='e.g. "N+1"')
-    flow_l_per_min: float | None = Field(default=None, gt=0)
-    u_height: float = Field(default=0, ge=0, description="in-rack units take rack units; in-row ones a floor position")
+    capacity_kw: float = Field(ge=1, le=100_000, description="heat it moves to facility water")
+    max_racks: int | None = Field(default=None, gt=0, le=1_000, description="racks one unit serves (in-row)")
+    pump_redundancy: Name = Field(description='e.g. "N+1"')
+    flow_l_per_min: float | None = Field(default=None, ge=0.1, le=1_000_000)
+    u_height: float = Field(
+        default=0, ge=0, le=60, description="in-rack units take rack units; in-row ones a floor position"
+    )
 
 
 class CoolantPart(_Part):

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpucluster.catalog.load import Catalog, load_catalog
 from gpucluster.catalog.schema import Appliance, Cdu, GpuServer, Pdu, Rack, RackSystem, StorageBlock, Switch
+from gpucluster.design.names import name_problems
 from gpucluster.design.schema import Design
 from gpucluster.errors import DesignError, Problem
 from gpucluster.inputs.prices import load_price_list
@@ -118,7 +119,17 @@ _REFERENCES: list[tuple[tuple[str, ...], type | tuple[type, ...], str]] = [
 
 
 def check_references(loaded: LoadedDesign) -> list[Problem]:
-    """Every catalog id a design names exists and is of the right kind."""
+    """Every catalog id a design names exists and is of the right kind, and every name the design gives Slurm
+    and Kubernetes objects is one they accept."""
+    problems = _unknown_references(loaded)
+    if not problems:
+        part = loaded.catalog.parts.get(loaded.design.compute.server)
+        server_id = part.compute_tray if isinstance(part, RackSystem) else loaded.design.compute.server
+        problems = name_problems(loaded.design, server_id, loaded.where)
+    return problems
+
+
+def _unknown_references(loaded: LoadedDesign) -> list[Problem]:
     problems = []
     for loc, kind, noun in _REFERENCES:
         value: object = loaded.design

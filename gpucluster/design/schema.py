@@ -8,6 +8,7 @@ Units are in field names (``_kw``, ``_mm``, ``_gbytes_per_s`` is gigabytes per s
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -19,16 +20,20 @@ from gpucluster.inputs.limits import (
     MAX_LIST_ITEMS,
     MAX_SERVERS,
     MAX_THROUGHPUT_GBYTES_PER_S,
+    MIN_CAPACITY_TB,
+    MIN_THROUGHPUT_GBYTES_PER_S,
     Phases,
     Text,
+    visible_strings,
 )
 
 
 class _Section(BaseModel):
     """Strict: a YAML value of the wrong type is refused, never converted (a string is not a number, a boolean
-    not a count), and a number must be finite."""
+    not a count), a number must be finite and no text may hold an invisible or control character."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    _visible = field_validator("*")(visible_strings)
 
 
 def _ratio(value: object) -> object:
@@ -76,7 +81,7 @@ class Site(_Section):
     name: str = Field("DC1", pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,15}$", description="site code used in labels")
     rack: str = Field("legrand-nvidpd13", description="rack model from the catalog")
     rack_height_u: int | None = Field(None, gt=0, le=60, description="defaults to the rack model's height")
-    rack_power_budget_kw: float = Field(45.0, gt=0, le=1000, description="maximum IT load per rack (nameplate maximum)")
+    rack_power_budget_kw: float = Field(45.0, ge=1, le=1000, description="maximum IT load per rack (nameplate maximum)")
     servers_per_rack: int | None = Field(
         None,
         gt=0,
@@ -86,7 +91,7 @@ class Site(_Section):
     )
     cooling: Literal["air", "rear-door", "liquid"] = "rear-door"
     cooling_capacity_kw: float | None = Field(
-        None, gt=0, le=1000, description="heat one rack's cooling can remove; defaults by cooling type"
+        None, ge=1, le=1000, description="heat one rack's cooling can remove; defaults by cooling type"
     )
     rack_pitch_mm: float | None = Field(
         None, ge=100, le=5000, description="rack-to-rack spacing in a row; defaults to rack width"
@@ -94,7 +99,7 @@ class Site(_Section):
     row_pitch_mm: float = Field(2400, ge=500, le=20_000, description="row-to-row spacing (rack depth plus aisle)")
     floor_load_kpa: float = Field(
         12.0,
-        gt=0,
+        ge=1,
         le=100,
         description="the floor's rated distributed (superimposed live) load; default 12 kPa (250 lb/ft2), "
         "TIA-942 Rated-3, which the DGX SuperPOD RAs ask of the data centre",
@@ -114,13 +119,14 @@ class Site(_Section):
     currency: str = Field("USD", pattern=r"^[A-Z]{3}$")
     air_temperature_rise_k: float = Field(
         11.1,
-        gt=0,
+        ge=3,
         le=30,
-        description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb)",
+        description="air temperature rise across the equipment, for airflow (11.1 K = the 20 °F rule of thumb; "
+        "ASHRAE's equipment rises are 5-20 K, below 3 K the airflow a rack needs is no longer buildable)",
     )
     coolant_temperature_rise_k: float | None = Field(
         None,
-        gt=0,
+        ge=1,
         le=30,
         description="coolant temperature rise across a liquid-cooled rack: its flow follows from its liquid heat "
         "(water); when omitted, the rack system's published flow per kW",
@@ -238,7 +244,7 @@ class ParallelFilesystem(_Section):
     block: str | None = Field(None, description="building block from the catalog; default fits the kind")
     capacity_tb: float | None = Field(
         None,
-        gt=0,
+        ge=MIN_CAPACITY_TB,
         le=MAX_CAPACITY_TB,
         description="usable capacity; default: what the building blocks the throughput needs hold",
     )
@@ -246,10 +252,16 @@ class ParallelFilesystem(_Section):
         "better", description="SuperPOD RA storage guideline level for default throughput"
     )
     read_gbytes_per_s: float | None = Field(
-        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate read; default from the level"
+        None,
+        ge=MIN_THROUGHPUT_GBYTES_PER_S,
+        le=MAX_THROUGHPUT_GBYTES_PER_S,
+        description="aggregate read; default from the level",
     )
     write_gbytes_per_s: float | None = Field(
-        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate write; default from the level"
+        None,
+        ge=MIN_THROUGHPUT_GBYTES_PER_S,
+        le=MAX_THROUGHPUT_GBYTES_PER_S,
+        description="aggregate write; default from the level",
     )
 
 
@@ -257,9 +269,12 @@ class ObjectStorage(_Section):
     """The cheaper tier where raw data and finished models live, staged to the fast tier when needed."""
 
     block: str | None = Field(None, description="object-storage building block from the catalog")
-    capacity_tb: float = Field(gt=0, le=MAX_CAPACITY_TB)
+    capacity_tb: float = Field(ge=MIN_CAPACITY_TB, le=MAX_CAPACITY_TB)
     throughput_gbytes_per_s: float | None = Field(
-        None, gt=0, le=MAX_THROUGHPUT_GBYTES_PER_S, description="aggregate read throughput wanted"
+        None,
+        ge=MIN_THROUGHPUT_GBYTES_PER_S,
+        le=MAX_THROUGHPUT_GBYTES_PER_S,
+        description="aggregate read throughput wanted",
     )
     shared_with_parallel_filesystem: bool = Field(
         False,
@@ -283,11 +298,120 @@ class Management(_Section):
 
 
 _RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # Kubernetes namespace / object name segment
+# slurmdbd names its MySQL tables "<ClusterName>_<table>", the longest "<ClusterName>_assoc_usage_month_table"
+# (Slurm's src/plugins/accounting_storage/mysql/accounting_storage_mysql.c), and MySQL names are at most 64
+# characters: 64 - 24 leaves 40 for the cluster name, given or derived from the design name.
+SLURM_CLUSTER_NAME_MAX_CHARS = 40
 
 
 # Slurm's releases (YY.MM, two a year since 23.02; SchedMD's CHANGELOG/ folder), from the oldest still running at
 # sites (Debian 12's slurm-wlm 22.05) to the newest (26.05).
 SlurmRelease = Literal["22.05", "23.02", "23.11", "24.05", "24.11", "25.05", "25.11", "26.05"]
+
+
+# Slurm's time limits as slurm.conf(5) takes them: minutes, minutes:seconds, hours:minutes:seconds,
+# days-hours[:minutes[:seconds]], or UNLIMITED / INFINITE.
+_SLURM_TIME = r"^(UNLIMITED|INFINITE|\d{1,7}(:\d{1,2}){0,2}|\d{1,5}-\d{1,2}(:\d{1,2}){0,2})$"
+_SLURM_NAME = r"^[a-z][a-z0-9_-]{0,39}$"  # partitions and accounts: lower case (sacctmgr folds account names)
+_POSIX_USER = r"^[a-z_][a-z0-9_.-]{0,31}$"
+SLURM_GENERATED_PARTITIONS = ("spares", "burnin")  # written for every Slurm cluster (hot spares, acceptance tests)
+
+
+def slurm_minutes(limit: str) -> float:
+    """A Slurm time limit in minutes (infinite for UNLIMITED/INFINITE), to compare two limits."""
+    if limit in ("UNLIMITED", "INFINITE"):
+        return math.inf
+    days, dash, clock = limit.partition("-")
+    if not dash:  # minutes, minutes:seconds or hours:minutes:seconds
+        parts = [int(p) for p in days.split(":")]
+        hours, minutes, seconds = parts if len(parts) == 3 else [0, *parts, 0][:3]
+        return hours * 60 + minutes + seconds / 60
+    hours, minutes, seconds = [*(int(p) for p in clock.split(":")), 0, 0][:3]  # days-hours[:minutes[:seconds]]
+    return int(days) * 1440 + hours * 60 + minutes + seconds / 60
+
+
+class SlurmPartition(_Section):
+    """A partition as the site runs it: its servers (a count taken from the Slurm servers in plan order, or
+    names), its limits and who may use it."""
+
+    name: str = Field(
+        pattern=_SLURM_NAME,
+        description="partition name (lower case letters, digits, '-', '_'); not 'default', 'spares' or 'burnin'",
+    )
+    nodes: int | Literal["all"] | None = Field(
+        None,
+        description="production servers it takes: a count (partitions with counts take disjoint servers, in plan "
+        "order, so each keeps its scalable units together) or 'all'; give nodes or node_list",
+    )
+    node_list: list[str] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_LIST_ITEMS,
+        description="the servers by host name (e.g. gpu001), instead of a count",
+    )
+    default: bool = Field(False, description="the partition jobs go to when they name none (default: the first)")
+    max_time: str | None = Field(None, pattern=_SLURM_TIME, description="MaxTime, e.g. '7-00:00:00' (default: none)")
+    default_time: str | None = Field(None, pattern=_SLURM_TIME, description="DefaultTime, e.g. '1:00:00'")
+    max_nodes: int | None = Field(None, ge=1, le=MAX_SERVERS, description="MaxNodes: most servers one job takes")
+    allow_accounts: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="accounts that may use it (AllowAccounts; default: every account)",
+    )
+
+    @field_validator("node_list")
+    @classmethod
+    def _host_names(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or []:
+            if not re.fullmatch(r"[a-z][a-z0-9-]{0,62}", name):
+                raise ValueError(f"{name!r} is not a host name (lower case letters, digits and '-')")
+        _unique("host", names or [])
+        return names
+
+    @model_validator(mode="after")
+    def _servers_and_limits(self) -> SlurmPartition:
+        if self.name == "default" or self.name in SLURM_GENERATED_PARTITIONS:
+            raise ValueError(
+                f"partition name {self.name!r} is taken ('default' is Slurm's keyword; spares and burnin "
+                "are written for every Slurm cluster)"
+            )
+        if (self.nodes is None) == (self.node_list is None):
+            raise ValueError("give 'nodes' (a count or 'all') or 'node_list', one of them")
+        if isinstance(self.nodes, int) and self.nodes < 1:
+            raise ValueError("nodes must be at least 1")
+        if self.default_time and self.max_time and slurm_minutes(self.default_time) > slurm_minutes(self.max_time):
+            raise ValueError(f"default_time {self.default_time} is longer than max_time {self.max_time}")
+        return self
+
+
+class SlurmAccount(_Section):
+    """A Slurm account (a department, a group, a project) in the fair-share tree, written as sacctmgr commands."""
+
+    name: str = Field(pattern=_SLURM_NAME, description="account name (lower case); not 'root'")
+    parent: str = Field("root", pattern=_SLURM_NAME, description="the parent account ('root': the top)")
+    fairshare: int = Field(1, ge=1, le=1_000_000, description="shares among its siblings (sacctmgr Fairshare)")
+    max_gpus: int | None = Field(
+        None, ge=1, le=MAX_GPUS, description="GPUs its jobs may hold at once (GrpTRES=gres/gpu=N)"
+    )
+    max_jobs: int | None = Field(None, ge=1, le=1_000_000, description="running jobs per user (MaxJobs)")
+    max_wall: str | None = Field(None, pattern=_SLURM_TIME, description="longest job (MaxWall), e.g. '2-00:00:00'")
+    users: list[str] = Field(
+        default_factory=list, max_length=MAX_LIST_ITEMS, description="POSIX user names that charge it"
+    )
+
+    @field_validator("users")
+    @classmethod
+    def _user_names(cls, users: list[str]) -> list[str]:
+        for user in users:
+            if not re.fullmatch(_POSIX_USER, user):
+                raise ValueError(f"{user!r} is not a user name (lower case letters, digits, '_', '.', '-')")
+        return users
+
+    @model_validator(mode="after")
+    def _not_root(self) -> SlurmAccount:
+        if self.name == "root":
+            raise ValueError("'root' is Slurm's own top account; name the account or give it parent: root")
+        return self
 
 
 class SlurmSettings(_Section):
@@ -298,7 +422,9 @@ class SlurmSettings(_Section):
         "24.11, 25.05 and 25.11",
     )
     cluster_name: str | None = Field(
-        None, pattern=r"^[a-z][a-z0-9_]{0,39}$", description="Slurm ClusterName; default: the design name, '-' as '_'"
+        None,
+        pattern=rf"^[a-z][a-z0-9_]{{0,{SLURM_CLUSTER_NAME_MAX_CHARS - 1}}}$",
+        description="Slurm ClusterName; default: the design name, '-' as '_' (at most 40 characters, for slurmdbd)",
     )
     state_save_location: str | None = Field(
         None,
@@ -312,6 +438,50 @@ class SlurmSettings(_Section):
         description="container runtime for jobs: pyxis (NVIDIA's SPANK plugin with Enroot, `srun --container-image`, "
         "as DGX sites run containers; writes plugstack.conf) or none",
     )
+    partitions: list[SlurmPartition] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="the site's partitions, in place of the default 'gpu' partition of every production server "
+        "(spares and burnin are always written)",
+    )
+    accounts: list[SlurmAccount] = Field(
+        default_factory=list,
+        max_length=MAX_LIST_ITEMS,
+        description="accounts and fair share: written as slurm/accounts.sh (sacctmgr) with slurm/slurmdbd.conf",
+    )
+
+    @model_validator(mode="after")
+    def _names_and_tree(self) -> SlurmSettings:
+        _unique("partition", [p.name for p in self.partitions])
+        _unique("account", [a.name for a in self.accounts])
+        if sum(p.default for p in self.partitions) > 1:
+            raise ValueError("only one partition can be the default")
+        accounts = {a.name: a for a in self.accounts}
+        for account in self.accounts:
+            if account.parent != "root" and account.parent not in accounts:
+                raise ValueError(
+                    f"account {account.name!r}: unknown parent {account.parent!r} (root or one of: "
+                    f"{', '.join(accounts) or 'no accounts'})"
+                )
+            seen, parent = {account.name}, account.parent
+            while parent != "root":
+                if parent in seen:
+                    raise ValueError(f"account {account.name!r}: its parents go round in a circle")
+                seen.add(parent)
+                parent = accounts[parent].parent
+        for partition in self.partitions:
+            unknown = [a for a in partition.allow_accounts if a not in accounts]
+            if unknown:
+                raise ValueError(
+                    f"partition {partition.name!r}: allow_accounts names unknown account(s) {', '.join(unknown)}"
+                )
+        return self
+
+
+def _unique(what: str, names: list[str]) -> None:
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"{what} names must be unique; repeated: {', '.join(repeated)}")
 
 
 class Team(_Section):
@@ -395,10 +565,7 @@ class KubernetesSettings(_Section):
     @field_validator("teams")
     @classmethod
     def _unique_teams(cls, teams: list[Team]) -> list[Team]:
-        names = [t.name for t in teams]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"team names must be unique; repeated: {', '.join(repeated)}")
+        _unique("team", [t.name for t in teams])
         return teams
 
 
@@ -418,6 +585,8 @@ class Scheduler(_Section):
             raise ValueError(f"kubernetes_servers is only used with kind 'both' (kind is {self.kind!r})")
         if self.kind == "slurm" and self.kubernetes.teams:
             raise ValueError("kubernetes.teams needs a Kubernetes side (kind 'kubernetes' or 'both')")
+        if self.kind == "kubernetes" and (self.slurm.partitions or self.slurm.accounts):
+            raise ValueError("slurm.partitions and slurm.accounts need a Slurm side (kind 'slurm' or 'both')")
         return self
 
 
@@ -439,14 +608,25 @@ class FailureRates(_Section):
 class Workload(_Section):
     """The training job the cluster is for (sizing, checkpoints, failure analysis, simulation)."""
 
-    model_parameters_b: float = Field(gt=0, le=100_000, description="model size in billions of parameters")
-    training_tokens_b: float | None = Field(None, gt=0, le=1_000_000, description="training tokens in billions")
-    target_days: float | None = Field(None, gt=0, le=3650, description="wall-clock days the run should take")
+    model_parameters_b: float = Field(
+        ge=0.01, le=100_000, description="model size in billions of parameters (10 million to 100 trillion)"
+    )
+    training_tokens_b: float | None = Field(
+        None, ge=0.001, le=1_000_000, description="training tokens in billions (a million to a quadrillion)"
+    )
+    target_days: float | None = Field(
+        None, ge=0.01, le=3650, description="wall-clock days the run should take (a quarter of an hour to ten years)"
+    )
     precision: Literal["bf16", "fp16", "fp8"] = "bf16"
-    mfu: float = Field(0.4, gt=0, le=1, description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43)")
+    mfu: float = Field(
+        0.4,
+        ge=0.01,
+        le=1,
+        description="expected model FLOPs utilisation (Llama 3 405B: 0.38-0.43); below 1 % the GPUs idle, not train",
+    )
     checkpoint_interval_minutes: float | None = Field(
         None,
-        gt=0,
+        ge=1,
         le=10_080,
         description="compute time between checkpoints, rounded to whole training steps; "
         "default Daly's optimum for this plan",
@@ -455,7 +635,7 @@ class Workload(_Section):
         "adam", description="sets the checkpoint's bytes per parameter (mixed-precision Adam: 14)"
     )
     checkpoint_bytes_per_parameter: float | None = Field(
-        None, gt=0, le=64, description="overrides the optimizer's figure, e.g. 16 when fp32 gradients are saved too"
+        None, ge=1, le=64, description="overrides the optimizer's figure, e.g. 16 when fp32 gradients are saved too"
     )
     checkpoint_mode: Literal["blocking", "async"] = Field(
         "blocking", description="async: GPUs pause only to stage the checkpoint in host memory; the write goes on"
@@ -467,17 +647,26 @@ class Workload(_Section):
         10.0, ge=0, le=1440, description="detect, diagnose and reschedule after a failure (checkpoint load is added)"
     )
     run_days: float | None = Field(
-        None, gt=0, le=3650, description="simulated run length; default target_days, else the compute time"
+        None, ge=0.01, le=3650, description="simulated run length; default target_days, else the compute time"
     )
-    global_batch_tokens_m: float = Field(16.0, gt=0, le=10_000, description="tokens per step in millions")
-    dataset_bytes_per_token: float = Field(4.0, gt=0, le=64, description="tokenised dataset size per token")
+    global_batch_tokens_m: float = Field(
+        16.0, ge=0.001, le=10_000, description="tokens per step in millions (a thousand tokens at least)"
+    )
+    dataset_bytes_per_token: float = Field(4.0, ge=0.5, le=64, description="tokenised dataset size per token")
     dataset_tb: float | None = Field(
-        None, gt=0, le=MAX_CAPACITY_TB, description="dataset size to stage; default tokens x bytes per token"
+        None,
+        ge=MIN_CAPACITY_TB,
+        le=MAX_CAPACITY_TB,
+        description="dataset size to stage; default tokens x bytes per token",
     )
     failure_rates: FailureRates = FailureRates()
-    repair_hours: float = Field(72.0, gt=0, le=8760, description="time to repair a failed GPU server and return it")
+    repair_hours: float = Field(72.0, ge=0.1, le=8760, description="time to repair a failed GPU server and return it")
     spare_confidence: float = Field(
-        0.95, gt=0, lt=1, description="probability that the spares cover every server in repair at once"
+        0.95,
+        ge=0.5,
+        le=0.9999,
+        description="probability that the spares cover every server in repair at once (50 % to 99.99 %: the "
+        "spare count grows without bound as it nears 1)",
     )
 
 

@@ -49,8 +49,7 @@ def render_to(path: Path, template: str, **context: object) -> None:
     """Render a template straight into a file, a piece at a time: the same text as render(), without holding a
     file of hundreds of megabytes in memory (the 131,072-GPU fabric's expected topology)."""
     stream = environment().get_template(template).stream(**context)
-    # a hundred pieces at a time: one at a time took three times render()'s CPU; two thousand at a time made each joined
-    # piece and its encoding megabytes long, which the C library maps afresh for each (page faults: 8,500 for the
-    # 16,384-GPU fabric's 15 MB topology, none with a hundred)
+    # a hundred pieces at a time: one at a time cost far more CPU than render(); thousands at a time made each joined
+    # piece and its encoding megabytes long, which the C library maps afresh for each (page faults; none with a hundred)
     stream.enable_buffering(100)
     stream.dump(str(path), encoding="utf-8")

@@ -66,15 +66,14 @@ def lock_records(plan: Plan) -> dict[str, Iterator[dict]]:
 
 def lock_chunks(plan: Plan) -> Iterator[bytes]:
     """The lock of a plan, a piece at a time (UTF-8): a JSON object whose lists hold one record per line (compact,
-    keys sorted). A 131,072-GPU plan's lock is 175 MiB: written as it is made, it is never held whole."""
+    keys sorted). A large plan's lock runs to hundreds of megabytes: written as it is made, it is never held whole."""
     yield f'{{\n"schema": {json.dumps(LOCK_SCHEMA)},\n"cluster": {json.dumps(plan.name)},\n'.encode()
     records = lock_records(plan)
     for i, (key, items) in enumerate(records.items()):
         yield f'"{key}": ['.encode()
         separator = b"\n"
         for item in items:
-            # orjson writes what json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False) wrote, some
-            # ten times faster
+            # orjson writes what json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False) wrote, faster
             yield separator + orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
             separator = b",\n"
         yield b"\n]" + (b",\n" if i < len(records) - 1 else b"\n")
@@ -87,12 +86,15 @@ def lock_text(plan: Plan) -> str:
 
 
 def write_lock(plan: Plan, path: Path) -> None:
-    """Write the plan's lock atomically (a temporary file beside it, renamed over it)."""
+    """Write the plan's lock atomically (a temporary file beside it, on disk before it is renamed over it: a full
+    disk fails here, not after the rename)."""
     staging = path.with_name(f".{path.name}.tmp")
     try:
         with open(staging, "wb") as out:
             for chunk in lock_chunks(plan):
                 out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(staging, path)
     finally:
         if staging.exists():

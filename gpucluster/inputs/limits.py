@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
@@ -22,31 +24,72 @@ MAX_SERVERS = MAX_GPUS  # a one-GPU server; the design check also bounds servers
 MAX_STORAGE_BLOCKS = 4_096  # building blocks of one filesystem or object store
 MAX_CAPACITY_TB = 10_000_000  # 10 EB
 MAX_THROUGHPUT_GBYTES_PER_S = 1_000_000  # 1 PB/s
+# The smallest storage figures planned: below them a figure is a typo or an attack (1e-300 TB), and times derived
+# from them (a checkpoint's write, a dataset's staging) stop being finite.
+MIN_CAPACITY_TB = 0.001  # 1 GB
+MIN_THROUGHPUT_GBYTES_PER_S = 0.01  # 10 MB/s, a single disk
 MAX_TEXT_CHARS = 2_000  # a description or a citation
 MAX_NAME_CHARS = 200  # a vendor, model or part number
 MAX_LIST_ITEMS = 1_000  # entries in a list the schema allows to grow (teams, lengths, devices)
 MAX_CATALOG_FILES = 32
 MAX_PORTS_PER_DEVICE = 1_024  # logical ports across a device's port groups (the largest switch has 144)
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Unicode categories no name or free text may hold: controls (Cc: newline, escape ...), format characters (Cf:
+# bidi overrides and isolates U+202A-202E and U+2066-2069, zero-width U+200B-200F, U+FEFF, soft hyphen U+00AD),
+# private-use (Co) and surrogates (Cs), line and paragraph separators (Zl, Zp). A newline could end a comment
+# line of a generated config or script and start a command; a bidi or invisible character makes a name in
+# slurm.conf, nccl.env (sourced by bash), a workbook, CSV, HTML or SVG read differently from what it is.
+INVISIBLE_CATEGORIES = {
+    "Cc": "control character",
+    "Cf": "invisible formatting (bidi or zero-width) character",
+    "Co": "private-use character",
+    "Cs": "surrogate",
+    "Zl": "line separator",
+    "Zp": "paragraph separator",
+}
 
 
-def _one_line(text: str) -> str:
-    """Free text is one line: a newline or control character could end a comment line in a generated config
-    or script and start a command."""
-    found = _CONTROL.search(text)
+def invisible_character(text: str) -> tuple[int, str] | None:
+    """The first control, formatting (bidi, zero-width), private-use, surrogate or separator character of
+    `text` as (0-based index, what it is), or None."""
+    if text.isascii() and text.isprintable():
+        return None
+    for index, char in enumerate(text):
+        kind = INVISIBLE_CATEGORIES.get(unicodedata.category(char))
+        if kind is not None:
+            name = unicodedata.name(char, "")
+            return index, f"the {kind} U+{ord(char):04X}" + (f" ({name})" if name else "")
+    return None
+
+
+def visible_text(text: str) -> str:
+    """The one rule for every name and free text an input holds: one line of visible characters."""
+    found = invisible_character(text)
     if found:
-        raise ValueError(
-            f"must be one line of text without control characters; found U+{ord(found.group()):04X} "
-            f"at character {found.start() + 1}"
-        )
+        index, shown = found
+        raise ValueError(f"must be one line of visible text; found {shown} at character {index + 1}")
     return text
 
 
-Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(_one_line)]
+def visible_strings(value: Any) -> Any:
+    """Apply visible_text to every string in a field's value (lists and mappings too, keys included): the
+    input schemas' base classes run it on every field, so no string field can be left out."""
+    if isinstance(value, str):
+        visible_text(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            visible_strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            visible_strings(key)
+            visible_strings(item)
+    return value
+
+
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(visible_text)]
 """A description or citation: one line, at most MAX_TEXT_CHARS characters."""
 
-Name = Annotated[str, Field(max_length=MAX_NAME_CHARS), AfterValidator(_one_line)]
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS), AfterValidator(visible_text)]
 """A vendor, model, part number or similar short label: one line, at most MAX_NAME_CHARS characters."""
 
 DEVICE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$"
@@ -57,10 +100,11 @@ NCCL_IB_HCA and into test commands, so only the characters such names use."""
 PORT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _./:-]{0,63}$")
 
 
-def format_template(template: str, fields: frozenset[str]) -> str:
+def format_template(template: str, samples: Mapping[str, float]) -> str:
     """A name template (str.format) that substitutes only the given plain fields with a short numeric format:
     no attribute or index access ({cage.__class__}), no conversion, no width that could allocate without
-    bound ({cage:>999999999})."""
+    bound ({cage:>999999999}), and a format each field's type takes (`samples` holds a value of each field,
+    so {length_m:d} on a float length or {cage:.1d} is refused here rather than failing in a writer)."""
     try:
         parts = list(string.Formatter().parse(template))
     except ValueError as exc:
@@ -68,11 +112,18 @@ def format_template(template: str, fields: frozenset[str]) -> str:
     for _, field_name, spec, conversion in parts:
         if field_name is None:
             continue
-        if field_name not in fields:
-            allowed = ", ".join("{" + f + "}" for f in sorted(fields))
+        if field_name not in samples:
+            allowed = ", ".join("{" + f + "}" for f in sorted(samples))
             raise ValueError(f"{{{field_name}}} cannot be substituted; allowed: {allowed}")
         if conversion or not re.fullmatch(r"0?[1-9]?(\.[0-9])?[df]?", spec or ""):
             raise ValueError(f"format {{{field_name}:{spec}}} is not allowed; use a short number format like :03.0f")
+        try:
+            format(samples[field_name], spec or "")
+        except ValueError:
+            kind = type(samples[field_name]).__name__
+            raise ValueError(
+                f"format {{{field_name}:{spec}}} does not fit {{{field_name}}}, a number ({kind})"
+            ) from None
     return template
 
 

@@ -16,10 +16,10 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpucluster.errors import DesignError, Problem
-from gpucluster.inputs.limits import Name, Text
+from gpucluster.inputs.limits import Name, Text, visible_strings
 from gpucluster.inputs.yamlsource import decode_utf8, read_limited
 
 PRICE_COLUMNS = ("part_number", "unit_price", "currency", "note")
@@ -34,6 +34,8 @@ class _Row(BaseModel):
     unit_price: float = Field(ge=0, le=1e12, allow_inf_nan=False)
     currency: str = Field(pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. USD")
     note: Text = ""
+
+    _visible = field_validator("*")(visible_strings)
 
 
 @dataclass(frozen=True, slots=True)

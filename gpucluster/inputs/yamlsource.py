@@ -30,6 +30,14 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CONSTRUCTOR = yaml.SafeLoader("")  # resolves and constructs one scalar (bool, int, float, str ...)
 _STR_TAG, _FLOAT_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:float"
 _FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
+# The plain numbers and booleans YAML 1.1 and 1.2 (its core schema) read alike. PyYAML resolves YAML 1.1, which
+# also reads 010 as octal 8, 1:20 as sexagesimal 80, 0b101 and 1_000 as numbers and yes/no/on/off as booleans,
+# where YAML 1.2 (what the README promises) reads 10, text, text, text and text: such a value is refused.
+_SAME_IN_1_2 = {
+    "tag:yaml.org,2002:int": re.compile(r"[-+]?(0|[1-9][0-9]*)|0x[0-9a-fA-F]+"),
+    _FLOAT_TAG: re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"),
+    "tag:yaml.org,2002:bool": re.compile(r"true|True|TRUE|false|False|FALSE"),
+}
 # Characters YAML 1.1 does not allow in a stream (its c-printable set, section 5.1), found before parsing so
 # they are reported at their line and column rather than as a reader error.
 _NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -37,18 +45,23 @@ _NOT_PRINTABLE = re.compile("[^\x09\x0a\x0d\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd
 
 def read_limited(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file no larger than `limit`; anything else (a folder, a device, a pipe, a file
-    too large) is a located error that quotes nothing of the file."""
+    too large) is a located error that quotes nothing of the file. A file whose size is over the limit is not
+    read at all; one that grows while read is read no further than the limit."""
+    too_large = DesignError(
+        [Problem(str(path), 0, 0, "", f"the {what} is larger than {limit // 1024:,} KiB, the largest supported")]
+    )
     try:
         if not path.is_file():
             reason = "no such file" if not path.exists() else "not a regular file"
             raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {reason}")])
+        if path.stat().st_size > limit:
+            raise too_large
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
         raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {exc.strerror}")]) from None
     if len(data) > limit:
-        message = f"the {what} is larger than {limit // 1024:,} KiB, the largest supported"
-        raise DesignError([Problem(str(path), 0, 0, "", message)])
+        raise too_large
     return data
 
 
@@ -180,6 +193,10 @@ class _Builder:
                 tag = _FLOAT_TAG  # YAML 1.2 reads 1e15 as a number; YAML 1.1 wanted 1.0e+15
         if tag == "tag:yaml.org,2002:merge":
             self._stop(event, self._where(), "merge keys (<<) are not supported; write the fields out")
+        same = _SAME_IN_1_2.get(tag)
+        if same is not None and not same.fullmatch(event.value):
+            self._problem(event, self._where(), _yaml_1_1_form(event.value, tag))
+            return event.value
         # libyaml's events carry yaml._yaml.Mark, which the stubs do not accept for a node (it has the same fields)
         start, end = cast(yaml.Mark | None, event.start_mark), cast(yaml.Mark | None, event.end_mark)
         node = yaml.ScalarNode(tag, event.value, start, end, event.style)
@@ -249,6 +266,30 @@ class _Builder:
     def _stop(self, event: yaml.Event, field: str, message: str) -> NoReturn:
         self._problem(event, field, message)
         raise _Stop
+
+
+def _yaml_1_1_form(text: str, tag: str) -> str:
+    """Why a plain scalar only YAML 1.1 reads as a number or boolean is refused, with the text as written."""
+    shown = text if len(text) <= 40 else text[:37] + "..."
+    kind = tag.rsplit(":", 1)[-1]
+    if kind == "bool":
+        return (
+            f"{shown!r} is a boolean only in YAML 1.1 (text in YAML 1.2, which this tool reads); "
+            f'write true or false, or quote it ("{shown}") if it is meant as text'
+        )
+    if ":" in text:
+        form = "a sexagesimal (base-60) number"
+    elif re.fullmatch(r"[-+]?0[0-9_]+", text):
+        form = "an octal number"
+    elif "_" in text:
+        form = "a number with '_' separators"
+    else:
+        form = "a number"
+    return (
+        f"{shown!r} is {form} only in YAML 1.1 (YAML 1.2, which this tool reads, differs); "
+        f'quote it ("{shown}") if it is meant as text or a ratio, or write the number in decimal without leading '
+        "zeros or '_'"
+    )
 
 
 def _mark(event: yaml.Event) -> tuple[int, int]:

@@ -236,7 +236,7 @@ def _cable_split_port(work: _Work, group: tuple[int, ...], parts: list[CablePart
     prefix = NETWORK_INFO[link.network].cable_prefix
     number = next(work.series[(prefix, rack)])
     # positional: Cable's fields in order (id, network, links, media, part, part number, length, run length,
-    # modules at a and b); keywords cost twice as much over 700,000 cables at 131,072 GPUs
+    # modules at a and b); keywords cost more over 700,000 cables at 131,072 GPUs
     cable = Cable(
         cable_id(prefix, rack, number),
         link.network,

@@ -752,7 +752,7 @@ def _attach_hosts(
         speed = min(host.speed_gbps, pool.speed_gbps if half == 0 else pool.speed_gbps / 2)
         down_gbps += speed
         # positional: Link's fields in order (network, tier, a device and port, b device and port, speed, a and b
-        # cage, rail, purpose, plane, b half); keywords cost twice as much over a million links at 131,072 GPUs
+        # cage, rail, purpose, plane, b half); keywords cost more over a million links at 131,072 GPUs
         plan.links.append(
             Link(
                 network, 0, host.device, host.port, leaf, port, speed, host.cage, pool.cages[index], host.rail,

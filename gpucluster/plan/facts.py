@@ -97,6 +97,18 @@ class HalfSpeedLink(TypedDict):
     example: str
 
 
+class OverlongCable(TypedDict):
+    """One kind of cable (network, catalog part, orderable length) ordered at more than twice its routed run, with
+    a count, the largest ratio of ordered length to run, and one example."""
+
+    network: str
+    cable_part: str
+    length_m: float
+    cables: int
+    worst_ratio: float
+    example: str
+
+
 class SubnetManagerFacts(TypedDict):
     """An InfiniBand network and what can run its subnet manager."""
 
@@ -188,4 +200,5 @@ class RuleFacts(TypedDict):
     checkpoint: CheckpointFacts | None
     slow_host_links: list[SlowHostLink]
     unsplit_half_speed_links: list[HalfSpeedLink]
+    overlong_cables: list[OverlongCable]
     subnet_managers: list[SubnetManagerFacts]

@@ -193,14 +193,28 @@ def _problem(where: str, text: str, error: Any) -> Problem:
 
 
 def _check_consistent(where: str, text: str, lock: Lock) -> None:
-    """Names unique, every device in a rack of the lock, every link's ends among the devices."""
+    """Names unique, every device in a rack of the lock, every link's ends among the devices; floor positions and
+    cable ids unique (labels on site: a duplicate is the lock's error, never renumbered)."""
     problems: list[Problem] = []
     racks = {r.name for r in lock.racks}
     seen: set[str] = set()
+    placed: dict[tuple[int, int], str] = {}
     for i, rack in enumerate(lock.racks):
         if rack.name in seen:
             problems.append(Problem(where, _line_of(text, "racks", i), 1, f"racks[{i}].name", "a rack listed twice"))
         seen.add(rack.name)
+        other = placed.setdefault((rack.row, rack.position), rack.name)
+        if other != rack.name:
+            problems.append(
+                Problem(
+                    where,
+                    _line_of(text, "racks", i),
+                    1,
+                    f"racks[{i}].position",
+                    f"rack {rack.name} at row {rack.row} position {rack.position}, where rack {other} stands",
+                )
+            )
+    problems += _duplicate_cable_ids(where, text, lock)
     devices: set[str] = set()
     for i, device in enumerate(lock.devices):
         if device.name in devices:
@@ -225,7 +239,26 @@ def _check_consistent(where: str, text: str, lock: Lock) -> None:
                     )
                 )
     if problems:
-        raise DesignError(problems)
+        raise DesignError(problems[:MAX_REPORTED])
+
+
+def _duplicate_cable_ids(where: str, text: str, lock: Lock) -> list[Problem]:
+    """A cable id listed twice: each is a label on a cable on site, so the lock is wrong, not the plan."""
+    first: dict[str, int] = {}
+    problems = []
+    for i, cable in enumerate(lock.cables):
+        index = first.setdefault(cable.id, i)
+        if index != i:
+            problems.append(
+                Problem(
+                    where,
+                    _line_of(text, "cables", i),
+                    1,
+                    f"cables[{i}].id",
+                    f"cable id {cable.id} listed twice (also cables[{index}]): each labels one cable on site",
+                )
+            )
+    return problems
 
 
 # -- applying ---------------------------------------------------------------------------------------------------

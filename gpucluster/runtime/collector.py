@@ -11,8 +11,7 @@ from contextlib import contextmanager
 def cycle_collector_paused() -> Iterator[None]:
     """Run the body with the cycle collector off. Reference counting still frees at once whatever is not in a cycle;
     the collector resumes (and finds the few cycles left) when the body ends. A writer that builds half a million
-    link records would otherwise have the collector walk all of them again each time enough new objects pile up
-    (about 15 % of the verify writer's CPU at 16,384 GPUs)."""
+    link records would otherwise have the collector walk all of them again each time enough new objects pile up."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -125,8 +125,8 @@ def side_process_ended(pid: int) -> None:
 
 class PeakSampler:
     """The peak of the build's summed proportional set size, sampled when asked at most every 5 s (and when planning
-    ends). Off unless enabled (for --profile): the kernel walks every page table to sum it, some 25 ms of CPU per
-    gigabyte-sized process, which sampled each second cost a 131,072-GPU build minutes of CPU on a busy machine."""
+    ends). Off unless enabled (for --profile): the kernel walks every page table to sum it, which
+    sampled each second cost a large build much CPU on a busy machine."""
 
     def __init__(self, enabled: bool = False, interval_s: float = 5.0) -> None:
         self.enabled, self.interval_s = enabled, interval_s

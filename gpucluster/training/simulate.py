@@ -86,7 +86,7 @@ class Runs:
         }
 
 
-MAX_FAILURE_CYCLES = 10_000  # failures per run the loop steps through (one vectorised step each, ~0.1 ms)
+MAX_FAILURE_CYCLES = 10_000  # failures per run the loop steps through (one vectorised step each)
 MAX_RUN_CYCLES = 10_000_000  # failure cycles over all runs (each run is an element of every step's arrays)
 MAX_RESTART_ATTEMPTS = 100.0  # mean restarts per failure (each interrupted restart is one more draw)
 

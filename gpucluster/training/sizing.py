@@ -98,15 +98,20 @@ def starter_design(
     catalog: list[str] | None = None,
     spare_servers: int | None = None,
     notes: list[str] | None = None,
+    kept: dict[str, dict[str, object]] | None = None,
 ) -> str:
     """A design file for the sizing: the servers and the workload (and a base design's site and extra
-    catalog files, with the spares the plan's failure model asks for); everything else keeps its defaults."""
+    catalog files, with the spares the plan's failure model asks for); ``kept``: the base design's other
+    sections as written (fabric, storage, scheduler, teams ...), so a sized design keeps the site's choices;
+    everything else keeps its defaults."""
     w = s.workload
     workload = w.model_dump(exclude_defaults=True)
     workload |= {"target_days": w.target_days, "precision": w.precision, "mfu": w.mfu}
+    kept = dict(kept or {})
     compute: dict[str, object] = {"server": s.server.id, "servers": s.servers}
     if s.system:  # named whole; its spares are whole spare racks
         compute = {"server": s.system.id, "gpus": s.gpus}
+    compute |= kept.pop("compute", {})
     if spare_servers is not None:
         compute["spare_servers"] = s.whole(spare_servers)
     document: dict[str, object] = {
@@ -127,6 +132,9 @@ def starter_design(
             "storage_network": {"technology": "ethernet", "switch": "sn5600"},
             "parallel_filesystem": {"kind": "vast"},
         }
+    for section, settings in kept.items():  # the base design's own choices win over the system's defaults
+        written = document.get(section)
+        document[section] = {**written, **settings} if isinstance(written, dict) else settings
     document["workload"] = workload
     lines = ["Starter design written by `gpucluster size`:", *sizing_lines(s), *(notes or [])]
     header = "".join(f"# {line}\n" for line in lines)

@@ -18,7 +18,8 @@ from pathlib import Path
 from gpucluster.analyse.rules import TARGET_MARGIN
 from gpucluster.catalog.load import Catalog
 from gpucluster.design.load import load_design
-from gpucluster.design.schema import Workload
+from gpucluster.design.schema import Design, Workload
+from gpucluster.errors import DesignError
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Finding, Plan
 from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints
@@ -47,8 +48,12 @@ def plan_starter(
     *,
     site: dict | None = None,
     catalog_files: list[str] | None = None,
+    source: str = "",
+    kept: dict[str, dict[str, object]] | None = None,
 ) -> Starter:
-    """Size the workload, then plan the starter design and grow it until its own plan meets the target."""
+    """Size the workload, then plan the starter design and grow it until its own plan meets the target. A problem
+    of the starter design is told of `source` (what the user gave: the design its site came from, or the file to
+    be written), never of the temporary file it was planned from."""
     # the interval is the plan's choice (Daly's optimum for the planned GPUs), not a figure for another size
     workload = workload.model_copy(update={"checkpoint_interval_minutes": None})
     sizing = size(catalog, server_id, workload)
@@ -57,8 +62,8 @@ def plan_starter(
     site = dict(site or {})
     for _round in range(MAX_ROUNDS):
         current, planned_site = replace(sizing, servers=servers), site
-        text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares)
-        plan = _plan_text(text, folder)
+        text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares, kept=kept)
+        plan = _plan_text(text, folder, source)
         a = analyse_checkpoints(plan)
         days = a.time_to_train_days or 0.0
         # goodput falls as the job grows, so overshoot the ratio a little to settle in fewer rounds
@@ -85,20 +90,46 @@ def plan_starter(
         f"sized to finish within {TARGET_MARGIN:.0%} of the target",
         f"spares: {a.spares_have} (the failure model asks for {a.spares_needed})",
     ]
-    text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares, notes=lines)
+    text = starter_design(
+        current, name, site=site or None, catalog=catalog_files, spare_servers=spares, notes=lines, kept=kept
+    )
     return Starter(text, current, a, [f for f in plan.findings if f.severity != "ok"], lines)
+
+
+# What `size` decides itself: every other setting of a --from design is kept as written.
+SIZED_DESIGN_FIELDS = frozenset({"name", "description", "catalog", "site", "workload"})
+SIZED_COMPUTE_FIELDS = frozenset({"server", "gpus", "servers", "spare_servers"})
+
+
+def kept_settings(design: Design, source: Path, out_folder: Path) -> dict[str, dict[str, object]]:
+    """The sections of a --from design that `size` does not decide, as its author wrote them (what was left to
+    its default stays so), with the price list's path rebased to where the starter design is written."""
+    written = design.model_dump(mode="json", exclude_unset=True, exclude=set(SIZED_DESIGN_FIELDS))
+    compute = {k: v for k, v in written.pop("compute", {}).items() if k not in SIZED_COMPUTE_FIELDS}
+    if compute:
+        written = {"compute": compute, **written}
+    price_list = written.get("bom", {}).get("price_list")
+    if price_list is not None:
+        rebased = os.path.relpath((source.parent / price_list).resolve(), out_folder.resolve())
+        written["bom"] = {**written["bom"], "price_list": rebased}
+    return written
 
 
 def _planned_spares(plan: Plan) -> int:
     return sum(1 for d in plan.gpu_nodes() if d.spare)
 
 
-def _plan_text(text: str, folder: Path) -> Plan:
-    """Plan a design text as if it stood in ``folder`` (so its catalog paths resolve)."""
+def _plan_text(text: str, folder: Path, source: str) -> Plan:
+    """Plan a design text as if it stood in ``folder`` (so its catalog paths resolve); its problems are told of
+    `source` by field (the text's lines are nowhere the user can see)."""
     handle, name = tempfile.mkstemp(prefix=".size-", suffix=".yaml", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
         return plan_design(load_design(name))
+    except DesignError as error:
+        raise DesignError(
+            [replace(p, file=source or p.file, line=0, column=0) if p.file == name else p for p in error.problems]
+        ) from None
     finally:
         os.unlink(name)

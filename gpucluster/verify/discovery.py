@@ -7,8 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpucluster.errors import DesignError, Problem
+from gpucluster.inputs.yamlsource import read_limited
 
-MAX_DISCOVERY_BYTES = 512 * 1024 * 1024  # far above a 131,072-GPU fabric's ibnetdiscover output (~150 MB)
+# The largest supported fabric (131,072 GPUs, three tiers) gives about 150 MB of ibnetdiscover output; the cap
+# leaves room for long node descriptions and stops there, before a file costs more time and memory than any
+# supported fabric's would.
+MAX_DISCOVERY_BYTES = 256 * 1024 * 1024
 
 PortKey = tuple[str, str]  # (node description or system name, port number or port id)
 
@@ -41,15 +45,9 @@ class Discovery:
 
 
 def read_text(path: Path, limit_bytes: int = MAX_DISCOVERY_BYTES) -> str:
-    """A discovery file's text; unreadable, oversized or binary input is a located error."""
-    try:
-        size = path.stat().st_size
-        if size > limit_bytes:
-            message = f"{size:,} bytes: larger than {limit_bytes:,}, not a discovery file"
-            raise DesignError([Problem(str(path), 0, 0, "", message)])
-        data = path.read_bytes()
-    except OSError as error:
-        raise DesignError([Problem(str(path), 0, 0, "", f"cannot read: {error.strerror}")]) from None
+    """A discovery file's text; unreadable, oversized (read no further than the limit, so a pipe or a device
+    cannot stream without end) or binary input is a located error."""
+    data = read_limited(path, "discovery file", limit_bytes)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:

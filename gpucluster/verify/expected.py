@@ -78,7 +78,7 @@ class PlannedEnd(NamedTuple):
 
 class PlannedLink(NamedTuple):
     """A planned link with its cable and the width and lane rate it must train at (InfiniBand). Immutable; a named
-    tuple rather than a frozen dataclass, which is built three times slower (a 131,072-GPU fabric has half a million
+    tuple rather than a frozen dataclass, which is slower to build (a 131,072-GPU fabric has half a million
     links, each with two ends)."""
 
     link: int  # index into plan.links

@@ -12,19 +12,19 @@ the number of interfaces or the number of neighbors").
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from gpucluster.errors import DesignError, Problem
-from gpucluster.verify.discovery import FoundLink, read_text
+from gpucluster.inputs.jsonsource import parse_json
+from gpucluster.verify.discovery import MAX_DISCOVERY_BYTES, FoundLink, read_text
 
 # The neighbour's operational MAU type as lldpd names it (src/lib/atoms/port.c): "100GbaseCR4 - ...",
 # "10GigBaseSR - ...", "1000BaseTFD - ..." (Mb/s), "2p5GbaseX", "5GigT".
 _MAU_SPEED = re.compile(r"^(\d+)(?:p(\d+))?(G(?:ig)?)?(?:[Bb]ase|T\b)")
 MAX_LLDP_FILES = 100_000
-MAX_LLDP_BYTES = 64 * 1024 * 1024  # one switch's neighbours: a 128-port switch's details are well under 1 MB
+MAX_LLDP_BYTES = 16 * 1024 * 1024  # one switch's neighbours: a 128-port switch's details are well under 1 MB
 
 
 def lldp_files(paths: list[Path]) -> list[Path]:
@@ -42,6 +42,10 @@ def lldp_files(paths: list[Path]) -> list[Path]:
             raise DesignError([Problem(str(path), 0, 0, "", "no such file or folder")])
     if len(files) > MAX_LLDP_FILES:
         raise DesignError([Problem(str(paths[0]), 0, 0, "", f"{len(files):,} files: more than {MAX_LLDP_FILES:,}")])
+    total = sum(file.stat().st_size for file in files if file.is_file())
+    if total > MAX_DISCOVERY_BYTES:
+        message = f"{total:,} bytes of LLDP files: more than {MAX_DISCOVERY_BYTES:,} in all, the most supported"
+        raise DesignError([Problem(str(paths[0]), 0, 0, "", message)])
     return files
 
 
@@ -129,11 +133,7 @@ def mau_speed_gbps(mau: str) -> float:
 
 def parse_lldp(path: Path, switch: str) -> list[FoundLink]:
     """The neighbours one switch reports, from its ``lldpcli show neighbors -f json`` output."""
-    text = read_text(path, MAX_LLDP_BYTES)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DesignError([Problem(str(path), error.lineno, error.colno, "", f"not JSON: {error.msg}")]) from None
+    document = parse_json(read_text(path, MAX_LLDP_BYTES), str(path))
 
     def fail(message: str) -> DesignError:
         return DesignError([Problem(str(path), 0, 0, "", message)])

@@ -2,11 +2,11 @@
 cable ends, optics pick list, power cords, a sheet of cable labels) and the cluster overview, from the page model
 (printouts/pages.py).
 
-WeasyPrint, rendering the printouts' HTML instead, took 1.5 s of CPU for a compute rack of the 16,384-GPU example
-(56 cable ends) and over 4.5 minutes for a network rack (1,700 ends; its table layout grows faster than the table),
-so the example's 157,000 cable ends could not meet the two-minute target; ReportLab draws the same two racks in
-0.03 s and 0.85 s. Fonts are DejaVu, as shipped with matplotlib, embedded as subsets; pages are A4 or US Letter
-(``site.paper``); a table row is never split across pages and the column headers repeat.
+WeasyPrint, rendering the printouts' HTML instead, is far too slow for a large hall's racks (its table layout
+grows faster than the table: a network rack has thousands of cable ends); ReportLab draws the same pages in a
+small fraction of its time (figures: docs/performance.md). Fonts are DejaVu, as shipped with matplotlib,
+embedded as subsets; pages are A4 or US Letter (``site.paper``); a table row is never split
+across pages and the column headers repeat.
 """
 
 from __future__ import annotations
