@@ -6,7 +6,7 @@ import pulumi
 
 from gpucluster.design.schema import Site as SiteSpec
 from gpucluster.plan.model import RackPlan
-from gpucluster.plan.power import cooling_capacity_kw
+from gpucluster.plan.power.cooling import cooling_capacity_kw
 
 SITE_TYPE = "gpu-cluster:site:Site"
 RACK_TYPE = "gpu-cluster:site:Rack"

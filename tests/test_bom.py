@@ -33,7 +33,7 @@ from gpucluster.cli import main
 from gpucluster.design.schema import BillOfMaterials
 from gpucluster.errors import DesignError
 from gpucluster.inputs.prices import load_price_list
-from gpucluster.plan.power import device_power
+from gpucluster.plan.power.draw import device_power
 
 
 def _quantity(bom: Bom, **where: object) -> int:

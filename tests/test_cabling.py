@@ -16,8 +16,9 @@ import gpucluster
 from gpucluster import load_design, plan_design
 from gpucluster.analyse.rules import ORDERED_LENGTH_MAX_RATIO, refresh_findings
 from gpucluster.artifacts import cabling
-from gpucluster.artifacts.cabling import COLUMNS, JOIN, SEPARATOR, XLSX_COLUMNS, cable_rows
+from gpucluster.artifacts.cabling import COLUMNS, XLSX_COLUMNS, cable_rows
 from gpucluster.catalog.ports import port_details
+from gpucluster.plan.labels import JOIN, SEPARATOR
 from gpucluster.plan.model import NETWORKS, RULE_PREFIX, Plan
 
 DESIGNS = [

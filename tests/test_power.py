@@ -16,15 +16,10 @@ from gpucluster.analyse.rules import RULES, check_rules
 from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import PowerFeed
 from gpucluster.errors import DesignError
-from gpucluster.plan.power import (
-    circuit_kva,
-    cooling_needed,
-    device_power,
-    pdus_to_keep_psus,
-    power_cords,
-    rack_circuits,
-    usable_circuit_kw,
-)
+from gpucluster.plan.power.circuits import circuit_kva, pdus_to_keep_psus, rack_circuits, usable_circuit_kw
+from gpucluster.plan.power.cooling import cooling_needed
+from gpucluster.plan.power.cords import power_cords
+from gpucluster.plan.power.draw import device_power
 from gpucluster.plan.racks import rack_inlets
 
 

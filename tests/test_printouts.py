@@ -197,7 +197,7 @@ def test_printouts_are_byte_identical_across_builds(tmp_path):
 
 
 def test_each_rack_printout_maps_every_psu_to_its_pdu_outlet(tmp_path):
-    from gpucluster.plan.power import power_cords
+    from gpucluster.plan.power.cords import power_cords
 
     _loaded, plan = planned("superpod-h100-1su")
     pages = rack_pages(plan)

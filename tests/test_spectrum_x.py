@@ -319,7 +319,7 @@ def test_training_pods_attach_every_rail_network_and_request_each_rails_port(tmp
 
 def test_nccl_marks_the_traffic_class_the_switches_run_lossless():
     from gpucluster.artifacts.nccl import nccl_files
-    from gpucluster.artifacts.switch_config import ROCE_QOS
+    from gpucluster.plan.roce import ROCE_QOS
 
     _, plan = planned("b200-roce-2su")
     env = nccl_files(plan)["nccl/nccl.env"]

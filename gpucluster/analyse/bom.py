@@ -21,17 +21,10 @@ from gpucluster.catalog.schema import Pdu, RackSystem, Transceiver
 from gpucluster.design.load import LoadedDesign
 from gpucluster.inputs.prices import PriceList, load_price_list
 from gpucluster.plan.model import Device, Plan
-from gpucluster.plan.power import (
-    COOLING_SOURCES,
-    OUTLET_FOR_INLET,
-    PowerCord,
-    cage_modules,
-    circuit_kind,
-    cooling_capacity_kw,
-    device_powers,
-    module_power_w,
-    power_cords,
-)
+from gpucluster.plan.power.circuits import OUTLET_FOR_INLET, circuit_kind
+from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_capacity_kw
+from gpucluster.plan.power.cords import PowerCord, power_cords
+from gpucluster.plan.power.draw import cage_modules, device_powers, module_power_w
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
 
 # Sections in the order a buyer reads them; (key, title).

@@ -31,20 +31,9 @@ from dataclasses import dataclass, field
 from gpucluster.catalog.schema import Cdu, FlowPoint, Pdu, RackSystem
 from gpucluster.design.schema import Site
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan
-from gpucluster.plan.power import (
-    COOLING_SOURCES,
-    DevicePower,
-    RackCircuits,
-    circuit_kind,
-    circuit_kva,
-    circuit_w,
-    cooling_against_site,
-    cooling_capacity_kw,
-    cooling_needed,
-    device_powers,
-    rack_circuits,
-    rack_devices,
-)
+from gpucluster.plan.power.circuits import RackCircuits, circuit_kind, circuit_kva, circuit_w, rack_circuits
+from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_against_site, cooling_capacity_kw, cooling_needed
+from gpucluster.plan.power.draw import DevicePower, device_powers, rack_devices
 from gpucluster.plan.registry import is_gpu_node
 
 # 1 W = 3.412142 BTU(IT)/h (1 BTU/h = 0.29307107 W); insideHPC's airflow formula uses 3,412.

@@ -204,6 +204,25 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )
         for network in cabling_networks(plan)
     ]
+    reference_gpu = plan.catalog_part(_NVLINK_REFERENCE_PART, GpuServer).gpu
+    nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
+    tests += _single_node_tests(servers, gpu, (nvlink_gbytes, nvlink_source), test)
+    tests += _ib_write_bw_tests(servers, ports, gpu, test)
+    if len(servers) > 1:
+        tests += _multi_node_tests(plan, servers, ports, gpu, nvlink_gbytes, test)
+    tests += _nvlink_domain_tests(plan, servers, gpu, nvlink_gbytes, nvlink_source, test)
+    tests.sort(key=lambda t: t.stage)  # stable: each stage keeps its order
+    numbers = {name: number for number, name, _scope, _text in present_stages(tests)}
+    return [t if t.stage == numbers[t.test] else _numbered(t, numbers[t.test]) for t in tests]
+
+
+def _single_node_tests(
+    servers: list[str], gpu: Gpu, nvlink: tuple[float, str], test: Callable[..., BurnInTest]
+) -> list[BurnInTest]:
+    """Each server on its own: DCGM diagnostics, gpu_burn, and NCCL all-reduce over its NVLink (nvlink: the
+    threshold in GB/s and where it comes from)."""
+    nvlink_gbytes, nvlink_source = nvlink
+    tests: list[BurnInTest] = []
     tests += [
         test(
             1,
@@ -232,8 +251,6 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )
         for node in servers
     ]
-    reference_gpu = plan.catalog_part(_NVLINK_REFERENCE_PART, GpuServer).gpu
-    nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
     tests += [
         test(
             3,
@@ -248,6 +265,14 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
         )
         for node in servers
     ]
+    return tests
+
+
+def _ib_write_bw_tests(
+    servers: list[str], ports: dict[str, dict[int, RailPort]], gpu: Gpu, test: Callable[..., BurnInTest]
+) -> list[BurnInTest]:
+    """ib_write_bw between pairs of servers, rail by rail, against a share of each rail link's speed."""
+    tests: list[BurnInTest] = []
     fraction, ib_source = _IB_WRITE_BW_FRACTION.get(gpu.gres_type, _IB_WRITE_BW_DEFAULT)
     for client, server in ib_write_bw_pairs(servers, ports):
         for rail, mine in sorted(ports[client].items()):
@@ -270,12 +295,7 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
                     command=f"ib_write_bw -d {mine.hca or '<rail HCA>'} {IB_WRITE_BW_ARGS} --use_cuda={mine.gpu}",
                 )
             )
-    if len(servers) > 1:
-        tests += _multi_node_tests(plan, servers, ports, gpu, nvlink_gbytes, test)
-    tests += _nvlink_domain_tests(plan, servers, gpu, nvlink_gbytes, nvlink_source, test)
-    tests.sort(key=lambda t: t.stage)  # stable: each stage keeps its order
-    numbers = {name: number for number, name, _scope, _text in present_stages(tests)}
-    return [t if t.stage == numbers[t.test] else _numbered(t, numbers[t.test]) for t in tests]
+    return tests
 
 
 def _nvlink_domain_tests(

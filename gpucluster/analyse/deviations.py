@@ -87,6 +87,16 @@ WHY = {
 
 def deviations(plan: Plan) -> list[Deviation]:
     """Every place this plan differs from the RA: design choices first, then counts against Table 7."""
+    return [
+        *_design_choices(plan),
+        *_storage_and_cabling(plan),
+        *_inband_network(plan),
+        *(_table_7_counts(plan) if is_ra_4su_shape(plan) else []),
+    ]
+
+
+def _design_choices(plan: Plan) -> list[Deviation]:
+    """The design's own choices against the RA's: scalable unit, oversubscription, servers, power, UFM placement."""
     s = plan.settings
     found: list[Deviation] = []
     su = s.scalable_unit_servers
@@ -137,6 +147,13 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "leaf and its uplinks",
             )
         )
+    return found
+
+
+def _storage_and_cabling(plan: Plan) -> list[Deviation]:
+    """A filesystem capacity the RA does not give, and cabling no NVIDIA document confirms (from the rule facts)."""
+    s = plan.settings
+    found: list[Deviation] = []
     asked = s.parallel_filesystem_asked
     if asked is not None and asked.get("capacity_basis"):
         found.append(
@@ -158,6 +175,12 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "unconfirmed cabling (the rule host-ports-at-full-speed warns): confirm it with NVIDIA before ordering",
             )
         )
+    return found
+
+
+def _inband_network(plan: Plan) -> list[Deviation]:
+    """The in-band network against Tables 7 and 8: EVPN multihoming for MLAG, no data-centre uplinks, its switch."""
+    found: list[Deviation] = []
     if plan.switches("inband"):
         found.append(
             Deviation(
@@ -175,31 +198,37 @@ def deviations(plan: Plan) -> list[Deviation]:
                 "the site's own network: add its uplinks, optics and fibre to the order",
             )
         )
-    if is_ra_4su_shape(plan) and s.inband_switch != "sn4600c":
+    inband_switch = plan.settings.inband_switch
+    if is_ra_4su_shape(plan) and inband_switch != "sn4600c":
         found.append(
             Deviation(
                 f"In-band switch model ({RA_SOURCE})",
                 "SN4600C (64 x 100G)",
-                s.inband_switch,
+                inband_switch,
                 "management.inband_switch: the object store's 200GbE ports run at full speed on SN5600 ports split "
                 "by 1:2 splitter fibres; SN4600C ports are 100G",
             )
         )
-    if is_ra_4su_shape(plan):
-        counts = {
-            "inband": _switches(plan, "inband"),
-            "oob": _switches(plan, "oob"),
-            "storage": _switches(plan, "storage"),
-            "compute": _switches(plan, "compute"),
-            "fabric-manager": _count(plan, "fabric-manager"),
-            "management-server": _count(plan, "management-server"),
-            "gpu-server": _count(plan, "gpu-server"),
-        }
-        for key, (reference, what) in RA_4SU_COUNTS.items():
-            if counts[key] != reference:
-                found.append(Deviation(f"{what} ({RA_SOURCE})", f"{reference:,}", f"{counts[key]:,}", WHY[key]))
-        found += _rack_deviations(plan)
     return found
+
+
+def _table_7_counts(plan: Plan) -> list[Deviation]:
+    """Switch, server and rack counts of a plan of the RA's 4-SU shape against Table 7."""
+    counts = {
+        "inband": _switches(plan, "inband"),
+        "oob": _switches(plan, "oob"),
+        "storage": _switches(plan, "storage"),
+        "compute": _switches(plan, "compute"),
+        "fabric-manager": _count(plan, "fabric-manager"),
+        "management-server": _count(plan, "management-server"),
+        "gpu-server": _count(plan, "gpu-server"),
+    }
+    found = [
+        Deviation(f"{what} ({RA_SOURCE})", f"{reference:,}", f"{counts[key]:,}", WHY[key])
+        for key, (reference, what) in RA_4SU_COUNTS.items()
+        if counts[key] != reference
+    ]
+    return found + _rack_deviations(plan)
 
 
 def _rack_deviations(plan: Plan) -> list[Deviation]:

@@ -26,7 +26,9 @@ from gpucluster.plan.facts import (
     SubnetManagerFacts,
 )
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
-from gpucluster.plan.power import cooling_capacity_kw, feed_loss, liquid_heat_w, rack_circuits
+from gpucluster.plan.power.circuits import rack_circuits
+from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
+from gpucluster.plan.power.cords import feed_loss
 from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}

@@ -32,7 +32,7 @@ from gpucluster.artifacts._xlsx import (
 from gpucluster.artifacts._xlsx import column_letter as _letter
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
-from gpucluster.plan.power import device_powers
+from gpucluster.plan.power.draw import device_powers
 from gpucluster.runtime.progress import track
 
 LINES_SHEET = "BOM"

@@ -30,11 +30,11 @@ from gpucluster.analyse.burn_in import (
     server_rail_ports,
 )
 from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
-from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
+from gpucluster.plan.roce import ROCE_QOS
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track
 from gpucluster.verify.expected import infiniband_networks

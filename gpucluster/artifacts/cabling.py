@@ -10,12 +10,7 @@ whose B end is two connectors (two hosts); multi-valued cells then join the conn
 " + " in the same order. A connector that carries two ports (a twin-port cage) names both ports
 joined with "+".
 
-Labels follow the TIA-606-B identifier for a port, ``fs.XY-r:P`` (space, cabinet grid
-location, rack unit, port; ANSI/TIA-606-B-2012 as summarised by HellermannTyton,
-https://www.cablinginstall.com/design-install/article/16467224/ansitia606b-standard-approved-for-publication
-and "Standardized Labeling of the Data Center", T. Fries): here ``<site>.<rack>-<U>:<port>``, e.g.
-``DC1.A04-09:OSFP4P2``. A patch cord carries the identifiers of both its ends, near end first
-(``near / far``), so the text read at either end says where the other end goes.
+Each end's label is the plan's (gpucluster/plan/labels.py): TIA-606-B identifiers, near end first.
 """
 
 from __future__ import annotations
@@ -34,13 +29,11 @@ import xlsxwriter
 
 from gpucluster.artifacts._xlsx import FORMULA_TRIGGERS, GuardedCsvWriter, InlineTextSheet, needs_quote, print_setup
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import NETWORKS, Cable, Device, Plan
-from gpucluster.plan.power import cable_ends
+from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
+from gpucluster.plan.model import NETWORKS, Plan
 from gpucluster.runtime.progress import track
 
 FOLDER = "cabling"
-JOIN = " + "  # between the connectors of a splitter's B end
-SEPARATOR = " / "  # between a label's near and far end (TIA-606's "/", spaced: port names contain "/")
 _CREATED = datetime.datetime(2000, 1, 1)  # fixed document date: same design, same bytes
 
 
@@ -71,66 +64,6 @@ class CableRow(NamedTuple):
 
 
 COLUMNS: tuple[str, ...] = CableRow._fields
-
-
-@dataclass(frozen=True, slots=True)
-class Connector:
-    """One plug of a cable: the device it goes into, and the port(s) of the cage it fills."""
-
-    device: str
-    ports: tuple[str, ...]
-
-
-def cable_connectors(plan: Plan, cable: Cable) -> tuple[Connector, tuple[Connector, ...]]:
-    """The A connector and the B connector(s) of a cable.
-
-    The A end is the side all of the cable's links share (a splitter's twin-port switch cage), so a
-    splitter's two host plugs are its B end; a single-link cable keeps its link's orientation. Which
-    side that is, is the power budget's and the BOM's rule (gpucluster/plan/power.py cable_ends).
-    """
-    links = [plan.links[i] for i in cable.links]
-    first = links[0]
-    if len(links) == 1:
-        return Connector(first.a_device, (first.a_port,)), (Connector(first.b_device, (first.b_port,)),)
-    a_ends, _b_ends = cable_ends(plan, cable)
-    shared_a = (first.a_device, first.a_cage) in a_ends  # else the cable's A end is its links' b side
-    ends = [
-        ((link.a_device, link.a_port), (link.b_device, link.b_port, link.b_cage))
-        if shared_a
-        else ((link.b_device, link.b_port), (link.a_device, link.a_port, link.a_cage))
-        for link in links
-    ]
-    a = Connector(ends[0][0][0], tuple(near[1] for near, _ in ends))
-    far: dict[tuple[str, int | str], list[str]] = {}  # one plug per far cage (a cageless port is its own)
-    for _, (device, port, cage) in ends:
-        far.setdefault((device, cage or port), []).append(port)
-    return a, tuple(Connector(device, tuple(ports)) for (device, _cage), ports in far.items())
-
-
-class Locator:
-    """Where devices stand, and the TIA-606 identifier of their ports (computed once per device)."""
-
-    def __init__(self, plan: Plan):
-        self.site = plan.design.site.name
-        self.devices = plan.devices
-        self._prefix: dict[str, str] = {}
-
-    def unit(self, device: Device) -> str:
-        """The rack unit as printed: two digits, or the device's own name for zero-U devices (PDUs),
-        which hang beside the rack where no unit number tells them apart."""
-        if device.u_position:
-            return f"{device.u_position:02d}"
-        return device.name.removeprefix(f"{device.rack}-").upper()
-
-    def prefix(self, name: str) -> str:
-        prefix = self._prefix.get(name)
-        if prefix is None:
-            device = self.devices[name]
-            prefix = self._prefix[name] = f"{self.site}.{device.rack}-{self.unit(device)}:"
-        return prefix
-
-    def identifier(self, connector: Connector) -> str:
-        return self.prefix(connector.device) + "+".join(connector.ports)
 
 
 def cable_rows(plan: Plan, network: str | None = None, rows: frozenset[int] | None = None) -> Iterator[CableRow]:
@@ -180,21 +113,20 @@ def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
             a_rack, a_u, a_prefix = places.get(a_name) or place(a_name)
             b_rack, b_u, b_prefix = places.get(b_name) or place(b_name)
             a_id, b_id = a_prefix + a_port, b_prefix + b_port
-            a_label, b_label = f"{a_id}{SEPARATOR}{b_id}", f"{b_id}{SEPARATOR}{a_id}"
+            a_label, b_label = LABEL(a_id, b_id), LABEL(b_id, a_id)
             speed = link.speed_gbps
         else:
             a, bs = cable_connectors(plan, cable)
             a_rack, a_u, a_prefix = place(a.device)
             b_places = [place(b.device) for b in bs]
-            a_id = a_prefix + "+".join(a.ports)
-            b_ids = [prefix + "+".join(b.ports) for (_rack, _u, prefix), b in zip(b_places, bs, strict=True)]
-            a_name, a_port = a.device, "+".join(a.ports)
+            a_id = a_prefix + a.port_names
+            b_ids = [prefix + b.port_names for (_rack, _u, prefix), b in zip(b_places, bs, strict=True)]
+            a_name, a_port = a.device, a.port_names
             b_rack = JOIN.join(rack for rack, _u, _prefix in b_places)
             b_u = JOIN.join(u for _rack, u, _prefix in b_places)
             b_name = JOIN.join(b.device for b in bs)
-            b_port = JOIN.join("+".join(b.ports) for b in bs)
-            a_label = f"{a_id}{SEPARATOR}{JOIN.join(b_ids)}"
-            b_label = JOIN.join(f"{b_id}{SEPARATOR}{a_id}" for b_id in b_ids)
+            b_port = JOIN.join(b.port_names for b in bs)
+            a_label, b_label = end_labels(a_id, b_ids)
             speed = links[cable.links[0]].speed_gbps
         yield make_row(
             (

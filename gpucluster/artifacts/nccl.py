@@ -22,12 +22,12 @@ from gpucluster.artifacts.kubernetes import (
     rail_network_names,
     rdma_resources,
 )
-from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
+from gpucluster.plan.roce import ROCE_QOS
 
 # The NGC PyTorch container (monthly YY.MM-py3 releases on nvcr.io) with NCCL and torchrun; replace with yours.
 # 25.12 (CUDA 13.1.0, PyTorch 2.10.0a0; docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/rel-25-12.html)

@@ -35,9 +35,10 @@ from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import AnyPart, Pdu, RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats import yamlout
+from gpucluster.plan.labels import link_label
 from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
-from gpucluster.plan.power import pdu_outlet_names, power_cords, rack_feeds
+from gpucluster.plan.power.cords import pdu_outlet_names, power_cords, rack_feeds
 from gpucluster.plan.registry import ROLES
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track
@@ -458,7 +459,7 @@ def _network_cables(plan: Plan, site: str) -> Iterator[Sequence[object]]:
                 guarded.get(link.b_port) or guard(link.b_port),
                 media,
                 "planned",
-                f"{cable.id}/{leg}" if several > 1 else cable.id,
+                link_label(cable.id, leg, several),
                 length,
                 "m",
                 text,

@@ -23,7 +23,7 @@ from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
-from gpucluster.plan.power import COOLING_CAPACITY_KW
+from gpucluster.plan.power.cooling import COOLING_CAPACITY_KW
 from gpucluster.plan.registry import purpose_colour
 
 CHART = "power-racks"

@@ -19,7 +19,7 @@ EVPN-Multihoming.md): load it with ``nv config replace <file>`` then ``nv config
   (Cumulus Linux 5.14 "EVPN Multihoming");
 * RoCE QoS on RoCE networks: ``qos roce mode lossless`` (PFC on switch priority 3, ECN on traffic class 3, CNPs on
   priority 6: Cumulus Linux 5.14 "RDMA over Converged Ethernet - RoCE", Default RoCE Configuration), matching the
-  DSCP 26 / traffic class NCCL uses (gpucluster.artifacts.nccl);
+  DSCP 26 / traffic class NCCL uses (both from gpucluster.plan.roce);
 * adaptive routing on the compute fabric's switch-to-switch ports (Spectrum-4 supports it from Cumulus Linux 5.6;
   ``router adaptive-routing enable on``: NVUE reference, Adaptive Routing; Cumulus Linux 5.15 renamed ``enable
   on`` to ``state enabled``);
@@ -45,6 +45,7 @@ from gpucluster.catalog.schema import PortGroup, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
 CUMULUS_VERSION = "5.14"  # the release the NVIDIA Mission Control N-S guide deploys on SN5600 (NS_GUIDE)
 SWITCH_MTU = 9216  # Cumulus Linux's default port MTU (5.14 "Switch Port Attributes", MTU)
@@ -57,27 +58,6 @@ INBAND_SUBNET = ipaddress.ip_network("10.64.0.0/15")
 INBAND_VLAN = 10
 INBAND_VNI = 10
 ES_MAC = "44:38:39:FF:00:01"  # in the range NVIDIA reserves for EVPN-MH segment MACs (44:38:39:ff:00:00-ff:ff)
-ROCE_NETWORKS = frozenset({"compute", "storage"})
-
-
-@dataclass(frozen=True)
-class RoceQos:
-    """The RoCE QoS profile the switches run and the hosts mark to: Cumulus Linux's ``qos roce`` defaults
-    (5.14 "RDMA over Converged Ethernet - RoCE": RoCE on switch priority 3 / traffic class 3 with PFC in lossless
-    mode and ECN, CNPs on priority 6 strict) and its DSCP map (DSCP 24-31 -> priority 3, so DSCP 26, AF31)."""
-
-    mode: str = "lossless"
-    priority: int = 3
-    cnp_priority: int = 6
-    dscp: int = 26
-
-    @property
-    def traffic_class(self) -> int:
-        """The IP ToS byte hosts set (NCCL_IB_TC): DSCP x 4, the low two bits being ECN."""
-        return self.dscp * 4
-
-
-ROCE_QOS = RoceQos()
 
 
 @dataclass
@@ -143,7 +123,8 @@ def switch_configs(plan: Plan) -> list[SwitchConfig]:
         raise ValueError(f"{len(switches)} switches exceed the loopback plan {LOOPBACKS}")
     ports = _switch_ports(plan, {d.name for d in switches})
     mgmt = _management_ports(plan)
-    p2p = {n: _p2p_addresses(plan, n) for n in networks if n in ROCE_NETWORKS}
+    roce = roce_networks(plan)
+    p2p = {n: _p2p_addresses(plan, n) for n in networks if n in roce}
     inband_ids = _segment_ids(plan) if "inband" in networks else {}
     leaf_number: dict[str, int] = defaultdict(int)
     configs = []
@@ -157,7 +138,9 @@ def switch_configs(plan: Plan) -> list[SwitchConfig]:
             str(LOOPBACKS[ordinal]),
             _in_port_order(ports.get(switch.name, [])),
         )
-        config.context = _context(plan, switch, config, mgmt.get(switch.name), p2p.get(network, {}), inband_ids)
+        config.context = _context(
+            plan, switch, config, mgmt.get(switch.name), p2p.get(network, {}), inband_ids, network in roce
+        )
         configs.append(config)
     return configs
 
@@ -268,8 +251,9 @@ def _context(
     mgmt: tuple[str, str, str] | None,
     p2p: dict[int, tuple[str, str]],
     segment_ids: dict[str, int],
+    roce: bool,
 ) -> dict:
-    """Everything the startup.yaml template needs for one switch."""
+    """Everything the startup.yaml template needs for one switch (roce: its network runs RoCE)."""
     network = config.network
     evpn = network == "inband"
     leaf = switch.tier == 1
@@ -278,7 +262,7 @@ def _context(
             port.name,
             json.dumps(f"{port.far_device} {port.far_port}"),  # a JSON string is a YAML double-quoted scalar
             _speed(port.speed_gbps),
-            f"{p2p[port.link_index][0]}/31" if not port.tier and network in ROCE_NETWORKS else None,
+            f"{p2p[port.link_index][0]}/31" if not port.tier and roce else None,
             bool(port.tier),
             bool(port.tier) and network == "compute",
             bool(port.tier) and evpn and leaf,
@@ -300,7 +284,7 @@ def _context(
         "interfaces": interfaces,
         "switch_mtu": SWITCH_MTU,
         "host_mtu": HOST_MTU,
-        "roce": network in ROCE_NETWORKS,
+        "roce": roce,
         "qos": ROCE_QOS,
         "adaptive_routing": network == "compute",
         "evpn": evpn,

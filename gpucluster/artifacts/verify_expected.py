@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import TextIO
 
 from gpucluster.artifacts._xlsx import GuardedCsvWriter
-from gpucluster.artifacts.cabling import Locator
 from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render_to
+from gpucluster.plan.labels import Locator
 from gpucluster.plan.model import Plan
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track

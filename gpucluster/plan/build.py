@@ -27,15 +27,9 @@ from gpucluster.plan.networks import (
     build_storage_network,
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
-from gpucluster.plan.power import (
-    add_optics_power,
-    choose_pdu,
-    cooling_capacity_kw,
-    liquid_heat_w,
-    optics_allowance_w,
-    pdus_needed,
-    pdus_to_keep_psus,
-)
+from gpucluster.plan.power.circuits import choose_pdu, pdus_needed, pdus_to_keep_psus
+from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
+from gpucluster.plan.power.draw import add_optics_power, optics_allowance_w
 from gpucluster.plan.rack_scale import add_nvlink_links, add_rack_systems, place_rack_systems
 from gpucluster.plan.racks import (
     RackPlanner,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from itertools import count, repeat
 from operator import attrgetter, is_
@@ -167,86 +167,101 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     built in C loops: a million links at 131,072 GPUs).
     """
     parts = catalog.of_kind(CablePart)
-    optics = catalog.of_kind(Transceiver)
     lookup = _EndLookup(catalog)
     links, devices = plan.links, plan.devices
     uncabled = {name for name, entry in NETWORK_INFO.items() if not entry.cabled}
     by_cage: dict[tuple[str, int], list[int]] = defaultdict(list)  # twin-port cages only
     done = bytearray(len(links))  # links cabled (or of an uncabled network: counted in the totals, no cable)
     ends = lookup.link_ends(links, devices, uncabled, by_cage, done)
-    choose = _Chooser(parts, optics)
-    lengths = run_lengths_m(plan, links, routing)
+    choose = _Chooser(parts, catalog.of_kind(Transceiver))
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
+    work = _Work(
+        plan, ends, run_lengths_m(plan, links, routing), choose, technology_of, _Series(), [None] * len(links), done
+    )
     split_ports = _split_port_groups(links, devices, lookup)
     groups = _two_link_groups(links, ends, by_cage, halves=bool(split_ports))
-    series = _Series()  # (network prefix, rack of the A end) -> the numbers of its cables
-    cables = plan.cables
-    cable_of: list[Cable | None] = [None] * len(links)  # each link's cable (None: a backplane link)
-
-    def add_cable(
-        rack: str,
-        network: str,
-        group: tuple[int, ...],
-        choice: Choice,
-        run_length_m: float,
-        a_module: str | None,
-        b_module: str | None,
-    ) -> None:
-        """One cable carrying the links in group, numbered next in its network's series in its rack."""
-        prefix = NETWORK_INFO[network].cable_prefix
-        number = next(series[(prefix, rack)])
-        # positional: Cable's fields in order (id, network, links, media, part, part number, length, run length,
-        # modules at a and b); keywords cost more over 700,000 cables at 131,072 GPUs
-        cable = Cable(
-            cable_id(prefix, rack, number),
-            network,
-            group,
-            choice.media,
-            choice.part,
-            choice.part_number,
-            choice.length_m,
-            run_length_m,
-            a_module,
-            b_module,
-        )
-        cables.append(cable)
-        for i in group:
-            cable_of[i] = cable
-
     for group in split_ports:
-        # the two halves of a split switch port: one 1:2 splitter fibre (NVIDIA MFP7E20), a twin-port module in the
-        # switch cage and a single-port 400G module in 200G mode at each host, whatever the run (no straight cable
-        # or copper splitter serves a split port here)
-        link = links[group[0]]
-        end_host, end_switch = ends[group[0]]
-        longest = max(lengths[i] for i in group)
-        technology = technology_of[link.network]
-        choice = choose(technology, link.speed_gbps, end_switch, end_host, longest, 2, 2, halves=True)
-        if choice is None:
-            raise NoCableFits(
-                f"no catalog 1:2 splitter fibre reaches {longest:.1f} m for the {link.speed_gbps:g}G "
-                f"{technology or ''} link {link.a_device}:{link.a_port} - {link.b_device}:{link.b_port} (half of a "
-                f"split port) on the {link.network} network; the longest split-port cable in the catalog reaches "
-                f"{max((c.reach_m for c in parts if c.splits_port), default=0):g} m: bring the hosts nearer the "
-                "central racks' leaves (more racks per row, or more servers per rack with a larger "
-                "site.rack_power_budget_kw)"
-            )
-        for i in group:
-            done[i] = 1
-        # the a end is the one its links share (the switch cage); a cable with one leg used keeps its link's
-        # ends, host (a) and switch (b), as every single-link cable does (power.cable_ends)
-        a_module, b_module = choice.a_module, choice.b_module
-        rack = devices[link.b_device].rack
-        if len(group) == 1:
-            a_module, b_module = b_module, a_module
-            rack = devices[link.a_device].rack
-        add_cable(rack, link.network, group, choice, longest, a_module, b_module)
-
+        _cable_split_port(work, group, parts)
     # the single-link cable of each kind of link and length, by (network, speed, ends, length): the network stands for
     # its technology (a shorter key than the chooser's)
     singles = _Singles(choose, technology_of)
     makes = np.frombuffer(done, dtype=np.uint8) == 0  # the links where a cable is made, in link order
-    # link -> the cable made there when it is one of the link's two-link options (a splitter may use one leg)
+    shared = _weigh_shared(work, groups, singles, makes)
+    _make_cables(work, np.flatnonzero(makes).tolist(), shared, singles)
+    _one_module_per_twin_cage(plan, ends, by_cage, work.cable_of, choose)
+
+
+@dataclass(slots=True)
+class _Work:
+    """What add_cables' steps share: each link's ends and run length, the chooser, the numbering and what is made."""
+
+    plan: Plan
+    ends: list[tuple[End, End]]
+    lengths: list[float]  # each link's run length
+    choose: _Chooser
+    technology_of: dict[str, str | None]  # network -> its technology
+    series: _Series  # (network prefix, rack of the A end) -> the numbers of its cables
+    cable_of: list[Cable | None]  # each link's cable (None: a backplane link, or none yet)
+    done: bytearray  # links cabled (or of an uncabled network)
+
+
+def _cable_split_port(work: _Work, group: tuple[int, ...], parts: list[CablePart]) -> None:
+    """The two halves of a split switch port: one 1:2 splitter fibre (NVIDIA MFP7E20), a twin-port module in the
+    switch cage and a single-port 400G module in 200G mode at each host, whatever the run (no straight cable or
+    copper splitter serves a split port here)."""
+    links, devices, lengths = work.plan.links, work.plan.devices, work.lengths
+    link = links[group[0]]
+    end_host, end_switch = work.ends[group[0]]
+    longest = max(lengths[i] for i in group)
+    technology = work.technology_of[link.network]
+    choice = work.choose(technology, link.speed_gbps, end_switch, end_host, longest, 2, 2, halves=True)
+    if choice is None:
+        raise NoCableFits(
+            f"no catalog 1:2 splitter fibre reaches {longest:.1f} m for the {link.speed_gbps:g}G "
+            f"{technology or ''} link {link.a_device}:{link.a_port} - {link.b_device}:{link.b_port} (half of a "
+            f"split port) on the {link.network} network; the longest split-port cable in the catalog reaches "
+            f"{max((c.reach_m for c in parts if c.splits_port), default=0):g} m: bring the hosts nearer the "
+            "central racks' leaves (more racks per row, or more servers per rack with a larger "
+            "site.rack_power_budget_kw)"
+        )
+    for i in group:
+        work.done[i] = 1
+    # the a end is the one its links share (the switch cage); a cable with one leg used keeps its link's
+    # ends, host (a) and switch (b), as every single-link cable does (cable_ends)
+    a_module, b_module = choice.a_module, choice.b_module
+    rack = devices[link.b_device].rack
+    if len(group) == 1:
+        a_module, b_module = b_module, a_module
+        rack = devices[link.a_device].rack
+    prefix = NETWORK_INFO[link.network].cable_prefix
+    number = next(work.series[(prefix, rack)])
+    # positional: Cable's fields in order (id, network, links, media, part, part number, length, run length,
+    # modules at a and b); keywords cost more over 700,000 cables at 131,072 GPUs
+    cable = Cable(
+        cable_id(prefix, rack, number),
+        link.network,
+        group,
+        choice.media,
+        choice.part,
+        choice.part_number,
+        choice.length_m,
+        longest,
+        a_module,
+        b_module,
+    )
+    work.plan.cables.append(cable)
+    for i in group:
+        work.cable_of[i] = cable
+
+
+def _weigh_shared(
+    work: _Work, groups: dict[int, list], singles: _Singles, makes: np.ndarray
+) -> dict[int, tuple[Choice, tuple[int, ...], float]]:
+    """The links that could share a cable, weighed in link order: copper before fibre whatever the grouping, at equal
+    media the cable carrying more links. Returns link -> the cable made there when it is one of the link's two-link
+    options (a splitter may use one leg); the links a shared cable takes are marked done and made nowhere else."""
+    links, ends, lengths, done = work.plan.links, work.ends, work.lengths, work.done
+    choose, technology_of = work.choose, work.technology_of
     shared: dict[int, tuple[Choice, tuple[int, ...], float]] = {}
     for index in sorted(groups):  # the links that could share a cable, in link order
         if done[index]:
@@ -273,15 +288,23 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             if len(group) > 1:  # a single link's own place is never looked at again
                 for i in group:
                     done[i] = 1
+    return shared
 
-    at = np.flatnonzero(makes).tolist()
+
+def _make_cables(
+    work: _Work, at: list[int], shared: dict[int, tuple[Choice, tuple[int, ...], float]], singles: _Singles
+) -> None:
+    """The cables made at the links `at` (in link order), column by column: each the single-link cable of its kind
+    and length, or the shared cable weighed there; numbered per network and rack of the A end."""
+    plan, lengths = work.plan, work.lengths
+    links, devices = plan.links, plan.devices
     made_links = list(map(links.__getitem__, at))
     networks = list(map(attrgetter("network"), made_links))
     run = list(map(lengths.__getitem__, at))
     choices = list(
         map(
             singles.__getitem__,
-            zip(networks, map(attrgetter("speed_gbps"), made_links), map(ends.__getitem__, at), run, strict=True),
+            zip(networks, map(attrgetter("speed_gbps"), made_links), map(work.ends.__getitem__, at), run, strict=True),
         )
     )
     carried: list[tuple[int, ...]] = list(zip(at))  # each cable's links: its own link, or the two it shares
@@ -289,18 +312,12 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
         k = bisect_left(at, index)
         choices[k], carried[k], run[k] = choice, group, run_length
     if any(map(is_, choices, repeat(None))):
-        k = list(map(is_, choices, repeat(None))).index(True)
-        link, (end_a, end_b), length = links[at[k]], ends[at[k]], lengths[at[k]]
-        raise NoCableFits(
-            f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology_of[link.network] or ''} "
-            f"link {link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
-            f"({end_b.cage_type}) on the {link.network} network"
-        )
+        _no_cable_fits(work, at[list(map(is_, choices, repeat(None))).index(True)])
     rack_of = {name: device.rack for name, device in devices.items()}
     prefix_of = {network: entry.cable_prefix for network, entry in NETWORK_INFO.items()}
     racks = list(map(rack_of.__getitem__, map(attrgetter("a_device"), made_links)))
     prefixes = list(map(prefix_of.__getitem__, networks))
-    numbers = map(next, map(series.__getitem__, zip(prefixes, racks, strict=True)))
+    numbers = map(next, map(work.series.__getitem__, zip(prefixes, racks, strict=True)))
     made = list(
         track(
             map(
@@ -320,13 +337,24 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
             "cables",
         )
     )
-    cables.extend(made)
+    plan.cables.extend(made)
+    cable_of = work.cable_of
     for index, cable in zip(at, made, strict=True):
         cable_of[index] = cable
     for index, (_choice, group, _run) in shared.items():
         for i in group:
             cable_of[i] = cable_of[index]
-    _one_module_per_twin_cage(plan, ends, by_cage, cable_of, choose)
+
+
+def _no_cable_fits(work: _Work, index: int) -> None:
+    """Refuse a link no catalog cable reaches, naming it and its cages."""
+    link, (end_a, end_b), length = work.plan.links[index], work.ends[index], work.lengths[index]
+    technology = work.technology_of[link.network] or ""
+    raise NoCableFits(
+        f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology} "
+        f"link {link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
+        f"({end_b.cage_type}) on the {link.network} network"
+    )
 
 
 class _Singles(dict):
@@ -360,6 +388,21 @@ def cable_id(prefix: str, rack: str, number: int) -> str:
 
 
 _CABLE_ID = "{}-{}-{:04d}".format  # cable_id's format, which add_cables also maps over a plan's cables at once
+
+
+def cable_ends(plan: Plan, cable: Cable) -> tuple[Collection[tuple[str, int]], Collection[tuple[str, int]]]:
+    """The distinct (device, cage) ends at the cable's a side and b side.
+
+    The a side is the links' a side, except for a 1:2 splitter whose shared (twin-port) cage is on
+    the links' b side: a cable's a end is always the end its links share.
+    """
+    if len(cable.links) == 1:  # most cables: the cable's ends are its link's ends
+        link = plan.links[cable.links[0]]
+        return ((link.a_device, link.a_cage),), ((link.b_device, link.b_cage),)
+    links = [plan.links[i] for i in cable.links]
+    a = {(link.a_device, link.a_cage) for link in links}
+    b = {(link.b_device, link.b_cage) for link in links}
+    return (b, a) if len(a) > 1 and len(b) == 1 else (a, b)
 
 
 def _one_module_per_twin_cage(

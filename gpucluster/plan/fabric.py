@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import NamedTuple
 
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Switch
@@ -253,45 +254,125 @@ def build_clos(
     result = ClosResult()
     if not groups:
         return result
-    total_ports = sum(len(g.ports) for g in groups)
     units = sorted({g.su for g in groups if g.su is not None})
+    total_ports = sum(len(g.ports) for g in groups)
     growing = bool(final_units and final_units > len(units)) or sum(len(g.ports) for g in final_groups) > total_ports
-    split: dict[int, int] = {}
-
-    def reserved_leaves() -> int:
-        """The growth reserve's leaves: a unit's leaves (its rails'; a rack-scale fabric's one fabric-manager leaf
-        comes once) for each unit still to come, or the leaves the final groups need beyond today's."""
-        if not growing:
-            return 0
-        if final_groups:
-            cap_of = {g.label: caps[id(g)] for g in groups}  # host ports per leaf, as today's leaves take them
-            final = sum(
-                len(
-                    _slices(
-                        f.ports, math.ceil(port_slots(f.ports, down_pool) / cap_of.get(f.label, capacity)), down_pool
-                    )
-                )
-                for f in final_groups
-                if f.ports
-            )
-            return max(0, final - sum(split.values()))
-        railed = [g for g in groups if g.rail is not None] or groups
-        per_unit = max(sum(split[id(g)] for g in railed if g.su == unit) for unit in units)
-        return (int(final_units or 0) - len(units)) * per_unit
+    growth = _Growth(growing, final_units or 0, units, list(final_groups), down_pool)
 
     # One switch is enough: every host port on a single leaf, no uplinks needed.
     if one_switch and not growing and port_slots([p for g in groups for p in g.ports], down_pool) <= len(down_pool):
-        leaf = _add_switch(plan, name_of("leaf", "01"), leaf_part, network, 1, groups[0], plane)
-        leaf.su = groups[0].su if len(groups) == 1 else None
-        leaf.rail = groups[0].rail if len(groups) == 1 else None
-        result.leaves = {g.label: [leaf.name] for g in groups}
-        down_gbps = _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], plane)
-        result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0, plane))
+        _one_leaf(plan, network, groups, leaf_part, down_pool, name_of("leaf", "01"), plane, result)
         return result
 
-    # Leaves: split each group so every leaf keeps its oversubscription, with one uplink count
-    # for all leaves (the tiers above need uniform children). A service leaf keeps its own few uplinks where the
-    # fabric has two tiers (every leaf reaches the top); above that it takes the common count like any leaf.
+    leaves = _size_leaves(
+        groups, down_pool, up_pool, upper_part, separate_uplinks, leaf_uplinks, fewest_upper_switches, growth
+    )
+    if leaves.uplinks > len(up_pool):
+        raise ValueError(f"{leaf_part.id}: {leaves.uplinks} uplinks needed, {len(up_pool)} available")
+    up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
+    if top:
+        up_speed = min(
+            up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top)
+        )
+    pools = (down_pool, up_pool)
+    children = _add_leaves(plan, network, groups, leaf_part, leaves, pools, up_speed, name_of, plane, result)
+    reserve = _reserved_leaves(growth, groups, leaves.split, leaves.caps, leaves.capacity)
+    result.reserved_leaves = reserve
+    if top:
+        _uplink_to(plan, network, children, list(top), result)
+        return result
+    _build_upper_tiers(
+        plan,
+        network,
+        children,
+        upper_part,
+        name_of,
+        result,
+        min_top_switches,
+        plane,
+        not fewest_upper_switches,
+        reserve,
+    )
+    return result
+
+
+class _Growth(NamedTuple):
+    """A network's growth reserve: the units it will serve at its final size, or its groups at that size."""
+
+    growing: bool
+    final_units: int
+    units: list[int]  # the units (groups' su) served now
+    final_groups: list[LeafGroup]
+    down_pool: PortPool
+
+
+@dataclass
+class _Leaves:
+    """How a network's groups split over leaves: host ports per leaf, each leaf's hosts, and the uplink count."""
+
+    capacity: int  # host-facing ports of a leaf
+    caps: dict[int, int]  # id(group) -> host ports a leaf of it takes
+    slices: dict[int, list[list[HostPort]]]  # id(group) -> each of its leaves' hosts
+    split: dict[int, int]  # id(group) -> its leaves
+    service: dict[int, bool]  # id(group) -> a service leaf with its own few uplinks
+    uplinks: int  # every other leaf's uplinks
+    separate_uplinks: bool  # uplink ports of its own (an access switch), else uplinks from its fabric ports
+
+
+def _reserved_leaves(
+    growth: _Growth, groups: list[LeafGroup], split: dict[int, int], caps: dict[int, int], capacity: int
+) -> int:
+    """The growth reserve's leaves: a unit's leaves (its rails'; a rack-scale fabric's one fabric-manager leaf
+    comes once) for each unit still to come, or the leaves the final groups need beyond today's."""
+    if not growth.growing:
+        return 0
+    down_pool = growth.down_pool
+    if growth.final_groups:
+        cap_of = {g.label: caps[id(g)] for g in groups}  # host ports per leaf, as today's leaves take them
+        final = sum(
+            len(_slices(f.ports, math.ceil(port_slots(f.ports, down_pool) / cap_of.get(f.label, capacity)), down_pool))
+            for f in growth.final_groups
+            if f.ports
+        )
+        return max(0, final - sum(split.values()))
+    railed = [g for g in groups if g.rail is not None] or groups
+    per_unit = max(sum(split[id(g)] for g in railed if g.su == unit) for unit in growth.units)
+    return (growth.final_units - len(growth.units)) * per_unit
+
+
+def _one_leaf(
+    plan: Plan,
+    network: NetworkName,
+    groups: list[LeafGroup],
+    leaf_part: Switch,
+    down_pool: PortPool,
+    name: str,
+    plane: int | None,
+    result: ClosResult,
+) -> None:
+    """Every host port on a single leaf: a network of one switch, no uplinks."""
+    leaf = _add_switch(plan, name, leaf_part, network, 1, groups[0], plane)
+    leaf.su = groups[0].su if len(groups) == 1 else None
+    leaf.rail = groups[0].rail if len(groups) == 1 else None
+    result.leaves = {g.label: [leaf.name] for g in groups}
+    down_gbps = _attach_hosts(plan, network, leaf.name, down_pool, [p for g in groups for p in g.ports], plane)
+    total_ports = sum(len(g.ports) for g in groups)
+    result.tiers.append(Tier(network, 1, "leaf", leaf_part.id, 1, total_ports, 0, down_gbps, 0.0, plane))
+
+
+def _size_leaves(
+    groups: list[LeafGroup],
+    down_pool: PortPool,
+    up_pool: PortPool,
+    upper_part: Switch,
+    separate_uplinks: bool,
+    leaf_uplinks: int | None,
+    fewest_upper_switches: bool,
+    growth: _Growth,
+) -> _Leaves:
+    """Split each group so every leaf keeps its oversubscription, with one uplink count for all leaves (the tiers
+    above need uniform children). A service leaf keeps its own few uplinks where the fabric has two tiers (every
+    leaf reaches the top); above that it takes the common count like any leaf."""
     capacity = len(down_pool)
     two_tier = sum(math.ceil(port_slots(g.ports, down_pool) / capacity) for g in groups) <= len(
         _pool(upper_part, "fabric")
@@ -315,7 +396,7 @@ def build_clos(
         uplinks = max(math.ceil(used[id(g)] / g.oversubscription) for g in rail_groups)
         uplinks = max(uplinks, min(leaf_uplinks or 0, capacity - max(used.values())))
         if fewest_upper_switches:
-            leaves = sum(split.values()) + reserved_leaves()
+            leaves = sum(split.values()) + _reserved_leaves(growth, groups, split, caps, capacity)
             uplinks = min(
                 range(uplinks, max(uplinks, capacity - max(used.values())) + 1),
                 key=lambda u: (upper_switch_count(leaves, u, len(_pool(upper_part, "fabric"))), u),
@@ -325,36 +406,52 @@ def build_clos(
             break
         for g in too_full:
             caps[id(g)] = capacity - uplinks
-    if uplinks > len(up_pool):
-        raise ValueError(f"{leaf_part.id}: {uplinks} uplinks needed, {len(up_pool)} available")
+    return _Leaves(capacity, caps, slices, split, service, uplinks, separate_uplinks)
 
+
+def _add_leaves(
+    plan: Plan,
+    network: NetworkName,
+    groups: list[LeafGroup],
+    leaf_part: Switch,
+    leaves: _Leaves,
+    pools: tuple[PortPool, PortPool],
+    up_speed: float,
+    name_of: Callable[[str, str], str],
+    plane: int | None,
+    result: ClosResult,
+) -> list[_Child]:
+    """Every group's leaves with their hosts attached (pools: the leaf's host-facing and uplink ports), as children
+    of the tier above (their uplink ports in order); the leaf tier goes into the result."""
+    down_pool, up_pool = pools
+    separate_uplinks = leaves.separate_uplinks
+    capacity, uplinks = leaves.capacity, leaves.uplinks
     children: list[_Child] = []
     up_links = 0
     down_links = 0
     down_gbps = 0.0
-    leaf_total = sum(split.values())
     for g in groups:
         names = []
-        count = split[id(g)]
+        count = leaves.split[id(g)]
         # leaves with uplink ports of their own (out-of-band access switches) fill one after another, so a group
         # that grows keeps its hosts where they are; fabric leaves share the hosts evenly (one uplink count)
-        fill = caps[id(g)] if separate_uplinks and not down_pool.halves else 0
+        fill = leaves.caps[id(g)] if separate_uplinks and not down_pool.halves else 0
         for i in range(count):
             # the first leaf keeps the group's name when the group grows to several: a phase adds "-2", "-3" ...;
             # a numbered group's leaves are <label>-1, -2 ... from the first
             suffix = f"{g.label}-{i + 1}" if g.numbered or i else g.label
             leaf = _add_switch(plan, name_of("leaf", suffix), leaf_part, network, 1, g, plane)
             names.append(leaf.name)
-            hosts = g.ports[i * fill : (i + 1) * fill] if fill else slices[id(g)][i]
+            hosts = g.ports[i * fill : (i + 1) * fill] if fill else leaves.slices[id(g)][i]
             down_gbps += _attach_hosts(plan, network, leaf.name, down_pool, hosts, plane)
             down_links += len(hosts)
             own = uplinks
-            if service[id(g)] and not separate_uplinks:  # as its hosts need, at least two (one per top switch)
+            if leaves.service[id(g)] and not separate_uplinks:  # as its hosts need, at least two (one per top switch)
                 ports = port_slots(hosts, down_pool)
                 own = min(capacity - ports, max(2, math.ceil(ports / g.oversubscription)))
             first_up = 0 if separate_uplinks else len(up_pool) - own
             ups = [(leaf.name, up_pool.names[j], up_pool.cages[j]) for j in range(first_up, first_up + own)]
-            children.append(_Child(ups, g.su, up_pool.speed_gbps, service[id(g)]))
+            children.append(_Child(ups, g.su, up_pool.speed_gbps, leaves.service[id(g)]))
             up_links += own
         result.leaves[g.label] = names
     if len(groups) > 1 and all(g.numbered for g in groups):
@@ -362,43 +459,11 @@ def build_clos(
         # (a-1, b-1, a-2, b-2 ...), so a pair added as the cluster grows takes the ports after the others
         order = {id(c): (i, k) for k, g in enumerate(groups) for i, c in enumerate(_of_group(children, result, g))}
         children.sort(key=lambda c: order.get(id(c), (len(children), 0)))
-    up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
-    if top:
-        up_speed = min(
-            up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top)
-        )
+    leaf_total = sum(leaves.split.values())
     result.tiers.append(
-        Tier(
-            network,
-            1,
-            "leaf",
-            leaf_part.id,
-            leaf_total,
-            down_links,
-            up_links,
-            down_gbps,
-            up_links * up_speed,
-            plane,
-        )
+        Tier(network, 1, "leaf", leaf_part.id, leaf_total, down_links, up_links, down_gbps, up_links * up_speed, plane)
     )
-    reserve = reserved_leaves()
-    result.reserved_leaves = reserve
-    if top:
-        _uplink_to(plan, network, children, list(top), result)
-        return result
-    _build_upper_tiers(
-        plan,
-        network,
-        children,
-        upper_part,
-        name_of,
-        result,
-        min_top_switches,
-        plane,
-        not fewest_upper_switches,
-        reserve,
-    )
-    return result
+    return children
 
 
 def _of_group(children: list[_Child], result: ClosResult, group: LeafGroup) -> list[_Child]:

@@ -19,7 +19,7 @@ from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, is_gpu_
 
 if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
     from gpucluster.analyse.burn_in import BurnInTest
-    from gpucluster.plan.power import DevicePower
+    from gpucluster.plan.power.draw import DevicePower
     from gpucluster.plan.queries import PlanQueries
 
 PartT = TypeVar("PartT")
@@ -375,7 +375,7 @@ class Plan:
     facts: RuleFacts | None = None  # what the design rules read (rules.py, plan/facts.py), once they have run
     findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
     catalog_parts: dict[str, AnyPart] = field(default_factory=dict, repr=False)  # part id -> catalog part
-    # device name -> its draw with optics (plan/power.py), computed once with the cables
+    # device name -> its draw with optics (plan/power/draw.py), computed once with the cables
     device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
     # the burn-in tests in the order to run them (gpucluster/analyse/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)

@@ -88,7 +88,7 @@ class RackPlanner:
 
     def __init__(self, catalog: Catalog, site: Site, rack_part: Rack, optics_w: Mapping[str, float] | None = None):
         self.catalog = catalog
-        self.optics_w = optics_w or {}  # device -> the most its optics can add (plan.power.optics_allowance_w)
+        self.optics_w = optics_w or {}  # device -> the most its optics can add (plan.power.draw.optics_allowance_w)
         self.site = site
         self.rack_part = rack_part
         self.height_u = site.rack_height_u or rack_part.u_height

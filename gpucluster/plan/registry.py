@@ -97,11 +97,12 @@ class Network:
     rack_purpose: str  # the rack its switches above the SU leaves stand in (RACK_PURPOSES)
     cabled: bool = True  # its links run over orderable cables; False: on a backplane (counted, no cable)
     every_design: bool = True  # planned for every design; False: present only where a part has such links
+    rdma: bool = False  # carries RDMA (GPU and storage traffic): RoCE, with its lossless QoS, on Ethernet switches
 
 
 _NETWORKS = (
-    Network("compute", "Compute fabric", "compute fabric", "#1F4E8C", "compute-fabric", "C", "network"),
-    Network("storage", "Storage network", "storage", "#A23B3B", "storage-network", "S", "storage"),
+    Network("compute", "Compute fabric", "compute fabric", "#1F4E8C", "compute-fabric", "C", "network", rdma=True),
+    Network("storage", "Storage network", "storage", "#A23B3B", "storage-network", "S", "storage", rdma=True),
     Network("inband", "In-band management network", "in-band", "#5B4A8B", "management-networks", "I", "management"),
     Network(
         "oob", "Out-of-band management network", "out-of-band", "#6B6B6B", "management-networks", "O", "management"

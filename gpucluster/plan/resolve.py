@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
@@ -30,7 +31,127 @@ def switch_technology(fabric: str) -> str:
     return "ethernet" if fabric == "roce" else fabric
 
 
+class _Compute(NamedTuple):
+    """The GPU servers the design asks for: the server (a rack-scale system's tray), how many, per SU."""
+
+    system: RackSystem | None
+    server: GpuServer
+    rails: int
+    production: int
+    su: int
+
+
+class _Fabric(NamedTuple):
+    """The compute fabric's technology, switch, fabric managers and planes."""
+
+    technology: str
+    switch: Switch
+    manager: Appliance | None
+    managers: int
+    own_leaf: bool
+    planes: int
+
+
+class _StorageNetwork(NamedTuple):
+    """The storage network's switch and, on InfiniBand, its own fabric managers."""
+
+    switch: Switch
+    manager: Appliance | None
+    managers: int
+
+
+class _Filesystem(NamedTuple):
+    """The parallel filesystem's blocks and the throughput and capacity they were sized for."""
+
+    block: StorageBlock
+    blocks: int
+    read: float
+    write: float
+    capacity_tb: float
+    capacity_basis: str
+    throughput_basis: str
+    shared: bool
+
+
+class _Management(NamedTuple):
+    """The in-band and out-of-band management switches."""
+
+    inband: Switch
+    oob: Switch
+    oob_aggregation: Switch
+
+
 def resolve(loaded: LoadedDesign) -> Resolved:
+    """The design with every default filled in, each part checked against the catalog where the design names it."""
+    design, catalog = loaded.design, loaded.catalog
+    compute = _compute(loaded)
+    system, server, rails, production, su = compute
+    fabric = _compute_fabric(loaded, server)
+    manager, managers, own_leaf = fabric.manager, fabric.managers, fabric.own_leaf
+    if manager is not None and not own_leaf and manager_slots(manager, managers, rails) >= su:
+        _fail(
+            loaded,
+            ("compute_fabric", "scalable_unit_servers"),
+            f"{managers} x {manager.id} take {manager_slots(manager, managers, rails)} server slots of scalable unit "
+            f"1, which holds {su}: no server would fit; use larger scalable units or fewer fabric managers",
+        )
+    spares = _spares(loaded, compute, fabric)
+    storage = _storage_network(loaded, server, fabric)
+    filesystem = _parallel_filesystem(loaded, (production + spares) / su)
+    spec = design.object_storage
+    object_block, object_blocks = _object_storage(loaded) if spec and not filesystem.shared else (None, 0)
+    management = _management(loaded, server, object_block)
+    check_scheduler(loaded, production, server.gpu.count)
+    units, final, storage_final = _scalable_units(loaded, compute, fabric, spares)
+    pfs = design.parallel_filesystem
+    mgmt = design.management
+    return Resolved(
+        server=server,
+        production_servers=production,
+        spare_servers=spares,
+        su_servers=su,
+        rails=rails,
+        planes=fabric.planes,
+        compute_technology=fabric.technology,
+        compute_switch=fabric.switch,
+        compute_oversubscription=design.compute_fabric.oversubscription,
+        fabric_manager=manager,
+        fabric_managers=managers if manager else 0,
+        fabric_manager_leaf=own_leaf and manager is not None,
+        storage_fabric_manager=storage.manager,
+        storage_fabric_managers=storage.managers if storage.manager else 0,
+        storage_switch=storage.switch,
+        storage_server_oversubscription=design.storage_network.server_oversubscription,
+        storage_block_oversubscription=design.storage_network.storage_oversubscription,
+        pfs_block=filesystem.block,
+        pfs_blocks=filesystem.blocks,
+        pfs_read_gbytes_per_s=filesystem.read,
+        pfs_write_gbytes_per_s=filesystem.write,
+        pfs_capacity_tb=filesystem.capacity_tb,
+        object_block=object_block,
+        object_blocks=object_blocks,
+        inband_switch=management.inband,
+        inband_oversubscription=inband_oversubscription(management.inband),
+        oob_switch=management.oob,
+        oob_aggregation_switch=management.oob_aggregation,
+        management_server=catalog.get(mgmt.management_server, Appliance),
+        management_servers=mgmt.management_servers,
+        pfs_capacity_asked_tb=pfs.capacity_tb,
+        pfs_throughput_basis=filesystem.throughput_basis,
+        pfs_capacity_basis=filesystem.capacity_basis,
+        object_capacity_asked_tb=spec.capacity_tb if spec else None,
+        object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
+        object_shared=filesystem.shared,
+        rack_system=system,
+        scalable_units=units,
+        final_scalable_units=final,
+        storage_final_scalable_units=storage_final,
+    )
+
+
+def _compute(loaded: LoadedDesign) -> _Compute:
+    """The GPU server and how many the design asks for: whole servers (whole racks of a rack-scale system), each
+    with compute, storage and in-band ports, within the largest supported cluster."""
     design, catalog = loaded.design, loaded.catalog
     named = catalog.parts[design.compute.server]
     system = named if isinstance(named, RackSystem) else None
@@ -47,6 +168,16 @@ def resolve(loaded: LoadedDesign) -> Resolved:
                 ("compute", "server"),
                 f"{server.id} has no {role} ports in the catalog; the plan puts every GPU server on the {network}",
             )
+    production = _production_servers(loaded, server)
+    su = design.compute_fabric.scalable_unit_servers
+    if system is not None:
+        su = _rack_system_sizes(loaded, system, server, production)
+    return _Compute(system, server, rails, production, su)
+
+
+def _production_servers(loaded: LoadedDesign, server: GpuServer) -> int:
+    """The production servers: as many as asked, or the GPUs asked in whole servers; at most MAX_GPUS."""
+    design = loaded.design
     if design.compute.servers is not None:
         production = design.compute.servers
     else:
@@ -68,11 +199,13 @@ def resolve(loaded: LoadedDesign) -> Resolved:
             f"{production:,} {server.model} servers hold {production * server.gpu.count:,} GPUs; the largest "
             f"supported cluster is {MAX_GPUS:,} GPUs ({MAX_GPUS // server.gpu.count:,} of these servers)",
         )
-    su = design.compute_fabric.scalable_unit_servers
-    if system is not None:
-        su = _rack_system_sizes(loaded, system, server, production)
+    return production
 
-    fabric = design.compute_fabric
+
+def _compute_fabric(loaded: LoadedDesign, server: GpuServer) -> _Fabric:
+    """The compute fabric's technology (the design's, else the servers' ports'), a switch that speaks it, the fabric
+    managers (UFM on InfiniBand only) and the planes."""
+    fabric, catalog = loaded.design.compute_fabric, loaded.catalog
     port_technology = technology_of(server.port_groups("compute")) or "infiniband-ndr"
     technology = fabric.technology or ("roce" if port_technology == "ethernet" else port_technology)
     compute_switch = _switch(loaded, ("compute_fabric", "switch"), fabric.switch or DEFAULT_SWITCH[technology])
@@ -96,18 +229,15 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         if technology == "roce":
             _fail(loaded, ("compute_fabric", "fabric_manager"), "UFM manages InfiniBand fabrics; use null for RoCE")
         manager = catalog.get(manager_id, Appliance)
-
     planes = _planes(loaded, server, technology)
-
     own_leaf = fabric.fabric_manager_ports == "own-leaf"
-    if manager is not None and not own_leaf and manager_slots(manager, managers, rails) >= su:
-        _fail(
-            loaded,
-            ("compute_fabric", "scalable_unit_servers"),
-            f"{managers} x {manager.id} take {manager_slots(manager, managers, rails)} server slots of scalable unit "
-            f"1, which holds {su}: no server would fit; use larger scalable units or fewer fabric managers",
-        )
-    spares = design.compute.spare_servers
+    return _Fabric(technology, compute_switch, manager, managers, own_leaf, planes)
+
+
+def _spares(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric) -> int:
+    """The hot spares: the design's (whole racks of a rack-scale system, at most one per server), else one per SU."""
+    system, _server, rails, production, su = compute
+    spares = loaded.design.compute.spare_servers
     if system is not None:
         spares = spares or 0
         if spares % system.compute_trays:
@@ -118,15 +248,22 @@ def resolve(loaded: LoadedDesign) -> Resolved:
                 "trays each): a rack-scale system is bought and placed whole; give spare racks' trays or 0",
             )
     elif spares is None:
-        spares = default_spares(production, su, rails, manager, managers if manager and not own_leaf else 0)
+        manager = fabric.manager
+        spares = default_spares(
+            production, su, rails, manager, fabric.managers if manager and not fabric.own_leaf else 0
+        )
     elif spares > production:
         _fail(
             loaded,
             ("compute", "spare_servers"),
             f"{spares} hot spares for {production} production servers; at most one spare per server ({production})",
         )
+    return spares
 
-    storage_network = design.storage_network
+
+def _storage_network(loaded: LoadedDesign, server: GpuServer, fabric: _Fabric) -> _StorageNetwork:
+    """The storage network's switch and fabric managers."""
+    storage_network = loaded.design.storage_network
     storage_port_technology = technology_of(server.port_groups("storage")) or "infiniband-ndr"
     storage_technology = storage_network.technology or storage_port_technology
     storage_switch = _switch(
@@ -136,17 +273,26 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     # an InfiniBand storage fabric is a subnet of its own with its own UFM pair (H100 RA Table 7: 4 UFM appliances,
     # Table 8: UFM-leaf splitters and UFM transceivers on both fabrics)
     storage_managers = (
-        storage_network.fabric_managers if storage_network.fabric_managers is not None else managers if manager else 0
+        storage_network.fabric_managers
+        if storage_network.fabric_managers is not None
+        else fabric.managers
+        if fabric.manager
+        else 0
     )
     storage_manager: Appliance | None = None
     if storage_managers and storage_switch.technology in DEFAULT_FABRIC_MANAGER:
-        storage_manager = catalog.get(DEFAULT_FABRIC_MANAGER[storage_switch.technology], Appliance)
+        storage_manager = loaded.catalog.get(DEFAULT_FABRIC_MANAGER[storage_switch.technology], Appliance)
     elif storage_managers and storage_network.fabric_managers:
         _fail(loaded, ("storage_network", "fabric_managers"), "UFM manages InfiniBand fabrics; use 0 on Ethernet")
+    return _StorageNetwork(storage_switch, storage_manager, storage_managers)
 
+
+def _parallel_filesystem(loaded: LoadedDesign, su_count: float) -> _Filesystem:
+    """The filesystem's blocks: enough for the throughput asked (the design's, else the RA's level per SU) and the
+    capacity asked, with a shared S3 store's on top."""
+    design = loaded.design
     pfs = design.parallel_filesystem
     block = _storage_block(loaded, pfs.block, pfs.kind, "parallel-filesystem", ("parallel_filesystem", "block"))
-    su_count = (production + spares) / su
     level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
     read = pfs.read_gbytes_per_s or level_read * su_count
     write = pfs.write_gbytes_per_s or level_write * su_count
@@ -179,22 +325,36 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     capacity_basis = (
         "" if pfs.capacity_tb else default_capacity_basis(block, blocks, read + shared_read, write, shared_tb, capacity)
     )
+    throughput_basis = (
+        "the design's figures"
+        if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s
+        else f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
+        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})"
+    )
+    return _Filesystem(block, blocks, read, write, capacity, capacity_basis, throughput_basis, shared)
 
-    object_block = None
-    object_blocks = 0
-    if spec and not shared:
-        object_block = _storage_block(loaded, spec.block, None, "object", ("object_storage", "block"))
-        object_blocks = _blocks(
-            loaded,
-            object_block,
-            {
-                ("object_storage", "capacity_tb"): spec.capacity_tb / object_block.capacity_tb,
-                ("object_storage", "throughput_gbytes_per_s"): (spec.throughput_gbytes_per_s or 0)
-                / object_block.read_gbytes_per_s,
-            },
-        )
 
-    mgmt = design.management
+def _object_storage(loaded: LoadedDesign) -> tuple[StorageBlock, int]:
+    """An object store of its own: its block and the blocks its capacity and throughput need."""
+    spec = loaded.design.object_storage
+    assert spec is not None
+    object_block = _storage_block(loaded, spec.block, None, "object", ("object_storage", "block"))
+    object_blocks = _blocks(
+        loaded,
+        object_block,
+        {
+            ("object_storage", "capacity_tb"): spec.capacity_tb / object_block.capacity_tb,
+            ("object_storage", "throughput_gbytes_per_s"): (spec.throughput_gbytes_per_s or 0)
+            / object_block.read_gbytes_per_s,
+        },
+    )
+    return object_block, object_blocks
+
+
+def _management(loaded: LoadedDesign, server: GpuServer, object_block: StorageBlock | None) -> _Management:
+    """The in-band switch (fast enough for the fastest in-band port) and the out-of-band access and aggregation
+    switches."""
+    mgmt, catalog = loaded.design.management, loaded.catalog
     # the fastest port the in-band network takes: the servers' and head nodes' in-band ports and the object store's
     # (its S3 traffic runs on in-band); 200G ports take SN5600 ports split in two by 1:2 splitter fibres
     inband_speed = max(
@@ -224,11 +384,21 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         )
     oob_aggregation = _switch(loaded, ("management", "oob_aggregation_switch"), mgmt.oob_aggregation_switch)
     _has_fabric_ports(loaded, ("management", "oob_aggregation_switch"), oob_aggregation, "the out-of-band uplinks")
-    check_scheduler(loaded, production, server.gpu.count)
+    return _Management(inband_switch, oob_switch, oob_aggregation)
+
+
+def _scalable_units(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric, spares: int) -> tuple[int, int, int]:
+    """The SUs filled now, and the growth reserves of the compute fabric and of the storage network."""
+    system, server, rails, production, su = compute
+    manager = fabric.manager
     # the UFM's server slots in SU 1 (none on their own leaf or beside a rack-scale SU's trays)
-    taken = 0 if system is not None or own_leaf else manager_slots(manager, managers if manager else 0, rails)
+    taken = (
+        0 if system is not None or fabric.own_leaf else manager_slots(manager, fabric.managers if manager else 0, rails)
+    )
     units = math.ceil((production + spares + taken) / su)
-    final = _final_units(loaded, ("compute_fabric", "final_scalable_units"), fabric.final_scalable_units, units)
+    final = _final_units(
+        loaded, ("compute_fabric", "final_scalable_units"), loaded.design.compute_fabric.final_scalable_units, units
+    )
     if final * su * server.gpu.count > MAX_GPUS:
         _fail(
             loaded,
@@ -239,54 +409,10 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     storage_final = _final_units(
         loaded,
         ("storage_network", "final_scalable_units"),
-        storage_network.final_scalable_units or final or None,
+        loaded.design.storage_network.final_scalable_units or final or None,
         units,
     )
-    return Resolved(
-        server=server,
-        production_servers=production,
-        spare_servers=spares,
-        su_servers=su,
-        rails=rails,
-        planes=planes,
-        compute_technology=technology,
-        compute_switch=compute_switch,
-        compute_oversubscription=fabric.oversubscription,
-        fabric_manager=manager,
-        fabric_managers=managers if manager else 0,
-        fabric_manager_leaf=own_leaf and manager is not None,
-        storage_fabric_manager=storage_manager,
-        storage_fabric_managers=storage_managers if storage_manager else 0,
-        storage_switch=storage_switch,
-        storage_server_oversubscription=storage_network.server_oversubscription,
-        storage_block_oversubscription=storage_network.storage_oversubscription,
-        pfs_block=block,
-        pfs_blocks=blocks,
-        pfs_read_gbytes_per_s=read,
-        pfs_write_gbytes_per_s=write,
-        pfs_capacity_tb=capacity,
-        object_block=object_block,
-        object_blocks=object_blocks,
-        inband_switch=inband_switch,
-        inband_oversubscription=inband_oversubscription(inband_switch),
-        oob_switch=oob_switch,
-        oob_aggregation_switch=oob_aggregation,
-        management_server=catalog.get(mgmt.management_server, Appliance),
-        management_servers=mgmt.management_servers,
-        pfs_capacity_asked_tb=pfs.capacity_tb,
-        pfs_throughput_basis="the design's figures"
-        if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s
-        else f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
-        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})",
-        pfs_capacity_basis=capacity_basis,
-        object_capacity_asked_tb=spec.capacity_tb if spec else None,
-        object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
-        object_shared=shared,
-        rack_system=system,
-        scalable_units=units,
-        final_scalable_units=final,
-        storage_final_scalable_units=storage_final,
-    )
+    return units, final, storage_final
 
 
 def default_capacity_basis(

@@ -185,25 +185,13 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     gpus = len(servers) * gpu.count
     peak, peak_source = peak_tflops(server_part, workload.precision)
 
-    bytes_per_parameter = workload.checkpoint_bytes_per_parameter or BYTES_PER_PARAMETER[workload.optimizer]
-    bytes_source = "design (workload.checkpoint_bytes_per_parameter)"
-    if workload.checkpoint_bytes_per_parameter is None:
-        bytes_source = BYTES_SOURCE if workload.optimizer != "sgd-momentum" else "derived: bf16 2 + fp32 4 + 4"
+    bytes_per_parameter, bytes_source = _bytes_per_parameter(workload)
     params = workload.model_parameters_b * 1e9
     checkpoint_bytes = params * bytes_per_parameter
 
     write, read = _checkpoint_paths(plan, len(servers), spare_names | idle)
     write_s, read_s = write.seconds(checkpoint_bytes), read.seconds(checkpoint_bytes)
-    if workload.checkpoint_mode == "async":
-        per_gpu = checkpoint_bytes / max(gpus, 1)
-        stall_s = (
-            workload.async_stall_seconds
-            if workload.async_stall_seconds is not None
-            else ASYNC_STALL_S * per_gpu / ASYNC_REFERENCE_BYTES_PER_GPU
-        )
-        background_s = write_s
-    else:
-        stall_s, background_s = write_s, 0.0
+    stall_s, background_s = _stall_s(workload, write_s, checkpoint_bytes, gpus)
     restart_s = workload.restart_minutes * 60 + read_s
 
     units = _units(plan, servers, spare_names | idle, gpu.count)
@@ -216,23 +204,12 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     step = _step(workload, gpus, peak, read, server_part)
     flops = training_flops(workload)
     compute_days = model_compute_days(workload, gpus, peak)
-    if workload.checkpoint_interval_minutes is not None:
-        wanted, interval_from = workload.checkpoint_interval_minutes * 60, "design"
-    elif math.isfinite(daly_s):
-        wanted, interval_from = daly_s, "Daly's optimum"
-    else:  # nothing fails: one checkpoint at the end of the run
-        days = workload.run_days or workload.target_days or compute_days or DEFAULT_RUN_DAYS
-        wanted, interval_from = days * 86400, "the run's length (no failures)"
-    interval_s = max(1, round(wanted / step.seconds)) * step.seconds
+    interval_s, interval_from = _interval_s(workload, daly_s, compute_days, step.seconds)
     goodput = rel.daly_efficiency(interval_s, stall_s, restart_s, mtbf_s)
     gpus_needed = gpus_for_target(workload, peak, goodput)
     run_days, run_days_from = _run_days(workload, compute_days, goodput)
 
-    dataset_bytes = None
-    if workload.dataset_tb:
-        dataset_bytes = workload.dataset_tb * 1e12
-    elif workload.training_tokens_b:
-        dataset_bytes = workload.training_tokens_b * 1e9 * workload.dataset_bytes_per_token
+    dataset_bytes = _dataset_bytes(workload)
     staging_in, staging_out = _staging_paths(plan, write, read)
 
     by_kind = {k.kind: k.per_unit_year for k in kinds}
@@ -241,11 +218,8 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     spares = rel.spares_needed(len(servers), server_failures, workload.repair_hours, workload.spare_confidence)
 
     domains = _domain_spares(plan, server_part, server_failures, workload)
-    failover = None
-    if domains is not None:
-        job_rate = sum(k.job_failures_per_hour for k in kinds)
-        tray_share = len(servers) * server_failures / rel.HOURS_PER_JULIAN_YEAR / job_rate if job_rate else 0.0
-        failover = rel.tray_failover(domains, gpu.count, server_failures, workload.repair_hours, min(1.0, tray_share))
+    failover = _failover(domains, kinds, len(servers), gpu.count, server_failures, workload.repair_hours)
+    if failover is not None:
         wait = failover.mean_wait_per_failure_s
         goodput = rel.daly_efficiency(interval_s, stall_s, restart_s + wait, mtbf_s)
         gpus_needed = gpus_for_target(workload, peak, goodput)
@@ -296,6 +270,68 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         notes=notes,
         staging_shared=bool(plan.settings.object_storage_shared),
     )
+
+
+def _failover(
+    domains: rel.DomainSpares | None,
+    kinds: list[rel.KindRate],
+    servers: int,
+    gpus_per_server: int,
+    server_failures: float,
+    repair_hours: float,
+) -> rel.TrayFailover | None:
+    """How a job waits on a failed tray of an NVLink domain (None: no rack-scale domains): the trays' share of the
+    job's failures, each served by the domain's spares while it is repaired."""
+    if domains is None:
+        return None
+    job_rate = sum(k.job_failures_per_hour for k in kinds)
+    tray_share = servers * server_failures / rel.HOURS_PER_JULIAN_YEAR / job_rate if job_rate else 0.0
+    return rel.tray_failover(domains, gpus_per_server, server_failures, repair_hours, min(1.0, tray_share))
+
+
+def _bytes_per_parameter(workload: Workload) -> tuple[float, str]:
+    """Checkpoint bytes per parameter (the design's, else the optimizer's state) and where the figure comes from."""
+    bytes_per_parameter = workload.checkpoint_bytes_per_parameter or BYTES_PER_PARAMETER[workload.optimizer]
+    bytes_source = "design (workload.checkpoint_bytes_per_parameter)"
+    if workload.checkpoint_bytes_per_parameter is None:
+        bytes_source = BYTES_SOURCE if workload.optimizer != "sgd-momentum" else "derived: bf16 2 + fp32 4 + 4"
+    return bytes_per_parameter, bytes_source
+
+
+def _stall_s(workload: Workload, write_s: float, checkpoint_bytes: float, gpus: int) -> tuple[float, float]:
+    """(training stalled, write in the background) per checkpoint: an async checkpoint stalls only for the copy to
+    host memory (the design's, else scaled by each GPU's share) and writes behind; a sync one stalls for the write."""
+    if workload.checkpoint_mode != "async":
+        return write_s, 0.0
+    per_gpu = checkpoint_bytes / max(gpus, 1)
+    stall_s = (
+        workload.async_stall_seconds
+        if workload.async_stall_seconds is not None
+        else ASYNC_STALL_S * per_gpu / ASYNC_REFERENCE_BYTES_PER_GPU
+    )
+    return stall_s, write_s
+
+
+def _interval_s(workload: Workload, daly_s: float, compute_days: float | None, step_s: float) -> tuple[float, str]:
+    """The checkpoint interval, a whole number of steps: the design's, else Daly's optimum, else (nothing fails)
+    one checkpoint at the end of the run; and where it comes from."""
+    if workload.checkpoint_interval_minutes is not None:
+        wanted, interval_from = workload.checkpoint_interval_minutes * 60, "design"
+    elif math.isfinite(daly_s):
+        wanted, interval_from = daly_s, "Daly's optimum"
+    else:  # nothing fails: one checkpoint at the end of the run
+        days = workload.run_days or workload.target_days or compute_days or DEFAULT_RUN_DAYS
+        wanted, interval_from = days * 86400, "the run's length (no failures)"
+    return max(1, round(wanted / step_s)) * step_s, interval_from
+
+
+def _dataset_bytes(workload: Workload) -> float | None:
+    """The dataset to stage in: the design's size, else its training tokens at the bytes each token takes."""
+    if workload.dataset_tb:
+        return workload.dataset_tb * 1e12
+    if workload.training_tokens_b:
+        return workload.training_tokens_b * 1e9 * workload.dataset_bytes_per_token
+    return None
 
 
 def _run_days(workload: Workload, compute_days: float | None, goodput: float) -> tuple[float, str]:

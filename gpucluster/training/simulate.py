@@ -135,98 +135,139 @@ def simulate(
     check_work(model, horizon_s, work_s, runs)
     rng = np.random.default_rng(seed)
     kinds = sorted(k for k, v in model.failures_per_hour.items() if v > 0)
-    rate = model.rate_per_s
-    weights = np.array([model.failures_per_hour[k] for k in kinds], dtype=float)
     segment = model.interval_s + model.stall_s
     horizon = math.inf if horizon_s is None else float(horizon_s)
     needed = math.inf if work_s is None else math.ceil(work_s / model.interval_s - 1e-9)
-
-    t = np.zeros(runs)
-    done = np.zeros(runs, dtype=np.int64)  # durable segments
-    lost = np.zeros(runs)
-    restarting = np.zeros(runs)
-    failures = np.zeros(runs, dtype=np.int64)
-    by_kind = np.zeros((len(kinds), runs), dtype=np.int64)
-    tail_work = np.zeros(runs)
-    tail_checkpoint = np.zeros(runs)
-    waiting = np.zeros(runs)
-    waits = np.zeros(runs, dtype=np.int64)
+    tally = _Tally.of(runs, len(kinds))
     may_wait = model.wait_probability > 0 and model.wait_s > 0
     active = np.arange(runs)
-
-    p_fail = -math.expm1(-rate * segment)  # a segment is struck by a failure
-    p_restart_ok = math.exp(-rate * model.restart_s)
+    p_fail = -math.expm1(-model.rate_per_s * segment)  # a segment is struck by a failure
     while active.size:
         n = active.size
-        tt = t[active]
+        tt = tally.t[active]
         # segments completed before the next failure (geometric), capped by the horizon and the work left
         successes = rng.geometric(p_fail, n) - 1 if p_fail > 0 else np.full(n, np.iinfo(np.int64).max // 4)
         room = np.floor((horizon - tt) / segment) if math.isfinite(horizon) else np.full(n, np.inf)
-        left = needed - done[active] if math.isfinite(needed) else np.full(n, np.inf)
+        left = needed - tally.done[active] if math.isfinite(needed) else np.full(n, np.inf)
         limit = np.minimum(room, left)
-        offset = _truncated_exponential(rng, rate, segment, n)  # where in its segment the failure strikes
+        offset = _truncated_exponential(rng, model.rate_per_s, segment, n)  # where in its segment the failure strikes
         # the failure comes before the run ends: within the segments that fit, or in the last, partial one
         in_tail = (successes == room) & (room < left) & (tt + room * segment + offset < horizon)
         ending = (successes >= limit) & ~in_tail
         if ending.any():
-            idx = active[ending]
-            k = limit[ending].astype(np.int64)
-            done[idx] += k
-            finished = k == left[ending]
-            t[idx] = np.where(finished, tt[ending] + k * segment, horizon)
-            # the run ends at the horizon mid-segment and saves what it has computed since (a final checkpoint)
-            tail = np.where(finished, 0.0, horizon - tt[ending] - k * segment)
-            tail_work[idx] = np.minimum(tail, model.interval_s)
-            tail_checkpoint[idx] = tail - tail_work[idx]
+            _end(tally, model, active[ending], tt[ending], limit[ending].astype(np.int64), left[ending], horizon)
         going = ~ending
         idx = active[going]
         if idx.size:
-            k = successes[going]
-            done[idx] += k
-            offset = offset[going]
-            lost_now = offset.copy()
-            if model.background_s > 0:
-                # the checkpoint this segment started from was still being written: roll back one more
-                undone = (k > 0) & (offset < model.background_s)
-                done[idx] -= undone
-                lost_now += undone * segment
-            t[idx] += k * segment + offset
-            lost[idx] += lost_now
-            restart, extra = _restarts(rng, rate, model.restart_s, p_restart_ok, idx.size)
-            t[idx] += restart
-            restarting[idx] += restart - np.maximum(t[idx] - horizon, 0.0)  # a restart cut short by the horizon
-            struck = 1 + extra
-            failures[idx] += struck
-            if kinds:
-                draws = rng.choice(len(kinds), size=int(struck.sum()), p=weights / weights.sum())
-                np.add.at(by_kind, (draws, np.repeat(idx, struck)), 1)
-            if may_wait:  # the failures of this cycle that found no spare tray and no spare rack
-                waited = rng.binomial(struck, model.wait_probability)
-                hit = waited > 0
-                if hit.any():
-                    wait = np.zeros(idx.size)
-                    wait[hit] = rng.gamma(waited[hit], model.wait_s)  # a sum of exponential waits
-                    start = t[idx]
-                    t[idx] += wait
-                    waiting[idx] += np.clip(horizon - start, 0.0, wait)  # a wait cut short by the horizon
-                    waits[idx] += waited
-            over = t[idx] >= horizon
-            t[idx[over]] = horizon
+            _strike(tally, model, rng, idx, successes[going], offset[going], kinds, horizon)
+            over = tally.t[idx] >= horizon
+            tally.t[idx[over]] = horizon
             active = idx[~over]
         else:
             active = idx
     return Runs(
         model=model,
-        wall_s=t,
-        work_s=done * model.interval_s + tail_work,
-        lost_s=lost,
-        restart_s=restarting,
-        checkpoint_s=done * model.stall_s + tail_checkpoint,
-        failures=failures,
-        failures_by_kind={kind: by_kind[i] for i, kind in enumerate(kinds)},
-        waiting_s=waiting if may_wait else None,
-        waits=waits if may_wait else None,
+        wall_s=tally.t,
+        work_s=tally.done * model.interval_s + tally.tail_work,
+        lost_s=tally.lost,
+        restart_s=tally.restarting,
+        checkpoint_s=tally.done * model.stall_s + tally.tail_checkpoint,
+        failures=tally.failures,
+        failures_by_kind={kind: tally.by_kind[i] for i, kind in enumerate(kinds)},
+        waiting_s=tally.waiting if may_wait else None,
+        waits=tally.waits if may_wait else None,
     )
+
+
+@dataclass
+class _Tally:
+    """Each run's clock and what it has spent so far, one array element per run."""
+
+    t: np.ndarray  # wall time
+    done: np.ndarray  # durable segments
+    lost: np.ndarray  # work lost to failures
+    restarting: np.ndarray
+    failures: np.ndarray
+    by_kind: np.ndarray  # failures per kind (kinds x runs)
+    tail_work: np.ndarray  # work in the final, partial segment of a run ended by the horizon
+    tail_checkpoint: np.ndarray
+    waiting: np.ndarray  # waiting for a spare after a failure
+    waits: np.ndarray
+
+    @classmethod
+    def of(cls, runs: int, kinds: int) -> _Tally:
+        """Every run at time 0 with nothing spent."""
+        return cls(
+            np.zeros(runs),
+            np.zeros(runs, dtype=np.int64),
+            np.zeros(runs),
+            np.zeros(runs),
+            np.zeros(runs, dtype=np.int64),
+            np.zeros((kinds, runs), dtype=np.int64),
+            np.zeros(runs),
+            np.zeros(runs),
+            np.zeros(runs),
+            np.zeros(runs, dtype=np.int64),
+        )
+
+
+def _end(
+    tally: _Tally, model: JobModel, idx: np.ndarray, tt: np.ndarray, k: np.ndarray, left: np.ndarray, horizon: float
+) -> None:
+    """The runs at idx end before their next failure: their work is done after k more segments, or the horizon
+    comes mid-segment and they save what they have computed since (a final checkpoint)."""
+    segment = model.interval_s + model.stall_s
+    tally.done[idx] += k
+    finished = k == left
+    tally.t[idx] = np.where(finished, tt + k * segment, horizon)
+    tail = np.where(finished, 0.0, horizon - tt - k * segment)
+    tally.tail_work[idx] = np.minimum(tail, model.interval_s)
+    tally.tail_checkpoint[idx] = tail - tally.tail_work[idx]
+
+
+def _strike(
+    tally: _Tally,
+    model: JobModel,
+    rng: np.random.Generator,
+    idx: np.ndarray,
+    k: np.ndarray,
+    offset: np.ndarray,
+    kinds: list[str],
+    horizon: float,
+) -> None:
+    """The runs at idx complete k segments and fail `offset` into the next: they lose that work (and the segment
+    before, were its checkpoint still being written), restart (failing again while restarting) and, where no spare
+    is at hand, wait for one. The random draws come in a fixed order, so a seed gives the same runs."""
+    segment = model.interval_s + model.stall_s
+    tally.done[idx] += k
+    lost_now = offset.copy()
+    if model.background_s > 0:
+        # the checkpoint this segment started from was still being written: roll back one more
+        undone = (k > 0) & (offset < model.background_s)
+        tally.done[idx] -= undone
+        lost_now += undone * segment
+    tally.t[idx] += k * segment + offset
+    tally.lost[idx] += lost_now
+    rate = model.rate_per_s
+    restart, extra = _restarts(rng, rate, model.restart_s, math.exp(-rate * model.restart_s), idx.size)
+    tally.t[idx] += restart
+    tally.restarting[idx] += restart - np.maximum(tally.t[idx] - horizon, 0.0)  # a restart cut short by the horizon
+    struck = 1 + extra
+    tally.failures[idx] += struck
+    if kinds:
+        weights = np.array([model.failures_per_hour[kind] for kind in kinds], dtype=float)
+        draws = rng.choice(len(kinds), size=int(struck.sum()), p=weights / weights.sum())
+        np.add.at(tally.by_kind, (draws, np.repeat(idx, struck)), 1)
+    if model.wait_probability > 0 and model.wait_s > 0:  # the failures of this cycle that found no spare
+        waited = rng.binomial(struck, model.wait_probability)
+        hit = waited > 0
+        if hit.any():
+            wait = np.zeros(idx.size)
+            wait[hit] = rng.gamma(waited[hit], model.wait_s)  # a sum of exponential waits
+            start = tally.t[idx]
+            tally.t[idx] += wait
+            tally.waiting[idx] += np.clip(horizon - start, 0.0, wait)  # a wait cut short by the horizon
+            tally.waits[idx] += waited
 
 
 def _truncated_exponential(rng: np.random.Generator, rate: float, upper: float, n: int) -> np.ndarray:

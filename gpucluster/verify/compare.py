@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from gpucluster.artifacts.cabling import Locator
 from gpucluster.catalog.schema import RackMounted
+from gpucluster.plan.labels import Locator
 from gpucluster.plan.model import Plan
 from gpucluster.verify.discovery import Discovery, FoundLink, PortKey
 from gpucluster.verify.expected import PlannedEnd, PlannedLink, port_info

@@ -27,11 +27,11 @@ from gpucluster.artifacts.monitoring.targets import (
     server_leaves,
     switch_telemetry_switches,
 )
-from gpucluster.artifacts.switch_config import ROCE_QOS
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats import yamlout
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
+from gpucluster.plan.roce import ROCE_QOS
 from gpucluster.runtime.collector import cycle_collector_paused
 
 

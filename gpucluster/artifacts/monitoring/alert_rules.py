@@ -21,9 +21,9 @@ from gpucluster.artifacts.monitoring.targets import (
     rail_hcas,
     switch_telemetry_switches,
 )
-from gpucluster.artifacts.switch_config import ROCE_QOS, configured_networks
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
+from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
 RULES_FILE = Path(__file__).with_name("alert_rules.yaml")
 
@@ -133,7 +133,7 @@ def plan_needs(plan: Plan) -> set[Needs]:
         needs.add("rail-hcas")
     if switch_telemetry_switches(plan):
         needs.add("switch-telemetry")
-        if any(n in ("compute", "storage") for n in configured_networks(plan)):
+        if roce_networks(plan):
             needs.add("roce")
     if has_rack_systems(plan):
         needs.add("rack-systems")

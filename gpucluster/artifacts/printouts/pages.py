@@ -9,9 +9,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from gpucluster.analyse.bom import cord_model
-from gpucluster.artifacts.cabling import Locator, cable_connectors
+from gpucluster.plan.labels import JOIN, Locator, cable_connectors
 from gpucluster.plan.model import Plan, RackPlan
-from gpucluster.plan.power import PowerCord, cage_modules, power_cords, rack_feeds
+from gpucluster.plan.power.cords import PowerCord, power_cords, rack_feeds
+from gpucluster.plan.power.draw import cage_modules
 from gpucluster.plan.registry import elevation_fill
 
 LABEL_COLUMNS = 3  # cable labels across a sheet
@@ -176,16 +177,16 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
                 cable.id,
                 locate.unit(device),
                 near.device,
-                "+".join(near.ports),
-                " + ".join(d.rack for d in far_devices),
-                " + ".join(locate.unit(d) for d in far_devices),
-                " + ".join(f.device for f in fars),
-                " + ".join("+".join(f.ports) for f in fars),
+                near.port_names,
+                JOIN.join(d.rack for d in far_devices),
+                JOIN.join(locate.unit(d) for d in far_devices),
+                JOIN.join(f.device for f in fars),
+                JOIN.join(f.port_names for f in fars),
                 cable.media,
                 cable.length_m,
                 part_number,
                 locate.identifier(near),
-                " + ".join(locate.identifier(f) for f in fars),
+                JOIN.join(locate.identifier(f) for f in fars),
             )
             key = (-device.u_position, near.device, order[device.part].get(near.ports[0], 1 << 20), near.ports[0])
             keyed[device.rack].append((key, row))
