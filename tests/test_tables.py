@@ -305,6 +305,7 @@ def test_a_text_shaped_like_a_rich_string_stays_text_on_every_path(tmp_path: Pat
     assert all(cell.data_type == "s" for row in read.iter_rows() for cell in row if cell.value is not None)
 
 
+@pytest.mark.slow  # every code point, twice
 def test_xlsxwriters_whitespace_rule_is_str_isspace_for_every_character() -> None:
     """write_values sets xml:space="preserve" where the text's first or last character isspace(); XlsxWriter decides
     by its regular expressions ^\\s and \\s$. The same for every code point (alone, leading and trailing): a reader
