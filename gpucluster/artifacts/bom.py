@@ -13,23 +13,23 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from xlsxwriter.worksheet import Worksheet
+
 from gpucluster.analyse.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for
 from gpucluster.artifacts import share
-from gpucluster.artifacts._xlsx import (
+from gpucluster.artifacts.tables import (
     DECIMAL_1,
     DECIMAL_2,
     INTEGER,
     PAPER_A3,
     Book,
     Column,
-    FormulaSheet,
     GuardedCsvWriter,
+    cell_writers,
     column_range,
     fit_row_height,
-    needs_quote,
-    print_setup,
 )
-from gpucluster.artifacts._xlsx import column_letter as _letter
+from gpucluster.artifacts.tables import column_letter as _letter
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power.draw import device_powers
@@ -139,9 +139,8 @@ def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]
 
 def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
     """Totals per section (SUMIF formulas over the line items), headline figures, cables by type
-    and length, and the parts the price list does not price."""
-    sheet = book.workbook.add_worksheet("Summary", FormulaSheet)
-    print_setup(sheet, f"{bom.name}: summary")
+    and length, and the parts the price list does not price, one block under the other."""
+    sheet = book.sheet("Summary", f"{bom.name}: summary")
     currencies = sorted({line.currency for line in bom.lines if line.currency})
     widths = [26, 10, 12, 12, 12, 12, 10] + [16] * len(currencies)
     for index, width in enumerate(widths):
@@ -157,48 +156,35 @@ def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
         book.text(sheet, 2, 0, f"Prices from {bom.price_list}; lines it does not price are listed below, unpriced.")
     else:
         book.text(sheet, 2, 0, "No price list given (design field bom.price_list): quantities only.")
+    row, maximum_kw = _section_totals(book, sheet, bom, currencies, lines_range)
+    row = _headline_figures(book, sheet, bom, row + 2, row + 1, maximum_kw, lines_range)
+    row = _cables_by_length(book, sheet, bom, row + 2, lines_range)
+    _unpriced(book, sheet, bom, row + 2)
 
+
+def _section_totals(
+    book: Book, sheet: Worksheet, bom: Bom, currencies: list[str], lines_range: Callable[[str], str]
+) -> tuple[int, float]:
+    """The table of totals per section from row 4 (0-based) and its total row; returns that row and the total
+    maximum power in kW (the headline figures subtract the included optics from it)."""
     row = 4
     headers = ["Section", "Lines", "Quantity", "Typical kW", "Maximum kW", "Weight kg", "U"]
-    headers += [f"Price ({currency})" for currency in currencies]
-    for col, header in enumerate(headers):
-        sheet.write_string(row, col, header, book.header_format())
+    book.headers(sheet, row, headers + [f"Price ({currency})" for currency in currencies])
     first = row + 2
+    section = lines_range("section")
     for key, title in SECTIONS:
         row += 1
         book.text(sheet, row, 0, title)
         crit = f"$A{row + 1}"
-        section = lines_range("section")
         book.formula(sheet, row, 1, f"=COUNTIF({section},{crit})", len(bom.section_lines(key)), INTEGER)
-        for col, (field_key, attribute, scale, number_format) in enumerate(
-            (
-                ("quantity", "quantity", 1, INTEGER),
-                ("typ", "power_typical_w", 1000, DECIMAL_1),
-                ("max", "power_max_w", 1000, DECIMAL_1),
-                ("kg", "weight_kg", 1, DECIMAL_1),
-                ("u", "u_height", 1, DECIMAL_1),
-            ),
-            start=2,
-        ):
+        for col, (field_key, attribute, scale, number_format) in enumerate(_SECTION_SUMS, start=2):
             divide = f"/{scale}" if scale != 1 else ""
-            book.formula(
-                sheet,
-                row,
-                col,
-                f"=SUMIF({section},{crit},{lines_range(field_key)}){divide}",
-                bom.total(attribute, key) / scale,
-                number_format,
-            )
+            formula = f"=SUMIF({section},{crit},{lines_range(field_key)}){divide}"
+            book.formula(sheet, row, col, formula, bom.total(attribute, key) / scale, number_format)
         prices = bom.price_totals(key)
         for offset, currency in enumerate(currencies):
-            book.formula(
-                sheet,
-                row,
-                7 + offset,
-                f'=SUMIFS({lines_range("price")},{section},{crit},{lines_range("currency")},"{currency}")',
-                prices.get(currency, 0.0),
-                DECIMAL_2,
-            )
+            formula = f'=SUMIFS({lines_range("price")},{section},{crit},{lines_range("currency")},"{currency}")'
+            book.formula(sheet, row, 7 + offset, formula, prices.get(currency, 0.0), DECIMAL_2)
     row += 1
     book.text(sheet, row, 0, "Total", bold=True)
     totals = [
@@ -214,33 +200,55 @@ def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
     for col, (value, number_format) in enumerate(zip(totals, formats, strict=True), start=1):
         letter = _letter(col)
         book.formula(sheet, row, col, f"=SUM({letter}{first}:{letter}{row})", value, number_format)
-    total_row = row + 1
+    return row, totals[3]
 
-    row += 2
-    for col, header in enumerate(("Figure", "Value")):
-        sheet.write_string(row, col, header, book.header_format())
-    kind_formulas = {"Switches": "switch", "Cables": "cable", "Transceivers": "transceiver", "Racks": "rack"}
-    kind_formulas["PDUs"] = "pdu"
-    value_of_included = bom.counts[OPTICS_INCLUDED]
+
+# The section totals' summed columns: (line-item column key, BomLine attribute, divisor, number format)
+_SECTION_SUMS = (
+    ("quantity", "quantity", 1, INTEGER),
+    ("typ", "power_typical_w", 1000, DECIMAL_1),
+    ("max", "power_max_w", 1000, DECIMAL_1),
+    ("kg", "weight_kg", 1, DECIMAL_1),
+    ("u", "u_height", 1, DECIMAL_1),
+)
+# Headline figures that are a SUMIF of the line items' quantities by kind
+_FIGURE_KINDS = {"Switches": "switch", "Cables": "cable", "Transceivers": "transceiver", "Racks": "rack", "PDUs": "pdu"}
+
+
+def _headline_figures(
+    book: Book,
+    sheet: Worksheet,
+    bom: Bom,
+    row: int,
+    total_row: int,
+    maximum_kw: float,
+    lines_range: Callable[[str], str],
+) -> int:
+    """The headline figures from `row`; counts by kind are formulas over the line items, and the IT power one over
+    the section totals' row (`total_row`, 1-based) less the included optics. Returns the last row written."""
+    book.headers(sheet, row, ("Figure", "Value"))
     included_row = 0
     for label, value in bom.counts.items():
         row += 1
         book.text(sheet, row, 0, label)
         number_format = DECIMAL_1 if "kW" in label else INTEGER
-        if label in kind_formulas:
-            formula = f'=SUMIF({lines_range("kind")},"{kind_formulas[label]}",{lines_range("quantity")})'
+        if label in _FIGURE_KINDS:
+            formula = f'=SUMIF({lines_range("kind")},"{_FIGURE_KINDS[label]}",{lines_range("quantity")})'
             book.formula(sheet, row, 1, formula, value, number_format)
         elif label == OPTICS_INCLUDED:
             book.number(sheet, row, 1, value, number_format)
             included_row = row + 1
         elif label == "IT power, maximum (kW)":
-            book.formula(sheet, row, 1, f"=E{total_row}-B{included_row}", totals[3] - value_of_included, number_format)
+            value = maximum_kw - bom.counts[OPTICS_INCLUDED]
+            book.formula(sheet, row, 1, f"=E{total_row}-B{included_row}", value, number_format)
         else:
             book.number(sheet, row, 1, value, number_format)
+    return row
 
-    row += 2
-    for col, header in enumerate(("Cables by media", "Length (m)", "Cables")):
-        sheet.write_string(row, col, header, book.header_format())
+
+def _cables_by_length(book: Book, sheet: Worksheet, bom: Bom, row: int, lines_range: Callable[[str], str]) -> int:
+    """Cables by media and length from `row`, each count a formula over the line items; returns the last row."""
+    book.headers(sheet, row, ("Cables by media", "Length (m)", "Cables"))
     by_length: Counter[tuple[str, float]] = Counter()
     for line in bom.lines:
         if line.kind == "cable":
@@ -254,19 +262,22 @@ def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
             f"{lines_range('media')},A{row + 1},{lines_range('length')},B{row + 1})"
         )
         book.formula(sheet, row, 2, formula, count, INTEGER)
+    return row
 
+
+def _unpriced(book: Book, sheet: Worksheet, bom: Bom, row: int) -> None:
+    """The lines the price list does not price, from `row` (nothing if it prices them all)."""
     unpriced = bom.unpriced()
-    if unpriced:
-        row += 2
-        book.text(sheet, row, 0, f"Not in the price list ({len(unpriced)} lines): no price is assumed", bold=True)
+    if not unpriced:
+        return
+    book.text(sheet, row, 0, f"Not in the price list ({len(unpriced)} lines): no price is assumed", bold=True)
+    row += 1
+    book.headers(sheet, row, ("Section", "Catalog id", "Model", "Part number", "Quantity"))
+    for line in unpriced:
         row += 1
-        for col, header in enumerate(("Section", "Catalog id", "Model", "Part number", "Quantity")):
-            sheet.write_string(row, col, header, book.header_format())
-        for line in unpriced:
-            row += 1
-            for col, text in enumerate((SECTION_TITLES[line.section], line.item, line.model, line.part_number)):
-                book.text(sheet, row, col, text)
-            book.number(sheet, row, 4, line.quantity, INTEGER)
+        for col, text in enumerate((SECTION_TITLES[line.section], line.item, line.model, line.part_number)):
+            book.text(sheet, row, col, text)
+        book.number(sheet, row, 4, line.quantity, INTEGER)
 
 
 RACK_COLUMNS = [
@@ -306,9 +317,9 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
     detail = book.table_sheet(CONTENTS_SHEET, CONTENT_COLUMNS, total_rows, f"{name}: rack contents")
     facts = _PartFacts(book, plan)
     integer, decimal = book.format(INTEGER), book.format(DECIMAL_1)
-    # XlsxWriter's cell writers without their A1-notation decorator (tests/test_xlsxwriter_private_api.py)
-    write_string, write_number = detail._write_string, detail._write_number
-    text_format = functools.cache(lambda text: book.format(quote=needs_quote(text)))  # racks and roles repeat
+    cells = cell_writers(detail)  # ~70,000 rows at scale: no A1-notation decorator
+    write_string, write_number = cells.text, cells.number
+    text_format = functools.cache(book.text_format)  # racks and roles repeat
     detail_row = 1
     for row, rack in enumerate(track(racks, len(racks), "racks"), start=1):
         devices = sorted((plan.devices[n] for n in rack.devices), key=lambda d: (d.u_position, d.name))
@@ -323,7 +334,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
             if device.u_position:
                 write_number(detail_row, 1, device.u_position, integer)
             if device.name:
-                write_string(detail_row, 2, device.name, book.format(quote=needs_quote(device.name)))
+                write_string(detail_row, 2, device.name, book.text_format(device.name))
             if device.role:
                 write_string(detail_row, 3, device.role, text_format(device.role))
             if model:
@@ -379,4 +390,4 @@ class _PartFacts:
         return facts
 
     def _text(self, text: str) -> tuple[str, object] | None:
-        return (text, self.book.format(quote=needs_quote(text))) if text else None
+        return (text, self.book.text_format(text)) if text else None

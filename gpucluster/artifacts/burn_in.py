@@ -29,7 +29,7 @@ from gpucluster.analyse.burn_in import (
     present_stages,
     server_rail_ports,
 )
-from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
+from gpucluster.artifacts.tables import GuardedCsvWriter, csv_safe
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import Plan

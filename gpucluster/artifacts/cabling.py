@@ -25,9 +25,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-import xlsxwriter
-
-from gpucluster.artifacts._xlsx import FORMULA_TRIGGERS, GuardedCsvWriter, InlineTextSheet, needs_quote, print_setup
+from gpucluster.artifacts.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
 from gpucluster.plan.model import NETWORKS, Plan
@@ -286,10 +284,8 @@ def write_workbook(plan: Plan, part: WorkbookPart, path: Path) -> None:
     """One workbook's cables with the columns an installer sorts and filters on (XLSX_COLUMNS), in XlsxWriter's
     constant-memory mode: rows go to disk as they are written, so memory stays flat at any size."""
     network = part.network
-    workbook = xlsxwriter.Workbook(
-        str(path), {"constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False}
-    )
-    workbook.set_properties({"title": f"{plan.name} cable schedule: {part.title}", "created": _CREATED})
+    title = f"{plan.name} cable schedule: {part.title}"
+    workbook = new_workbook(path, title, created=_CREATED, constant_memory=True)
     header = workbook.add_format({"bold": True, "bg_color": "#DDDDDD", "border": 1})
     quoted = workbook.add_format({"quote_prefix": True})  # text that looks like a formula stays text when edited
     sheet = workbook.add_worksheet(network, InlineTextSheet)
@@ -299,23 +295,14 @@ def write_workbook(plan: Plan, part: WorkbookPart, path: Path) -> None:
     sheet.freeze_panes(1, 0)
     print_setup(sheet, f"{plan.name}: {part.title} cables")
     sheet.repeat_rows(0)
-    # Each row's cells at once (InlineTextSheet.write_values: XlsxWriter's cells and bytes, a fraction of its time a
-    # cell); the columns that may hold catalog text get the quote prefix where it looks like a formula.
-    write_values = sheet.write_values
+    # Each row's cells at once (InlineTextSheet: XlsxWriter's cells and bytes, a fraction of its time a cell); the
+    # columns that may hold catalog text get the quote prefix where it looks like a formula.
+    write_guarded = sheet.write_guarded
     pick = itemgetter(*_XLSX_FIELDS)
     guarded = [c for c, i in enumerate(_XLSX_FIELDS) if i in _CATALOG_TEXT]
-    a_port, b_port, part_number = guarded  # the three to test, one startswith each (needs_quote when one matches)
     r = 0
     for r, row in enumerate(track(cable_rows(plan, network, part.rows), part.cables, "cables"), start=1):
-        values = pick(row)
-        if (
-            values[a_port].startswith(FORMULA_TRIGGERS)
-            or values[b_port].startswith(FORMULA_TRIGGERS)
-            or values[part_number].startswith(FORMULA_TRIGGERS)
-        ):
-            write_values(r, values, [quoted if c in guarded and needs_quote(v) else None for c, v in enumerate(values)])
-        else:
-            write_values(r, values)
+        write_guarded(r, pick(row), guarded, quoted)
     sheet.autofilter(0, 0, max(r, 1), len(XLSX_COLUMNS) - 1)
     workbook.close()
 

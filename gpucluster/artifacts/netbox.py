@@ -29,7 +29,7 @@ from functools import cache
 from itertools import islice
 from pathlib import Path
 
-from gpucluster.artifacts._xlsx import GuardedCsvWriter, csv_safe
+from gpucluster.artifacts.tables import GuardedCsvWriter, csv_safe
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import AnyPart, Pdu, RackMounted

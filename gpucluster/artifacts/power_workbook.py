@@ -8,30 +8,24 @@ value this tool computed, so the file reads correctly before any recalculation.
 
 from __future__ import annotations
 
-import datetime
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import xlsxwriter
 from xlsxwriter.utility import xl_rowcol_to_cell
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
 from gpucluster.analyse import budget as b
 from gpucluster.analyse.budget import Budget
-from gpucluster.artifacts._xlsx import FormulaSheet
+from gpucluster.artifacts.tables import FormulaSheet, cell_writers, new_workbook
 from gpucluster.runtime.progress import track
-
-# Fixed document date: the same design gives the same bytes.
-_CREATED = datetime.datetime(2024, 1, 1)
 
 _INPUT_ROW0 = 3  # first row (0-based) of the inputs block
 
 
 def write_workbook(budget: Budget, path: Path) -> None:
-    workbook = xlsxwriter.Workbook(str(path), {"strings_to_numbers": False})
-    workbook.set_properties({"title": f"{budget.name} power and cooling", "created": _CREATED})
+    workbook = new_workbook(path, f"{budget.name} power and cooling")
     formats = _Formats(workbook)
     summary = workbook.add_worksheet("Summary", FormulaSheet)
     racks = workbook.add_worksheet("Racks", FormulaSheet)
@@ -162,8 +156,8 @@ def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict) ->
         sheet.write(0, col, header, f.head)
     feed = budget.site.power_feed
     rise = budget.rise_k
-    # XlsxWriter's cell writers without their A1-notation decorator (tests/test_xlsxwriter_private_api.py)
-    write_string, write_number, write_formula = sheet._write_string, sheet._write_number, sheet._write_formula
+    cells = cell_writers(sheet)  # a row per rack, 26 cells each: no A1-notation decorator
+    write_string, write_number, write_formula = cells.text, cells.number, cells.formula
     for i, rack in enumerate(budget.racks):
         r = i + 2  # 1-based row number in formulas
         row = r - 1
@@ -309,8 +303,8 @@ def _write_devices(sheet: Worksheet, f: _Formats, budget: Budget) -> None:
     headers += ["To liquid W"]
     for col, header in enumerate(headers):
         sheet.write(0, col, header, f.head)
-    write_string, write_number, write_formula = sheet._write_string, sheet._write_number, sheet._write_formula
-    write_boolean = sheet._write_boolean  # XlsxWriter's cell writers without their A1-notation decorator
+    cells = cell_writers(sheet)  # a row per device: no A1-notation decorator
+    write_string, write_number, write_formula, write_boolean = cells
     for i, device in enumerate(track(budget.devices, len(budget.devices), "devices")):
         r = i + 2
         row = r - 1

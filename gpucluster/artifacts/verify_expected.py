@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TextIO
 
-from gpucluster.artifacts._xlsx import GuardedCsvWriter
+from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render_to

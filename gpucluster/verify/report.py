@@ -4,13 +4,12 @@ by cable label, rack, rack unit and port of both ends."""
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 from collections import Counter
 from pathlib import Path
 
-from gpucluster.artifacts._xlsx import csv_safe
+from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
 from gpucluster.verify.compare import COLUMNS, KINDS, Finding, NetworkResult
 
@@ -96,11 +95,11 @@ def table_lines(results: list[NetworkResult]) -> list[str]:
 
 def findings_csv(results: list[NetworkResult]) -> str:
     handle = io.StringIO()
-    writer = csv.writer(handle, lineterminator="\n")
+    writer = GuardedCsvWriter(handle)
     writer.writerow(COLUMNS)
     for result in results:
         for f in result.findings:
-            writer.writerow([csv_safe(getattr(f, c)) for c in COLUMNS])
+            writer.writerow([getattr(f, c) for c in COLUMNS])
     return handle.getvalue()
 
 

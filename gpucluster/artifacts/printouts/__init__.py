@@ -23,7 +23,6 @@ from markupsafe import Markup
 from pypdf import PdfWriter
 
 from gpucluster.artifacts import cabling
-from gpucluster.artifacts._xlsx import GuardedCsvWriter
 from gpucluster.artifacts.cabling import FOLDER
 from gpucluster.artifacts.printouts.pages import (
     CABLE_COLUMNS,
@@ -34,6 +33,7 @@ from gpucluster.artifacts.printouts.pages import (
     rack_pages,
 )
 from gpucluster.artifacts.printouts.pdf import overview_pdf, rack_pdf
+from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import sigterm_default
 from gpucluster.formats.templating import render
