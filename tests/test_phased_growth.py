@@ -102,7 +102,7 @@ def test_cable_ids_are_numbered_per_network_and_rack(tmp_path: Path) -> None:
 
 def _locked(plan: Plan, path: Path) -> Lock:
     write_lock(plan, path)
-    return read_lock(path, plan.name)
+    return read_lock(path, plan.name, plan.catalog_parts)
 
 
 def _key(link: object) -> tuple:
@@ -334,7 +334,7 @@ def _lock_json(cluster: str = "lab-4-servers", device: str = "", **extra: object
         ("[1, 2, 3]", "not a plan lock of this tool"),
         (_lock_json("other"), "the cluster 'other'"),
         (_lock_json(x=1), "unknown field"),
-        (_lock_json(device='{"name": "gpu1", "part": "p", "rack": "A01", "u": "7"}'), ":2:1: devices[0].u"),
+        (_lock_json(device='{"name": "gpu1", "part": "p", "rack": "A01", "u": "7"}'), ":2:51: devices[0].u"),
         (_lock_json(device='{"name": "gpu1", "part": "p", "rack": "A01", "u": 7}'), "a rack the lock does not list"),
         (_lock_json(device='{"name": "gpu1\\n$(rm)", "part": "p", "rack": "A01", "u": 7}'), "devices[0].name"),
         ("[" * 100_000, "not"),
@@ -362,7 +362,7 @@ def test_a_lock_above_the_size_bound_is_refused_before_it_is_read(
     write_lock(plan, path)
     monkeypatch.setattr(lock_module, "MAX_LOCK_BYTES", 1000)
     with pytest.raises(DesignError, match="a lock is at most"):
-        read_lock(path, plan.name)
+        read_lock(path, plan.name, plan.catalog_parts)
 
 
 def test_relock_plans_afresh(tmp_path: Path) -> None:
@@ -431,7 +431,7 @@ def test_a_lock_that_stacks_two_devices_in_one_unit_is_refused(tmp_path: Path) -
     servers[1]["u"] = servers[0]["u"]  # two servers in the same rack units
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(DesignError, match=r"the plan lock puts gpu.* taken by another device of the lock"):
-        plan_design(load_design(DESIGNS / "lab-4-servers.yaml"), lock=read_lock(path, plan.name))
+        plan_design(load_design(DESIGNS / "lab-4-servers.yaml"), lock=read_lock(path, plan.name, plan.catalog_parts))
 
 
 def _lock_with(tmp_path: Path, record: str, edit: Callable[[str], str]) -> Path:
@@ -449,15 +449,15 @@ def _lock_with(tmp_path: Path, record: str, edit: Callable[[str], str]) -> Path:
 def test_two_racks_at_one_floor_position_in_a_lock_are_refused_at_its_line(tmp_path: Path) -> None:
     path = _lock_with(tmp_path, '{"height_u"', lambda line: re.sub(r'"position":\d+', '"position":0', line))
     with pytest.raises(DesignError) as error:
-        read_lock(path, "lab-4-servers")
+        read_lock(path, "lab-4-servers", load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts)
     assert [str(p) for p in error.value.problems] == [
-        f"{path}:6:1: racks[1].position: rack A02 at row 0 position 0, where rack A01 stands"
+        f"{path}:6:66: racks[1].position: rack A02 at row 0 position 0, where rack A01 stands"
     ]
 
 
 def test_a_cable_id_listed_twice_in_a_lock_is_refused_not_renumbered(tmp_path: Path) -> None:
     path = _lock_with(tmp_path, '{"a_label"', lambda line: re.sub(r'"id":"[^"]+"', '"id":"C-A01-0001"', line))
     with pytest.raises(DesignError) as error:
-        read_lock(path, "lab-4-servers")
+        read_lock(path, "lab-4-servers", load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts)
     (problem,) = error.value.problems
     assert str(problem).startswith(f"{path}:") and "cables[1].id: cable id C-A01-0001 listed twice" in str(problem)

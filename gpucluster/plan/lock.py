@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,8 +25,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from gpucluster.catalog.ports import PortPool, device_ports
+from gpucluster.catalog.schema import Pdu
 from gpucluster.errors import MAX_REPORTED, DesignError, Problem
+from gpucluster.inputs.jsonsource import json_position
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
+from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
 LOCK_SCHEMA = "gpucluster-lock/1"
@@ -113,8 +116,9 @@ def default_lock_path(design: Path) -> Path:
 # -- reading ----------------------------------------------------------------------------------------------------
 
 
-def read_lock(path: Path, cluster: str) -> Lock:
-    """Read and check a lock for the design named `cluster`; every problem is a located DesignError."""
+def read_lock(path: Path, cluster: str, parts: Mapping[str, Any]) -> Lock:
+    """Read and check a lock for the design named `cluster` against the catalog `parts` it is built with; every
+    problem is a DesignError at the lock's file:line:column."""
     where = str(path)
     try:
         size = path.stat().st_size
@@ -130,135 +134,152 @@ def read_lock(path: Path, cluster: str) -> Lock:
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise DesignError([Problem(where, line, 1, "", "a lock is UTF-8 JSON; this byte is not UTF-8")]) from None
+    at = _Locator(where, text)
     try:
         lock = Lock.model_validate_json(raw)  # pydantic-core parses and checks in one pass
     except ValidationError as exc:
-        errors = exc.errors()
-        syntax = next((e for e in errors if e["type"] == "json_invalid"), None)
-        if syntax is not None:
-            found = re.search(r"line (\d+) column (\d+)", str(syntax["ctx"].get("error", "")) + syntax["msg"])
-            line, column = (int(found[1]), max(1, int(found[2]))) if found else (0, 0)
-            reason = str(syntax["ctx"].get("error", syntax["msg"]))
-            raise DesignError([Problem(where, line, column, "", f"not JSON: {reason[:200]}")]) from None
-        if any(e["loc"] in ((), ("schema",)) for e in errors):
-            found_schema = re.search(r'"schema"\s*:\s*("(?:[^"\\]|\\.){0,60}")', text)
-            raise DesignError(
-                [
-                    Problem(
-                        where,
-                        _line_of(text, "schema"),
-                        1,
-                        "schema",
-                        f"not a plan lock of this tool: schema {found_schema[1] if found_schema else 'missing'}, "
-                        f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)",
-                    )
-                ]
-            ) from None
-        raise DesignError([_problem(where, text, error) for error in errors[:MAX_REPORTED]]) from None
+        raise DesignError(_schema_problems(at, exc.errors())) from None
     if lock.cluster != cluster:
-        raise DesignError(
-            [
-                Problem(
-                    where,
-                    _line_of(text, "cluster"),
-                    1,
-                    "cluster",
-                    f"this lock is of the cluster {lock.cluster!r}, not {cluster!r}: name the design's own lock with "
-                    "--lock, or start afresh with --relock",
-                )
-            ]
+        message = (
+            f"this lock is of the cluster {lock.cluster!r}, not {cluster!r}: name the design's own lock with "
+            "--lock, or start afresh with --relock"
         )
-    _check_consistent(where, text, lock)
+        raise DesignError([at.problem(("cluster",), message)])
+    problems = _check_consistent(at, lock) + _check_parts(at, lock, parts)
+    if problems:
+        raise DesignError(problems[:MAX_REPORTED])
     return lock
 
 
-def _line_of(text: str, key: str, index: int | None = None) -> int:
-    """The line of a top-level key (or of record `index` of its list, one record per line as written)."""
-    match = re.search(rf'"{re.escape(key)}"\s*:', text)
-    if match is None:
-        return 0
-    line = text.count("\n", 0, match.start()) + 1
-    return line if index is None else line + 1 + index
+@dataclass(frozen=True)
+class _Locator:
+    """Places a problem at the line and column of a lock's value, however the file is laid out (hand-edited,
+    pretty-printed); positions are found only for the problems, so a good lock is parsed once, fast."""
+
+    where: str
+    text: str
+
+    def problem(self, loc: tuple[str | int, ...], message: str) -> Problem:
+        line, column = json_position(self.text, loc)
+        return Problem(self.where, line, column, _dotted(loc), message)
 
 
-def _problem(where: str, text: str, error: Any) -> Problem:
-    loc = error["loc"]
-    field = ".".join(str(part) if not isinstance(part, int) else f"[{part}]" for part in loc).replace(".[", "[")
-    key = str(loc[0]) if loc else ""
-    index = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
-    message = error["msg"]
-    if error["type"] == "extra_forbidden":
-        message = "unknown field: a lock holds only what gpucluster build writes"
-    return Problem(where, _line_of(text, key, index) if key else 0, 1, field, message)
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    return ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in loc).replace(".[", "[")
 
 
-def _check_consistent(where: str, text: str, lock: Lock) -> None:
+def _schema_problems(at: _Locator, errors: list[Any]) -> list[Problem]:
+    """The lock's JSON syntax error, a foreign schema, or each field the schema refuses, located."""
+    syntax = next((e for e in errors if e["type"] == "json_invalid"), None)
+    if syntax is not None:
+        reason = str(syntax["ctx"].get("error", syntax["msg"]))
+        found = re.search(r"line (\d+) column (\d+)", reason + syntax["msg"])
+        line, column = (int(found[1]), max(1, int(found[2]))) if found else (0, 0)
+        return [Problem(at.where, line, column, "", f"not JSON: {reason[:200]}")]
+    if any(e["loc"] in ((), ("schema",)) for e in errors):
+        found_schema = re.search(r'"schema"\s*:\s*("(?:[^"\\]|\\.){0,60}")', at.text)
+        message = (
+            f"not a plan lock of this tool: schema {found_schema[1] if found_schema else 'missing'}, "
+            f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)"
+        )
+        return [at.problem(("schema",) if found_schema else (), message)]
+    problems = []
+    for error in errors[:MAX_REPORTED]:
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown field: a lock holds only what gpucluster build writes"
+        problems.append(at.problem(tuple(error["loc"]), message))
+    return problems
+
+
+def _check_consistent(at: _Locator, lock: Lock) -> list[Problem]:
     """Names unique, every device in a rack of the lock, every link's ends among the devices; floor positions and
     cable ids unique (labels on site: a duplicate is the lock's error, never renumbered)."""
-    problems: list[Problem] = []
+    problems = _duplicate_racks(at, lock) + _duplicate_cable_ids(at, lock)
     racks = {r.name for r in lock.racks}
+    devices: set[str] = set()
+    for i, device in enumerate(lock.devices):
+        if device.name in devices:
+            problems.append(at.problem(("devices", i, "name"), "a device listed twice"))
+        devices.add(device.name)
+        if device.rack not in racks:
+            problems.append(at.problem(("devices", i, "rack"), "a rack the lock does not list"))
+        if len(problems) >= MAX_REPORTED:
+            return problems
+    for i, link in enumerate(lock.links):
+        for end in ("a", "b"):
+            if getattr(link, end)[0] not in devices:
+                problems.append(at.problem(("links", i, end, 0), "a device the lock does not list"))
+        if len(problems) >= MAX_REPORTED:
+            break
+    return problems
+
+
+def _duplicate_racks(at: _Locator, lock: Lock) -> list[Problem]:
+    """A rack name or a floor position listed twice: two racks cannot stand in one place."""
+    problems = []
     seen: set[str] = set()
     placed: dict[tuple[int, int], str] = {}
     for i, rack in enumerate(lock.racks):
         if rack.name in seen:
-            problems.append(Problem(where, _line_of(text, "racks", i), 1, f"racks[{i}].name", "a rack listed twice"))
+            problems.append(at.problem(("racks", i, "name"), "a rack listed twice"))
         seen.add(rack.name)
         other = placed.setdefault((rack.row, rack.position), rack.name)
         if other != rack.name:
-            problems.append(
-                Problem(
-                    where,
-                    _line_of(text, "racks", i),
-                    1,
-                    f"racks[{i}].position",
-                    f"rack {rack.name} at row {rack.row} position {rack.position}, where rack {other} stands",
-                )
-            )
-    problems += _duplicate_cable_ids(where, text, lock)
-    devices: set[str] = set()
-    for i, device in enumerate(lock.devices):
-        if device.name in devices:
-            problems.append(
-                Problem(where, _line_of(text, "devices", i), 1, f"devices[{i}].name", "a device listed twice")
-            )
-        devices.add(device.name)
-        if device.rack not in racks:
-            problems.append(
-                Problem(where, _line_of(text, "devices", i), 1, f"devices[{i}].rack", "a rack the lock does not list")
-            )
-        if len(problems) >= 50:
-            break
-    for i, link in enumerate(lock.links):
-        if len(problems) >= 50:
-            break
-        for end in ("a", "b"):
-            if getattr(link, end)[0] not in devices:
-                problems.append(
-                    Problem(
-                        where, _line_of(text, "links", i), 1, f"links[{i}].{end}", "a device the lock does not list"
-                    )
-                )
-    if problems:
-        raise DesignError(problems[:MAX_REPORTED])
+            message = f"rack {rack.name} at row {rack.row} position {rack.position}, where rack {other} stands"
+            problems.append(at.problem(("racks", i, "position"), message))
+    return problems
 
 
-def _duplicate_cable_ids(where: str, text: str, lock: Lock) -> list[Problem]:
+def _duplicate_cable_ids(at: _Locator, lock: Lock) -> list[Problem]:
     """A cable id listed twice: each is a label on a cable on site, so the lock is wrong, not the plan."""
     first: dict[str, int] = {}
     problems = []
     for i, cable in enumerate(lock.cables):
         index = first.setdefault(cable.id, i)
         if index != i:
-            problems.append(
-                Problem(
-                    where,
-                    _line_of(text, "cables", i),
-                    1,
-                    f"cables[{i}].id",
-                    f"cable id {cable.id} listed twice (also cables[{index}]): each labels one cable on site",
-                )
-            )
+            message = f"cable id {cable.id} listed twice (also cables[{index}]): each labels one cable on site"
+            problems.append(at.problem(("cables", i, "id"), message))
     return problems
+
+
+def _check_parts(at: _Locator, lock: Lock, parts: Mapping[str, Any]) -> list[Problem]:
+    """Every device's part is in the catalog the design is built with, and every link end is a port that part
+    has: the lock is checked as input here, so a hand-edited port is its own error, not the catalog's or the
+    site's later on."""
+    problems = []
+    ports_of: dict[str, tuple[str, frozenset[str]]] = {}  # device -> its part and the part's port names
+    by_part: dict[str, frozenset[str]] = {}
+    for i, device in enumerate(lock.devices):
+        part = parts.get(device.part)
+        if part is None:
+            problems.append(at.problem(("devices", i, "part"), f"part {device.part!r} is not in the catalog"))
+            continue
+        if device.part not in by_part:
+            by_part[device.part] = _port_names(part)
+        ports_of[device.name] = (device.part, by_part[device.part])
+    for i, link in enumerate(lock.links):
+        for end in ("a", "b"):
+            device, port = getattr(link, end)
+            part_id, names = ports_of.get(device, ("", frozenset()))
+            if part_id and port not in names:
+                message = f"{device} (part {part_id}) has no port {port!r}"
+                problems.append(at.problem(("links", i, end, 1), message))
+        if len(problems) >= MAX_REPORTED:
+            break
+    return problems
+
+
+def _port_names(part: Any) -> frozenset[str]:
+    """Every port (and split port half) a catalog part has, by name; a PDU has its one network port, which the
+    catalog does not list."""
+    if isinstance(part, Pdu):
+        return frozenset({PDU_NETWORK_PORT})
+    return frozenset(
+        name
+        for pool in device_ports(part).values()
+        for name in (*pool.names, *(h for pair in pool.halves for h in pair))
+    )
 
 
 # -- applying ---------------------------------------------------------------------------------------------------
