@@ -461,3 +461,45 @@ def test_a_cable_id_listed_twice_in_a_lock_is_refused_not_renumbered(tmp_path: P
         read_lock(path, "lab-4-servers", load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts)
     (problem,) = error.value.problems
     assert str(problem).startswith(f"{path}:") and "cables[1].id: cable id C-A01-0001 listed twice" in str(problem)
+
+
+def _lab_parts() -> dict:
+    return load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts
+
+
+def test_a_lock_link_to_a_port_its_device_does_not_have_is_the_locks_error(tmp_path: Path) -> None:
+    path = _lock_with(
+        tmp_path, '{"a":', lambda line: re.sub(r'"a":\["([^"]+)","[^"]+"\]', r'"a":["\1","port99"]', line)
+    )
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers", _lab_parts())
+    (problem,) = error.value.problems
+    assert re.fullmatch(
+        rf"{re.escape(str(path))}:\d+:\d+: links\[1\]\.a\[1\]: \S+ \(part \S+\) has no port 'port99'", str(problem)
+    )
+
+
+def test_a_lock_device_of_a_part_the_catalog_does_not_hold_is_the_locks_error(tmp_path: Path) -> None:
+    path = _lock_with(tmp_path, '{"name"', lambda line: re.sub(r'"part":"[^"]+"', '"part":"no-such-part"', line))
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers", _lab_parts())
+    (problem,) = error.value.problems
+    assert "devices[1].part: part 'no-such-part' is not in the catalog" in str(problem)
+
+
+def test_an_error_in_a_pretty_printed_lock_is_placed_at_its_value(tmp_path: Path) -> None:
+    plan = plan_design(load_design(DESIGNS / "lab-4-servers.yaml"))
+    path = tmp_path / "lab.lock.json"
+    write_lock(plan, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["racks"][1]["position"] = data["racks"][0]["position"]
+    text = json.dumps(data, indent=2)
+    path.write_text(text, encoding="utf-8")
+    lines = text.split("\n")
+    second_rack = next(i for i, line in enumerate(lines) if line.strip() == '"name": "A02",')
+    line = next(i for i in range(second_rack, len(lines)) if '"position"' in lines[i]) + 1  # after "name"
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers", plan.catalog_parts)
+    (problem,) = error.value.problems
+    assert (problem.line, problem.field) == (line, "racks[1].position")
+    assert problem.column == lines[line - 1].index(": ") + 3
