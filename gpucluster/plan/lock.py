@@ -319,6 +319,43 @@ def rack_name(row: int, position: int) -> str:
     return f"{letters}{position + 1:02d}"
 
 
+@dataclass
+class _Racks:
+    """The final racks as they are filled: which units of each are used, and the floor positions taken."""
+
+    floor: _Floor
+    final: dict[str, RackPlan] = field(default_factory=dict)
+    used_u: dict[str, list[bool]] = field(default_factory=dict)
+
+    def open(self, spec: RackPlan, template: RackPlan) -> RackPlan:
+        """The final rack `spec` describes (created once), with the rack-scale system of its planned rack."""
+        rack = self.final.get(spec.name)
+        if rack is None:
+            spec.rack_system, spec.nvlink_domain = template.rack_system, template.nvlink_domain
+            rack = self.final[spec.name] = spec
+            self.used_u[spec.name] = [False] * (spec.height_u + 2)
+            self.floor.taken.add((spec.row, spec.position))
+            self.floor.names.add(spec.name)
+        return rack
+
+    def occupy(self, rack: RackPlan, device: Device, u: int) -> None:
+        used = self.used_u[rack.name]
+        for unit in range(u, u + math.ceil(device.u_height)):
+            if 0 < unit < len(used):
+                used[unit] = True
+
+    def fits_at(self, rack: RackPlan, device: Device, u: int) -> bool:
+        height = math.ceil(device.u_height)
+        return height == 0 or (
+            u >= 1 and u + height - 1 <= rack.height_u and not any(self.used_u[rack.name][u : u + height])
+        )
+
+    def free_u(self, rack: RackPlan, device: Device) -> int | None:
+        if math.ceil(device.u_height) == 0:
+            return 0
+        return next((u for u in range(1, rack.height_u + 1) if self.fits_at(rack, device, u)), None)
+
+
 def place_under_lock(
     plan: Plan,
     lock: Lock,
@@ -333,7 +370,6 @@ def place_under_lock(
     new racks at free floor positions. PDUs follow their rack's name. ``power_w(device)`` is the most a
     device draws (with its optics), as the racks were packed."""
     locked_device = {d.name: d for d in lock.devices}
-    locked_rack = {r.name: r for r in lock.racks}
     kept = {
         name
         for name, device in plan.devices.items()
@@ -341,44 +377,46 @@ def place_under_lock(
     }
     floor = _Floor(per_row, pitch_mm, row_pitch_mm)
     floor.taken = {(r.row, r.position) for r in lock.racks}
-    floor.names = set(locked_rack)
-    final: dict[str, RackPlan] = {}
-    used_u: dict[str, list[bool]] = {}
+    floor.names = {r.name for r in lock.racks}
+    racks = _Racks(floor)
+    _place_kept(plan, lock, kept, locked_device, racks)
+    renames: dict[str, str] = {}
+    new_rack_of: dict[str, RackPlan] = {}
+    for planned in list(plan.racks.values()):
+        votes = Counter(locked_device[n].rack for n in planned.devices if n in kept)
+        target = racks.final[min(votes, key=lambda r: (-votes[r], r))] if votes else None
+        home: Counter[str] = Counter()
+        for device in [plan.devices[n] for n in planned.devices]:
+            if device.name in kept:
+                racks.final[device.rack].devices.append(device.name)
+                home[device.rack] += 1
+                continue
+            rack = _rack_for_new(plan, device, planned, target, racks, new_rack_of, power_w, budget_w)
+            device.rack = rack.name
+            rack.devices.append(device.name)
+            racks.occupy(rack, device, device.u_position)
+            home[rack.name] += 1
+        if planned.pdus and home:
+            host = racks.final[min(home, key=lambda r: (-home[r], r))]
+            _move_pdus(planned, host, renames)
+    _rename_devices(plan, renames)
+    for name, device in plan.devices.items():
+        if device.role == "pdu":
+            device.rack = name.rsplit("-pdu-", 1)[0]
+    _total_rack_power(plan, racks.final.values(), power_w)
+    plan.racks = {
+        r.name: r for r in sorted(racks.final.values(), key=lambda r: (r.row, r.position)) if r.devices or r.pdus
+    }
 
-    def open_rack(spec: RackPlan, template: RackPlan) -> RackPlan:
-        """The final rack `spec` describes (created once), with the rack-scale system of its planned rack."""
-        name = spec.name
-        rack = final.get(name)
-        if rack is None:
-            spec.rack_system, spec.nvlink_domain = template.rack_system, template.nvlink_domain
-            rack = final[name] = spec
-            used_u[name] = [False] * (spec.height_u + 2)
-            floor.taken.add((spec.row, spec.position))
-            floor.names.add(name)
-        return rack
 
-    def occupy(rack: RackPlan, device: Device, u: int) -> None:
-        for unit in range(u, u + math.ceil(device.u_height)):
-            if 0 < unit < len(used_u[rack.name]):
-                used_u[rack.name][unit] = True
-
-    def fits_at(rack: RackPlan, device: Device, u: int) -> bool:
-        height = math.ceil(device.u_height)
-        return height == 0 or (
-            u >= 1 and u + height - 1 <= rack.height_u and not any(used_u[rack.name][u : u + height])
-        )
-
-    def free_u(rack: RackPlan, device: Device) -> int | None:
-        if math.ceil(device.u_height) == 0:
-            return 0
-        return next((u for u in range(1, rack.height_u + 1) if fits_at(rack, device, u)), None)
-
-    # kept devices first, at their locked places
+def _place_kept(plan: Plan, lock: Lock, kept: set[str], locked_device: dict[str, LockedDevice], racks: _Racks) -> None:
+    """Kept devices first, at their locked rack and U, so new devices only take the space left around them."""
+    locked_rack = {r.name: r for r in lock.racks}
     for name in sorted(kept):
         entry = locked_device[name]
         spec = locked_rack[entry.rack]
         template = plan.racks[plan.devices[name].rack]
-        home_rack = open_rack(
+        home_rack = racks.open(
             RackPlan(
                 name=spec.name,
                 part=spec.part,
@@ -393,85 +431,84 @@ def place_under_lock(
             template,
         )
         device = plan.devices[name]
-        if math.ceil(device.u_height) and not fits_at(home_rack, device, entry.u):
+        if math.ceil(device.u_height) and not racks.fits_at(home_rack, device, entry.u):
             raise ValueError(
                 f"the plan lock puts {name} ({math.ceil(device.u_height)}U) at U{entry.u} of rack {home_rack.name}, "
                 f"which is beyond its {home_rack.height_u}U or taken by another device of the lock: the lock is "
                 "corrupted (build with --relock to plan afresh)"
             )
         device.rack, device.u_position = home_rack.name, entry.u
-        occupy(home_rack, device, entry.u)
-    renames: dict[str, str] = {}
-    new_rack_of: dict[str, RackPlan] = {}
-    for planned in list(plan.racks.values()):
-        votes = Counter(locked_device[n].rack for n in planned.devices if n in kept)
-        target = final[min(votes, key=lambda r: (-votes[r], r))] if votes else None
-        members = [plan.devices[n] for n in planned.devices]
-        home: Counter[str] = Counter()
-        for device in members:
-            if device.name in kept:
-                final[device.rack].devices.append(device.name)
-                home[device.rack] += 1
-                continue
-            rack = None
-            if target is not None:
-                u = free_u(target, device)
-                load = sum(power_w(plan.devices[n]) for n in target.devices)
-                if u is not None and load + power_w(device) <= budget_w:
-                    rack, device.u_position = target, u
-            if rack is None:
-                rack = new_rack_of.get(planned.name)
-                if rack is None:
-                    row, position = (
-                        (planned.row, planned.position)
-                        if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
-                        else floor.free_from(planned.row, planned.position)
-                    )
-                    fresh = RackPlan(
-                        name=rack_name(row, position),
-                        part=planned.part,
-                        row=row,
-                        position=position,
-                        x_mm=float(position * pitch_mm),
-                        y_mm=float(row * row_pitch_mm),
-                        purpose=planned.purpose,
-                        height_u=planned.height_u,
-                        su=planned.su,
-                    )
-                    rack = new_rack_of[planned.name] = open_rack(fresh, planned)
-                if not fits_at(rack, device, device.u_position):
-                    u = free_u(rack, device)
-                    if u is None:
-                        raise ValueError(f"{device.name} does not fit the free space of rack {rack.name}")
-                    device.u_position = u
-            device.rack = rack.name
-            rack.devices.append(device.name)
-            occupy(rack, device, device.u_position)
-            home[rack.name] += 1
-        if planned.pdus:
-            host = final[min(home, key=lambda r: (-home[r], r))] if home else None
-            if host is None:
-                continue
-            for pdu in planned.pdus:
-                suffix = pdu.removeprefix(f"{planned.name}-")
-                name = f"{host.name}-{suffix}"
-                n = 1
-                while name in host.pdus:
-                    n += 1
-                    name = f"{host.name}-{suffix}-{n}"
-                renames[pdu] = name
-                host.pdus.append(name)
-    _rename_devices(plan, renames)
-    for name, device in plan.devices.items():
-        if device.role == "pdu":
-            device.rack = name.rsplit("-pdu-", 1)[0]
-    for rack in final.values():
+        racks.occupy(home_rack, device, entry.u)
+
+
+def _rack_for_new(
+    plan: Plan,
+    device: Device,
+    planned: RackPlan,
+    target: RackPlan | None,
+    racks: _Racks,
+    new_rack_of: dict[str, RackPlan],
+    power_w: Callable[[Device], float],
+    budget_w: float,
+) -> RackPlan:
+    """The rack a new device goes into, its U set: free space in `target` (the rack its kept rack-mates stand
+    in) within its power budget, else the one new rack its planned rack becomes, at a free floor position."""
+    if target is not None:
+        u = racks.free_u(target, device)
+        load = sum(power_w(plan.devices[n]) for n in target.devices)
+        if u is not None and load + power_w(device) <= budget_w:
+            device.u_position = u
+            return target
+    rack = new_rack_of.get(planned.name)
+    if rack is None:
+        floor = racks.floor
+        row, position = (
+            (planned.row, planned.position)
+            if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
+            else floor.free_from(planned.row, planned.position)
+        )
+        fresh = RackPlan(
+            name=rack_name(row, position),
+            part=planned.part,
+            row=row,
+            position=position,
+            x_mm=float(position * floor.pitch_mm),
+            y_mm=float(row * floor.row_pitch_mm),
+            purpose=planned.purpose,
+            height_u=planned.height_u,
+            su=planned.su,
+        )
+        rack = new_rack_of[planned.name] = racks.open(fresh, planned)
+    if not racks.fits_at(rack, device, device.u_position):
+        u = racks.free_u(rack, device)
+        if u is None:
+            raise ValueError(f"{device.name} does not fit the free space of rack {rack.name}")
+        device.u_position = u
+    return rack
+
+
+def _move_pdus(planned: RackPlan, host: RackPlan, renames: dict[str, str]) -> None:
+    """A planned rack's PDUs go to the final rack most of its devices went to, named after it (a PDU's name
+    says which rack it feeds); `renames` records each old name."""
+    for pdu in planned.pdus:
+        suffix = pdu.removeprefix(f"{planned.name}-")
+        name = f"{host.name}-{suffix}"
+        n = 1
+        while name in host.pdus:
+            n += 1
+            name = f"{host.name}-{suffix}-{n}"
+        renames[pdu] = name
+        host.pdus.append(name)
+
+
+def _total_rack_power(plan: Plan, racks: Iterable[RackPlan], power_w: Callable[[Device], float]) -> None:
+    """Each final rack's devices in U order and its maximum and typical power, from what it now holds."""
+    for rack in racks:
         rack.devices.sort(key=lambda n: (plan.devices[n].u_position, n))
         rack.power_max_w = sum(power_w(plan.devices[n]) for n in rack.devices)
         rack.power_typical_w = sum(
             float(getattr(plan.catalog_parts[plan.devices[n].part], "power_typical_w", 0.0)) for n in rack.devices
         )
-    plan.racks = {r.name: r for r in sorted(final.values(), key=lambda r: (r.row, r.position)) if r.devices or r.pdus}
 
 
 def _rename_devices(plan: Plan, renames: dict[str, str]) -> None:
