@@ -530,35 +530,59 @@ def keep_locked_ports(plan: Plan, lock: Lock) -> None:
     holds moves to a free port of the same kind on that device (one the lock left unused where there is one)."""
     locked: dict[tuple, list[LockedLink]] = defaultdict(list)
     used_in_lock: dict[str, set[str]] = defaultdict(set)
-    host_end: dict[tuple[str, str, str], LockedLink] = {}
     for entry in lock.links:
         locked[(entry.network, entry.a[0], entry.b[0])].append(entry)
         used_in_lock[entry.a[0]].add(entry.a[1])
         used_in_lock[entry.b[0]].add(entry.b[1])
-        host_end[(entry.network, entry.a[0], entry.a[1])] = entry
+    _keep_host_leaves(plan, lock)
+    matched, taken = _match_locked_links(plan, locked)
+    ports = _Ports(taken, used_in_lock)
+    moving: list[tuple[Link, str]] = []
+    for index, link in enumerate(plan.links):
+        if matched[index]:
+            ports.use_cage(link.b_device, link.b_cage, link.b_half)
+            continue
+        for end in ("a", "b"):
+            device, port = (link.a_device, link.a_port) if end == "a" else (link.b_device, link.b_port)
+            if port in taken[device]:
+                moving.append((link, end))
+            else:
+                taken[device].add(port)
+                if end == "b":
+                    ports.use_cage(device, link.b_cage, link.b_half)
+    for link, end in moving:
+        _move_to_free_port(plan, link, end, ports)
+
+
+def _keep_host_leaves(plan: Plan, lock: Lock) -> None:
+    """A kept host port stays on the leaf port it is cabled to, where that leaf is still there (a grown
+    out-of-band group may plan it on another access switch)."""
+    host_end = {(entry.network, entry.a[0], entry.a[1]): entry for entry in lock.links}
     part_of = {d.name: d.part for d in lock.devices}
-    # a kept host port stays on the leaf port it is cabled to, where that leaf is still there (a grown
-    # out-of-band group may plan it on another access switch)
     for link in plan.links:
         if link.tier != 0:
             continue
-        found = host_end.get((link.network, link.a_device, link.a_port))
-        if found is None or found.b[0] == link.b_device:
+        entry = host_end.get((link.network, link.a_device, link.a_port))
+        if entry is None or entry.b[0] == link.b_device:
             continue
-        entry = found
         leaf = plan.devices.get(entry.b[0])
         if leaf is not None and leaf.network == link.network and part_of.get(leaf.name) == leaf.part:
             link.b_device = leaf.name
             _set_port(plan, link, "b", entry.b[1], force=True)
-    fixed: dict[str, set[str]] = defaultdict(set)  # device -> ports held by kept links
+
+
+def _match_locked_links(plan: Plan, locked: dict[tuple, list[LockedLink]]) -> tuple[bytearray, dict[str, set[str]]]:
+    """Pair the plan's links between two devices with the lock's links between them, same ports first, then the
+    rest in order, moving each paired link onto its locked ports; returns which links are paired and the ports
+    the paired links hold per device."""
     matched = bytearray(len(plan.links))
     by_pair: dict[tuple, list[int]] = defaultdict(list)
     for index, link in enumerate(plan.links):
         if (link.network, link.a_device, link.b_device) in locked:
             by_pair[(link.network, link.a_device, link.b_device)].append(index)
+    taken: dict[str, set[str]] = defaultdict(set)
     for pair, indexes in by_pair.items():
         entries = list(locked[pair])
-        # same ports first, then the rest in order
         remaining = []
         for index in indexes:
             link = plan.links[index]
@@ -576,71 +600,72 @@ def keep_locked_ports(plan: Plan, lock: Lock) -> None:
         for index in indexes:
             if matched[index]:
                 link = plan.links[index]
-                fixed[link.a_device].add(link.a_port)
-                fixed[link.b_device].add(link.b_port)
-    taken: dict[str, set[str]] = defaultdict(set)
-    for device, ports in fixed.items():
-        taken[device] |= ports
-    # the cages a switch uses split (1:2 splitter halves) and whole: a cage breaks out one way (fabric._Placer)
-    split_cages: dict[str, set[int]] = defaultdict(set)
-    whole_cages: dict[str, set[int]] = defaultdict(set)
-    moving: list[tuple[Link, str]] = []
-    for index, link in enumerate(plan.links):
-        if matched[index]:
-            (split_cages if link.b_half else whole_cages)[link.b_device].add(link.b_cage)
-            continue
-        for end in ("a", "b"):
-            device, port = (link.a_device, link.a_port) if end == "a" else (link.b_device, link.b_port)
-            if port in taken[device]:
-                moving.append((link, end))
-            else:
-                taken[device].add(port)
-                if end == "b":
-                    (split_cages if link.b_half else whole_cages)[device].add(link.b_cage)
-    for link, end in moving:
-        device = link.a_device if end == "a" else link.b_device
-        port = link.a_port if end == "a" else link.b_port
-        role = next(
-            (r for r, p in device_ports(plan.part(device)).items() if port in p.names or _half_slot(p, port)), None
+                taken[link.a_device].add(link.a_port)
+                taken[link.b_device].add(link.b_port)
+    return matched, taken
+
+
+@dataclass
+class _Ports:
+    """The ports taken per device, and the cages a switch uses split (1:2 splitter halves) and whole: a cage
+    breaks out one way (fabric._Placer), so a moved link never mixes the two in one cage."""
+
+    taken: dict[str, set[str]]
+    used_in_lock: dict[str, set[str]]
+    split_cages: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    whole_cages: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+
+    def use_cage(self, device: str, cage: int, half: int) -> None:
+        (self.split_cages if half else self.whole_cages)[device].add(cage)
+
+    def free(self, plan: Plan, device: str, role: str, half: int) -> list[str]:
+        """The free ports of `role` on `device`: halves of split ports for a half link, else whole ports."""
+        pool = device_ports(plan.part(device)).get(role)
+        if pool is None:
+            return []
+        if half:
+            return _free_halves(pool, self.taken[device], self.split_cages[device], self.whole_cages[device])
+        return [
+            name
+            for name, cage in zip(pool.names, pool.cages, strict=True)
+            if name not in self.taken[device] and cage not in self.split_cages[device]
+        ]
+
+
+def _move_to_free_port(plan: Plan, link: Link, end: str, ports: _Ports) -> None:
+    """Move one end of a new link whose port a kept link holds to a free port of the same role, one the lock
+    left unused first; a new host whose leaf is full goes to a leaf of its network with room."""
+    device = link.a_device if end == "a" else link.b_device
+    port = link.a_port if end == "a" else link.b_port
+    role = next((r for r, p in device_ports(plan.part(device)).items() if port in p.names or _half_slot(p, port)), None)
+    if role is None:
+        return  # a port of no pool (a PDU's network port): kept as planned
+    half = link.b_half if end == "b" else 0
+    candidates = [device]
+    if link.tier == 0 and end == "b":
+        # the leaf is full with the hosts kept on it: a new host goes to a leaf of its network with room,
+        # one of the same group first (oob-leaf-central, oob-leaf-central-2 ...)
+        stem = device.split("-")
+        candidates += sorted(
+            (d.name for d in plan.switches(link.network, 1) if d.name != device),
+            key=lambda n: (n.split("-")[: len(stem)] != stem, n),
         )
-        if role is None:
-            continue  # a port of no pool (a PDU's network port): kept as planned
-        half = link.b_half if end == "b" else 0
-        candidates = [device]
-        if link.tier == 0 and end == "b":
-            # the leaf is full with the hosts kept on it: a new host goes to a leaf of its network with room,
-            # one of the same group first (oob-leaf-central, oob-leaf-central-2 ...)
-            stem = device.split("-")
-            candidates += sorted(
-                (d.name for d in plan.switches(link.network, 1) if d.name != device),
-                key=lambda n: (n.split("-")[: len(stem)] != stem, n),
-            )
-        for candidate in candidates:
-            pool = device_ports(plan.part(candidate)).get(role)
-            if pool is not None and half:
-                free = _free_halves(pool, taken[candidate], split_cages[candidate], whole_cages[candidate])
-            elif pool is not None:
-                free = [
-                    name
-                    for name, cage in zip(pool.names, pool.cages, strict=True)
-                    if name not in taken[candidate] and cage not in split_cages[candidate]
-                ]
-            else:
-                free = []
-            if free:
-                break
-        else:
-            raise ValueError(
-                f"{device}: no free {role} port left for {link.a_device}:{link.a_port} beside the locked links "
-                "(build with --relock to plan the network afresh)"
-            )
-        choice = next((name for name in free if name not in used_in_lock[candidate]), free[0])
-        if candidate != device:
-            link.b_device = candidate
-        _set_port(plan, link, end, choice, force=True)
-        taken[candidate].add(choice)
-        if end == "b":
-            (split_cages if half else whole_cages)[candidate].add(link.b_cage)
+    for candidate in candidates:
+        free = ports.free(plan, candidate, role, half)
+        if free:
+            break
+    else:
+        raise ValueError(
+            f"{device}: no free {role} port left for {link.a_device}:{link.a_port} beside the locked links "
+            "(build with --relock to plan the network afresh)"
+        )
+    choice = next((name for name in free if name not in ports.used_in_lock[candidate]), free[0])
+    if candidate != device:
+        link.b_device = candidate
+    _set_port(plan, link, end, choice, force=True)
+    ports.taken[candidate].add(choice)
+    if end == "b":
+        ports.use_cage(candidate, link.b_cage, half)
 
 
 def _half_slot(pool: PortPool, port: str) -> tuple[int, int] | None:
