@@ -503,3 +503,17 @@ def test_an_error_in_a_pretty_printed_lock_is_placed_at_its_value(tmp_path: Path
     (problem,) = error.value.problems
     assert (problem.line, problem.field) == (line, "racks[1].position")
     assert problem.column == lines[line - 1].index(": ") + 3
+
+
+def test_a_rack_scale_lock_keeps_its_backplane_ports_and_refuses_one_beyond_the_switch_chips(tmp_path: Path) -> None:
+    """The catalog lists no NVLink backplane ports: a lock's are checked by the names the plan gives them."""
+    loaded = load_design(DESIGNS / "gb200-nvl72-1su.yaml")
+    path = tmp_path / "gb200.lock.json"
+    write_lock(plan_design(loaded), path)
+    assert read_lock(path, loaded.design.name, loaded.catalog.parts).links
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r'"chip1-acp(\d+)"', r'"chip99-acp\1"', text, count=1), encoding="utf-8")
+    with pytest.raises(DesignError) as error:
+        read_lock(path, loaded.design.name, loaded.catalog.parts)
+    (problem,) = error.value.problems
+    assert "has no port 'chip99-acp" in problem.message and problem.line > 1

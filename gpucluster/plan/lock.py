@@ -30,6 +30,7 @@ from gpucluster.errors import MAX_REPORTED, DesignError, Problem
 from gpucluster.inputs.jsonsource import json_position
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
+from gpucluster.plan.rack_scale import is_nvlink_port
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
 LOCK_SCHEMA = "gpucluster-lock/1"
@@ -248,7 +249,7 @@ def _check_parts(at: _Locator, lock: Lock, parts: Mapping[str, Any]) -> list[Pro
     has: the lock is checked as input here, so a hand-edited port is its own error, not the catalog's or the
     site's later on."""
     problems = []
-    ports_of: dict[str, tuple[str, frozenset[str]]] = {}  # device -> its part and the part's port names
+    ports_of: dict[str, tuple[Any, frozenset[str]]] = {}  # device -> its part and the part's port names
     by_part: dict[str, frozenset[str]] = {}
     for i, device in enumerate(lock.devices):
         part = parts.get(device.part)
@@ -257,14 +258,16 @@ def _check_parts(at: _Locator, lock: Lock, parts: Mapping[str, Any]) -> list[Pro
             continue
         if device.part not in by_part:
             by_part[device.part] = _port_names(part)
-        ports_of[device.name] = (device.part, by_part[device.part])
+        ports_of[device.name] = (part, by_part[device.part])
     for i, link in enumerate(lock.links):
         for end in ("a", "b"):
             device, port = getattr(link, end)
-            part_id, names = ports_of.get(device, ("", frozenset()))
-            if part_id and port not in names:
-                message = f"{device} (part {part_id}) has no port {port!r}"
-                problems.append(at.problem(("links", i, end, 1), message))
+            part, names = ports_of.get(device, (None, frozenset()))
+            if part is None or port in names:
+                continue
+            if link.network == "nvlink" and is_nvlink_port(part, port):
+                continue
+            problems.append(at.problem(("links", i, end, 1), f"{device} (part {part.id}) has no port {port!r}"))
         if len(problems) >= MAX_REPORTED:
             break
     return problems
