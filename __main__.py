@@ -28,7 +28,9 @@ lock_setting = config.get("lock")
 lock_path = Path(__file__).resolve().parent / lock_setting if lock_setting else default_lock_path(design_path)
 try:
     loaded = load_design(design_path)
-    lock = read_lock(lock_path, loaded.design.name) if lock_setting or lock_path.exists() else None
+    lock = (
+        read_lock(lock_path, loaded.design.name, loaded.catalog.parts) if lock_setting or lock_path.exists() else None
+    )
     plan = plan_design(loaded, lock=lock)
 except DesignError as error:
     raise pulumi.RunError(f"design {design_path} is not valid:\n{error}") from None

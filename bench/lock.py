@@ -41,7 +41,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "plan.lock.json"
         write_s, _ = _cpu(lambda: write_lock(plan, path), args.runs)
-        read_s, lock = _cpu(lambda: read_lock(path, plan.name), args.runs)
+        read_s, lock = _cpu(lambda: read_lock(path, plan.name, plan.catalog_parts), args.runs)
         locked_s, _ = _cpu(lambda: plan_design(loaded, lock=lock), args.runs)
         size = path.stat().st_size
     print(f"{args.design.name}: {len(plan.devices):,} devices, {len(plan.links):,} links, {len(plan.cables):,} cables")

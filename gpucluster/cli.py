@@ -16,7 +16,7 @@ import click
 
 from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs, output_folder
 from gpucluster.artifacts.summary import summary_lines
-from gpucluster.design.load import load_design
+from gpucluster.design.load import LoadedDesign, load_design
 from gpucluster.design.schema import Design
 from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, stop_if_terminated, terminated
 from gpucluster.pipeline import plan_design
@@ -127,7 +127,7 @@ def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] 
     says: validate's rules, simulate and verify see that plan); bad input exits with status 2."""
     try:
         loaded = load_design(design, data_dirs)
-        return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded.design.name), kept=True)
+        return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded), kept=True)
     except DesignError as error:
         _fail(error)
         raise
@@ -261,7 +261,7 @@ def build(
                 timed("load design")
                 loaded = load_design(design, data_dirs)
                 lock_path = None if no_lock else lock_file or default_lock_path(design)
-                lock = _read_lock(lock_path, loaded.design.name) if lock_path is not None and not relock else None
+                lock = _read_lock(lock_path, loaded) if lock_path is not None and not relock else None
                 staged = _StagedLock(lock_path)
                 staged.remove_stale()
                 unstage.callback(staged.remove)  # a build that fails leaves the lock as it was
@@ -377,9 +377,10 @@ class _StagedLock:
             self.staged = None
 
 
-def _read_lock(path: Path, cluster: str) -> Lock | None:
-    """The lock at `path` when there is one (a first build has none); a bad one is a DesignError."""
-    return read_lock(path, cluster) if path.exists() else None
+def _read_lock(path: Path, loaded: LoadedDesign) -> Lock | None:
+    """The lock at `path` when there is one (a first build has none), checked against the design's name and
+    catalog; a bad one is a DesignError."""
+    return read_lock(path, loaded.design.name, loaded.catalog.parts) if path.exists() else None
 
 
 @main.command("catalog")
@@ -599,7 +600,7 @@ def _diff(
         for design in (old, new):
             loaded = load_design(design, data_dirs)
             if read_locks and design is old and (lock_file is not None or lock_path.exists()):
-                lock = read_lock(lock_path, loaded.design.name)
+                lock = read_lock(lock_path, loaded.design.name, loaded.catalog.parts)
             planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:
         _fail(error)

@@ -102,7 +102,7 @@ def test_cable_ids_are_numbered_per_network_and_rack(tmp_path: Path) -> None:
 
 def _locked(plan: Plan, path: Path) -> Lock:
     write_lock(plan, path)
-    return read_lock(path, plan.name)
+    return read_lock(path, plan.name, plan.catalog_parts)
 
 
 def _key(link: object) -> tuple:
@@ -334,7 +334,7 @@ def _lock_json(cluster: str = "lab-4-servers", device: str = "", **extra: object
         ("[1, 2, 3]", "not a plan lock of this tool"),
         (_lock_json("other"), "the cluster 'other'"),
         (_lock_json(x=1), "unknown field"),
-        (_lock_json(device='{"name": "gpu1", "part": "p", "rack": "A01", "u": "7"}'), ":2:1: devices[0].u"),
+        (_lock_json(device='{"name": "gpu1", "part": "p", "rack": "A01", "u": "7"}'), ":2:51: devices[0].u"),
         (_lock_json(device='{"name": "gpu1", "part": "p", "rack": "A01", "u": 7}'), "a rack the lock does not list"),
         (_lock_json(device='{"name": "gpu1\\n$(rm)", "part": "p", "rack": "A01", "u": 7}'), "devices[0].name"),
         ("[" * 100_000, "not"),
@@ -362,7 +362,7 @@ def test_a_lock_above_the_size_bound_is_refused_before_it_is_read(
     write_lock(plan, path)
     monkeypatch.setattr(lock_module, "MAX_LOCK_BYTES", 1000)
     with pytest.raises(DesignError, match="a lock is at most"):
-        read_lock(path, plan.name)
+        read_lock(path, plan.name, plan.catalog_parts)
 
 
 def test_relock_plans_afresh(tmp_path: Path) -> None:
@@ -447,7 +447,7 @@ def test_a_lock_that_stacks_two_devices_in_one_unit_is_refused(tmp_path: Path) -
     servers[1]["u"] = servers[0]["u"]  # two servers in the same rack units
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(DesignError, match=r"the plan lock puts gpu.* taken by another device of the lock"):
-        plan_design(load_design(DESIGNS / "lab-4-servers.yaml"), lock=read_lock(path, plan.name))
+        plan_design(load_design(DESIGNS / "lab-4-servers.yaml"), lock=read_lock(path, plan.name, plan.catalog_parts))
 
 
 def _lock_with(tmp_path: Path, record: str, edit: Callable[[str], str]) -> Path:
@@ -465,15 +465,71 @@ def _lock_with(tmp_path: Path, record: str, edit: Callable[[str], str]) -> Path:
 def test_two_racks_at_one_floor_position_in_a_lock_are_refused_at_its_line(tmp_path: Path) -> None:
     path = _lock_with(tmp_path, '{"height_u"', lambda line: re.sub(r'"position":\d+', '"position":0', line))
     with pytest.raises(DesignError) as error:
-        read_lock(path, "lab-4-servers")
+        read_lock(path, "lab-4-servers", load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts)
     assert [str(p) for p in error.value.problems] == [
-        f"{path}:6:1: racks[1].position: rack A02 at row 0 position 0, where rack A01 stands"
+        f"{path}:6:66: racks[1].position: rack A02 at row 0 position 0, where rack A01 stands"
     ]
 
 
 def test_a_cable_id_listed_twice_in_a_lock_is_refused_not_renumbered(tmp_path: Path) -> None:
     path = _lock_with(tmp_path, '{"a_label"', lambda line: re.sub(r'"id":"[^"]+"', '"id":"C-A01-0001"', line))
     with pytest.raises(DesignError) as error:
-        read_lock(path, "lab-4-servers")
+        read_lock(path, "lab-4-servers", load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts)
     (problem,) = error.value.problems
     assert str(problem).startswith(f"{path}:") and "cables[1].id: cable id C-A01-0001 listed twice" in str(problem)
+
+
+def _lab_parts() -> dict:
+    return load_design(DESIGNS / "lab-4-servers.yaml").catalog.parts
+
+
+def test_a_lock_link_to_a_port_its_device_does_not_have_is_the_locks_error(tmp_path: Path) -> None:
+    path = _lock_with(
+        tmp_path, '{"a":', lambda line: re.sub(r'"a":\["([^"]+)","[^"]+"\]', r'"a":["\1","port99"]', line)
+    )
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers", _lab_parts())
+    (problem,) = error.value.problems
+    assert re.fullmatch(
+        rf"{re.escape(str(path))}:\d+:\d+: links\[1\]\.a\[1\]: \S+ \(part \S+\) has no port 'port99'", str(problem)
+    )
+
+
+def test_a_lock_device_of_a_part_the_catalog_does_not_hold_is_the_locks_error(tmp_path: Path) -> None:
+    path = _lock_with(tmp_path, '{"name"', lambda line: re.sub(r'"part":"[^"]+"', '"part":"no-such-part"', line))
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers", _lab_parts())
+    (problem,) = error.value.problems
+    assert "devices[1].part: part 'no-such-part' is not in the catalog" in str(problem)
+
+
+def test_an_error_in_a_pretty_printed_lock_is_placed_at_its_value(tmp_path: Path) -> None:
+    plan = plan_design(load_design(DESIGNS / "lab-4-servers.yaml"))
+    path = tmp_path / "lab.lock.json"
+    write_lock(plan, path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["racks"][1]["position"] = data["racks"][0]["position"]
+    text = json.dumps(data, indent=2)
+    path.write_text(text, encoding="utf-8")
+    lines = text.split("\n")
+    second_rack = next(i for i, line in enumerate(lines) if line.strip() == '"name": "A02",')
+    line = next(i for i in range(second_rack, len(lines)) if '"position"' in lines[i]) + 1  # after "name"
+    with pytest.raises(DesignError) as error:
+        read_lock(path, "lab-4-servers", plan.catalog_parts)
+    (problem,) = error.value.problems
+    assert (problem.line, problem.field) == (line, "racks[1].position")
+    assert problem.column == lines[line - 1].index(": ") + 3
+
+
+def test_a_rack_scale_lock_keeps_its_backplane_ports_and_refuses_one_beyond_the_switch_chips(tmp_path: Path) -> None:
+    """The catalog lists no NVLink backplane ports: a lock's are checked by the names the plan gives them."""
+    loaded = load_design(DESIGNS / "gb200-nvl72-1su.yaml")
+    path = tmp_path / "gb200.lock.json"
+    write_lock(plan_design(loaded), path)
+    assert read_lock(path, loaded.design.name, loaded.catalog.parts).links
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r'"chip1-acp(\d+)"', r'"chip99-acp\1"', text, count=1), encoding="utf-8")
+    with pytest.raises(DesignError) as error:
+        read_lock(path, loaded.design.name, loaded.catalog.parts)
+    (problem,) = error.value.problems
+    assert "has no port 'chip99-acp" in problem.message and problem.line > 1

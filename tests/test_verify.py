@@ -9,6 +9,7 @@ import io
 import json
 import os
 import re
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
@@ -20,11 +21,13 @@ from lldpd_tools import Lab, needs_lldpd
 
 from gpucluster.artifacts.verify_expected import ibsim_port_options, net_context, net_records, node_description_rows
 from gpucluster.cli import main
+from gpucluster.errors import DesignError
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.verify.check import verify
 from gpucluster.verify.discovery import MAX_DISCOVERY_BYTES
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
+from gpucluster.verify.ibnetdiscover import parse_ibnetdiscover
 from gpucluster.verify.lldp import mau_speed_gbps, parse_lldp
 from gpucluster.verify.report import findings_csv, findings_html, summary_lines
 
@@ -454,6 +457,35 @@ def test_ibnetdiscover_from_a_pipe_is_refused_not_read_without_end(tmp_path):
     os.mkfifo(path)
     result = CliRunner().invoke(main, ["verify", str(H100_1SU), "--ibnetdiscover", str(path), "-o", str(tmp_path)])
     assert result.exit_code == 2 and "not a regular file" in result.output
+
+
+@pytest.mark.parametrize(
+    ("bad_line", "message"),
+    [(b"# " + b"x" * 5000, "a line of more than 4,096 bytes"), (b"# caf\xe9", "not UTF-8 text")],
+)
+def test_an_ibnetdiscover_line_too_long_or_not_utf8_is_refused_at_its_line(tmp_path, bad_line, message):
+    path = tmp_path / "found.net"
+    path.write_bytes(b'Ca\t1 "H-x"\t# "a"\n\n' + bad_line + b"\n")
+    with pytest.raises(DesignError) as error:
+        parse_ibnetdiscover(path)
+    (problem,) = error.value.problems
+    assert (problem.file, problem.line) == (str(path), 3) and message in problem.message
+
+
+def test_ibnetdiscover_memory_grows_with_the_links_not_with_the_file(tmp_path, h100_1su):
+    """20 MB of comment lines before a small fabric: the file is read a line at a time, never held whole."""
+    _loaded, plan = h100_1su
+    path = tmp_path / "found.net"
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(("# " + "x" * 98 + "\n") * 200_000)
+        handle.write(expected_net(plan, "compute"))
+    tracemalloc.start()
+    try:
+        found = parse_ibnetdiscover(path)
+        _, peak_bytes = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found.links and peak_bytes < 5_000_000
 
 
 # --- the build ------------------------------------------------------------------------------------------

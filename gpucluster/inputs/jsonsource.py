@@ -49,7 +49,59 @@ def parse_json(text: str, filename: str) -> Any:
 
 
 def _refuse(text: str, filename: str, index: int, message: str) -> NoReturn:
-    index = max(index, 0)
-    line = text.count("\n", 0, index) + 1
-    column = index - (text.rfind("\n", 0, index) + 1) + 1
+    line, column = _line_column(text, max(index, 0))
     raise DesignError([Problem(filename, line, column, "", message)])
+
+
+def json_position(text: str, path: tuple[str | int, ...]) -> tuple[int, int]:
+    """(line, column) of the value at `path` (keys and list indexes) in a JSON text, however it is laid out; the
+    deepest part of the path that exists where the rest does not (0, 0 for an unparsable text). Used only to
+    place an error, so the lock's fast one-pass parse keeps no positions; this walks the text once with the
+    standard library's scanner, skipping every value off the path."""
+    index = _skip_space(text, 0)
+    decoder = json.JSONDecoder()
+    try:
+        for step in path:
+            index = _step(text, index, step, decoder)
+    except (ValueError, IndexError, _NotFound):
+        pass
+    return _line_column(text, index)
+
+
+class _NotFound(Exception):
+    """A step of the path that the document does not hold."""
+
+
+def _step(text: str, index: int, step: str | int, decoder: json.JSONDecoder) -> int:
+    """The index of member `step` of the object or array starting at `index`."""
+    opener = text[index]
+    if opener not in "[{" or isinstance(step, int) != (opener == "["):
+        raise _NotFound
+    index = _skip_space(text, index + 1)
+    position = 0
+    while text[index] not in "]}":
+        if opener == "{":
+            key, index = json.decoder.scanstring(text, index + 1)  # type: ignore[attr-defined]
+            index = _skip_space(text, _skip_space(text, index) + 1)  # past the colon
+            found = key == step
+        else:
+            found = position == step
+        if found:
+            return index
+        _, index = decoder.raw_decode(text, index)
+        index = _skip_space(text, index)
+        if text[index] == ",":
+            index = _skip_space(text, index + 1)
+        position += 1
+    raise _NotFound
+
+
+def _skip_space(text: str, index: int) -> int:
+    while index < len(text) and text[index] in " \t\r\n":
+        index += 1
+    return index
+
+
+def _line_column(text: str, index: int) -> tuple[int, int]:
+    index = min(index, len(text))
+    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import Any, BinaryIO, NoReturn, cast
 
 import yaml
 
@@ -47,22 +47,34 @@ def read_limited(path: Path, what: str, limit: int = MAX_FILE_BYTES) -> bytes:
     """The bytes of a regular file no larger than `limit`; anything else (a folder, a device, a pipe, a file
     too large) is a located error that quotes nothing of the file. A file whose size is over the limit is not
     read at all; one that grows while read is read no further than the limit."""
-    too_large = DesignError(
-        [Problem(str(path), 0, 0, "", f"the {what} is larger than {limit // 1024:,} KiB, the largest supported")]
-    )
+    with open_limited(path, what, limit) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {exc.strerror}")]) from None
+    if len(data) > limit:
+        raise too_large(path, what, limit)
+    return data
+
+
+def open_limited(path: Path, what: str, limit: int) -> BinaryIO:
+    """A regular file no larger than `limit`, opened for reading bytes; anything else is a located error. The
+    reader bounds what it reads to `limit` too, for a file that grows while read."""
     try:
         if not path.is_file():
             reason = "no such file" if not path.exists() else "not a regular file"
             raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {reason}")])
         if path.stat().st_size > limit:
-            raise too_large
-        with path.open("rb") as handle:
-            data = handle.read(limit + 1)
+            raise too_large(path, what, limit)
+        return path.open("rb")
     except OSError as exc:
         raise DesignError([Problem(str(path), 0, 0, "", f"cannot read the {what}: {exc.strerror}")]) from None
-    if len(data) > limit:
-        raise too_large
-    return data
+
+
+def too_large(path: Path, what: str, limit: int) -> DesignError:
+    return DesignError(
+        [Problem(str(path), 0, 0, "", f"the {what} is larger than {limit // 1024:,} KiB, the largest supported")]
+    )
 
 
 def decode_utf8(data: bytes, filename: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -25,8 +25,12 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from gpucluster.catalog.ports import PortPool, device_ports
+from gpucluster.catalog.schema import Pdu
 from gpucluster.errors import MAX_REPORTED, DesignError, Problem
+from gpucluster.inputs.jsonsource import json_position
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
+from gpucluster.plan.oob import PDU_NETWORK_PORT
+from gpucluster.plan.rack_scale import is_nvlink_port
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
 LOCK_SCHEMA = "gpucluster-lock/1"
@@ -113,8 +117,9 @@ def default_lock_path(design: Path) -> Path:
 # -- reading ----------------------------------------------------------------------------------------------------
 
 
-def read_lock(path: Path, cluster: str) -> Lock:
-    """Read and check a lock for the design named `cluster`; every problem is a located DesignError."""
+def read_lock(path: Path, cluster: str, parts: Mapping[str, Any]) -> Lock:
+    """Read and check a lock for the design named `cluster` against the catalog `parts` it is built with; every
+    problem is a DesignError at the lock's file:line:column."""
     where = str(path)
     try:
         size = path.stat().st_size
@@ -130,135 +135,154 @@ def read_lock(path: Path, cluster: str) -> Lock:
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise DesignError([Problem(where, line, 1, "", "a lock is UTF-8 JSON; this byte is not UTF-8")]) from None
+    at = _Locator(where, text)
     try:
         lock = Lock.model_validate_json(raw)  # pydantic-core parses and checks in one pass
     except ValidationError as exc:
-        errors = exc.errors()
-        syntax = next((e for e in errors if e["type"] == "json_invalid"), None)
-        if syntax is not None:
-            found = re.search(r"line (\d+) column (\d+)", str(syntax["ctx"].get("error", "")) + syntax["msg"])
-            line, column = (int(found[1]), max(1, int(found[2]))) if found else (0, 0)
-            reason = str(syntax["ctx"].get("error", syntax["msg"]))
-            raise DesignError([Problem(where, line, column, "", f"not JSON: {reason[:200]}")]) from None
-        if any(e["loc"] in ((), ("schema",)) for e in errors):
-            found_schema = re.search(r'"schema"\s*:\s*("(?:[^"\\]|\\.){0,60}")', text)
-            raise DesignError(
-                [
-                    Problem(
-                        where,
-                        _line_of(text, "schema"),
-                        1,
-                        "schema",
-                        f"not a plan lock of this tool: schema {found_schema[1] if found_schema else 'missing'}, "
-                        f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)",
-                    )
-                ]
-            ) from None
-        raise DesignError([_problem(where, text, error) for error in errors[:MAX_REPORTED]]) from None
+        raise DesignError(_schema_problems(at, exc.errors())) from None
     if lock.cluster != cluster:
-        raise DesignError(
-            [
-                Problem(
-                    where,
-                    _line_of(text, "cluster"),
-                    1,
-                    "cluster",
-                    f"this lock is of the cluster {lock.cluster!r}, not {cluster!r}: name the design's own lock with "
-                    "--lock, or start afresh with --relock",
-                )
-            ]
+        message = (
+            f"this lock is of the cluster {lock.cluster!r}, not {cluster!r}: name the design's own lock with "
+            "--lock, or start afresh with --relock"
         )
-    _check_consistent(where, text, lock)
+        raise DesignError([at.problem(("cluster",), message)])
+    problems = _check_consistent(at, lock) + _check_parts(at, lock, parts)
+    if problems:
+        raise DesignError(problems[:MAX_REPORTED])
     return lock
 
 
-def _line_of(text: str, key: str, index: int | None = None) -> int:
-    """The line of a top-level key (or of record `index` of its list, one record per line as written)."""
-    match = re.search(rf'"{re.escape(key)}"\s*:', text)
-    if match is None:
-        return 0
-    line = text.count("\n", 0, match.start()) + 1
-    return line if index is None else line + 1 + index
+@dataclass(frozen=True)
+class _Locator:
+    """Places a problem at the line and column of a lock's value, however the file is laid out (hand-edited,
+    pretty-printed); positions are found only for the problems, so a good lock is parsed once, fast."""
+
+    where: str
+    text: str
+
+    def problem(self, loc: tuple[str | int, ...], message: str) -> Problem:
+        line, column = json_position(self.text, loc)
+        return Problem(self.where, line, column, _dotted(loc), message)
 
 
-def _problem(where: str, text: str, error: Any) -> Problem:
-    loc = error["loc"]
-    field = ".".join(str(part) if not isinstance(part, int) else f"[{part}]" for part in loc).replace(".[", "[")
-    key = str(loc[0]) if loc else ""
-    index = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
-    message = error["msg"]
-    if error["type"] == "extra_forbidden":
-        message = "unknown field: a lock holds only what gpucluster build writes"
-    return Problem(where, _line_of(text, key, index) if key else 0, 1, field, message)
+def _dotted(loc: tuple[str | int, ...]) -> str:
+    return ".".join(f"[{part}]" if isinstance(part, int) else str(part) for part in loc).replace(".[", "[")
 
 
-def _check_consistent(where: str, text: str, lock: Lock) -> None:
+def _schema_problems(at: _Locator, errors: list[Any]) -> list[Problem]:
+    """The lock's JSON syntax error, a foreign schema, or each field the schema refuses, located."""
+    syntax = next((e for e in errors if e["type"] == "json_invalid"), None)
+    if syntax is not None:
+        reason = str(syntax["ctx"].get("error", syntax["msg"]))
+        found = re.search(r"line (\d+) column (\d+)", reason + syntax["msg"])
+        line, column = (int(found[1]), max(1, int(found[2]))) if found else (0, 0)
+        return [Problem(at.where, line, column, "", f"not JSON: {reason[:200]}")]
+    if any(e["loc"] in ((), ("schema",)) for e in errors):
+        found_schema = re.search(r'"schema"\s*:\s*("(?:[^"\\]|\\.){0,60}")', at.text)
+        message = (
+            f"not a plan lock of this tool: schema {found_schema[1] if found_schema else 'missing'}, "
+            f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)"
+        )
+        return [at.problem(("schema",) if found_schema else (), message)]
+    problems = []
+    for error in errors[:MAX_REPORTED]:
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown field: a lock holds only what gpucluster build writes"
+        problems.append(at.problem(tuple(error["loc"]), message))
+    return problems
+
+
+def _check_consistent(at: _Locator, lock: Lock) -> list[Problem]:
     """Names unique, every device in a rack of the lock, every link's ends among the devices; floor positions and
     cable ids unique (labels on site: a duplicate is the lock's error, never renumbered)."""
-    problems: list[Problem] = []
+    problems = _duplicate_racks(at, lock) + _duplicate_cable_ids(at, lock)
     racks = {r.name for r in lock.racks}
+    devices: set[str] = set()
+    for i, device in enumerate(lock.devices):
+        if device.name in devices:
+            problems.append(at.problem(("devices", i, "name"), "a device listed twice"))
+        devices.add(device.name)
+        if device.rack not in racks:
+            problems.append(at.problem(("devices", i, "rack"), "a rack the lock does not list"))
+        if len(problems) >= MAX_REPORTED:
+            return problems
+    for i, link in enumerate(lock.links):
+        for end in ("a", "b"):
+            if getattr(link, end)[0] not in devices:
+                problems.append(at.problem(("links", i, end, 0), "a device the lock does not list"))
+        if len(problems) >= MAX_REPORTED:
+            break
+    return problems
+
+
+def _duplicate_racks(at: _Locator, lock: Lock) -> list[Problem]:
+    """A rack name or a floor position listed twice: two racks cannot stand in one place."""
+    problems = []
     seen: set[str] = set()
     placed: dict[tuple[int, int], str] = {}
     for i, rack in enumerate(lock.racks):
         if rack.name in seen:
-            problems.append(Problem(where, _line_of(text, "racks", i), 1, f"racks[{i}].name", "a rack listed twice"))
+            problems.append(at.problem(("racks", i, "name"), "a rack listed twice"))
         seen.add(rack.name)
         other = placed.setdefault((rack.row, rack.position), rack.name)
         if other != rack.name:
-            problems.append(
-                Problem(
-                    where,
-                    _line_of(text, "racks", i),
-                    1,
-                    f"racks[{i}].position",
-                    f"rack {rack.name} at row {rack.row} position {rack.position}, where rack {other} stands",
-                )
-            )
-    problems += _duplicate_cable_ids(where, text, lock)
-    devices: set[str] = set()
-    for i, device in enumerate(lock.devices):
-        if device.name in devices:
-            problems.append(
-                Problem(where, _line_of(text, "devices", i), 1, f"devices[{i}].name", "a device listed twice")
-            )
-        devices.add(device.name)
-        if device.rack not in racks:
-            problems.append(
-                Problem(where, _line_of(text, "devices", i), 1, f"devices[{i}].rack", "a rack the lock does not list")
-            )
-        if len(problems) >= 50:
-            break
-    for i, link in enumerate(lock.links):
-        if len(problems) >= 50:
-            break
-        for end in ("a", "b"):
-            if getattr(link, end)[0] not in devices:
-                problems.append(
-                    Problem(
-                        where, _line_of(text, "links", i), 1, f"links[{i}].{end}", "a device the lock does not list"
-                    )
-                )
-    if problems:
-        raise DesignError(problems[:MAX_REPORTED])
+            message = f"rack {rack.name} at row {rack.row} position {rack.position}, where rack {other} stands"
+            problems.append(at.problem(("racks", i, "position"), message))
+    return problems
 
 
-def _duplicate_cable_ids(where: str, text: str, lock: Lock) -> list[Problem]:
+def _duplicate_cable_ids(at: _Locator, lock: Lock) -> list[Problem]:
     """A cable id listed twice: each is a label on a cable on site, so the lock is wrong, not the plan."""
     first: dict[str, int] = {}
     problems = []
     for i, cable in enumerate(lock.cables):
         index = first.setdefault(cable.id, i)
         if index != i:
-            problems.append(
-                Problem(
-                    where,
-                    _line_of(text, "cables", i),
-                    1,
-                    f"cables[{i}].id",
-                    f"cable id {cable.id} listed twice (also cables[{index}]): each labels one cable on site",
-                )
-            )
+            message = f"cable id {cable.id} listed twice (also cables[{index}]): each labels one cable on site"
+            problems.append(at.problem(("cables", i, "id"), message))
     return problems
+
+
+def _check_parts(at: _Locator, lock: Lock, parts: Mapping[str, Any]) -> list[Problem]:
+    """Every device's part is in the catalog the design is built with, and every link end is a port that part
+    has: the lock is checked as input here, so a hand-edited port is its own error, not the catalog's or the
+    site's later on."""
+    problems = []
+    ports_of: dict[str, tuple[Any, frozenset[str]]] = {}  # device -> its part and the part's port names
+    by_part: dict[str, frozenset[str]] = {}
+    for i, device in enumerate(lock.devices):
+        part = parts.get(device.part)
+        if part is None:
+            problems.append(at.problem(("devices", i, "part"), f"part {device.part!r} is not in the catalog"))
+            continue
+        if device.part not in by_part:
+            by_part[device.part] = _port_names(part)
+        ports_of[device.name] = (part, by_part[device.part])
+    for i, link in enumerate(lock.links):
+        for end in ("a", "b"):
+            device, port = getattr(link, end)
+            part, names = ports_of.get(device, (None, frozenset()))
+            if part is None or port in names:
+                continue
+            if link.network == "nvlink" and is_nvlink_port(part, port):
+                continue
+            problems.append(at.problem(("links", i, end, 1), f"{device} (part {part.id}) has no port {port!r}"))
+        if len(problems) >= MAX_REPORTED:
+            break
+    return problems
+
+
+def _port_names(part: Any) -> frozenset[str]:
+    """Every port (and split port half) a catalog part has, by name; a PDU has its one network port, which the
+    catalog does not list."""
+    if isinstance(part, Pdu):
+        return frozenset({PDU_NETWORK_PORT})
+    return frozenset(
+        name
+        for pool in device_ports(part).values()
+        for name in (*pool.names, *(h for pair in pool.halves for h in pair))
+    )
 
 
 # -- applying ---------------------------------------------------------------------------------------------------
@@ -298,6 +322,43 @@ def rack_name(row: int, position: int) -> str:
     return f"{letters}{position + 1:02d}"
 
 
+@dataclass
+class _Racks:
+    """The final racks as they are filled: which units of each are used, and the floor positions taken."""
+
+    floor: _Floor
+    final: dict[str, RackPlan] = field(default_factory=dict)
+    used_u: dict[str, list[bool]] = field(default_factory=dict)
+
+    def open(self, spec: RackPlan, template: RackPlan) -> RackPlan:
+        """The final rack `spec` describes (created once), with the rack-scale system of its planned rack."""
+        rack = self.final.get(spec.name)
+        if rack is None:
+            spec.rack_system, spec.nvlink_domain = template.rack_system, template.nvlink_domain
+            rack = self.final[spec.name] = spec
+            self.used_u[spec.name] = [False] * (spec.height_u + 2)
+            self.floor.taken.add((spec.row, spec.position))
+            self.floor.names.add(spec.name)
+        return rack
+
+    def occupy(self, rack: RackPlan, device: Device, u: int) -> None:
+        used = self.used_u[rack.name]
+        for unit in range(u, u + math.ceil(device.u_height)):
+            if 0 < unit < len(used):
+                used[unit] = True
+
+    def fits_at(self, rack: RackPlan, device: Device, u: int) -> bool:
+        height = math.ceil(device.u_height)
+        return height == 0 or (
+            u >= 1 and u + height - 1 <= rack.height_u and not any(self.used_u[rack.name][u : u + height])
+        )
+
+    def free_u(self, rack: RackPlan, device: Device) -> int | None:
+        if math.ceil(device.u_height) == 0:
+            return 0
+        return next((u for u in range(1, rack.height_u + 1) if self.fits_at(rack, device, u)), None)
+
+
 def place_under_lock(
     plan: Plan,
     lock: Lock,
@@ -312,7 +373,6 @@ def place_under_lock(
     new racks at free floor positions. PDUs follow their rack's name. ``power_w(device)`` is the most a
     device draws (with its optics), as the racks were packed."""
     locked_device = {d.name: d for d in lock.devices}
-    locked_rack = {r.name: r for r in lock.racks}
     kept = {
         name
         for name, device in plan.devices.items()
@@ -320,44 +380,46 @@ def place_under_lock(
     }
     floor = _Floor(per_row, pitch_mm, row_pitch_mm)
     floor.taken = {(r.row, r.position) for r in lock.racks}
-    floor.names = set(locked_rack)
-    final: dict[str, RackPlan] = {}
-    used_u: dict[str, list[bool]] = {}
+    floor.names = {r.name for r in lock.racks}
+    racks = _Racks(floor)
+    _place_kept(plan, lock, kept, locked_device, racks)
+    renames: dict[str, str] = {}
+    new_rack_of: dict[str, RackPlan] = {}
+    for planned in list(plan.racks.values()):
+        votes = Counter(locked_device[n].rack for n in planned.devices if n in kept)
+        target = racks.final[min(votes, key=lambda r: (-votes[r], r))] if votes else None
+        home: Counter[str] = Counter()
+        for device in [plan.devices[n] for n in planned.devices]:
+            if device.name in kept:
+                racks.final[device.rack].devices.append(device.name)
+                home[device.rack] += 1
+                continue
+            rack = _rack_for_new(plan, device, planned, target, racks, new_rack_of, power_w, budget_w)
+            device.rack = rack.name
+            rack.devices.append(device.name)
+            racks.occupy(rack, device, device.u_position)
+            home[rack.name] += 1
+        if planned.pdus and home:
+            host = racks.final[min(home, key=lambda r: (-home[r], r))]
+            _move_pdus(planned, host, renames)
+    _rename_devices(plan, renames)
+    for name, device in plan.devices.items():
+        if device.role == "pdu":
+            device.rack = name.rsplit("-pdu-", 1)[0]
+    _total_rack_power(plan, racks.final.values(), power_w)
+    plan.racks = {
+        r.name: r for r in sorted(racks.final.values(), key=lambda r: (r.row, r.position)) if r.devices or r.pdus
+    }
 
-    def open_rack(spec: RackPlan, template: RackPlan) -> RackPlan:
-        """The final rack `spec` describes (created once), with the rack-scale system of its planned rack."""
-        name = spec.name
-        rack = final.get(name)
-        if rack is None:
-            spec.rack_system, spec.nvlink_domain = template.rack_system, template.nvlink_domain
-            rack = final[name] = spec
-            used_u[name] = [False] * (spec.height_u + 2)
-            floor.taken.add((spec.row, spec.position))
-            floor.names.add(name)
-        return rack
 
-    def occupy(rack: RackPlan, device: Device, u: int) -> None:
-        for unit in range(u, u + math.ceil(device.u_height)):
-            if 0 < unit < len(used_u[rack.name]):
-                used_u[rack.name][unit] = True
-
-    def fits_at(rack: RackPlan, device: Device, u: int) -> bool:
-        height = math.ceil(device.u_height)
-        return height == 0 or (
-            u >= 1 and u + height - 1 <= rack.height_u and not any(used_u[rack.name][u : u + height])
-        )
-
-    def free_u(rack: RackPlan, device: Device) -> int | None:
-        if math.ceil(device.u_height) == 0:
-            return 0
-        return next((u for u in range(1, rack.height_u + 1) if fits_at(rack, device, u)), None)
-
-    # kept devices first, at their locked places
+def _place_kept(plan: Plan, lock: Lock, kept: set[str], locked_device: dict[str, LockedDevice], racks: _Racks) -> None:
+    """Kept devices first, at their locked rack and U, so new devices only take the space left around them."""
+    locked_rack = {r.name: r for r in lock.racks}
     for name in sorted(kept):
         entry = locked_device[name]
         spec = locked_rack[entry.rack]
         template = plan.racks[plan.devices[name].rack]
-        home_rack = open_rack(
+        home_rack = racks.open(
             RackPlan(
                 name=spec.name,
                 part=spec.part,
@@ -372,85 +434,84 @@ def place_under_lock(
             template,
         )
         device = plan.devices[name]
-        if math.ceil(device.u_height) and not fits_at(home_rack, device, entry.u):
+        if math.ceil(device.u_height) and not racks.fits_at(home_rack, device, entry.u):
             raise ValueError(
                 f"the plan lock puts {name} ({math.ceil(device.u_height)}U) at U{entry.u} of rack {home_rack.name}, "
                 f"which is beyond its {home_rack.height_u}U or taken by another device of the lock: the lock is "
                 "corrupted (build with --relock to plan afresh)"
             )
         device.rack, device.u_position = home_rack.name, entry.u
-        occupy(home_rack, device, entry.u)
-    renames: dict[str, str] = {}
-    new_rack_of: dict[str, RackPlan] = {}
-    for planned in list(plan.racks.values()):
-        votes = Counter(locked_device[n].rack for n in planned.devices if n in kept)
-        target = final[min(votes, key=lambda r: (-votes[r], r))] if votes else None
-        members = [plan.devices[n] for n in planned.devices]
-        home: Counter[str] = Counter()
-        for device in members:
-            if device.name in kept:
-                final[device.rack].devices.append(device.name)
-                home[device.rack] += 1
-                continue
-            rack = None
-            if target is not None:
-                u = free_u(target, device)
-                load = sum(power_w(plan.devices[n]) for n in target.devices)
-                if u is not None and load + power_w(device) <= budget_w:
-                    rack, device.u_position = target, u
-            if rack is None:
-                rack = new_rack_of.get(planned.name)
-                if rack is None:
-                    row, position = (
-                        (planned.row, planned.position)
-                        if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
-                        else floor.free_from(planned.row, planned.position)
-                    )
-                    fresh = RackPlan(
-                        name=rack_name(row, position),
-                        part=planned.part,
-                        row=row,
-                        position=position,
-                        x_mm=float(position * pitch_mm),
-                        y_mm=float(row * row_pitch_mm),
-                        purpose=planned.purpose,
-                        height_u=planned.height_u,
-                        su=planned.su,
-                    )
-                    rack = new_rack_of[planned.name] = open_rack(fresh, planned)
-                if not fits_at(rack, device, device.u_position):
-                    u = free_u(rack, device)
-                    if u is None:
-                        raise ValueError(f"{device.name} does not fit the free space of rack {rack.name}")
-                    device.u_position = u
-            device.rack = rack.name
-            rack.devices.append(device.name)
-            occupy(rack, device, device.u_position)
-            home[rack.name] += 1
-        if planned.pdus:
-            host = final[min(home, key=lambda r: (-home[r], r))] if home else None
-            if host is None:
-                continue
-            for pdu in planned.pdus:
-                suffix = pdu.removeprefix(f"{planned.name}-")
-                name = f"{host.name}-{suffix}"
-                n = 1
-                while name in host.pdus:
-                    n += 1
-                    name = f"{host.name}-{suffix}-{n}"
-                renames[pdu] = name
-                host.pdus.append(name)
-    _rename_devices(plan, renames)
-    for name, device in plan.devices.items():
-        if device.role == "pdu":
-            device.rack = name.rsplit("-pdu-", 1)[0]
-    for rack in final.values():
+        racks.occupy(home_rack, device, entry.u)
+
+
+def _rack_for_new(
+    plan: Plan,
+    device: Device,
+    planned: RackPlan,
+    target: RackPlan | None,
+    racks: _Racks,
+    new_rack_of: dict[str, RackPlan],
+    power_w: Callable[[Device], float],
+    budget_w: float,
+) -> RackPlan:
+    """The rack a new device goes into, its U set: free space in `target` (the rack its kept rack-mates stand
+    in) within its power budget, else the one new rack its planned rack becomes, at a free floor position."""
+    if target is not None:
+        u = racks.free_u(target, device)
+        load = sum(power_w(plan.devices[n]) for n in target.devices)
+        if u is not None and load + power_w(device) <= budget_w:
+            device.u_position = u
+            return target
+    rack = new_rack_of.get(planned.name)
+    if rack is None:
+        floor = racks.floor
+        row, position = (
+            (planned.row, planned.position)
+            if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
+            else floor.free_from(planned.row, planned.position)
+        )
+        fresh = RackPlan(
+            name=rack_name(row, position),
+            part=planned.part,
+            row=row,
+            position=position,
+            x_mm=float(position * floor.pitch_mm),
+            y_mm=float(row * floor.row_pitch_mm),
+            purpose=planned.purpose,
+            height_u=planned.height_u,
+            su=planned.su,
+        )
+        rack = new_rack_of[planned.name] = racks.open(fresh, planned)
+    if not racks.fits_at(rack, device, device.u_position):
+        u = racks.free_u(rack, device)
+        if u is None:
+            raise ValueError(f"{device.name} does not fit the free space of rack {rack.name}")
+        device.u_position = u
+    return rack
+
+
+def _move_pdus(planned: RackPlan, host: RackPlan, renames: dict[str, str]) -> None:
+    """A planned rack's PDUs go to the final rack most of its devices went to, named after it (a PDU's name
+    says which rack it feeds); `renames` records each old name."""
+    for pdu in planned.pdus:
+        suffix = pdu.removeprefix(f"{planned.name}-")
+        name = f"{host.name}-{suffix}"
+        n = 1
+        while name in host.pdus:
+            n += 1
+            name = f"{host.name}-{suffix}-{n}"
+        renames[pdu] = name
+        host.pdus.append(name)
+
+
+def _total_rack_power(plan: Plan, racks: Iterable[RackPlan], power_w: Callable[[Device], float]) -> None:
+    """Each final rack's devices in U order and its maximum and typical power, from what it now holds."""
+    for rack in racks:
         rack.devices.sort(key=lambda n: (plan.devices[n].u_position, n))
         rack.power_max_w = sum(power_w(plan.devices[n]) for n in rack.devices)
         rack.power_typical_w = sum(
             float(getattr(plan.catalog_parts[plan.devices[n].part], "power_typical_w", 0.0)) for n in rack.devices
         )
-    plan.racks = {r.name: r for r in sorted(final.values(), key=lambda r: (r.row, r.position)) if r.devices or r.pdus}
 
 
 def _rename_devices(plan: Plan, renames: dict[str, str]) -> None:
@@ -472,35 +533,59 @@ def keep_locked_ports(plan: Plan, lock: Lock) -> None:
     holds moves to a free port of the same kind on that device (one the lock left unused where there is one)."""
     locked: dict[tuple, list[LockedLink]] = defaultdict(list)
     used_in_lock: dict[str, set[str]] = defaultdict(set)
-    host_end: dict[tuple[str, str, str], LockedLink] = {}
     for entry in lock.links:
         locked[(entry.network, entry.a[0], entry.b[0])].append(entry)
         used_in_lock[entry.a[0]].add(entry.a[1])
         used_in_lock[entry.b[0]].add(entry.b[1])
-        host_end[(entry.network, entry.a[0], entry.a[1])] = entry
+    _keep_host_leaves(plan, lock)
+    matched, taken = _match_locked_links(plan, locked)
+    ports = _Ports(taken, used_in_lock)
+    moving: list[tuple[Link, str]] = []
+    for index, link in enumerate(plan.links):
+        if matched[index]:
+            ports.use_cage(link.b_device, link.b_cage, link.b_half)
+            continue
+        for end in ("a", "b"):
+            device, port = (link.a_device, link.a_port) if end == "a" else (link.b_device, link.b_port)
+            if port in taken[device]:
+                moving.append((link, end))
+            else:
+                taken[device].add(port)
+                if end == "b":
+                    ports.use_cage(device, link.b_cage, link.b_half)
+    for link, end in moving:
+        _move_to_free_port(plan, link, end, ports)
+
+
+def _keep_host_leaves(plan: Plan, lock: Lock) -> None:
+    """A kept host port stays on the leaf port it is cabled to, where that leaf is still there (a grown
+    out-of-band group may plan it on another access switch)."""
+    host_end = {(entry.network, entry.a[0], entry.a[1]): entry for entry in lock.links}
     part_of = {d.name: d.part for d in lock.devices}
-    # a kept host port stays on the leaf port it is cabled to, where that leaf is still there (a grown
-    # out-of-band group may plan it on another access switch)
     for link in plan.links:
         if link.tier != 0:
             continue
-        found = host_end.get((link.network, link.a_device, link.a_port))
-        if found is None or found.b[0] == link.b_device:
+        entry = host_end.get((link.network, link.a_device, link.a_port))
+        if entry is None or entry.b[0] == link.b_device:
             continue
-        entry = found
         leaf = plan.devices.get(entry.b[0])
         if leaf is not None and leaf.network == link.network and part_of.get(leaf.name) == leaf.part:
             link.b_device = leaf.name
             _set_port(plan, link, "b", entry.b[1], force=True)
-    fixed: dict[str, set[str]] = defaultdict(set)  # device -> ports held by kept links
+
+
+def _match_locked_links(plan: Plan, locked: dict[tuple, list[LockedLink]]) -> tuple[bytearray, dict[str, set[str]]]:
+    """Pair the plan's links between two devices with the lock's links between them, same ports first, then the
+    rest in order, moving each paired link onto its locked ports; returns which links are paired and the ports
+    the paired links hold per device."""
     matched = bytearray(len(plan.links))
     by_pair: dict[tuple, list[int]] = defaultdict(list)
     for index, link in enumerate(plan.links):
         if (link.network, link.a_device, link.b_device) in locked:
             by_pair[(link.network, link.a_device, link.b_device)].append(index)
+    taken: dict[str, set[str]] = defaultdict(set)
     for pair, indexes in by_pair.items():
         entries = list(locked[pair])
-        # same ports first, then the rest in order
         remaining = []
         for index in indexes:
             link = plan.links[index]
@@ -518,71 +603,72 @@ def keep_locked_ports(plan: Plan, lock: Lock) -> None:
         for index in indexes:
             if matched[index]:
                 link = plan.links[index]
-                fixed[link.a_device].add(link.a_port)
-                fixed[link.b_device].add(link.b_port)
-    taken: dict[str, set[str]] = defaultdict(set)
-    for device, ports in fixed.items():
-        taken[device] |= ports
-    # the cages a switch uses split (1:2 splitter halves) and whole: a cage breaks out one way (fabric._Placer)
-    split_cages: dict[str, set[int]] = defaultdict(set)
-    whole_cages: dict[str, set[int]] = defaultdict(set)
-    moving: list[tuple[Link, str]] = []
-    for index, link in enumerate(plan.links):
-        if matched[index]:
-            (split_cages if link.b_half else whole_cages)[link.b_device].add(link.b_cage)
-            continue
-        for end in ("a", "b"):
-            device, port = (link.a_device, link.a_port) if end == "a" else (link.b_device, link.b_port)
-            if port in taken[device]:
-                moving.append((link, end))
-            else:
-                taken[device].add(port)
-                if end == "b":
-                    (split_cages if link.b_half else whole_cages)[device].add(link.b_cage)
-    for link, end in moving:
-        device = link.a_device if end == "a" else link.b_device
-        port = link.a_port if end == "a" else link.b_port
-        role = next(
-            (r for r, p in device_ports(plan.part(device)).items() if port in p.names or _half_slot(p, port)), None
+                taken[link.a_device].add(link.a_port)
+                taken[link.b_device].add(link.b_port)
+    return matched, taken
+
+
+@dataclass
+class _Ports:
+    """The ports taken per device, and the cages a switch uses split (1:2 splitter halves) and whole: a cage
+    breaks out one way (fabric._Placer), so a moved link never mixes the two in one cage."""
+
+    taken: dict[str, set[str]]
+    used_in_lock: dict[str, set[str]]
+    split_cages: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+    whole_cages: dict[str, set[int]] = field(default_factory=lambda: defaultdict(set))
+
+    def use_cage(self, device: str, cage: int, half: int) -> None:
+        (self.split_cages if half else self.whole_cages)[device].add(cage)
+
+    def free(self, plan: Plan, device: str, role: str, half: int) -> list[str]:
+        """The free ports of `role` on `device`: halves of split ports for a half link, else whole ports."""
+        pool = device_ports(plan.part(device)).get(role)
+        if pool is None:
+            return []
+        if half:
+            return _free_halves(pool, self.taken[device], self.split_cages[device], self.whole_cages[device])
+        return [
+            name
+            for name, cage in zip(pool.names, pool.cages, strict=True)
+            if name not in self.taken[device] and cage not in self.split_cages[device]
+        ]
+
+
+def _move_to_free_port(plan: Plan, link: Link, end: str, ports: _Ports) -> None:
+    """Move one end of a new link whose port a kept link holds to a free port of the same role, one the lock
+    left unused first; a new host whose leaf is full goes to a leaf of its network with room."""
+    device = link.a_device if end == "a" else link.b_device
+    port = link.a_port if end == "a" else link.b_port
+    role = next((r for r, p in device_ports(plan.part(device)).items() if port in p.names or _half_slot(p, port)), None)
+    if role is None:
+        return  # a port of no pool (a PDU's network port): kept as planned
+    half = link.b_half if end == "b" else 0
+    candidates = [device]
+    if link.tier == 0 and end == "b":
+        # the leaf is full with the hosts kept on it: a new host goes to a leaf of its network with room,
+        # one of the same group first (oob-leaf-central, oob-leaf-central-2 ...)
+        stem = device.split("-")
+        candidates += sorted(
+            (d.name for d in plan.switches(link.network, 1) if d.name != device),
+            key=lambda n: (n.split("-")[: len(stem)] != stem, n),
         )
-        if role is None:
-            continue  # a port of no pool (a PDU's network port): kept as planned
-        half = link.b_half if end == "b" else 0
-        candidates = [device]
-        if link.tier == 0 and end == "b":
-            # the leaf is full with the hosts kept on it: a new host goes to a leaf of its network with room,
-            # one of the same group first (oob-leaf-central, oob-leaf-central-2 ...)
-            stem = device.split("-")
-            candidates += sorted(
-                (d.name for d in plan.switches(link.network, 1) if d.name != device),
-                key=lambda n: (n.split("-")[: len(stem)] != stem, n),
-            )
-        for candidate in candidates:
-            pool = device_ports(plan.part(candidate)).get(role)
-            if pool is not None and half:
-                free = _free_halves(pool, taken[candidate], split_cages[candidate], whole_cages[candidate])
-            elif pool is not None:
-                free = [
-                    name
-                    for name, cage in zip(pool.names, pool.cages, strict=True)
-                    if name not in taken[candidate] and cage not in split_cages[candidate]
-                ]
-            else:
-                free = []
-            if free:
-                break
-        else:
-            raise ValueError(
-                f"{device}: no free {role} port left for {link.a_device}:{link.a_port} beside the locked links "
-                "(build with --relock to plan the network afresh)"
-            )
-        choice = next((name for name in free if name not in used_in_lock[candidate]), free[0])
-        if candidate != device:
-            link.b_device = candidate
-        _set_port(plan, link, end, choice, force=True)
-        taken[candidate].add(choice)
-        if end == "b":
-            (split_cages if half else whole_cages)[candidate].add(link.b_cage)
+    for candidate in candidates:
+        free = ports.free(plan, candidate, role, half)
+        if free:
+            break
+    else:
+        raise ValueError(
+            f"{device}: no free {role} port left for {link.a_device}:{link.a_port} beside the locked links "
+            "(build with --relock to plan the network afresh)"
+        )
+    choice = next((name for name in free if name not in ports.used_in_lock[candidate]), free[0])
+    if candidate != device:
+        link.b_device = candidate
+    _set_port(plan, link, end, choice, force=True)
+    ports.taken[candidate].add(choice)
+    if end == "b":
+        ports.use_cage(candidate, link.b_cage, half)
 
 
 def _half_slot(pool: PortPool, port: str) -> tuple[int, int] | None:

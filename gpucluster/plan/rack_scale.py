@@ -10,6 +10,7 @@ backplane: those links are the ``nvlink`` network, counted and analysed but neve
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem, Switch
@@ -76,6 +77,22 @@ def add_rack_systems(plan: Plan, r: Resolved, prefix: str) -> list[Domain]:
         ]
         domains.append(Domain(name, su, tuple(trays), tuple(switches), tuple(shelves), system.management_switches))
     return domains
+
+
+_NVLINK_GPU_PORT = re.compile(r"GPU(0|[1-9][0-9]*)-NVL(0|[1-9][0-9]*)")
+_NVLINK_SWITCH_PORT = re.compile(r"chip([1-9][0-9]*)-acp([1-9][0-9]*)")
+_MOST_NVLINK_LINKS_PER_GPU = 64  # RackSystem.nvlink_links_per_gpu's bound
+
+
+def is_nvlink_port(part: object, port: str) -> bool:
+    """Whether `port` can be a backplane NVLink port of the part, as add_nvlink_links names them: GPU<g>-NVL<c> on
+    a compute tray (g one of its GPUs), chip<c>-acp<n> on a switch tray (c one of its chips). The catalog lists no
+    backplane ports, so a lock's are checked by name."""
+    if isinstance(part, GpuServer) and (gpu := _NVLINK_GPU_PORT.fullmatch(port)):
+        return int(gpu[1]) < part.gpu.count and int(gpu[2]) < _MOST_NVLINK_LINKS_PER_GPU
+    if isinstance(part, NvlinkSwitchTray) and (chip := _NVLINK_SWITCH_PORT.fullmatch(port)):
+        return int(chip[1]) <= part.switch_chips
+    return False
 
 
 def add_nvlink_links(plan: Plan, system: RackSystem, domains: list[Domain]) -> None:
