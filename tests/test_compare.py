@@ -3,12 +3,21 @@ figures with each design's value and its delta against the first."""
 
 from __future__ import annotations
 
+import csv
+import re
+from pathlib import Path
+
+import openpyxl
+import pypdf
 import pytest
-from conftest import planned
+from click.testing import CliRunner, Result
+from conftest import DESIGNS, planned, write_design
 
 from gpucluster.analyse.bom import bom_for
 from gpucluster.analyse.budget import kept_power_budget
+from gpucluster.cli import main
 from gpucluster.growth.compare import NO_PRICE_LIST, Alternative, Comparison, Row, compare_alternatives
+from gpucluster.plan.lock import default_lock_path
 from gpucluster.training import analyse_checkpoints
 
 
@@ -66,3 +75,135 @@ def test_designs_without_a_price_list_say_so(compared: Comparison) -> None:
 def test_one_design_is_no_comparison() -> None:
     with pytest.raises(ValueError, match="two or more"):
         compare_alternatives([alternative("lab-4-servers")])
+
+
+LAB = (DESIGNS / "lab-4-servers.yaml").read_text(encoding="utf-8")
+LAB6 = LAB.replace("servers: 4\n", "servers: 6\n").replace("name: lab-4-servers", "name: lab-6-servers")
+PRICES = "part_number,unit_price,currency,note\n920-9B210-00FN-0M0,28500,USD,quote Q-1\nhgx-h100-oem,250000,USD,\n"
+
+
+def two_labs(folder: Path) -> list[Path]:
+    """lab-4-servers and the same lab with six servers, as files of a scratch folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return [write_design(folder, LAB, "lab4.yaml"), write_design(folder, LAB6, "lab6.yaml")]
+
+
+def run(*args: object) -> Result:
+    return CliRunner().invoke(main, ["compare", *(str(a) for a in args)])
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("compare")
+    result = run(*two_labs(tmp / "designs"), "-o", tmp / "out")
+    assert result.exit_code == 0, result.output
+    return tmp / "out" / "compare-lab-4-servers-vs-lab-6-servers"
+
+
+def test_compare_writes_the_table_and_the_page(written: Path) -> None:
+    assert sorted(p.name for p in written.iterdir()) == ["compare.csv", "compare.html", "compare.pdf", "compare.xlsx"]
+    table = list(csv.reader((written / "compare.csv").open(encoding="utf-8")))
+    assert table[0] == ["Section", "Figure", "Unit", "lab-4-servers", "lab-6-servers", "lab-6-servers vs lab-4-servers"]
+    gpus = next(row for row in table if row[1] == "GPUs")
+    assert gpus[3:] == ["32", "48", "16"]
+    price = next(row for row in table if row[1] == "Price list")
+    assert price[3:] == ["no price list", "no price list", "same"]
+
+
+def test_the_workbook_reads_back_as_the_csv(written: Path) -> None:
+    sheet = openpyxl.load_workbook(written / "compare.xlsx")["Compare"]
+    cells = [["" if v is None else v for v in row] for row in sheet.iter_rows(values_only=True)]
+    table = list(csv.reader((written / "compare.csv").open(encoding="utf-8")))
+    assert len(cells) == len(table)
+    for read, row in zip(cells, table, strict=True):
+        assert [str(v) if not isinstance(v, float) else f"{v:g}" for v in read] == [
+            f"{float(c):g}" if _is_number(c) else c for c in row
+        ]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_the_pdf_renders_every_section(written: Path) -> None:
+    reader = pypdf.PdfReader(written / "compare.pdf")
+    text = " ".join(page.extract_text() for page in reader.pages)
+    for section in ("Systems and GPUs", "Switches", "Cables and optics", "Power and cooling", "Failure analysis"):
+        assert section in text
+    assert "lab-6-servers" in text
+
+
+def test_same_designs_give_the_same_bytes(written: Path, tmp_path: Path) -> None:
+    designs = written.parent.parent / "designs"
+    result = run(designs / "lab4.yaml", designs / "lab6.yaml", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    again = tmp_path / "out" / written.name
+    for name in ("compare.csv", "compare.xlsx", "compare.html", "compare.pdf"):
+        assert (again / name).read_bytes() == (written / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("lock", ['{"not": "a lock"}', "garbage"])
+def test_a_lock_beside_a_design_is_neither_read_nor_written(tmp_path: Path, lock: str) -> None:
+    designs = two_labs(tmp_path / "designs")
+    locks = [default_lock_path(design) for design in designs]
+    locks[0].write_text(lock, encoding="utf-8")
+    result = run(*designs, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert locks[0].read_text(encoding="utf-8") == lock and not locks[1].exists()
+    assert sorted(p.name for p in (tmp_path / "designs").iterdir()) == ["lab4.lock.json", "lab4.yaml", "lab6.yaml"]
+
+
+def test_a_price_list_prices_every_design(tmp_path: Path) -> None:
+    (tmp_path / "prices.csv").write_text(PRICES, encoding="utf-8")
+    result = run(*two_labs(tmp_path / "designs"), "--prices", tmp_path / "prices.csv", "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    table = list(csv.reader((tmp_path / "out/compare-lab-4-servers-vs-lab-6-servers/compare.csv").open()))
+    price = next(row for row in table if row[1] == "Price")
+    assert price[2] == "USD" and int(price[5]) == 2 * 250_000  # two more servers at their quoted price
+    assert next(row for row in table if row[1] == "Price list")[3:5] == ["prices.csv", "prices.csv"]
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("missing", r"missing\.yaml: cannot read the design: no such file"),
+        ("bad", r"bad\.yaml:8:3: compute\.servrs: unknown field \(did you mean 'servers'\?\)"),
+        ("one", r"compare needs two or more designs"),
+        ("same-file", r"lab4\.yaml: the same file as .*lab4\.yaml: give each once"),
+        ("same-name", r"copy\.yaml:2:1: name: 'lab-4-servers' is also the name of .*lab4\.yaml"),
+    ],
+)
+def test_bad_input_is_a_located_error_and_writes_nothing(tmp_path: Path, case: str, expected: str) -> None:
+    lab4, lab6 = two_labs(tmp_path / "designs")
+    designs = {
+        "missing": [lab4, tmp_path / "missing.yaml"],
+        "bad": [lab4, write_design(tmp_path, LAB.replace("  servers: 4", "  servrs: 4"), "bad.yaml")],
+        "one": [lab4],
+        "same-file": [lab4, lab6, tmp_path / "designs" / ".." / "designs" / "lab4.yaml"],
+        "same-name": [lab4, write_design(tmp_path, LAB.replace("# A small lab", "# the lab again"), "copy.yaml")],
+    }[case]
+    result = run(*designs, "-o", tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    assert re.search(expected, result.output), result.output
+    assert "Traceback" not in result.output and not (tmp_path / "out").exists()
+
+
+def test_hostile_text_is_escaped_on_the_page_and_guarded_in_the_workbook(tmp_path: Path) -> None:
+    hostile = '=HYPERLINK("http://x.example","<script>alert(1)</script>")'
+    folder = tmp_path / "<b>&designs"
+    lab4, lab6 = two_labs(folder)
+    described = re.sub(r"(?m)^description: .*$", f"description: '{hostile} lab'", LAB6)
+    lab6.write_text(described, encoding="utf-8")
+    result = run(lab4, lab6, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "out" / "compare-lab-4-servers-vs-lab-6-servers"
+    html = (out / "compare.html").read_text(encoding="utf-8")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "<b>&designs" not in html and "&lt;b&gt;&amp;designs" in html
+    designs = openpyxl.load_workbook(out / "compare.xlsx")["Designs"]
+    description = designs["C3"]
+    assert description.value.startswith("=HYPERLINK") and description.data_type == "s" and description.quotePrefix

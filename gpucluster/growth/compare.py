@@ -230,7 +230,7 @@ def fabric(alternatives: Sequence[Alternative]) -> list[Row]:
     rows = []
     for network in networks:
         values = tuple(_bisection_tbps(a.plan, network) for a in alternatives)
-        rows.append(Row(section, f"{NETWORK_INFO[network].title}: bisection bandwidth", values, "Tb/s", 1))
+        rows.append(Row(section, f"{NETWORK_INFO[network].title}: bisection bandwidth", values, "Tb/s", 2))
     tiers: list[dict[str, float]] = []
     for a in alternatives:
         ratios: dict[str, float] = {}
