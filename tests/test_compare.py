@@ -175,6 +175,7 @@ def test_a_price_list_prices_every_design(tmp_path: Path) -> None:
         ("one", r"compare needs two or more designs"),
         ("same-file", r"lab4\.yaml: the same file as .*lab4\.yaml: give each once"),
         ("same-name", r"copy\.yaml:2:1: name: 'lab-4-servers' is also the name of .*lab4\.yaml"),
+        ("prices", r"prices\.csv:1:1: unit_price: "),
     ],
 )
 def test_bad_input_is_a_located_error_and_writes_nothing(tmp_path: Path, case: str, expected: str) -> None:
@@ -185,6 +186,7 @@ def test_bad_input_is_a_located_error_and_writes_nothing(tmp_path: Path, case: s
         "one": [lab4],
         "same-file": [lab4, lab6, tmp_path / "designs" / ".." / "designs" / "lab4.yaml"],
         "same-name": [lab4, write_design(tmp_path, LAB.replace("# A small lab", "# the lab again"), "copy.yaml")],
+        "prices": [lab4, lab6, "--prices", write_design(tmp_path, "part_number,price,currency\n", "prices.csv")],
     }[case]
     result = run(*designs, "-o", tmp_path / "out")
     assert result.exit_code == 2, result.output
@@ -207,3 +209,24 @@ def test_hostile_text_is_escaped_on_the_page_and_guarded_in_the_workbook(tmp_pat
     designs = openpyxl.load_workbook(out / "compare.xlsx")["Designs"]
     description = designs["C3"]
     assert description.value.startswith("=HYPERLINK") and description.data_type == "s" and description.quotePrefix
+
+
+def test_a_design_that_fails_a_design_rule_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    lab4, _lab6 = two_labs(tmp_path / "designs")
+    late = LAB6 + "workload: {model_parameters_b: 405, training_tokens_b: 15000, target_days: 10}\n"
+    result = run(lab4, write_design(tmp_path, late, "late.yaml"), "-o", tmp_path / "out")
+    assert result.exit_code == 2, result.output
+    assert "lab-6-servers: rule:workload-fits-plan" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_time_to_train_and_interruptions_are_the_checkpoint_analysis_own() -> None:
+    compared = compare_alternatives([alternative("superpod-h100-1su"), alternative("superpod-h200-4su")])
+    by_name = rows(compared)
+    h200 = analyse_checkpoints(planned("superpod-h200-4su")[1])
+    assert h200.time_to_train_days is not None
+    assert by_name[("Time to train", "Time to train")].values == (None, h200.time_to_train_days)
+    assert by_name[("Time to train", "Time to train")].deltas == (None, None)  # the assumed 70B job has no tokens
+    interruptions = by_name[("Failure analysis", "Expected interruptions in the run")].values[1]
+    assert interruptions == h200.expected_interruptions == pytest.approx(h200.run_days * 86_400 / h200.mtbf_s)
+    assert by_name[("Time to train", "Workload")].values[0].endswith("(assumed)")
