@@ -230,3 +230,10 @@ def test_time_to_train_and_interruptions_are_the_checkpoint_analysis_own() -> No
     interruptions = by_name[("Failure analysis", "Expected interruptions in the run")].values[1]
     assert interruptions == h200.expected_interruptions == pytest.approx(h200.run_days * 86_400 / h200.mtbf_s)
     assert by_name[("Time to train", "Workload")].values[0].endswith("(assumed)")
+
+
+def test_nvlink_domains_have_no_cluster_wide_bisection_row() -> None:
+    compared = compare_alternatives([alternative("superpod-h100-1su"), alternative("gb200-nvl72-1su")])
+    bisection = [row.name for row in compared.rows if row.name.endswith("bisection bandwidth")]
+    assert "Compute fabric: bisection bandwidth" in bisection
+    assert not any(name.startswith("NVLink") for name in bisection)

@@ -224,9 +224,15 @@ def _racks_by_purpose(a: Alternative) -> dict[str, float]:
 
 
 def fabric(alternatives: Sequence[Alternative]) -> list[Row]:
-    """Bisection bandwidth per network (its graph analysis) and oversubscription per tier with uplinks."""
+    """Bisection bandwidth per network (its graph analysis) and oversubscription per tier with uplinks. A network
+    analysed only within its domains (NVLink: the racks' backplanes, separate by design) has no bisection across the
+    cluster and no row."""
     section = "Bisection and oversubscription"
-    networks = list(dict.fromkeys(n for a in alternatives for n in a.plan.networks()))
+    networks = [
+        network
+        for network in dict.fromkeys(n for a in alternatives for n in a.plan.networks())
+        if not any("scope" in a.plan.analysis_of(network) for a in alternatives if network in a.plan.networks())
+    ]
     rows = []
     for network in networks:
         values = tuple(_bisection_tbps(a.plan, network) for a in alternatives)
