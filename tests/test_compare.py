@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import csv
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import openpyxl
 import pypdf
 import pytest
 from click.testing import CliRunner, Result
-from conftest import DESIGNS, planned, write_design
+from conftest import DESIGNS, chromium_page, needs_chromium, planned, write_design
+from PIL import Image
 
 from gpucluster.analyse.bom import bom_for
 from gpucluster.analyse.budget import kept_power_budget
@@ -237,3 +240,54 @@ def test_nvlink_domains_have_no_cluster_wide_bisection_row() -> None:
     bisection = [row.name for row in compared.rows if row.name.endswith("bisection bandwidth")]
     assert "Compute fabric: bisection bandwidth" in bisection
     assert not any(name.startswith("NVLink") for name in bisection)
+
+
+@pytest.mark.external
+@needs_chromium
+def test_the_page_loads_in_chromium_without_console_errors_or_requests(written: Path) -> None:
+    url = (written / "compare.html").as_uri()
+    with chromium_page(url) as (page, problems, requests):
+        headings = page.eval_on_selector_all("section h2", "els => els.map(e => e.textContent)")
+    assert problems == [] and requests == [url]
+    assert headings == [
+        "Systems and GPUs",
+        "Switches",
+        "Cables and optics",
+        "Bill of materials",
+        "Power and cooling",
+        "Floor space",
+        "Bisection and oversubscription",
+        "Time to train",
+        "Failure analysis",
+    ]
+
+
+@pytest.mark.external
+@pytest.mark.skipif(shutil.which("pdftoppm") is None, reason="pdftoppm (poppler-utils) not installed")
+def test_four_designs_of_the_longest_names_stay_inside_the_pages(tmp_path: Path) -> None:
+    """The page's tables fit A4 landscape however long the names (63 characters, the most a design name has): no
+    ink in the right margin of any page, where a table too wide for the page would run."""
+    designs = []
+    for n in range(4):
+        name = f"{'abcd'[n]}{'x' * 62}"
+        text = LAB.replace("name: lab-4-servers", f"name: {name}").replace("servers: 4\n", f"servers: {n + 4}\n")
+        text = text.replace("kubernetes_servers: 2\n", f"kubernetes_servers: 2\n  slurm: {{cluster_name: lab{n}}}\n")
+        designs.append(write_design(tmp_path, text, f"lab{n}.yaml"))
+    result = run(*designs, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    (folder,) = (tmp_path / "out").iterdir()
+    assert len(folder.name) <= 120  # cut and made unique by a digest
+    dpi = 40
+    subprocess.run(
+        ["pdftoppm", "-r", str(dpi), "-png", str(folder / "compare.pdf"), str(tmp_path / "page")], check=True
+    )
+    pages = sorted(tmp_path.glob("page-*.png"))
+    assert len(pages) >= 3
+    margin = round(10 / 25.4 * dpi)  # the right 10 mm of the 12 mm margin
+    top, bottom = round(12 / 25.4 * dpi), round((210 - 16) / 25.4 * dpi)  # above the footer's line
+    for page in pages:
+        with Image.open(page) as image:
+            grey = image.convert("L")
+            width = grey.width
+            strip = grey.crop((width - margin, top, width, bottom))
+            assert strip.getextrema()[0] > 200, f"{page.name}: ink in the right margin"
