@@ -704,12 +704,22 @@ def _alternatives(
     from gpucluster.inputs.prices import load_price_list
     from gpucluster.training import analyse_checkpoints
 
+    problems: list[Problem] = []
+    loaded = []
+    for design in designs:  # every design's problems at once, not only the first bad design's
+        try:
+            loaded.append(load_design(design, data_dirs))
+        except DesignError as error:
+            problems += error.problems
+    prices = None
     try:
         prices = load_price_list(prices_file) if prices_file is not None else None
-        loaded = [load_design(design, data_dirs) for design in designs]
-        problems = _given_twice(loaded)
-        if problems:
-            raise DesignError(problems)
+    except DesignError as error:
+        problems += error.problems
+    problems += _given_twice(loaded)
+    if problems:
+        _fail(DesignError(problems))
+    try:
         planned = [(design, plan_design(design, say, None)) for design in loaded]
     except DesignError as error:
         _fail(error)

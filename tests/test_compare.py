@@ -291,3 +291,11 @@ def test_four_designs_of_the_longest_names_stay_inside_the_pages(tmp_path: Path)
             width = grey.width
             strip = grey.crop((width - margin, top, width, bottom))
             assert strip.getextrema()[0] > 200, f"{page.name}: ink in the right margin"
+
+
+def test_every_bad_designs_problems_are_reported_at_once(tmp_path: Path) -> None:
+    bad = write_design(tmp_path, LAB.replace("  servers: 4", "  servrs: 4"), "bad.yaml")
+    result = run(tmp_path / "missing.yaml", bad, "-o", tmp_path / "out")
+    assert result.exit_code == 2
+    assert "missing.yaml: cannot read the design: no such file" in result.output
+    assert "bad.yaml:8:3: compute.servrs" in result.output and not (tmp_path / "out").exists()
