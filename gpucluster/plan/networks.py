@@ -14,6 +14,7 @@ from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.rack_fabric import RackAlignedShape, build_rack_aligned, rack_aligned_shape
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,12 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         return f"su{first:02d}-r{rail}" if last == first else f"su{first:02d}-{last:02d}-r{rail}"
 
     rack_scale = r.rack_system is not None
+    if r.rack_system is not None and r.planes == 1 and not r.fabric_manager_leaf:
+        shape = rack_aligned_shape(
+            r.compute_switch, r.rack_system.compute_trays, r.su_servers // r.rack_system.compute_trays, r.rails
+        )
+        if shape is not None:
+            return [_build_rack_aligned(plan, r, catalog, shape)]
     leaf_hosts = leaf_host_ports(r.compute_switch, r.compute_oversubscription)
     results = []
     for plane in range(1, r.planes + 1):
@@ -248,6 +255,18 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
             )
         )
     return results
+
+
+def _build_rack_aligned(plan: Plan, r: Resolved, catalog: Catalog, shape: RackAlignedShape) -> ClosResult:
+    """The GB200 RA's layout: each unit's trays grouped by rack (NVLink domain), one leaf per rack and rail."""
+    racks: dict[int, dict[str, list[HostPort]]] = {}
+    for tray in plan.gpu_nodes():
+        ports = [p for p, _plane in compute_host_ports(tray.name, r.server, 1)]
+        racks.setdefault(tray.su or 1, {}).setdefault(str(tray.nvlink_domain), []).extend(ports)
+    rack_groups = {unit: list(by_rack.values()) for unit, by_rack in racks.items()}
+    final = r.final_scalable_units or r.scalable_units
+    managers = manager_ports(plan, catalog, "compute")
+    return build_rack_aligned(plan, shape, r.compute_switch, rack_groups, managers, final)
 
 
 def _leaves(group: LeafGroup, leaf_hosts: int) -> int:
