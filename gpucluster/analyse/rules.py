@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.analyse.burn_in import burn_in_facts
+from gpucluster.analyse.compatibility import SWITCH_FIELD, incompatible_links
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
@@ -86,6 +87,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "checkpoint": plan.settings.checkpoint,
         "slow_host_links": slow_host_links(plan),
         "unsplit_half_speed_links": unsplit_half_speed_links(plan),
+        "incompatible_links": incompatible_links(plan),
         "overlong_cables": overlong_cables(plan),
         "subnet_managers": subnet_manager_facts(plan),
     }
@@ -571,15 +573,6 @@ def _spares(facts: RuleFacts) -> list[Finding]:
     ]
 
 
-# Which design field picks the switch a host's ports land on, per network (what the warning names).
-SWITCH_FIELD = {
-    "compute": "compute_fabric.switch",
-    "storage": "storage_network.switch",
-    "inband": "management.inband_switch",
-    "oob": "management.oob_switch",
-}
-
-
 def _host_ports_at_speed(facts: RuleFacts) -> list[Finding]:
     """A host port linked below its own speed halves (or worse) what that host moves: name both ends and the
     field that picks the switch."""
@@ -609,6 +602,24 @@ def _host_ports_at_speed(facts: RuleFacts) -> list[Finding]:
         for g in facts.get("unsplit_half_speed_links", [])
     ]
     return findings or [Finding(name, "ok", "every host port is linked at its own speed")]
+
+
+def _link_ends_compatible(facts: RuleFacts) -> list[Finding]:
+    """A link whose two ends speak different generations never comes up: an error naming the part, what it meets,
+    how many such links, an example and the fix."""
+    name = "link-ends-compatible"
+    findings = [
+        Finding(
+            name,
+            "error",
+            f"{g['links']} {g['part']} port(s) speaking {g['port_technology']} meet {g['other']} "
+            f"({g['other_technology']}) on {g['cable_part']} ({g['network']} network), e.g. {g['example']}: these "
+            f"links do not come up (LinkX optics do not downshift between generations); {g['fix']}",
+            g["part"],
+        )
+        for g in facts.get("incompatible_links", [])
+    ]
+    return findings or [Finding(name, "ok", "every link's ports, modules and cables speak one generation")]
 
 
 def _cables_at_orderable_length(facts: RuleFacts) -> list[Finding]:
@@ -918,6 +929,11 @@ RULES: list[Rule] = [
         _subnet_manager,
     ),
     Rule("host-ports-at-full-speed", "Every host port is linked at its own speed.", _host_ports_at_speed),
+    Rule(
+        "link-ends-compatible",
+        "Both ends of every link, with their modules and cable, speak one generation.",
+        _link_ends_compatible,
+    ),
     Rule(
         "cables-near-their-run",
         "Every cable is ordered at most twice its routed run (slack included).",

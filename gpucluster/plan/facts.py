@@ -97,6 +97,21 @@ class HalfSpeedLink(TypedDict):
     example: str
 
 
+class IncompatibleLink(TypedDict):
+    """One kind of cabled link whose two ends cannot come up together (a port and the module or cable at its end
+    speak different generations, or the two ports do), with a count, one example and the fix."""
+
+    network: str
+    part: str  # the device whose port the mismatch is at
+    port_technology: str
+    other: str  # what it meets: a module, a cable or the far port
+    other_technology: str
+    cable_part: str
+    links: int
+    example: str
+    fix: str
+
+
 class OverlongCable(TypedDict):
     """One kind of cable (network, catalog part, orderable length) ordered at more than twice its routed run, with
     a count, the largest ratio of ordered length to run, and one example."""
@@ -200,5 +215,6 @@ class RuleFacts(TypedDict):
     checkpoint: CheckpointFacts | None
     slow_host_links: list[SlowHostLink]
     unsplit_half_speed_links: list[HalfSpeedLink]
+    incompatible_links: list[IncompatibleLink]
     overlong_cables: list[OverlongCable]
     subnet_managers: list[SubnetManagerFacts]
