@@ -115,6 +115,20 @@ def test_a_dgx_b300_xdr_design_matches_the_b300_xdr_ra_table_3(tmp_path, scalabl
     assert plan.settings.servers_per_rack == 4  # the RA's four DGX B300 per rack
 
 
+def test_the_b300_xdr_example_lists_the_ufm_s_server_slot_against_table_3_s_72_nodes():
+    """Issue 31 item 7: Table 3's SU has no free port for the UFM pair (8 x 72 hosts + 72 uplinks, 4 x 144 spine
+    ports), so its slot in SU 1 is a deviation the report names, with the alternative."""
+    from conftest import planned
+
+    from gpucluster.analyse.deviations import deviations
+
+    _loaded, plan = planned("b300-xdr-1su")
+    (found,) = [d for d in deviations(plan) if d.subject == "UFM placement (XDR)"]
+    assert "72 nodes per SU" in found.reference and "SU 1 holds 71 servers" in found.plan
+    assert "own-leaf" in found.note
+    assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
+
+
 # ----------------------------------------------------------------------------------------------- planning
 
 
