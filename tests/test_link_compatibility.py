@@ -42,3 +42,35 @@ def test_every_example_links_ends_of_one_generation(design):
     _loaded, plan = planned(design)
     assert plan.facts["incompatible_links"] == []
     assert [f.severity for f in plan.findings if f.rule == RULE] == ["ok"]
+
+
+# ----------------------------------------------------------------------------------------------- power feeds
+
+
+def test_one_feed_loss_stopping_every_switch_of_a_fabric_is_an_error():
+    """Issue 31 item 3: every Q3400 of a fabric stopped by one feed loss was only a warning per model."""
+    import dataclasses
+
+    from gpucluster.analyse import rules
+    from gpucluster.plan.power.cords import feed_loss
+
+    _loaded, built = planned("b300-xdr-1su")
+    q3400 = built.catalog_parts["q3400-ra"]
+    understated = q3400.model_copy(update={"psus": q3400.psus.model_copy(update={"rating_w": 875})})
+    plan = dataclasses.replace(built, catalog_parts={**built.catalog_parts, "q3400-ra": understated})
+    found = rules.fabric_feed_loss(plan, feed_loss(plan, plan.design.site.power_feed))
+    assert found == [{"network": "compute", "part": "q3400-ra", "switches": 12}]
+    findings = rules.check_rules({**built.facts, "fabric_feed_loss": found})
+    (error,) = [f for f in findings if f.rule == "rack-power-distribution" and f.severity == "error"]
+    assert "every compute switch (12 x q3400-ra)" in error.message and "site.power_feed.redundancy" in error.message
+
+
+@pytest.mark.parametrize("design", ["gb300-nvl72-4su", "b300-xdr-1su"])
+def test_the_xdr_examples_keep_every_q3400_running_on_one_feed(design):
+    """The Q3400's eight C20-fed PSUs (over 2,000 W each, derived from the inlet) split N+N: the ones left after a
+    feed loss carry its 7 kW maximum, so no feed loss stops the fabric."""
+    _loaded, plan = planned(design)
+    assert plan.facts["fabric_feed_loss"] == []
+    assert not [f for f in plan.facts["feed_loss"] if f["part"] == "q3400-ra"]
+    psus = plan.catalog_parts["q3400-ra"].psus
+    assert (psus.count, psus.redundancy) == (8, "N+N") and psus.count // 2 * psus.rating_w >= 7000

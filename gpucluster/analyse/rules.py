@@ -18,6 +18,7 @@ from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.facts import (
+    FabricFeedLoss,
     FeedLossFacts,
     HalfSpeedLink,
     OverlongCable,
@@ -29,7 +30,7 @@ from gpucluster.plan.facts import (
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
 from gpucluster.plan.power.circuits import rack_circuits
 from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
-from gpucluster.plan.power.cords import feed_loss
+from gpucluster.plan.power.cords import FeedLoss, feed_loss
 from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
@@ -54,6 +55,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
             if b in compute_switches and link.b_port not in _mgmt_ports(catalog_parts.get(compute_switches[b])):
                 foreign += 1
     feed = getattr(site, "power_feed", None)
+    losses = feed_loss(plan, feed) if feed else []
     return {
         "compute_fabric_link_purposes": dict(sorted(purposes.items())),
         "non_compute_links_on_compute_switches": foreign,
@@ -66,6 +68,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "floor_rating_kpa": getattr(site, "floor_load_kpa", None),
         "rack_power_budget_kw": getattr(site, "rack_power_budget_kw", None),
         "power_redundancy": feed.redundancy if feed else None,
+        "fabric_feed_loss": fabric_feed_loss(plan, losses),
         "feed_loss": [
             {
                 "part": loss.part,
@@ -77,7 +80,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
                 "max_kw": round(loss.max_w / 1000, 3),
                 "typical_kw": round(loss.typical_w / 1000, 3),
             }
-            for loss in (feed_loss(plan, feed) if feed else [])
+            for loss in losses
         ],
         "cooling": getattr(site, "cooling", None),
         "cooling_capacity_kw": cooling_capacity_kw(site) if site else None,
@@ -91,6 +94,19 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "overlong_cables": overlong_cables(plan),
         "subnet_managers": subnet_manager_facts(plan),
     }
+
+
+def fabric_feed_loss(plan: Plan, losses: list[FeedLoss]) -> list[FabricFeedLoss]:
+    """Networks whose every switch is of a model one feed loss stops (its PSUs left carry less than its typical
+    draw): losing one feed takes the whole fabric down, whatever the other racks' power."""
+    stopping = {loss.part for loss in losses if loss.surviving_w < loss.typical_w}
+    found: list[FabricFeedLoss] = []
+    for network in sorted({d.network for d in plan.devices.values() if d.role == "switch" and d.network}):
+        switches = plan.switches(network)
+        parts = {d.part for d in switches}
+        if switches and parts <= stopping:
+            found.append({"network": network, "part": ", ".join(sorted(parts)), "switches": len(switches)})
+    return found
 
 
 def subnet_manager_facts(plan: Plan) -> list[SubnetManagerFacts]:
@@ -426,6 +442,18 @@ def _rack_power_distribution(facts: RuleFacts) -> list[Finding]:
                     rack["name"],
                 )
             )
+    for fabric in facts.get("fabric_feed_loss", []):
+        findings.append(
+            Finding(
+                "rack-power-distribution",
+                "error",
+                f"one feed loss stops every {fabric['network']} switch ({fabric['switches']} x {fabric['part']}): "
+                "the PSUs left on the other feeds carry less than its typical draw. Spread each switch's PSUs so "
+                "those left after a feed loss carry it (site.power_feed.redundancy), or correct the model's PSU "
+                "rating in the catalog (psus.rating_w) if it is understated",
+                fabric["part"],
+            )
+        )
     for loss in facts.get("feed_loss", []):
         below_typical = loss["surviving_kw"] < loss["typical_kw"]
         findings.append(

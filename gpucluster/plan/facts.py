@@ -60,6 +60,14 @@ class FeedLossFacts(TypedDict):
     typical_kw: float
 
 
+class FabricFeedLoss(TypedDict):
+    """A network whose every switch is of a model that one feed loss stops: the whole fabric goes down with it."""
+
+    network: str
+    part: str
+    switches: int
+
+
 class BurnInFacts(TypedDict):
     """What the burn-in plan tests and covers."""
 
@@ -207,6 +215,7 @@ class RuleFacts(TypedDict):
     rack_power_budget_kw: float | None
     power_redundancy: str | None
     feed_loss: list[FeedLossFacts]
+    fabric_feed_loss: list[FabricFeedLoss]
     cooling: str | None
     cooling_capacity_kw: float | None
     spare_servers: int
