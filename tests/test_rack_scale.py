@@ -69,7 +69,8 @@ def test_gb200_and_gb300_trays_carry_their_published_nics():
     names = [name for g in compute for name, _cage in g.port_names()]
     assert names == ["Left Bay OSFP P3", "Left Bay OSFP P4", "Right Bay OSFP P3", "Right Bay OSFP P4"]
     assert [d for g in compute for d in g.os_devices or []] == ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5"]
-    assert sorted(g.speed_gbps for g in gb200.ports if g.role in ("storage", "inband")) == [200, 200, 400, 400]
+    # the GB200 RA's BlueField-3 ports: 4 x 200GbE per tray on its storage and in-band fabric (relayed, GB200_RA_NS)
+    assert sorted(g.speed_gbps for g in gb200.ports if g.role in ("storage", "inband")) == [200, 200, 200, 200]
     gb300 = catalog.get("gb300-compute-tray", GpuServer)
     assert [(g.port_count, g.speed_gbps, g.technology) for g in gb300.port_groups("compute")] == [
         (4, 800, "infiniband-xdr")
@@ -127,6 +128,36 @@ def test_the_b300_xdr_example_lists_the_ufm_s_server_slot_against_table_3_s_72_n
     assert "72 nodes per SU" in found.reference and "SU 1 holds 71 servers" in found.plan
     assert "own-leaf" in found.note
     assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
+
+
+@pytest.mark.parametrize(
+    ("design", "tray_ports", "leaf_ratio"),
+    [("gb200-nvl72-1su", [200] * 4, 5 / 3), ("gb300-nvl72-4su", [400] * 2, 4 / 3)],
+)
+def test_storage_and_in_band_share_one_ethernet_fabric_as_the_gb200_ra_builds_it(design, tray_ports, leaf_ratio):
+    """Issue 31 item 2: one "Storage and In-band Ethernet Fabric" (GB200 RA) carries every tray's BlueField-3 ports
+    (GB200 4 x 200GbE at 5:3, relayed; GB300 two 400G ports, the ERA's converged north-south) and the control
+    plane's: no in-band network of its own."""
+    from conftest import planned
+
+    _loaded, plan = planned(design)
+    assert plan.switches("inband") == []
+    trays = {d.name for d in plan.gpu_nodes()}
+    by_tray: dict[str, list[float]] = {}
+    down: dict[str, float] = {}
+    up: dict[str, float] = {}
+    for k in plan.links_on("storage"):
+        if k.tier == 0:
+            down[k.b_device] = down.get(k.b_device, 0) + k.speed_gbps
+            if k.a_device in trays:
+                by_tray.setdefault(k.a_device, []).append(k.speed_gbps)
+        elif k.tier == 1:
+            up[k.a_device] = up.get(k.a_device, 0) + k.speed_gbps
+    assert set(by_tray) == trays and all(sorted(v) == tray_ports for v in by_tray.values())
+    hosts = {k.a_device for k in plan.links_on("storage") if k.tier == 0}
+    assert {d.name for d in plan.devices_with("management-server")} <= hosts
+    tray_leaves = {k.b_device for k in plan.links_on("storage") if k.tier == 0 and k.a_device in trays}
+    assert all(down[leaf] / up[leaf] == pytest.approx(leaf_ratio, rel=0.03) for leaf in tray_leaves)
 
 
 # ----------------------------------------------------------------------------------------------- planning

@@ -64,6 +64,9 @@ class Resolved:
     scalable_units: int = 1  # the SUs the servers, spares and fabric-manager slots fill now
     final_scalable_units: int = 0  # the growth reserve of the compute fabric (and in-band): SUs at the final size
     storage_final_scalable_units: int = 0  # the storage network's growth reserve
+    # the trays' storage and in-band ports and the control plane's on one Ethernet fabric (network "storage"), as the
+    # GB200 RA's "Storage and In-band Ethernet Fabric": no in-band network of its own
+    combined_storage_inband: bool = False
 
     @property
     def su_manager_slots(self) -> int:
@@ -292,11 +295,18 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     pair joins the appliances' leaves."""
     groups: dict[str, LeafGroup] = {}
     for server in plan.gpu_nodes():
-        for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
+        ports = host_ports(server.name, r.server, "storage", "storage")
+        if r.combined_storage_inband:
+            ports += host_ports(server.name, r.server, "inband", "management")
+        for index, port in enumerate(ports):
             label = f"su{server.su:02d}-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su)).ports.append(
                 port
             )
+    if r.combined_storage_inband:  # the control plane's in-band ports, on leaves of their own, a- and b-side
+        for index, port in enumerate(_control_plane_ports(plan, catalog)):
+            label = f"mgmt-{'ab'[index % 2]}"
+            groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     for block in plan.devices_with("storage"):
         for index, port in enumerate(
             host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage")
@@ -318,6 +328,18 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     )
 
 
+def _control_plane_ports(plan: Plan, catalog: Catalog) -> list[HostPort]:
+    """The head nodes', fabric managers' and object store's in-band ports (the object store's S3 ports), each host's
+    ports in turn: what the in-band network takes besides the servers."""
+    ports: list[HostPort] = []
+    for role in ("management-server", "fabric-manager", "object-storage"):
+        for device in plan.devices_with(role):
+            part = catalog.get(device.part, RackMounted)
+            port_role = "storage" if role == "object-storage" else "inband"
+            ports += host_ports(device.name, part, port_role, "management")
+    return ports
+
+
 INBAND_LEAF_UPLINKS = 4  # H100 RA Table 8: 24 leaf-core cables for its 6 in-band leaves (2 to each of 2 cores)
 
 
@@ -333,7 +355,10 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     between the a-side and the b-side leaf, so each pair serves the same hosts), each leaf with 4 uplinks, 2 to
     each of 2 top-tier switches. For 127 DGX and 4 head nodes that is the RA's 6 SN4600C leaves and 2 cores
     (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are.
-    Below half a scalable unit of servers (a lab) one switch takes every port where it can."""
+    Below half a scalable unit of servers (a lab) one switch takes every port where it can. Where storage and in-band
+    share one fabric (r.combined_storage_inband) there is no in-band network: the storage network takes its hosts."""
+    if r.combined_storage_inband:
+        return ClosResult()
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
     for server in plan.gpu_nodes():
         for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
