@@ -243,6 +243,10 @@ def test_a_one_su_gb200_fabric_is_rail_aligned_per_rack_with_a_core_joining_its_
     _loaded, plan = gb200_1su
     assert plan.totals.switches["compute"] == dict(zip(("leaf", "spine", "core"), GB200_ONE_SU, strict=True))
     _assert_rack_aligned(plan, 1)
+    from gpucluster.analyse.deviations import deviations
+
+    (found,) = [d for d in deviations(plan) if d.subject == "Compute fabric (1 SU)"]
+    assert "32 leaves, 24 spines, 9 cores" in found.plan and "assumption" in found.note
 
 
 def test_the_gb200_fabric_managers_take_free_leaf_ports_of_su_1_not_a_leaf_of_their_own(tmp_path):

@@ -148,7 +148,27 @@ def _design_choices(plan: Plan) -> list[Deviation]:
             )
         )
     found += _xdr_manager_slot(plan)
+    found += _one_su_rack_aligned_cores(plan)
     return found
+
+
+def _one_su_rack_aligned_cores(plan: Plan) -> list[Deviation]:
+    """The GB200 RA's Table 3 (relayed) starts at 2 SU; at 1 SU the plan keeps the core tier of its per-SU figures
+    so the four rail groups are one InfiniBand subnet: an assumption a reviewer must see."""
+    if not plan.settings.rack_system or plan.totals.scalable_units != 1:
+        return []
+    counts = plan.totals.switches.get("compute", {})
+    if not counts.get("core"):
+        return []
+    return [
+        Deviation(
+            "Compute fabric (1 SU)",
+            "GB200 RA Table 3 (relayed): rows from 2 SU (64 leaves, 48 spines, 18 cores); no 1-SU row found",
+            f"{counts.get('leaf', 0)} leaves, {counts.get('spine', 0)} spines, {counts['core']} cores: the table's "
+            "per-SU figures",
+            "the cores join the four rail groups into one InfiniBand subnet that the UFM pair manages (assumption)",
+        )
+    ]
 
 
 def _xdr_manager_slot(plan: Plan) -> list[Deviation]:
