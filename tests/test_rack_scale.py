@@ -245,6 +245,8 @@ def test_a_one_su_gb200_fabric_is_rail_aligned_per_rack_with_a_core_joining_its_
     _assert_rack_aligned(plan, 1)
     from gpucluster.analyse.deviations import deviations
 
+    non_blocking = [f for f in plan.findings if f.rule.endswith("compute-fabric-non-blocking")]
+    assert [f.severity for f in non_blocking] == ["ok"]  # the UFM's ports on spare leaf ports are not GPU traffic
     (found,) = [d for d in deviations(plan) if d.subject == "Compute fabric (1 SU)"]
     assert "32 leaves, 24 spines, 9 cores" in found.plan and "assumption" in found.note
 

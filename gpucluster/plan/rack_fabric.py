@@ -96,7 +96,10 @@ def build_rack_aligned(
                 hosts = [p for p in trays if p.rail == rail]
                 if unit == units[0] and rack == 1:
                     hosts += spare_ports.get(rail, [])
-                leaf_down_gbps += _attach_hosts(plan, "compute", leaf.name, pool, hosts)
+                _attach_hosts(plan, "compute", leaf.name, pool, hosts)
+                # the GPU traffic the leaf brings up: a UFM's management ports on a spare leaf port are not
+                # bandwidth its uplinks must carry (the leaf stays non-blocking for its trays)
+                leaf_down_gbps += sum(min(p.speed_gbps, pool.speed_gbps) for p in hosts if p.purpose == "gpu")
                 leaf_links += len(hosts)
                 for u in range(shape.leaf_uplinks):
                     port = len(pool) - shape.leaf_uplinks + u
