@@ -85,18 +85,23 @@ def scheduler_lines(plan: Plan) -> list[str]:
 
 
 def filesystem_figures(s: Settings) -> str:
-    """The parallel filesystem as delivered by its blocks, and what the design asked (both named)."""
+    """The parallel filesystem as delivered by its blocks, and what the design asked (both named): a capacity
+    asked alone shows the throughput the blocks give and that no throughput target was set."""
     asked = s.parallel_filesystem_asked
     if asked is None:  # a plan the planner did not resolve (a scratch plan)
         return ""
-    capacity = f"{asked['capacity_tb']:,.0f} TB, " if asked["capacity_tb"] else ""
+    wanted = [f"{asked['capacity_tb']:,.0f} TB"] if asked["capacity_tb"] else []
+    for figure, what in ((asked["read_gbytes_per_s"], "read"), (asked["write_gbytes_per_s"], "write")):
+        if figure is not None:
+            wanted.append(f"{figure:,.0f} GB/s {what}")
     basis = f", from {asked['basis']}" if asked.get("basis") else ""
+    if asked["read_gbytes_per_s"] is None and asked["write_gbytes_per_s"] is None:
+        basis = ", sized by capacity: no throughput target asked"
     derived = f"; {asked['capacity_basis']}" if asked.get("capacity_basis") else ""
     return (
         f"{s.parallel_filesystem_blocks} x {s.parallel_filesystem_block}: the appliances deliver "
         f"{s.parallel_filesystem_capacity_tb:,.0f} TB, {s.parallel_filesystem_read_gbytes_per_s:,.0f} GB/s read, "
-        f"{s.parallel_filesystem_write_gbytes_per_s:,.0f} GB/s write (target asked {capacity}"
-        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write{basis}"
+        f"{s.parallel_filesystem_write_gbytes_per_s:,.0f} GB/s write (target asked {', '.join(wanted)}{basis}"
         f"{derived})"
     )
 

@@ -246,22 +246,25 @@ class ParallelFilesystem(_Section):
         None,
         ge=MIN_CAPACITY_TB,
         le=MAX_CAPACITY_TB,
-        description="usable capacity; default: what the building blocks the throughput needs hold",
+        description="usable capacity; given alone, the filesystem is sized by it (the fewest blocks that hold it) "
+        "and no throughput target is set; default: what the building blocks the throughput needs hold",
     )
     performance_level: PerformanceLevel = Field(
-        "better", description="SuperPOD RA storage guideline level for default throughput"
+        "better",
+        description="SuperPOD RA storage guideline level (Table 6, per SU) for a throughput target the design does not "
+        "state; applied when stated, or when neither capacity nor throughput is given",
     )
     read_gbytes_per_s: float | None = Field(
         None,
         ge=MIN_THROUGHPUT_GBYTES_PER_S,
         le=MAX_THROUGHPUT_GBYTES_PER_S,
-        description="aggregate read; default from the level",
+        description="aggregate read target; default from the level (none when only capacity_tb is given)",
     )
     write_gbytes_per_s: float | None = Field(
         None,
         ge=MIN_THROUGHPUT_GBYTES_PER_S,
         le=MAX_THROUGHPUT_GBYTES_PER_S,
-        description="aggregate write; default from the level",
+        description="aggregate write target; default from the level (none when only capacity_tb is given)",
     )
 
 

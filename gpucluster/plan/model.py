@@ -142,8 +142,8 @@ class FilesystemAsked(TypedDict):
     """The parallel filesystem the design asked for (its own figures, or the RA's level per SU), and on what basis."""
 
     capacity_tb: float | None
-    read_gbytes_per_s: float
-    write_gbytes_per_s: float
+    read_gbytes_per_s: float | None  # None: no throughput target (a capacity alone was asked)
+    write_gbytes_per_s: float | None
     basis: str
     capacity_basis: str  # how a capacity not asked was derived, with its arithmetic; "" when asked
 

@@ -36,8 +36,8 @@ class Resolved:
     storage_block_oversubscription: float
     pfs_block: StorageBlock
     pfs_blocks: int
-    pfs_read_gbytes_per_s: float
-    pfs_write_gbytes_per_s: float
+    pfs_read_gbytes_per_s: float | None  # the target sized for; None: none asked (sized by capacity)
+    pfs_write_gbytes_per_s: float | None
     pfs_capacity_tb: float
     object_block: StorageBlock | None
     object_blocks: int

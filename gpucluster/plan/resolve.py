@@ -8,6 +8,7 @@ from typing import NamedTuple
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
+from gpucluster.design.schema import ParallelFilesystem
 from gpucluster.errors import DesignError, Problem
 from gpucluster.inputs.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
 from gpucluster.plan.networks import Resolved, inband_oversubscription, manager_slots, technology_of
@@ -65,8 +66,8 @@ class _Filesystem(NamedTuple):
 
     block: StorageBlock
     blocks: int
-    read: float
-    write: float
+    read: float | None  # the target sized for; None: none asked (sized by capacity)
+    write: float | None
     capacity_tb: float
     capacity_basis: str
     throughput_basis: str
@@ -288,14 +289,13 @@ def _storage_network(loaded: LoadedDesign, server: GpuServer, fabric: _Fabric) -
 
 
 def _parallel_filesystem(loaded: LoadedDesign, su_count: float) -> _Filesystem:
-    """The filesystem's blocks: enough for the throughput asked (the design's, else the RA's level per SU) and the
-    capacity asked, with a shared S3 store's on top."""
+    """The filesystem's blocks: enough for the capacity and the throughput asked, with a shared S3 store's on top.
+    A capacity alone sizes by capacity (the fewest blocks that hold it); a throughput target applies only when the
+    design states one (figures or a performance level), or when it states neither (then the RA's level per SU)."""
     design = loaded.design
     pfs = design.parallel_filesystem
     block = _storage_block(loaded, pfs.block, pfs.kind, "parallel-filesystem", ("parallel_filesystem", "block"))
-    level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
-    read = pfs.read_gbytes_per_s or level_read * su_count
-    write = pfs.write_gbytes_per_s or level_write * su_count
+    read, write, throughput_basis = throughput_target(pfs, su_count)
     spec = design.object_storage
     shared = bool(spec and spec.shared_with_parallel_filesystem)
     if spec and shared:
@@ -316,22 +316,41 @@ def _parallel_filesystem(loaded: LoadedDesign, su_count: float) -> _Filesystem:
         loaded,
         block,
         {
-            ("parallel_filesystem", "read_gbytes_per_s"): (read + shared_read) / block.read_gbytes_per_s,
-            ("parallel_filesystem", "write_gbytes_per_s"): write / block.write_gbytes_per_s,
+            ("parallel_filesystem", "read_gbytes_per_s"): ((read or 0.0) + shared_read) / block.read_gbytes_per_s,
+            ("parallel_filesystem", "write_gbytes_per_s"): (write or 0.0) / block.write_gbytes_per_s,
             ("parallel_filesystem", "capacity_tb"): ((pfs.capacity_tb or 0) + shared_tb) / block.capacity_tb,
         },
     )
     capacity = blocks * block.capacity_tb  # as delivered
     capacity_basis = (
-        "" if pfs.capacity_tb else default_capacity_basis(block, blocks, read + shared_read, write, shared_tb, capacity)
-    )
-    throughput_basis = (
-        "the design's figures"
-        if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s
-        else f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
-        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})"
+        ""
+        if pfs.capacity_tb
+        else default_capacity_basis(block, blocks, (read or 0.0) + shared_read, write or 0.0, shared_tb, capacity)
     )
     return _Filesystem(block, blocks, read, write, capacity, capacity_basis, throughput_basis, shared)
+
+
+def throughput_target(pfs: ParallelFilesystem, su_count: float) -> tuple[float | None, float | None, str]:
+    """The read and write target a filesystem is sized for and where it comes from. A performance level stated
+    (or nothing stated at all: the RA gives throughput per SU and no capacity) gives the RA's per-SU figures for
+    what the design does not state; figures stated alone are the target, nothing added beside them; a capacity
+    alone sets no throughput target (the delivered throughput is shown, not a target imposed)."""
+    stated = pfs.model_fields_set & {"read_gbytes_per_s", "write_gbytes_per_s", "performance_level"}
+    if not stated and pfs.capacity_tb:
+        return None, None, ""
+    if stated and "performance_level" not in stated:
+        return pfs.read_gbytes_per_s, pfs.write_gbytes_per_s, "the design's figures"
+    level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
+    read = pfs.read_gbytes_per_s or level_read * su_count
+    write = pfs.write_gbytes_per_s or level_write * su_count
+    if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s:
+        return read, write, "the design's figures"
+    return (
+        read,
+        write,
+        f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
+        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})",
+    )
 
 
 def _object_storage(loaded: LoadedDesign) -> tuple[StorageBlock, int]:
