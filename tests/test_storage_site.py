@@ -3,10 +3,13 @@ throughput level is not imposed on it), and the throughput the chosen boxes give
 
 from __future__ import annotations
 
+from click.testing import CliRunner
 from conftest import write_design
 
 from gpucluster import load_design, plan_design
-from gpucluster.artifacts.summary import filesystem_figures
+from gpucluster.analyse.bom import build_bom
+from gpucluster.artifacts.summary import filesystem_figures, filesystem_rows
+from gpucluster.cli import main
 
 B200 = "compute: {server: hgx-b200-spectrum-x, servers: 48}\ncompute_fabric: {technology: roce}\n"
 
@@ -52,3 +55,111 @@ def test_a_stated_performance_level_still_sizes_for_the_ras_throughput(tmp_path)
     # 'better': 20 GB/s write per SU x 1.56 SUs = 31 GB/s over 12 GB/s per box: 3 boxes
     assert s.parallel_filesystem_blocks == 3
     assert "from the RA's 'better' level" in filesystem_figures(s)
+
+
+UNIVERSITY = """
+storage_network: {technology: ethernet}
+parallel_filesystem:
+  name: lustre
+  kind: lustre
+  existing: true
+  capacity_tb: 2000
+  links: {count: 8, speed_gbps: 200, network: ethernet, run_length_m: 40}
+filesystems:
+  - {name: home, kind: nfs, capacity_tb: 500}
+  - {name: scratch, kind: vast, capacity_tb: 1000, mount: /scratch/fast}
+"""
+
+
+def _validate(tmp_path, text: str):
+    return CliRunner().invoke(main, ["validate", str(write_design(tmp_path, "name: site\n" + B200 + text))])
+
+
+def test_several_filesystems_each_get_their_blocks_and_mount(tmp_path) -> None:
+    plan = _plan(tmp_path, UNIVERSITY)
+    records = plan.settings.filesystems
+    assert records is not None
+    assert [(f["name"], f["mount"], f["existing"]) for f in records] == [
+        ("lustre", "/lustre", True),
+        ("home", "/home", False),
+        ("scratch", "/scratch/fast", False),
+    ]
+    # new filesystems are bought: their blocks are devices on both storage leaves, in the BOM
+    for name in ("home", "scratch"):
+        blocks = [d for d in plan.devices.values() if d.name.startswith(f"{name}-")]
+        assert len(blocks) == 1 and blocks[0].role == "storage" and blocks[0].rack
+        on = [link for link in plan.links if link.a_device == blocks[0].name and link.network == "storage"]
+        leaves = {link.b_device for link in on}
+        assert len(leaves) == 2
+    bom = {line.item: line.quantity for line in build_bom(plan).lines}
+    assert bom["vast-ceres-df3060-2cnode"] == 2  # home and scratch, one box each
+
+
+def test_an_existing_filesystem_is_cabled_but_not_bought_nor_powered(tmp_path) -> None:
+    plan = _plan(tmp_path, UNIVERSITY)
+    (device,) = plan.devices_with("existing-storage")
+    assert device.name == "lustre" and device.u_height == 0
+    links = [link for link in plan.links if link.a_device == "lustre"]
+    assert len(links) == 8 and {link.network for link in links} == {"storage"}
+    assert {link.speed_gbps for link in links} == {200}
+    assert len({link.b_device for link in links}) == 2  # dual-homed, as every storage host
+    cables = [c for c in plan.cables if any(plan.links[i].a_device == "lustre" for i in c.links)]
+    assert cables and all(c.run_length_m > 40 for c in cables)  # the stated 40 m run, with the routing slack
+    items = {line.item for line in build_bom(plan).lines}
+    assert "existing-lustre" not in items
+    assert device.name not in plan.racks[device.rack].devices  # not racked: outside the rack's elevation
+    assert plan.part(device.name).power_max_w == 0
+
+
+def test_the_summary_names_each_filesystem_new_and_existing(tmp_path) -> None:
+    plan = _plan(tmp_path, UNIVERSITY)
+    rows = {title: figures for title, _tb, figures in filesystem_rows(plan.settings)}
+    existing = rows["Parallel filesystem"]
+    assert "lustre (lustre, mounted at /lustre): the site's existing filesystem, not bought" in existing
+    assert "8 x 200G ethernet links (qsfp112, 40 m run)" in existing
+    assert "its links' line rate (8 x 200G = 200 GB/s), an upper bound" in existing
+    assert "home (nfs, mounted at /home): 1 x vast-ceres-df3060-2cnode" in rows["Filesystem home"]
+    assert "sized by capacity: no throughput target asked" in rows["Filesystem home"]
+
+
+def test_an_infiniband_only_block_on_an_ethernet_storage_network_is_a_located_error(tmp_path) -> None:
+    result = _validate(tmp_path, "storage_network: {technology: ethernet}\nparallel_filesystem:\n  kind: lustre\n")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "design.yaml:6:3: parallel_filesystem.kind:" in result.output
+    assert "ddn-ai400x2's storage ports (8 x 200G qsfp56) speak infiniband only" in result.output
+    assert "What works: storage_network.technology: infiniband-ndr" in result.output
+    assert "site" not in result.output.split(":")[3]
+
+
+def test_an_existing_filesystems_links_of_the_other_network_kind_are_a_located_error(tmp_path) -> None:
+    text = UNIVERSITY.replace("network: ethernet, run_length_m: 40", "network: infiniband")
+    result = _validate(tmp_path, text)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "parallel_filesystem.links.network: the existing lustre filesystem's links speak infiniband" in result.output
+
+
+def test_a_storage_link_no_catalog_cable_reaches_points_at_the_storage_entry(tmp_path) -> None:
+    text = UNIVERSITY.replace("run_length_m: 40}", "run_length_m: 40, cage_type: qsfp28}")
+    result = _validate(tmp_path, text)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "parallel_filesystem.links.cage_type: no catalog cable reaches" in result.output
+    assert ": site:" not in result.output
+
+
+def test_lustre_plans_end_to_end_on_an_infiniband_storage_network(tmp_path) -> None:
+    plan = _plan(
+        tmp_path,
+        "storage_network: {technology: infiniband-ndr}\nparallel_filesystem: {kind: lustre, capacity_tb: 500}\n",
+    )
+    s = plan.settings
+    assert (s.parallel_filesystem_block, s.parallel_filesystem_blocks) == ("ddn-ai400x2", 2)  # 500 / 250 TB
+    blocks = plan.devices_with("storage")
+    cabled = {plan.links[i].a_device for c in plan.cables for i in c.links if plan.links[i].network == "storage"}
+    assert {b.name for b in blocks} <= cabled
+
+
+def test_further_filesystems_need_unique_names(tmp_path) -> None:
+    result = _validate(tmp_path, UNIVERSITY.replace("name: scratch", "name: home"))
+    assert result.exit_code == 2 and "filesystems.1.name: 'home' is already the name of filesystems.0" in result.output
+    result = _validate(tmp_path, "filesystems:\n  - {kind: nfs, capacity_tb: 100}\n")
+    assert result.exit_code == 2 and "a further filesystem needs a name" in result.output

@@ -195,6 +195,8 @@ def _device_lines(plan: Plan) -> list[BomLine]:
     """One line per (section, network, part); the notes say which tiers a switch line holds."""
     groups: dict[tuple[str, str, str, str], list[Device]] = defaultdict(list)
     for device in plan.devices.values():
+        if not ROLES[device.role].bought:  # the site's own (an existing filesystem's hand-off): nothing to order
+            continue
         if device.role == "switch":
             section = NETWORK_INFO[device.network or "compute"].bom_section
         elif device.spare:
@@ -640,8 +642,11 @@ def _software_lines(plan: Plan) -> list[BomLine]:
             )
         )
     s = plan.settings
+    filesystems = [("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks)]
+    if s.filesystems is not None:  # every new filesystem's blocks (an existing one has none to license)
+        filesystems = [(f"filesystem {fs['name']}", fs["block"] or "", fs["blocks"]) for fs in s.filesystems]
     for what, block_id, blocks in (
-        ("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks),
+        *filesystems,
         ("object storage", s.object_storage_block, s.object_storage_blocks),
     ):
         if not block_id or not blocks:

@@ -148,6 +148,34 @@ class FilesystemAsked(TypedDict):
     capacity_basis: str  # how a capacity not asked was derived, with its arithmetic; "" when asked
 
 
+class ExistingLinksRecord(TypedDict):
+    """An existing filesystem's client-facing links as the design states them."""
+
+    count: int
+    speed_gbps: float
+    network: str  # infiniband | ethernet
+    cage_type: str
+    run_length_m: float
+
+
+class FilesystemRecord(TypedDict):
+    """One filesystem the GPU nodes mount: new (its blocks, bought) or existing (the site's, reached over its
+    stated links, not bought); figures as delivered (new) or as stated (existing)."""
+
+    name: str
+    kind: str
+    mount: str
+    existing: bool
+    device_prefix: str  # its blocks are <prefix>-01 ...; an existing one's link hand-off is the device <prefix>
+    block: str | None  # catalog id (new)
+    blocks: int
+    capacity_tb: float | None
+    read_gbytes_per_s: float | None
+    write_gbytes_per_s: float | None
+    asked: FilesystemAsked  # what the design asked (existing: stated) and on what basis
+    links: ExistingLinksRecord | None  # existing: its links
+
+
 class ObjectStorageAsked(TypedDict):
     """The object storage the design asked for."""
 
@@ -290,6 +318,9 @@ class Settings:
     object_storage_capacity_tb: float | None = None  # as delivered
     object_storage_read_gbytes_per_s: float | None = None
     object_storage_asked: ObjectStorageAsked | None = None  # the design's figures, when it has object storage
+    # every filesystem mounted, the parallel filesystem first; None (absent from plan.json): the parallel
+    # filesystem alone, new, as the fields above give it
+    filesystems: list[FilesystemRecord] | None = None
     inband_technology: str = ""
     inband_switch: str = ""
     inband_oversubscription: float = 0.0
@@ -329,7 +360,14 @@ class Settings:
 
 
 # Settings fields plan.json leaves out (rather than writing null) for a design without them
-_ABSENT_WHEN_NONE = ("object_storage_asked", "rack_system", "nvlink_domains", "servers_per_rack_fit", "checkpoint")
+_ABSENT_WHEN_NONE = (
+    "object_storage_asked",
+    "filesystems",
+    "rack_system",
+    "nvlink_domains",
+    "servers_per_rack_fit",
+    "checkpoint",
+)
 
 
 @dataclass(slots=True)
