@@ -1,13 +1,19 @@
-"""Storage as the site has it (issue 32, item 4): a capacity alone sizes the filesystem by capacity (the RA's H100
-throughput level is not imposed on it), and the throughput the chosen boxes give is shown beside any target."""
+"""Storage as the site has it (issue 32, item 4): several filesystems in one design, each new (bought) or the
+site's existing one (cabled over its stated links, not bought); a block that speaks only InfiniBand on an Ethernet
+storage network, and a storage link no cable reaches, are errors at the storage entry; a capacity alone sizes the
+filesystem by capacity (the RA's H100 throughput level is not imposed on it), and the throughput the chosen boxes
+give is shown beside any target; the filesystems are mounted in Slurm's containers and as Kubernetes volumes."""
 
 from __future__ import annotations
 
+import kubernetes_validate
 from click.testing import CliRunner
-from conftest import write_design
+from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.analyse.bom import build_bom
+from gpucluster.artifacts.kubernetes import kubernetes_manifests
+from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.artifacts.summary import filesystem_figures, filesystem_rows
 from gpucluster.cli import main
 
@@ -163,3 +169,35 @@ def test_further_filesystems_need_unique_names(tmp_path) -> None:
     assert result.exit_code == 2 and "filesystems.1.name: 'home' is already the name of filesystems.0" in result.output
     result = _validate(tmp_path, "filesystems:\n  - {kind: nfs, capacity_tb: 100}\n")
     assert result.exit_code == 2 and "a further filesystem needs a name" in result.output
+
+
+def test_the_example_mounts_its_filesystems_in_slurm_containers() -> None:
+    _loaded, plan = planned("university-b200-existing-lustre")
+    mounts = slurm_files(plan)["enroot-mounts.fstab"]
+    entries = [line.split() for line in mounts.splitlines() if not line.startswith("#")]
+    assert entries == [
+        ["/lustre", "/lustre", "none", "x-create=dir,bind,nosuid"],
+        ["/home", "/home", "none", "x-create=dir,bind,nosuid"],
+    ]
+    # the example as the brief states it: the existing Lustre is cabled, not bought; the home is one VAST box
+    assert "lustre" in plan.devices and not any(line.item == "existing-lustre" for line in build_bom(plan).lines)
+    assert plan.settings.filesystems is not None and plan.settings.filesystems[1]["blocks"] == 1
+
+
+def test_kubernetes_gets_a_persistent_volume_per_filesystem_that_passes_the_strict_schema(tmp_path) -> None:
+    plan = _plan(tmp_path, UNIVERSITY + "scheduler: {kind: kubernetes}\n")
+    volumes = kubernetes_manifests(plan)["filesystems.yaml"]
+    assert [(v["metadata"]["name"], v["spec"]["hostPath"]["path"]) for v in volumes] == [
+        ("filesystem-lustre", "/lustre"),
+        ("filesystem-home", "/home"),
+        ("filesystem-scratch", "/scratch/fast"),
+    ]
+    assert volumes[0]["spec"]["capacity"] == {"storage": "2000000G"}  # the existing Lustre's stated 2,000 TB
+    for volume in volumes:
+        kubernetes_validate.validate(volume, "1.30", strict=True)
+
+
+def test_a_design_without_further_filesystems_writes_no_mounts() -> None:
+    _loaded, plan = planned("superpod-h100-1su")
+    assert plan.settings.filesystems is None
+    assert "enroot-mounts.fstab" not in slurm_files(plan)
