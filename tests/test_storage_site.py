@@ -16,6 +16,7 @@ from gpucluster.artifacts.kubernetes import kubernetes_manifests
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.artifacts.summary import filesystem_figures, filesystem_rows
 from gpucluster.cli import main
+from gpucluster.training.checkpoint import _checkpoint_paths
 
 B200 = "compute: {server: hgx-b200-spectrum-x, servers: 48}\ncompute_fabric: {technology: roce}\n"
 
@@ -201,3 +202,16 @@ def test_a_design_without_further_filesystems_writes_no_mounts() -> None:
     _loaded, plan = planned("superpod-h100-1su")
     assert plan.settings.filesystems is None
     assert "enroot-mounts.fstab" not in slurm_files(plan)
+
+
+def test_checkpoints_go_to_the_parallel_filesystem_not_to_the_other_filesystems(tmp_path) -> None:
+    plan = _plan(tmp_path, UNIVERSITY)
+    s = plan.settings
+    assert s.parallel_filesystem_label() == "the existing lustre filesystem, 8 x 200G links"
+    assert s.is_parallel_filesystem_device("lustre", "existing-storage")
+    assert not s.is_parallel_filesystem_device("home-01", "storage")
+    # the storage network's share for checkpoints counts the Lustre's 8 x 200G links only (not the VAST boxes')
+    write, _read = _checkpoint_paths(plan, 48, set())
+    network = next(limit for limit in write.limits if limit.name == "storage network")
+    assert network.gbytes_per_s == 8 * 200 / 8
+    assert "the existing lustre filesystem" in next(x.note for x in write.limits if x.name.endswith("write"))

@@ -341,6 +341,24 @@ class Settings:
     # the checkpoint and failure model's summary (training/checkpoint.py checkpoint_facts), set by the pipeline
     checkpoint: CheckpointFacts | None = None  # plain JSON
 
+    def parallel_filesystem_label(self) -> str:
+        """The parallel filesystem in a few words: its blocks (2 x ddn-ai400x2), or the site's existing one and
+        the links it is reached over."""
+        first = self.filesystems[0] if self.filesystems else None
+        if first is not None and first["links"] is not None:
+            links = first["links"]
+            return f"the existing {first['name']} filesystem, {links['count']} x {links['speed_gbps']:g}G links"
+        return f"{self.parallel_filesystem_blocks} x {self.parallel_filesystem_block}"
+
+    def is_parallel_filesystem_device(self, name: str, role: str) -> bool:
+        """Whether a storage-network host is the parallel filesystem's (a block, or an existing one's hand-off),
+        not another filesystem's."""
+        first = self.filesystems[0] if self.filesystems else None
+        if first is None:
+            return role == "storage"
+        prefix = first["device_prefix"]
+        return name == prefix if first["existing"] else role == "storage" and name.startswith(f"{prefix}-")
+
     def technology(self, network: str) -> str | None:
         """The technology a network's switches and optics speak (None for a network without one, e.g. NVLink)."""
         return {
