@@ -275,7 +275,9 @@ class ParallelFilesystem(_Section):
     existing: bool = Field(False, description="the site's own: not bought; its links are stated under links")
     links: ExistingLinks | None = Field(None, description="an existing filesystem's client-facing links")
     mount: str | None = Field(
-        None, pattern=r"^(/[A-Za-z0-9._-]+)+$", description="where the GPU nodes mount it; default /<name>"
+        None,
+        pattern=r"^(/[A-Za-z0-9_][A-Za-z0-9._-]{0,63}){1,16}$",
+        description="where the GPU nodes mount it; default /<name>",
     )
     block: str | None = Field(None, description="building block from the catalog; default fits the kind")
     capacity_tb: float | None = Field(

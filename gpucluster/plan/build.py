@@ -36,7 +36,6 @@ from gpucluster.plan.networks import (
     build_compute_fabric,
     build_inband,
     build_storage_network,
-    existing_part,
 )
 from gpucluster.plan.oob import build_oob_network, reserve_oob_switches
 from gpucluster.plan.power.circuits import choose_pdu, pdus_needed, pdus_to_keep_psus
@@ -53,7 +52,7 @@ from gpucluster.plan.racks import (
     rack_inlets,
     servers_per_rack,
 )
-from gpucluster.plan.resolve import filesystem_entries, resolve, switch_technology
+from gpucluster.plan.resolve import existing_parts, filesystem_entries, resolve, switch_technology
 
 __all__ = ["Progress", "build_physical_plan"]
 
@@ -69,7 +68,7 @@ def build_physical_plan(
     links are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
-    existing = {part.id: part for part in (existing_part(fs) for fs in r.filesystems if fs.existing)}
+    existing = existing_parts(loaded)
     if existing:  # the parts an existing filesystem's hand-off stands for, from the design, beside the catalog's
         origin = {**catalog.origin, **dict.fromkeys(existing, str(loaded.path))}
         catalog = Catalog({**catalog.parts, **existing}, catalog.source_text, origin)
@@ -153,7 +152,7 @@ def build_physical_plan(
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
     add_pdus(plan, count_pdus, feed.redundancy, reserved=slots)
     build_oob_network(plan, planner, r, placeholders, inband_reserved_uplinks)
-    place_existing_hand_offs(plan)
+    place_existing_hand_offs(plan)  # beside its leaves (a lock then keeps it where it stood)
     if lock is not None:
         say("plan lock")
         pitch_mm = site.rack_pitch_mm or rack_part.width_mm

@@ -14,6 +14,7 @@ from gpucluster.inputs.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
 from gpucluster.plan.networks import (
     Resolved,
     ResolvedFilesystem,
+    existing_part,
     inband_oversubscription,
     manager_slots,
     technology_of,
@@ -309,7 +310,8 @@ def _filesystems(loaded: LoadedDesign, su_count: float, switch: Switch) -> tuple
                     "the parallel filesystem is the site's existing one, so this plan has no blocks to serve S3 "
                     "from: drop shared_with_parallel_filesystem (the object store then gets blocks of its own)",
                 )
-            result.append(_existing_filesystem(loaded, where, fs, switch, (name, mount, prefix)))
+            _existing_links_speak(loaded, where, fs, switch)
+            result.append(_existing_filesystem(where, fs, (name, mount, prefix)))
         else:
             result.append(
                 _new_filesystem(loaded, where, fs, su_count, switch, (name, mount, prefix), shared and primary)
@@ -388,15 +390,22 @@ def _new_filesystem(
     )
 
 
-def _existing_filesystem(
-    loaded: LoadedDesign,
-    where: tuple[str | int, ...],
-    fs: ParallelFilesystem,
-    switch: Switch,
-    names: tuple[str, str, str],
-) -> ResolvedFilesystem:
-    """The site's existing filesystem: not bought; its stated links join the storage network, which must speak
-    what they speak. Its throughput is what the design states, else its links' line rate (an upper bound)."""
+def existing_parts(loaded: LoadedDesign) -> dict[str, StorageBlock]:
+    """The parts the design's existing filesystems' hand-offs stand for (their stated links as ports), beside the
+    catalog's: the plan and a plan lock name them."""
+    parts = {}
+    names = _filesystem_names(loaded)
+    for (where, fs), (name, mount) in zip(filesystem_entries(loaded.design), names, strict=True):
+        if fs.existing:
+            part = existing_part(_existing_filesystem(where, fs, (name, mount, name)))
+            parts[part.id] = part
+    return parts
+
+
+def _existing_links_speak(
+    loaded: LoadedDesign, where: tuple[str | int, ...], fs: ParallelFilesystem, switch: Switch
+) -> None:
+    """An existing filesystem's links join the storage network only if they speak what it speaks."""
     links = fs.links
     assert links is not None  # the schema requires links of an existing filesystem
     network = _family(switch.technology)
@@ -409,6 +418,15 @@ def _existing_filesystem(
             f"{'infiniband-ndr' if links.network == 'infiniband' else 'ethernet'}, or links the filesystem has on "
             f"{network} (e.g. through its {network} gateways or routers)",
         )
+
+
+def _existing_filesystem(
+    where: tuple[str | int, ...], fs: ParallelFilesystem, names: tuple[str, str, str]
+) -> ResolvedFilesystem:
+    """The site's existing filesystem: not bought; reached over its stated links. Its throughput is what the
+    design states, else its links' line rate (an upper bound, named so)."""
+    links = fs.links
+    assert links is not None  # the schema requires links of an existing filesystem
     line_rate = links.count * links.speed_gbps / 8
     basis = (
         "the design's figures"
