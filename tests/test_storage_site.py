@@ -228,3 +228,9 @@ def test_a_plan_lock_names_the_existing_filesystems_hand_off_and_plans_again_und
     again = plan_design(loaded, lock=lock)
     assert again.devices["lustre"].rack == plan.devices["lustre"].rack
     assert [c.id for c in again.cables] == [c.id for c in plan.cables]
+
+
+def test_an_unknown_block_of_a_further_filesystem_is_a_located_error(tmp_path) -> None:
+    result = _validate(tmp_path, "filesystems:\n  - {name: home, kind: nfs, block: nfs-box-9}\n")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "filesystems.0.block: storage building block 'nfs-box-9' is not in the catalog" in result.output

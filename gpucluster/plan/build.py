@@ -68,10 +68,7 @@ def build_physical_plan(
     links are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
-    existing = existing_parts(loaded)
-    if existing:  # the parts an existing filesystem's hand-off stands for, from the design, beside the catalog's
-        origin = {**catalog.origin, **dict.fromkeys(existing, str(loaded.path))}
-        catalog = Catalog({**catalog.parts, **existing}, catalog.source_text, origin)
+    catalog = _with_existing_parts(loaded, catalog)
     plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
     site = design.site
     feed = site.power_feed
@@ -162,8 +159,27 @@ def build_physical_plan(
     if linked is not None:
         linked(plan)
     say("cables")
+    _add_cables(loaded, plan, r, catalog)
+    if lock is not None:
+        keep_locked_cable_ids(plan, lock)
+    plan.device_power = add_optics_power(plan)
+    plan.findings += unweighed_parts(plan)
+    return plan
+
+
+def _with_existing_parts(loaded: LoadedDesign, catalog: Catalog) -> Catalog:
+    """The catalog with the parts the design's existing filesystems' hand-offs stand for (from the design)."""
+    existing = existing_parts(loaded)
+    if not existing:
+        return catalog
+    origin = {**catalog.origin, **dict.fromkeys(existing, str(loaded.path))}
+    return Catalog({**catalog.parts, **existing}, catalog.source_text, origin)
+
+
+def _add_cables(loaded: LoadedDesign, plan: Plan, r: Resolved, catalog: Catalog) -> None:
+    """Every link's cable; a link no catalog cable reaches is an error where the design can fix it."""
     try:
-        add_cables(plan, catalog, site.cabling)
+        add_cables(plan, catalog, loaded.design.site.cabling)
     except NoCableFits as exc:
         loc = _cable_problem_at(loaded, plan, r, exc)
         hint = (
@@ -173,11 +189,6 @@ def build_physical_plan(
             "(links: speed_gbps, cage_type) or choose a block whose ports the storage leaves' cables reach"
         )
         raise DesignError([Problem(*loaded.where(*loc), ".".join(map(str, loc)), f"{exc}{hint}")]) from None
-    if lock is not None:
-        keep_locked_cable_ids(plan, lock)
-    plan.device_power = add_optics_power(plan)
-    plan.findings += unweighed_parts(plan)
-    return plan
 
 
 def place_existing_hand_offs(plan: Plan) -> None:

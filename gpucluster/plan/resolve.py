@@ -717,6 +717,9 @@ def _storage_block(
     storage ports speak the storage network's kind."""
     catalog: Catalog = loaded.catalog
     if part_id:
+        if not isinstance(catalog.parts.get(part_id), StorageBlock):
+            known = ", ".join(b.id for b in catalog.of_kind(StorageBlock) if b.tier == tier)
+            _fail(loaded, loc, f"storage building block {part_id!r} is not in the catalog; its {tier} blocks: {known}")
         block = catalog.get(part_id, StorageBlock)
         if block.tier != tier:
             _fail(loaded, loc, f"{part_id} is a {block.tier} block, not {tier}")
