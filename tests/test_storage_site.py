@@ -234,3 +234,16 @@ def test_an_unknown_block_of_a_further_filesystem_is_a_located_error(tmp_path) -
     result = _validate(tmp_path, "filesystems:\n  - {name: home, kind: nfs, block: nfs-box-9}\n")
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "filesystems.0.block: storage building block 'nfs-box-9' is not in the catalog" in result.output
+
+
+def test_an_existing_infiniband_filesystem_joins_an_infiniband_storage_network(tmp_path) -> None:
+    text = (
+        "name: ib\ncompute: {server: dgx-h100, servers: 31}\n"
+        "parallel_filesystem:\n  kind: lustre\n  existing: true\n  capacity_tb: 900\n"
+        "  links: {count: 4, speed_gbps: 400, network: infiniband}\n"
+    )
+    plan = plan_design(load_design(write_design(tmp_path, text)))
+    links = [link for link in plan.links if link.a_device == "lustre"]
+    assert len(links) == 4 and {link.speed_gbps for link in links} == {400}
+    assert plan.settings.storage_technology == "infiniband-ndr"
+    assert not any(d.role == "storage" for d in plan.devices.values())  # nothing bought for it

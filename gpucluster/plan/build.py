@@ -185,8 +185,9 @@ def _add_cables(loaded: LoadedDesign, plan: Plan, r: Resolved, catalog: Catalog)
         hint = (
             ""
             if loc == ("site",)
-            else "; the catalog has no cable between these ports at this length: state the ports the storage has "
-            "(links: speed_gbps, cage_type) or choose a block whose ports the storage leaves' cables reach"
+            else "; the catalog has no cable between these ports at this length: for an existing filesystem state the "
+            "ports it has (links: speed_gbps, cage_type) or a shorter links.run_length_m; for a new one choose a block "
+            "whose ports the storage leaves' cables reach"
         )
         raise DesignError([Problem(*loaded.where(*loc), ".".join(map(str, loc)), f"{exc}{hint}")]) from None
 
