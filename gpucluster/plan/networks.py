@@ -12,9 +12,34 @@ from dataclasses import dataclass
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
+from gpucluster.design.schema import ExistingLinks
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.rack_fabric import RackAlignedShape, build_rack_aligned, rack_aligned_shape
+
+
+@dataclass(frozen=True)
+class ResolvedFilesystem:
+    """One filesystem as planned: a new one's blocks and the figures it was sized for, or an existing one's
+    stated links (cabled to the storage leaves, nothing bought)."""
+
+    name: str
+    kind: str
+    mount: str
+    device_prefix: str  # new: blocks <prefix>-01 ...; existing: the link hand-off device <prefix>
+    block: StorageBlock | None  # None: existing
+    blocks: int
+    read_gbytes_per_s: float | None  # new: the target sized for (None: none asked); existing: as stated
+    write_gbytes_per_s: float | None
+    capacity_tb: float | None  # new: as asked; existing: as stated
+    throughput_basis: str = ""
+    capacity_basis: str = ""
+    links: ExistingLinks | None = None  # existing: its client-facing links
+    cage_type: str = ""  # existing: its links' cage
+
+    @property
+    def existing(self) -> bool:
+        return self.block is None
 
 
 @dataclass(frozen=True)
@@ -35,10 +60,10 @@ class Resolved:
     storage_switch: Switch
     storage_server_oversubscription: float
     storage_block_oversubscription: float
-    pfs_block: StorageBlock
+    pfs_block: StorageBlock | None  # None: the parallel filesystem is the site's existing one
     pfs_blocks: int
-    pfs_read_gbytes_per_s: float
-    pfs_write_gbytes_per_s: float
+    pfs_read_gbytes_per_s: float | None  # the target sized for; None: none asked (sized by capacity)
+    pfs_write_gbytes_per_s: float | None
     pfs_capacity_tb: float
     object_block: StorageBlock | None
     object_blocks: int
@@ -67,6 +92,7 @@ class Resolved:
     # the trays' storage and in-band ports and the control plane's on one Ethernet fabric (network "storage"), as the
     # GB200 RA's "Storage and In-band Ethernet Fabric": no in-band network of its own
     combined_storage_inband: bool = False
+    filesystems: tuple[ResolvedFilesystem, ...] = ()  # every filesystem, the parallel filesystem first
 
     @property
     def su_manager_slots(self) -> int:
@@ -151,15 +177,57 @@ def add_appliances(plan: Plan, r: Resolved) -> None:
         plan.add(
             Device(f"head-{i:02d}", r.management_server.id, "management-server", u_height=r.management_server.u_height)
         )
-    width = max(2, len(str(r.pfs_blocks)))
-    for i in range(1, r.pfs_blocks + 1):
-        plan.add(Device(f"pfs-{i:0{width}d}", r.pfs_block.id, "storage", u_height=r.pfs_block.u_height))
+    add_filesystems(plan, r)
     if r.object_block:
         width = max(2, len(str(r.object_blocks)))
         for i in range(1, r.object_blocks + 1):
             plan.add(
                 Device(f"obj-{i:0{width}d}", r.object_block.id, "object-storage", u_height=r.object_block.u_height)
             )
+
+
+def add_filesystems(plan: Plan, r: Resolved) -> None:
+    """Every filesystem's devices: a new one's blocks (<prefix>-01 ...), an existing one's link hand-off (one
+    zero-U device named <prefix> whose ports are its stated links; its part is not bought)."""
+    fallback = ResolvedFilesystem("pfs", "", "", "pfs", r.pfs_block, r.pfs_blocks, None, None, None)
+    for fs in r.filesystems or (fallback,):
+        if fs.block is None:
+            plan.add(Device(fs.device_prefix, existing_part(fs).id, "existing-storage"))
+            continue
+        width = max(2, len(str(fs.blocks)))
+        for i in range(1, fs.blocks + 1):
+            plan.add(Device(f"{fs.device_prefix}-{i:0{width}d}", fs.block.id, "storage", u_height=fs.block.u_height))
+
+
+def existing_part(fs: ResolvedFilesystem) -> StorageBlock:
+    """The part an existing filesystem's hand-off device stands for: its stated links as storage ports, no
+    height, no power (the site's system, already installed and powered), its capacity and throughput as stated."""
+    links = fs.links
+    assert links is not None and fs.capacity_tb is not None
+    return StorageBlock(
+        kind="storage_block",
+        id=f"existing-{fs.name}",
+        vendor="the site",
+        model=f"existing {fs.kind} filesystem {fs.name}",
+        description="the site's filesystem, reached over the links the design states; not bought by this plan",
+        tier="parallel-filesystem",
+        filesystems=[fs.kind],
+        capacity_tb=fs.capacity_tb,
+        read_gbytes_per_s=fs.read_gbytes_per_s or 0.0,
+        write_gbytes_per_s=fs.write_gbytes_per_s or 0.0,
+        u_height=0,
+        power_typical_w=0,
+        power_max_w=0,
+        ports=[
+            PortGroup(
+                role="storage",
+                cage_type=fs.cage_type,  # type: ignore[arg-type]
+                cages=links.count,
+                speed_gbps=links.speed_gbps,
+                name_format="link{index}",
+            )
+        ],
+    )
 
 
 def rail_group_units(r: Resolved) -> int:
@@ -307,10 +375,10 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         for index, port in enumerate(_control_plane_ports(plan, catalog)):
             label = f"mgmt-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
-    for block in plan.devices_with("storage"):
-        for index, port in enumerate(
-            host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage")
-        ):
+    blocks = [(d, catalog.get(d.part, StorageBlock)) for d in plan.devices_with("storage")]
+    blocks += [(d, existing_part(fs)) for fs in r.filesystems if fs.existing for d in [plan.devices[fs.device_prefix]]]
+    for block, part in blocks:
+        for index, port in enumerate(host_ports(block.name, part, "storage", "storage")):
             label = f"pfs-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     pool = device_ports(r.storage_switch)["fabric"]
