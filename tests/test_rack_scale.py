@@ -302,7 +302,7 @@ def test_the_bom_lists_each_rack_s_manifolds_tray_quick_disconnects_and_cdu_hose
     assert all(b.section == "racks-power" and "ships with the rack system" in b.notes for b in lines.values())
     assert lines["uqdb04-coupling-pair"].notes == (
         "18 per DGX GB200 NVL72 rack (1 per compute-tray); 9 per DGX GB200 NVL72 rack (1 per nvlink-switch-tray); "
-        "ships with the rack system"
+        "ships with the rack system: not ordered separately"
     )
 
 
@@ -811,3 +811,34 @@ def test_the_report_names_kueue_s_clique_level_for_kubernetes_trays_and_no_secti
     assert slurm_racks == 28 and f"… and {slurm_racks - 12} more blocks" in text  # Kubernetes runs 4 racks
     _loaded, hgx = planned("lab-4-servers")
     assert 'id="rack-scale"' not in report_html(hgx, tmp_path)
+
+
+def test_the_bom_orders_an_nvl72_rack_as_one_system_line_with_what_ships_in_it_included(gb200_1su):
+    """GB200 UG: the rack ships with its trays, switch trays, power shelves, busbar and manifolds; ERA NVL72: its
+    two in-rack SN2201 are DC-fed from the busbar (not the AC SKU). So one order line, the contents marked
+    included, no rails for them, and the loaded rack's 1,360 kg (STH) counted once."""
+    from gpucluster.analyse.bom import build_bom
+
+    _loaded, plan = gb200_1su
+    bom = build_bom(plan)
+    [system] = [b for b in bom.lines if b.kind == "rack-system"]
+    assert system.quantity == 8 and system.weight_kg == 1360 and not system.included_in
+    included = {(b.kind, b.item): b for b in bom.lines if b.included_in == "gb200-nvl72" and b.kind != "coolant-part"}
+    assert {k: b.quantity for k, b in included.items()} == {
+        ("compute-tray", "gb200-compute-tray"): 8 * 18,
+        ("nvlink-switch-tray", "nvlink5-switch-tray"): 8 * 9,
+        ("power-shelf", "nvl72-power-shelf-33kw"): 8 * 8,
+        ("switch", "sn2201"): 8 * 2,
+        ("rack", "nvidia-mgx-rack"): 8,
+    }
+    assert all(b.weight_kg is None and not b.part_number for b in included.values())
+    assert all("not ordered separately" in b.notes for b in included.values())
+    # the SN2201 ordered on their own are the out-of-band aggregation outside the NVL72 racks, with their rails
+    outside = sum(b.quantity for b in bom.lines if b.item == "sn2201" and not b.included_in)
+    racked_outside = sum(1 for d in plan.devices.values() if d.part == "sn2201" and not plan.racks[d.rack].rack_system)
+    assert outside == racked_outside == 2
+    rails = {b.item: b.quantity for b in bom.lines if b.kind == "rail-kit"}
+    assert "nvl72-power-shelf-33kw-rails" not in rails and rails["sn2201-rails"] == outside
+    # the loaded racks weigh once: 8 x 1,360 kg, not again as 144 trays x 32 kg
+    assert bom.total("weight_kg", "compute") == 8 * 1360
+    assert not [f for f in plan.findings if "nvlink5-switch-tray" in f.message or "power-shelf" in f.message]
