@@ -381,8 +381,10 @@ def test_liquid_cooled_racks_get_coolant_flow_and_n_plus_1_cdus(gb200_1su):
     budget = power_budget(plan)
     assert len(budget.coolant) == 8
     loop = budget.coolant[0]
-    assert loop.flow_l_per_min == pytest.approx(loop.liquid_w / 1000 * 1.083)
-    assert 100 <= loop.flow_l_per_min <= 130  # OCP MGX: up to 130 L/min for a 120 kW rack
+    rack = next(r for r in budget.racks if r.name == loop.rack)
+    # OCP MGX: 130 L/min for a 120 kW rack, per kW of the rack's power (not of its 85 % liquid share)
+    assert loop.flow_l_per_min == pytest.approx(rack.load.max_w / 1000 * 1.083)
+    assert 125 <= loop.flow_l_per_min <= 135
     [group] = budget.cdus
     assert group.racks == 8 and group.units == group.needed + 1 and group.capacity_w >= group.liquid_w
     assert water_flow_l_per_min(100_000, 10) == pytest.approx(144.1, abs=0.1)  # 100 kW / (4.18 x 10) / 0.996 x 60
@@ -394,7 +396,9 @@ def test_the_gb300_flow_follows_the_published_supply_temperature_table(tmp_path)
     path = _nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", cooling_capacity_kw: 150, coolant_supply_c: 37.5")
     plan = plan_design(load_design(path))
     [loop] = power_budget(plan).coolant
-    assert loop.published_flow_l_per_min == pytest.approx((89 + 119) / 2)  # Lenovo LP2357 Table 27, 35-40 °C
+    # one flow: Lenovo LP2357 Table 27 between its 35 and 40 °C points, with the rise it gives for the liquid heat
+    assert loop.flow_l_per_min == pytest.approx((89 + 119) / 2) and loop.supply_c == 37.5
+    assert loop.rise_k == pytest.approx(loop.liquid_w / 1000 / (4.18 * loop.flow_l_per_min / 60 * 0.996))
 
 
 def test_an_air_cooled_site_cannot_take_an_nvl72_rack(tmp_path):
@@ -785,7 +789,7 @@ def test_the_report_shows_each_nvlink_domain_its_shelves_cooling_blocks_and_the_
     assert "512 GPUs in whole segments over the 8 production racks" in text
     assert "132 kW usable of 264 kW nameplate: 8 x 33 kW (6 x 5.5 kW PSUs), N+N" in text
     worst = max(r.load.max_w for r in budget.racks if plan.racks[r.name].rack_system)
-    assert f"Rack load {worst / 1000:,.1f} kW" in text and "below the shelves' usable power" in text
+    assert f"Rack load {worst / 1000:,.1f} kW" in text and "within the shelves' redundant 132 kW" in text
     assert "Cooling 85% of the heat to liquid" in text
     flow = max(c.flow_l_per_min for c in budget.coolant)
     assert f"Coolant flow {flow:,.0f} L/min per rack" in text
@@ -842,3 +846,63 @@ def test_the_bom_orders_an_nvl72_rack_as_one_system_line_with_what_ships_in_it_i
     # the loaded racks weigh once: 8 x 1,360 kg, not again as 144 trays x 32 kg
     assert bom.total("weight_kg", "compute") == 8 * 1360
     assert not [f for f in plan.findings if "nvlink5-switch-tray" in f.message or "power-shelf" in f.message]
+
+
+def test_the_coolant_flow_is_one_vendor_figure_at_the_design_s_supply_temperature(gb200_1su, tmp_path):
+    """GB200: OCP MGX's 130 L/min for a 120 kW rack, per kW of the whole rack (not the 85 % liquid share), at the
+    30 °C supply the design states, with the rise that flow gives; GB300 at 25 °C: Lenovo LP2357 Table 27's
+    59 L/min and no second figure beside it."""
+    from gpucluster.analyse.budget import power_budget
+    from gpucluster.artifacts.power import _context
+    from gpucluster.formats.templating import render
+
+    loaded, plan = gb200_1su
+    assert loaded.design.site.coolant_supply_c == 30
+    budget = power_budget(plan)
+    for loop in budget.coolant:
+        rack = next(r for r in budget.racks if r.name == loop.rack)
+        assert loop.flow_l_per_min == pytest.approx(rack.load.max_w / 1000 * 130 / 120, rel=1e-3)
+        assert loop.supply_c == 30 and 8 < loop.rise_k < 14
+    gb300 = plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", coolant_supply_c: 25")))
+    [loop] = power_budget(gb300).coolant
+    assert loop.flow_l_per_min == 59 and loop.basis == "vendor's flow at 25 °C supply (catalog)"
+    text = render("power-cooling.md.j2", **_context(power_budget(gb300)))
+    row = next(line for line in text.splitlines() if line.startswith(f"| {loop.rack} | gb300-nvl72 |"))
+    assert "| 59 | 25 |" in row and "149" not in row
+
+
+def test_a_liquid_site_counts_only_liquid_heat_against_its_capacity_and_the_air_side_apart(tmp_path):
+    """A GB300 NVL72 rack draws up to ~144 kW, 90 % to liquid (Lenovo): 129 kW of the 140 kW liquid capacity,
+    its ~14 kW to the room air. The rule and the power table give that one verdict (no "over by 3.7 kW"), and
+    an air-cooled network rack on the liquid site is room-air heat, not a share of the liquid capacity."""
+    from gpucluster.analyse.budget import power_budget
+
+    plan = plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72)))
+    budget = power_budget(plan)
+    nvl = next(r for r in budget.racks if plan.racks[r.name].rack_system)
+    assert nvl.load.max_w > 140_000 and nvl.load.liquid_w < 140_000
+    assert nvl.cooling_use == (
+        f"liquid: {nvl.load.liquid_w / 1000:.1f} of 140 kW; room air {nvl.load.air_w / 1000:.1f} kW (air)"
+    )
+    assert not any("over by" in r.cooling_use for r in budget.racks)
+    rules = ("rule:rack-power-and-cooling", "rule:rack-system-power-and-cooling")
+    cooling = [f for f in plan.findings if f.rule in rules]
+    assert not [f for f in cooling if "liquid" in f.message and f.severity != "ok"]
+    network = [r for r in budget.racks if not plan.racks[r.name].rack_system]
+    assert network and all(r.cooling_use.startswith("room air ") for r in network)
+
+
+def test_the_floor_plan_draws_each_su_s_n_plus_1_cdus_in_its_row(gb200_1su):
+    from gpucluster.analyse.budget import power_budget
+    from gpucluster.artifacts.floor_plan import floor_plan
+
+    _loaded, plan = gb200_1su
+    [group] = power_budget(plan).cdus
+    floor = floor_plan(plan)
+    cdus = [r for r in floor.racks if r.name.startswith("CDU")]
+    assert len(cdus) == group.units == group.needed + 1 == 2
+    racks = [r for r in floor.racks if r.name in plan.racks]
+    for cdu in cdus:  # in the row, past its racks, overlapping none
+        assert cdu.y == racks[0].y
+        assert all(cdu.x >= r.x + r.width or cdu.x + cdu.width <= r.x for r in racks)
+    assert "CDU1: coolant distribution unit hpe-inrow-cdu-1300kw for SU 1 (1+1)" in floor.svg()

@@ -13,8 +13,8 @@ from itertools import groupby
 
 from gpucluster.artifacts.drawings import Label
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
-from gpucluster.plan.registry import purpose_colour, tint
+from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.registry import ROLES, purpose_colour, tint
 
 FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
 FLOOR_ELEMENT_MAX_RACKS = 1_024  # each rack its own element and tooltip up to this many racks; above, a path a colour
@@ -109,6 +109,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
                 lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
             )
         )
+    drawn += _cdus(plan, racks, sizes, turned, labelled)
     rack_width = min((w for w, _d in sizes.values()), default=600.0)
     unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
     if not labelled:  # nothing written in the racks: row and SU labels grow to stay legible on a large hall
@@ -130,7 +131,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
             rows.append(Label(first.x - font * 1.4, first.y + first.depth / 2 + font / 2, letter, "end"))
     sus = []
     segments: dict[tuple[int, float], list[FloorRack]] = defaultdict(list)
-    for rack, shown in zip(racks, drawn, strict=True):
+    for rack, shown in zip(racks, drawn[: len(racks)], strict=True):  # the CDUs after them belong to no SU
         if rack.su is not None:
             segments[(rack.su, row_of(shown))].append(shown)
     for (su_number, _y), segment in sorted(segments.items()):
@@ -156,6 +157,52 @@ def floor_plan(plan: Plan) -> FloorPlan:
         budget_kw=budget_w / 1000,
         turned=turned,
     )
+
+
+def _cdus(
+    plan: Plan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
+) -> list[FloorRack]:
+    """The in-row coolant distribution units (analyse/budget.py, N+1 per scalable unit) at the end of the row that
+    holds their scalable unit's last rack, each a rack's footprint (the CDUs' own footprints are not in the
+    catalog), so the floor shows the positions they take."""
+    from gpucluster.analyse.budget import kept_power_budget  # liquid-cooled rack systems only; read on use
+
+    if not any(rack.rack_system for rack in racks):
+        return []
+    colour = ROLES["coolant-distribution-unit"].colour
+    row_end: dict[float, float] = {}
+    for rack in racks:
+        row_end[rack.y_mm] = max(row_end.get(rack.y_mm, rack.x_mm), rack.x_mm + sizes[rack.name][0])
+    drawn = []
+    number = 0
+    for group in kept_power_budget(plan).cdus:
+        members = [r for r in racks if r.rack_system and f"SU {r.su}" == group.name] or [
+            r for r in racks if r.rack_system
+        ]
+        last = max(members, key=lambda r: (r.y_mm, r.x_mm))
+        width, depth = sizes[last.name]
+        for _unit in range(group.units):
+            number += 1
+            x_mm, y_mm = row_end[last.y_mm], last.y_mm
+            row_end[last.y_mm] = x_mm + width
+            x, y, w, h = (y_mm, x_mm, depth, width) if turned else (x_mm, y_mm, width, depth)
+            name = f"CDU{number}"
+            drawn.append(
+                FloorRack(
+                    name=name,
+                    x=x,
+                    y=y,
+                    width=w,
+                    depth=h,
+                    fill=tint(colour, 0.75),
+                    stroke=colour,
+                    bar_height=0.0,
+                    over_budget=False,
+                    title=f"{name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)",
+                    lines=(name, group.name) if labelled else (),
+                )
+            )
+    return drawn
 
 
 def _row_letter(rack: str) -> str:

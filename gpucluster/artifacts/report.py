@@ -203,6 +203,22 @@ def _listed(items: Sequence[int] | Sequence[str]) -> str:
     return str(hostlist.collect_hostlist([str(item) for item in items]))
 
 
+def shelf_verdict(typical_w: float, max_w: float, usable_w: float, nameplate_w: float) -> str:
+    """The rack load against its power shelves in the words of rule rack-system-power-and-cooling (one verdict
+    everywhere): sustained above the redundant capacity or peak above the nameplate is an error, a peak above
+    the redundant capacity a warning (the shelves lose their redundancy at peak)."""
+    if typical_w > usable_w + 1e-6:
+        return f"error: sustained draw above the {usable_w / 1000:,.0f} kW the shelves deliver redundantly"
+    if max_w > nameplate_w + 1e-6:
+        return f"error: peak above the shelves' {nameplate_w / 1000:,.0f} kW nameplate"
+    if max_w > usable_w + 1e-6:
+        return (
+            f"warning: peak {(max_w - usable_w) / 1000:,.1f} kW above the {usable_w / 1000:,.0f} kW the shelves "
+            "deliver redundantly, so at peak they are not redundant; sustained draw within"
+        )
+    return f"within the shelves' redundant {usable_w / 1000:,.0f} kW, {(usable_w - max_w) / 1000:,.1f} kW to spare"
+
+
 def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict | None:
     """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
     against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
@@ -260,19 +276,14 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
         "shelf_nameplate": f"{nameplate_w / 1000:,.0f}",
         "rack_max": f"{worst.load.max_w / 1000:,.1f}",
         "rack_typical": f"{worst.load.typical_w / 1000:,.1f}",
-        "headroom": f"{(usable_w - worst.load.max_w) / 1000:,.1f}",
-        "over": worst.load.max_w > usable_w,
+        "load_verdict": shelf_verdict(worst.load.typical_w, worst.load.max_w, usable_w, nameplate_w),
         "published": f"{system.published_power_w / 1000:,.0f}",
         "liquid_fraction": f"{system.liquid_fraction:.0%}",
         "liquid": f"{max((c.liquid_w for c in coolant), default=0) / 1000:,.1f}",
         "air": f"{max((c.air_w for c in coolant), default=0) / 1000:,.1f}",
         "flow": f"{max((c.flow_l_per_min for c in coolant), default=0):,.0f}",
         "flow_basis": coolant[0].basis if coolant else "",
-        "published_flow": (
-            f"{coolant[0].published_flow_l_per_min:,.0f}"
-            if coolant and coolant[0].published_flow_l_per_min is not None
-            else ""
-        ),
+        "flow_rise": f"{max((c.rise_k for c in coolant), default=0):.1f}",
         "supply_c": budget.site.coolant_supply_c,
         "total_flow": f"{sum(c.flow_l_per_min for c in coolant):,.0f}",
         "cdus": [
