@@ -906,3 +906,20 @@ def test_the_floor_plan_draws_each_su_s_n_plus_1_cdus_in_its_row(gb200_1su):
         assert cdu.y == racks[0].y
         assert all(cdu.x >= r.x + r.width or cdu.x + cdu.width <= r.x for r in racks)
     assert "CDU1: coolant distribution unit hpe-inrow-cdu-1300kw for SU 1 (1+1)" in floor.svg()
+
+
+def test_the_report_names_pdus_only_for_racks_without_shelves_and_shows_the_cdus(gb200_1su, tmp_path):
+    """An NVL72 rack's power shelves feed its busbar (BCM power-shelf manual): the report's PDU row names the
+    network and management racks' PDU, not a compute-rack PDU that no rack holds; the floor plan's caption counts
+    the racks and the N+1 in-row CDUs apart."""
+    from gpucluster.artifacts.report import report_html
+
+    _loaded, plan = gb200_1su
+    html = report_html(plan, tmp_path)
+    power = _section_text(html, "power")
+    pdus = sorted({plan.devices[n].part for r in plan.racks.values() for n in r.pdus})
+    assert pdus == ["raritan-px3-5747v-v2"]
+    assert "raritan-px3-5747v-v2 in the racks without power shelves (the rack-scale systems have none)" in power
+    assert plan.settings.pdu not in power
+    floor = _section_text(html, "floor")
+    assert f"{len(plan.racks)} racks at their floor coordinates, and 2 in-row coolant distribution units" in floor

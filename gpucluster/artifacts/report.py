@@ -35,7 +35,7 @@ from gpucluster.artifacts.summary import filesystem_figures, object_storage_figu
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import LeafFailure, Plan
-from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
+from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, ROLES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.runtime import progress
 from gpucluster.training import analyse_checkpoints
@@ -125,7 +125,7 @@ def plan_views(plan: Plan) -> dict:
         "severities": SEVERITIES,
         "networks": [_network(plan, network) for network in networks_drawn(plan)],
         "floor": _floor(plan),
-        "power": _power(budget),
+        "power": _power(plan, budget),
         "schedulers": _schedulers(plan),
         "rack_scale": _rack_scale(plan, budget, checkpoint),
         "checkpoint": _checkpoint(checkpoint),
@@ -471,13 +471,18 @@ def _worst_leaf(worst: LeafFailure) -> str:
 def _floor(plan: Plan) -> dict:
     floor = floor_plan(plan)
     purposes = sorted({r.purpose for r in plan.racks.values()})
+    legend = [(p, purpose_colour(p)) for p in purposes]
+    cdus = len(floor.racks) - len(plan.racks)  # drawn after the racks (floor_plan._cdus)
+    if cdus:
+        legend.append(("coolant distribution unit", ROLES["coolant-distribution-unit"].colour))
     return {
         "svg": Markup(floor.svg()),
         "labelled": floor.labelled,
         "merged": bool(floor.paths),
-        "racks": len(floor.racks),
+        "racks": len(plan.racks),
+        "cdus": cdus,
         "budget_kw": f"{floor.budget_kw:g}",
-        "legend": [(p, purpose_colour(p)) for p in purposes],
+        "legend": legend,
         "over_budget": [r.name for r in floor.racks if r.over_budget],
     }
 
@@ -486,7 +491,17 @@ def _kw(watts: float) -> str:
     return f"{watts / 1000:,.1f}"
 
 
-def _power(budget: Budget) -> dict:
+def _pdus(plan: Plan, budget: Budget) -> str:
+    """The PDU models the plan racks; where rack-scale systems stand, only the racks without power shelves have
+    PDUs (an NVL72 rack's shelves feed its busbar), so the line says so rather than naming the compute PDU."""
+    if not any(rack.rack_system for rack in plan.racks.values()):
+        other = budget.non_compute_pdu
+        return budget.pdu + (f"; other racks {other}" if other not in ("", budget.pdu) else "")
+    used = sorted({plan.devices[n].part for rack in plan.racks.values() for n in rack.pdus})
+    return f"{', '.join(used) or 'none'} in the racks without power shelves (the rack-scale systems have none)"
+
+
+def _power(plan: Plan, budget: Budget) -> dict:
     total = budget.total
     rise = budget.rise_k
     cfm = b.airflow_cfm(total.air_w, rise)
@@ -511,8 +526,7 @@ def _power(budget: Budget) -> dict:
         "cooling_capacity": f"{budget.cooling_capacity_kw:g}",
         "cooling_needed": sorted(cooling.items()),
         "rack_budget": f"{budget.site.rack_power_budget_kw:g}",
-        "pdu": budget.pdu
-        + (f"; other racks {budget.non_compute_pdu}" if budget.non_compute_pdu not in ("", budget.pdu) else ""),
+        "pdu": _pdus(plan, budget),
         "circuit_usable": _kw(budget.circuit_usable_w),
         "circuits": [
             {"kind": c.kind, "feed": c.feed, "circuits": f"{c.circuits:,}", "usable": _kw(c.usable_w)}
