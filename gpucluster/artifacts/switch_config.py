@@ -37,7 +37,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gpucluster.catalog.ports import device_ports
@@ -49,7 +49,9 @@ from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
 CUMULUS_VERSION = "5.14"  # the release the NVIDIA Mission Control N-S guide deploys on SN5600 (NS_GUIDE)
 SWITCH_MTU = 9216  # Cumulus Linux's default port MTU (5.14 "Switch Port Attributes", MTU)
-HOST_MTU = 9000  # in-band bonds, as the EVPN-MH example; RoCE needs only 4096 + headers
+# in-band bonds and their member ports alike (a bond's members carry its MTU), as the EVPN-MH example; the hosts'
+# bonds and the RoCE rails use it too (RoCE needs only 4096 + headers), below the switch ports' 9216
+HOST_MTU = 9000
 PRIVATE_ASN_BASE = 4_200_000_000  # RFC 6996: 4200000000-4294967294 are private four-byte ASNs
 NETWORK_ASN_BLOCK = {"compute": 1, "storage": 2, "inband": 3}  # ASN = base + block x 10^7 + plane x 10^6 + ...
 LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
@@ -242,6 +244,23 @@ class _Interface:
     evpn_uplink: bool
     segment: int | None  # in-band host port: the EVPN-MH bond's local segment ID
     bond_description: str  # quoted
+    bond_members: tuple[str, ...] = ()  # on a segment's first port: every port of the bond on this switch
+
+
+def _bonded(interfaces: list[_Interface]) -> list[_Interface]:
+    """One bond per segment, listing every port of it on this switch (a host with both in-band ports on one leaf
+    bonds both there; writing the bond once per port left all but the last out of it)."""
+    members: dict[int, list[str]] = {}
+    for interface in interfaces:
+        if interface.segment is not None:
+            members.setdefault(interface.segment, []).append(interface.name)
+    result = []
+    for interface in interfaces:
+        segment = interface.segment
+        if segment is not None and members.get(segment, [None])[0] == interface.name:
+            interface = replace(interface, bond_members=tuple(members[segment]))
+        result.append(interface)
+    return result
 
 
 def _context(
@@ -271,6 +290,7 @@ def _context(
         )
         for port in config.ports
     ]
+    interfaces = _bonded(interfaces)
     svi = None
     if evpn and leaf:
         leaf_index = int(ipaddress.ip_address(config.loopback)) - int(LOOPBACKS.network_address)
