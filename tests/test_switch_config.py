@@ -24,7 +24,7 @@ def _parsed(plan: Plan) -> dict[str, dict]:
     """Switch -> the `set` tree of its startup.yaml, parsed with a real YAML reader."""
     result = {}
     for name, text in switch_files(plan).items():
-        if name.endswith(".yaml"):
+        if name.endswith(".yaml") and "/" not in name:  # hosts/netplan/ files are the hosts' side
             document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
             assert isinstance(document, list) and len(document) == 1 and list(document[0]) == ["set"], name
             result[name.removesuffix(".yaml")] = document[0]["set"]
