@@ -923,3 +923,47 @@ def test_the_report_names_pdus_only_for_racks_without_shelves_and_shows_the_cdus
     assert plan.settings.pdu not in power
     floor = _section_text(html, "floor")
     assert f"{len(plan.racks)} racks at their floor coordinates, and 2 in-row coolant distribution units" in floor
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "expected"),
+    [
+        ("slurm", {"head": 2, "k8s-admin": 3, "slogin": 2}),
+        ("kubernetes", {"head": 2, "k8s-admin": 3, "k8s-user": 3}),
+        ("both", {"head": 2, "k8s-admin": 3, "k8s-user": 3, "slogin": 2}),
+    ],
+)
+def test_an_nvl72_design_gets_the_mission_control_plane_the_ra_lists(tmp_path, scheduler, expected):
+    """DGX SuperPOD RA management servers: two BCM heads in HA, three Kubernetes admin nodes, three Kubernetes user
+    nodes (Run:ai) and two Slurm login nodes (Mission Control's GB200 host names HEAD, K8S-ADMIN, K8U, SLOGIN):
+    each racked, on the in-band and out-of-band networks, in the power budget and on the BOM."""
+    from collections import Counter
+
+    from gpucluster.analyse.bom import build_bom
+    from gpucluster.plan.power.draw import device_powers
+
+    extra = f"scheduler: {{kind: {scheduler}{', kubernetes_servers: 9' if scheduler == 'both' else ''}}}\n"
+    path = _nvl72(tmp_path, extra, gpus=72)
+    plan = plan_design(load_design(path))
+    servers = [d for d in plan.devices.values() if d.role == "management-server"]
+    assert Counter(d.name.rsplit("-", 1)[0] for d in servers) == expected
+    cabled = {(link.a_device, link.network) for link in plan.links} | {
+        (link.b_device, link.network) for link in plan.links
+    }
+    powers = device_powers(plan)
+    for server in servers:
+        assert server.rack and (server.name, "inband") in cabled and (server.name, "oob") in cabled
+        assert powers[server.name].max_w > 0
+    [line] = [b for b in build_bom(plan).lines if b.kind == "management-server"]
+    assert line.quantity == sum(expected.values()) and "Base Command Manager head node (HA pair) 2" in line.notes
+    assert plan.devices["head-01"].role == "management-server"  # the Slurm controllers stay on the BCM pair
+
+
+def test_a_design_s_own_management_server_count_overrides_the_control_plane(tmp_path):
+    path = _nvl72(tmp_path, "management: {management_servers: 3}\n", gpus=72)
+    plan = plan_design(load_design(path))
+    assert sorted(d.name for d in plan.devices.values() if d.role == "management-server") == [
+        "head-01",
+        "head-02",
+        "head-03",
+    ]

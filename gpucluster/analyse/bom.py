@@ -25,7 +25,7 @@ from gpucluster.plan.power.circuits import OUTLET_FOR_INLET, circuit_kind
 from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_capacity_kw
 from gpucluster.plan.power.cords import PowerCord, power_cords
 from gpucluster.plan.power.draw import cage_modules, device_powers, module_power_w
-from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
+from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, control_plane_node
 
 # Sections in the order a buyer reads them; (key, title).
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -229,6 +229,10 @@ def _device_notes(plan: Plan, role: str, network: str, part: object, devices: li
         return notes + " (hot spares, racked and cabled)" if spares else notes
     if role == "pdu":
         return f"in {len({d.rack for d in devices}):,} racks"
+    if role == "management-server":
+        kinds = Counter(node.label for d in devices if (node := control_plane_node(d.name)) is not None)
+        if len(kinds) > 1:  # a rack-scale design's control plane: what each server runs
+            return "; ".join(f"{label} {n}" for label, n in kinds.items())
     return ""
 
 
