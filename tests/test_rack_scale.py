@@ -967,3 +967,20 @@ def test_a_design_s_own_management_server_count_overrides_the_control_plane(tmp_
         "head-02",
         "head-03",
     ]
+
+
+def test_the_floor_plan_judges_an_nvl72_rack_by_its_shelves_as_the_rules_do(gb200_1su, tmp_path):
+    """An NVL72 rack's power is its shelves' (132 kW with N+N), not the 45 kW budget of racks on PDUs: the floor
+    plan's bar and red outline give rule rack-system-power-and-cooling's verdict (a GB300 rack's 143.7 kW peak
+    over 132 kW is its warning, not an error, so no red outline)."""
+    from gpucluster.artifacts.floor_plan import floor_plan
+
+    for plan in (gb200_1su[1], plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72)))):
+        floor = {r.name: r for r in floor_plan(plan).racks}
+        errors = [f for f in plan.findings if f.rule == "rule:rack-system-power-and-cooling" and f.severity == "error"]
+        assert not errors
+        for rack in plan.racks.values():
+            if rack.rack_system:
+                drawn = floor[rack.name]
+                assert not drawn.over_budget
+                assert drawn.bar_height == round(drawn.depth * min(1.0, rack.power_max_w / 132_000), 1)

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from gpucluster.artifacts.drawings import Label
+from gpucluster.catalog.schema import RackSystem
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.rack_scale import shelf_capacity_w
 from gpucluster.plan.registry import ROLES, purpose_colour, tint
 
 FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
@@ -91,7 +93,8 @@ def floor_plan(plan: Plan) -> FloorPlan:
         width, depth = sizes[rack.name]
         x, y, w, h = (rack.y_mm, rack.x_mm, depth, width) if turned else (rack.x_mm, rack.y_mm, width, depth)
         colour = purpose_colour(rack.purpose)
-        share = min(1.0, rack.power_max_w / budget_w) if budget_w else 0.0
+        limit_w, over = rack_limit(plan, rack, budget_w)
+        share = min(1.0, rack.power_max_w / limit_w) if limit_w else 0.0
         su = f" SU {rack.su}" if rack.su is not None else ""
         load = f"{rack.power_max_w / 1000:,.1f} kW max, {rack.power_typical_w / 1000:,.1f} kW typical"
         drawn.append(
@@ -104,7 +107,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
                 fill=tint(colour, 0.75),
                 stroke=colour,
                 bar_height=round(h * share, 1),
-                over_budget=rack.power_max_w > budget_w,
+                over_budget=over,
                 title=f"{rack.name}: {rack.purpose}{su}, {len(rack.devices)} devices, {load}",
                 lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
             )
@@ -157,6 +160,18 @@ def floor_plan(plan: Plan) -> FloorPlan:
         budget_kw=budget_w / 1000,
         turned=turned,
     )
+
+
+def rack_limit(plan: Plan, rack: RackPlan, budget_w: float) -> tuple[float, bool]:
+    """The power a rack's bar is drawn against and whether it is over it, with the rules' verdicts: the rack budget
+    for a rack on PDUs (its maximum above it is an error); a rack-scale system's shelves for its rack (rule
+    rack-system-power-and-cooling: sustained draw above their redundant capacity, or peak above their nameplate,
+    is an error; a peak between the two only a warning)."""
+    system = plan.catalog_parts.get(rack.rack_system or "")
+    if not isinstance(system, RackSystem):
+        return budget_w, rack.power_max_w > budget_w
+    usable_w, nameplate_w = shelf_capacity_w(plan, system)
+    return usable_w, rack.power_typical_w > usable_w + 1e-6 or rack.power_max_w > nameplate_w + 1e-6
 
 
 def _cdus(

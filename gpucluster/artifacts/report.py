@@ -32,9 +32,11 @@ from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
 from gpucluster.artifacts.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
+from gpucluster.catalog.schema import RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import LeafFailure, Plan
+from gpucluster.plan.rack_scale import shelf_capacity_w
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, ROLES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.runtime import progress
@@ -473,6 +475,8 @@ def _floor(plan: Plan) -> dict:
     purposes = sorted({r.purpose for r in plan.racks.values()})
     legend = [(p, purpose_colour(p)) for p in purposes]
     cdus = len(floor.racks) - len(plan.racks)  # drawn after the racks (floor_plan._cdus)
+    systems = sorted({r.rack_system for r in plan.racks.values() if r.rack_system})
+    shelves = [shelf_capacity_w(plan, plan.catalog_part(s, RackSystem))[0] / 1000 for s in systems]
     if cdus:
         legend.append(("coolant distribution unit", ROLES["coolant-distribution-unit"].colour))
     return {
@@ -481,6 +485,7 @@ def _floor(plan: Plan) -> dict:
         "merged": bool(floor.paths),
         "racks": len(plan.racks),
         "cdus": cdus,
+        "shelves_kw": ", ".join(f"{kw:g}" for kw in sorted(set(shelves))),
         "budget_kw": f"{floor.budget_kw:g}",
         "legend": legend,
         "over_budget": [r.name for r in floor.racks if r.over_budget],
