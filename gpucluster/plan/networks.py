@@ -73,6 +73,9 @@ class Resolved:
     oob_aggregation_switch: Switch
     management_server: Appliance
     management_servers: int
+    # the management servers' host names where they are a rack-scale design's control plane (registry
+    # CONTROL_PLANE); empty: head-01 .. head-NN
+    management_server_names: tuple[str, ...] = ()
     # what the design asked of storage (the blocks above are what is delivered); None: no figure asked
     pfs_capacity_asked_tb: float | None = None
     # where the asked throughput came from: the design's own figures or the RA's per-SU level (named in views)
@@ -173,10 +176,9 @@ def add_appliances(plan: Plan, r: Resolved) -> None:
             plan.add(
                 Device(f"ufm-storage-{i:02d}", part.id, "fabric-manager", u_height=part.u_height, network="storage")
             )
-    for i in range(1, r.management_servers + 1):
-        plan.add(
-            Device(f"head-{i:02d}", r.management_server.id, "management-server", u_height=r.management_server.u_height)
-        )
+    names = r.management_server_names or tuple(f"head-{i:02d}" for i in range(1, r.management_servers + 1))
+    for name in names:
+        plan.add(Device(name, r.management_server.id, "management-server", u_height=r.management_server.u_height))
     add_filesystems(plan, r)
     if r.object_block:
         width = max(2, len(str(r.object_blocks)))
