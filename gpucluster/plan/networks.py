@@ -7,6 +7,7 @@ switch. Host ports are taken from the catalog by role (compute ports in rail ord
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from gpucluster.catalog.load import Catalog
@@ -181,11 +182,37 @@ def compute_host_ports(device: str, part: GpuServer, planes: int) -> list[tuple[
     ]
 
 
+STAND_IN = "~final-"  # the name prefix of a host still to come, planned for by a growth reserve (never a device)
+
+
+def final_gpu_nodes(plan: Plan, r: Resolved, final_units: int) -> list[tuple[str, int]]:
+    """(name, SU) of every GPU node at a growth reserve's final size, in the order they fill the SUs: today's
+    nodes, then stand-ins (never devices) for the nodes to come, each SU filled to its server slots as
+    add_gpu_servers fills them. Today's nodes are the first of their SU, as a later phase numbers them, so a
+    network planned on these hosts puts a node added later where its stand-in was."""
+    nodes = [(d.name, d.su or 1) for d in plan.gpu_nodes()]
+    per_su = Counter(su for _name, su in nodes)
+    first_su_slots = r.su_servers - (0 if r.rack_system is not None else r.su_manager_slots)
+    to_come = [
+        su
+        for su in range(1, final_units + 1)
+        for _ in range((first_su_slots if su == 1 else r.su_servers) - per_su[su])
+    ]
+    stand_ins = [(f"{STAND_IN}{k}", su) for k, su in enumerate(to_come, start=1)]
+    return sorted(nodes + stand_ins, key=lambda node: node[1])  # stable: today's first within each SU
+
+
 def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[ClosResult]:
     """Per plane, one leaf group per (rail group, rail): a rail-optimized fat tree whose rail groups are as
     many whole SUs as a leaf serves. Fabric managers join rails of the first rail group."""
     units = rail_group_units(r)
-    sus = sorted({d.su for d in plan.gpu_nodes() if d.su})
+    # with a growth reserve the fabric is planned on the nodes of the final size (stand-ins for those to come)
+    nodes = (
+        final_gpu_nodes(plan, r, r.final_scalable_units)
+        if r.final_scalable_units
+        else [(d.name, d.su or 1) for d in plan.gpu_nodes()]
+    )
+    sus = sorted({su for _name, su in nodes})
     first_su = {su: sus[(i // units) * units] for i, su in enumerate(sus)}
     last_su = {first: max(s for s in sus if first_su[s] == first) for first in set(first_su.values())}
 
@@ -201,10 +228,10 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         for first in sorted(last_su):
             for rail in range(1, r.rails + 1):
                 groups[(first, rail)] = LeafGroup(label(first, rail), [], r.compute_oversubscription, first, rail)
-        for server in plan.gpu_nodes():
-            for port, port_plane in compute_host_ports(server.name, r.server, r.planes):
+        for name, su in nodes:
+            for port, port_plane in compute_host_ports(name, r.server, r.planes):
                 if port_plane in (None, plane):
-                    groups[(first_su[server.su or 1], port.rail or 1)].ports.append(port)
+                    groups[(first_su[su], port.rail or 1)].ports.append(port)
         pool = device_ports(r.compute_switch)["fabric"]
         previous: LeafGroup | None = None
         for index, port in enumerate(manager_ports(plan, catalog, "compute")):
@@ -236,6 +263,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
                 previous = spare
                 continue
             groups[(sus[0], index // pair % r.rails + 1)].ports.append(port)
+        final = bool(r.final_scalable_units)
         results.append(
             build_clos(
                 plan,
@@ -244,7 +272,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
                 leaf_part=r.compute_switch,
                 plane=plane if r.planes > 1 else None,
                 fewest_upper_switches=rack_scale,
-                final_units=math.ceil(r.final_scalable_units / units) if r.final_scalable_units else None,
+                final_groups=list(groups.values()) if final else (),
             )
         )
     return results
@@ -272,12 +300,13 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     leaf failure leaves every server and appliance with a path to the filesystem. The storage fabric's own UFM
     pair joins the appliances' leaves."""
     groups: dict[str, LeafGroup] = {}
-    for server in plan.gpu_nodes():
-        for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
-            label = f"su{server.su:02d}-{'ab'[index % 2]}"
-            groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su)).ports.append(
-                port
-            )
+    final = r.storage_final_scalable_units
+    # with a growth reserve the network is planned on the servers of the final size (stand-ins for those to come)
+    nodes = final_gpu_nodes(plan, r, final) if final else [(d.name, d.su or 1) for d in plan.gpu_nodes()]
+    for name, su in nodes:
+        for index, port in enumerate(host_ports(name, r.server, "storage", "storage")):
+            label = f"su{su:02d}-{'ab'[index % 2]}"
+            groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, su)).ports.append(port)
     for block in plan.devices_with("storage"):
         for index, port in enumerate(
             host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage")
@@ -295,7 +324,7 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         leaf_part=r.storage_switch,
         min_top_switches=2,
         one_switch=2 * r.servers < r.su_servers,  # dual-homed from half an SU up, even where one switch has the ports
-        final_units=r.storage_final_scalable_units or None,
+        final_groups=list(groups.values()) if final else (),
     )
 
 
@@ -316,23 +345,26 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are.
     Below half a scalable unit of servers (a lab) one switch takes every port where it can."""
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
-    for server in plan.gpu_nodes():
-        for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):
-            ports["ab"[index % 2]].append(port)
+    others: dict[str, list[HostPort]] = {"a": [], "b": []}
+    final: dict[str, list[HostPort]] = {"a": [], "b": []}  # with a growth reserve: the servers to come too
+    for name, _su in final_gpu_nodes(plan, r, r.final_scalable_units):
+        for index, port in enumerate(host_ports(name, r.server, "inband", "management")):
+            final["ab"[index % 2]].append(port)
+            if not name.startswith(STAND_IN):
+                ports["ab"[index % 2]].append(port)
     for role in ("management-server", "fabric-manager", "object-storage"):
         for device in plan.devices_with(role):
             part = catalog.get(device.part, RackMounted)
             port_role = "storage" if role == "object-storage" else "inband"
             for index, port in enumerate(host_ports(device.name, part, port_role, "management")):
-                ports["ab"[index % 2]].append(port)
-    groups = [LeafGroup(side, hosts, r.inband_oversubscription, numbered=True) for side, hosts in ports.items()]
-    # the growth reserve: the SUs still to come bring their servers' in-band ports; the cores are sized for the
-    # leaves those need from the start (a phase adds leaves and their uplinks, no core port is re-cabled)
-    final = {side: list(hosts) for side, hosts in ports.items()}
-    extra_servers = max(0, (r.final_scalable_units or 0) - r.scalable_units) * r.su_servers
-    for k in range(extra_servers):
-        for index, port in enumerate(host_ports(f"~reserve-{k}", r.server, "inband", "management")):
-            final["ab"[index % 2]].append(port)
+                others["ab"[index % 2]].append(port)
+    groups = [LeafGroup(side, ports[side] + others[side], r.inband_oversubscription, numbered=True) for side in "ab"]
+    # the growth reserve: the in-band network is planned on the final size's ports, the head nodes and appliances
+    # (there from the first phase) first, then the servers in the order they come, so a phase fills the leaves
+    # in order, adds leaves and their uplinks and re-cables no port
+    final_groups = [
+        LeafGroup(side, others[side] + final[side], r.inband_oversubscription, numbered=True) for side in "ab"
+    ]
     return build_clos(
         plan,
         network="inband",
@@ -341,7 +373,5 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
         leaf_uplinks=INBAND_LEAF_UPLINKS,
         min_top_switches=2,
         one_switch=2 * r.servers < r.su_servers,  # from half a scalable unit up, a bond's two sides on two leaves
-        final_groups=[LeafGroup(side, hosts, r.inband_oversubscription, numbered=True) for side, hosts in final.items()]
-        if extra_servers
-        else [],
+        final_groups=final_groups if r.final_scalable_units else (),
     )

@@ -440,7 +440,9 @@ def _final_units(loaded: LoadedDesign, loc: tuple[str, ...], final: int | None, 
             f"{final} is fewer than the {units} scalable units this design already fills (servers, spares and "
             f"fabric-manager slots); the final size is at least {units}",
         )
-    return final if final > units else 0
+    # kept when the design fills it: the last phase is planned as the earlier ones planned it (a partly filled
+    # last SU, and the floor and the tiers above the leaves as the final hall has them)
+    return final
 
 
 def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
