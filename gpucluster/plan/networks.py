@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
@@ -362,6 +362,14 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     # the growth reserve: the in-band network is planned on the final size's ports, the head nodes and appliances
     # (there from the first phase) first, then the servers in the order they come, so a phase fills the leaves
     # in order, adds leaves and their uplinks and re-cables no port
+    pool = device_ports(r.inband_switch)["fabric"]
+    for side in "ab":  # a server's port begins a split port, so a splitter never spans two phases' servers
+        run = 0
+        for port in others[side]:
+            run = run + 1 if splits_onto(port, pool) else 0
+        if run % 2:
+            last = others[side][-1]
+            others[side].append(replace(last, device=f"{STAND_IN}gap-{side}"))
     final_groups = [
         LeafGroup(side, others[side] + final[side], r.inband_oversubscription, numbered=True) for side in "ab"
     ]
