@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.ports import device_ports
+from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
@@ -337,6 +337,17 @@ def inband_oversubscription(leaf: Switch) -> float:
     return (ports - INBAND_LEAF_UPLINKS) / INBAND_LEAF_UPLINKS
 
 
+def _end_on_a_whole_splitter(sides: dict[str, list[HostPort]], pool: PortPool) -> None:
+    """Pad each side whose last run of split-port hosts is odd with a stand-in (a half port left free), so the
+    next host begins a split port: a phase that ends there leaves no 1:2 splitter with a leg for the next."""
+    for side, hosts in sides.items():
+        run = 0
+        for port in hosts:
+            run = run + 1 if splits_onto(port, pool) else 0
+        if run % 2:
+            hosts.append(replace(hosts[-1], device=f"{STAND_IN}gap-{side}-{len(hosts)}"))
+
+
 def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     """The in-band network as the H100 RA builds it: leaves in pairs packed with hosts across the scalable units
     (every server, then the head nodes, fabric managers and object storage; a host's bonded ports alternate
@@ -347,7 +358,12 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
     others: dict[str, list[HostPort]] = {"a": [], "b": []}
     final: dict[str, list[HostPort]] = {"a": [], "b": []}  # with a growth reserve: the servers to come too
-    for name, _su in final_gpu_nodes(plan, r, r.final_scalable_units):
+    pool = device_ports(r.inband_switch)["fabric"]
+    previous_su = 1
+    for name, su in final_gpu_nodes(plan, r, r.final_scalable_units):
+        if su != previous_su:  # with a growth reserve, no 1:2 splitter spans two SUs (two phases)
+            _end_on_a_whole_splitter(final, pool)
+            previous_su = su
         for index, port in enumerate(host_ports(name, r.server, "inband", "management")):
             final["ab"[index % 2]].append(port)
             if not name.startswith(STAND_IN):
@@ -362,14 +378,7 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     # the growth reserve: the in-band network is planned on the final size's ports, the head nodes and appliances
     # (there from the first phase) first, then the servers in the order they come, so a phase fills the leaves
     # in order, adds leaves and their uplinks and re-cables no port
-    pool = device_ports(r.inband_switch)["fabric"]
-    for side in "ab":  # a server's port begins a split port, so a splitter never spans two phases' servers
-        run = 0
-        for port in others[side]:
-            run = run + 1 if splits_onto(port, pool) else 0
-        if run % 2:
-            last = others[side][-1]
-            others[side].append(replace(last, device=f"{STAND_IN}gap-{side}"))
+    _end_on_a_whole_splitter(others, pool)  # the first server begins a split port
     final_groups = [
         LeafGroup(side, others[side] + final[side], r.inband_oversubscription, numbered=True) for side in "ab"
     ]
