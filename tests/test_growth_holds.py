@@ -126,3 +126,14 @@ def test_every_phase_of_a_large_fabric_up_to_the_final_size_only_adds(tmp_path: 
     locks = _grow(tmp_path, example, final, phases, edits)
     _assert_only_additions(locks)
     assert _top_switches(locks[0], "compute") <= _top_switches(locks[-1], "compute")
+
+
+def test_a_final_size_beyond_the_largest_cluster_is_an_error_at_its_field_naming_the_largest(tmp_path: Path) -> None:
+    design = tmp_path / "huge.yaml"
+    design.write_text(yaml.safe_dump(_design("superpod-h100-1su", 600, {}), sort_keys=False), encoding="utf-8")
+    result = CliRunner().invoke(main, ["validate", str(design)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    line = next(i for i, text in enumerate(design.read_text().splitlines(), 1) if "final_scalable_units" in text)
+    # 32 DGX H100 of 8 GPUs per SU: 131,072 GPUs are 512 SUs
+    assert f"huge.yaml:{line}:" in result.output and "compute_fabric.final_scalable_units" in result.output
+    assert "at most 512 scalable units" in result.output

@@ -404,7 +404,8 @@ def _scalable_units(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric, sp
             loaded,
             ("compute_fabric", "final_scalable_units"),
             f"{final} scalable units of {su} x {server.model} hold {final * su * server.gpu.count:,} GPUs; the "
-            f"largest supported cluster is {MAX_GPUS:,} GPUs",
+            f"largest supported cluster is {MAX_GPUS:,} GPUs: at most {MAX_GPUS // (su * server.gpu.count)} "
+            "scalable units",
         )
     storage_final = _final_units(
         loaded,
