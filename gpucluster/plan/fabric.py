@@ -285,11 +285,7 @@ def build_clos(
     )
     if leaves.uplinks > len(up_pool):
         raise ValueError(f"{leaf_part.id}: {leaves.uplinks} uplinks needed, {len(up_pool)} available")
-    up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
-    if top:
-        up_speed = min(
-            up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top)
-        )
+    up_speed = _uplink_speed(plan, up_pool, upper_part, top)
     pools = (down_pool, up_pool)
     children = _add_leaves(plan, network, groups, leaf_part, leaves, pools, up_speed, name_of, plane, result)
     reserve = _reserved_leaves(growth, groups, leaves.split, leaves.caps, leaves.capacity)
@@ -297,19 +293,16 @@ def build_clos(
     if top:
         _uplink_to(plan, network, children, list(top), result)
         return result
-    _build_upper_tiers(
-        plan,
-        network,
-        children,
-        upper_part,
-        name_of,
-        result,
-        min_top_switches,
-        plane,
-        not fewest_upper_switches,
-        reserve,
-    )
+    above = (min_top_switches, plane, not fewest_upper_switches, reserve)  # top switches, plane, SU-aligned, reserve
+    _build_upper_tiers(plan, network, children, upper_part, name_of, result, *above)
     return result
+
+
+def _uplink_speed(plan: Plan, up_pool: PortPool, upper_part: Switch, top: Sequence[Device]) -> float:
+    """A leaf uplink's speed: its port's, or the tier above's where that is slower (another network's top)."""
+    if top:
+        return min(up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top))
+    return min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
 
 
 def _keep_built(plan: Plan, final: ClosResult, first_link: int, first_device: int) -> ClosResult:
