@@ -108,6 +108,13 @@ def test_every_phase_up_to_the_final_size_only_adds(tmp_path: Path, kind: str) -
 
 
 SLOW_KINDS = {
+    # rack-scale GB200 NVL72: one SU of 8 racks grown to three, the filesystem's throughput stated for the final size
+    "rack-scale-gb200": (
+        "gb200-nvl72-1su",
+        3,
+        [{"server": "gb200-nvl72", "gpus": n} for n in (576, 1152, 1728)],
+        {"parallel_filesystem": {"read_gbytes_per_s": 120, "write_gbytes_per_s": 60}},
+    ),
     # rail-optimized InfiniBand, three tiers (twelve SUs of DGX H100 need pods of spines under cores): the
     # filesystem's throughput stated for the final size, so its blocks and their leaves are there from the start
     "infiniband-3-tier": (
