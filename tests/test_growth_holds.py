@@ -84,6 +84,13 @@ def _assert_only_additions(locks: list[Path]) -> None:
 KINDS = {
     # rail-optimized InfiniBand, two tiers: one SU of DGX H100 grown to four
     "infiniband-2-tier": ("superpod-h100-1su", 4, [{"servers": n, "spare_servers": 1} for n in (30, 62, 126)], {}),
+    # a first phase below half an SU (where a network without a reserve would take one switch): 8 DGX H100 to 2 SUs
+    "infiniband-small-first-phase": (
+        "superpod-h100-1su",
+        2,
+        [{"servers": n, "spare_servers": 1} for n in (7, 15, 29, 61)],
+        {},
+    ),
     # DGX B300 on Quantum-X800 XDR: one SU of 72 grown to three
     "infiniband-xdr": ("b300-xdr-1su", 3, [{"servers": n, "spare_servers": 1} for n in (70, 142, 214)], {}),
     # Spectrum-X RoCE (two planes, rail groups of two SUs on one leaf): two SUs grown to four, one at a time

@@ -323,7 +323,8 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         groups=list(groups.values()),
         leaf_part=r.storage_switch,
         min_top_switches=2,
-        one_switch=2 * r.servers < r.su_servers,  # dual-homed from half an SU up, even where one switch has the ports
+        # dual-homed from half an SU up, even where one switch has the ports (with a reserve: at the final size)
+        one_switch=2 * max(r.servers, final * r.su_servers) < r.su_servers,
         final_groups=list(groups.values()) if final else (),
     )
 
@@ -389,6 +390,7 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
         leaf_part=r.inband_switch,
         leaf_uplinks=INBAND_LEAF_UPLINKS,
         min_top_switches=2,
-        one_switch=2 * r.servers < r.su_servers,  # from half a scalable unit up, a bond's two sides on two leaves
+        # from half a scalable unit up (with a reserve: at the final size), a bond's two sides on two leaves
+        one_switch=2 * max(r.servers, r.final_scalable_units * r.su_servers) < r.su_servers,
         final_groups=final_groups if r.final_scalable_units else (),
     )
