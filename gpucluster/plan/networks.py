@@ -15,6 +15,7 @@ from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.rack_fabric import RackAlignedShape, build_rack_aligned, rack_aligned_shape
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ class Resolved:
     scalable_units: int = 1  # the SUs the servers, spares and fabric-manager slots fill now
     final_scalable_units: int = 0  # the growth reserve of the compute fabric (and in-band): SUs at the final size
     storage_final_scalable_units: int = 0  # the storage network's growth reserve
+    # the trays' storage and in-band ports and the control plane's on one Ethernet fabric (network "storage"), as the
+    # GB200 RA's "Storage and In-band Ethernet Fabric": no in-band network of its own
+    combined_storage_inband: bool = False
 
     @property
     def su_manager_slots(self) -> int:
@@ -221,6 +225,12 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         return f"su{first:02d}-r{rail}" if last == first else f"su{first:02d}-{last:02d}-r{rail}"
 
     rack_scale = r.rack_system is not None
+    if r.rack_system is not None and r.planes == 1 and not r.fabric_manager_leaf:
+        shape = rack_aligned_shape(
+            r.compute_switch, r.rack_system.compute_trays, r.su_servers // r.rack_system.compute_trays, r.rails
+        )
+        if shape is not None:
+            return [_build_rack_aligned(plan, r, catalog, shape)]
     leaf_hosts = leaf_host_ports(r.compute_switch, r.compute_oversubscription)
     results = []
     for plane in range(1, r.planes + 1):
@@ -278,6 +288,18 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
     return results
 
 
+def _build_rack_aligned(plan: Plan, r: Resolved, catalog: Catalog, shape: RackAlignedShape) -> ClosResult:
+    """The GB200 RA's layout: each unit's trays grouped by rack (NVLink domain), one leaf per rack and rail."""
+    racks: dict[int, dict[str, list[HostPort]]] = {}
+    for tray in plan.gpu_nodes():
+        ports = [p for p, _plane in compute_host_ports(tray.name, r.server, 1)]
+        racks.setdefault(tray.su or 1, {}).setdefault(str(tray.nvlink_domain), []).extend(ports)
+    rack_groups = {unit: list(by_rack.values()) for unit, by_rack in racks.items()}
+    final = r.final_scalable_units or r.scalable_units
+    managers = manager_ports(plan, catalog, "compute")
+    return build_rack_aligned(plan, shape, r.compute_switch, rack_groups, managers, final)
+
+
 def _leaves(group: LeafGroup, leaf_hosts: int) -> int:
     return max(1, math.ceil(len(group.ports) / leaf_hosts))
 
@@ -304,9 +326,16 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     # with a growth reserve the network is planned on the servers of the final size (stand-ins for those to come)
     nodes = final_gpu_nodes(plan, r, final) if final else [(d.name, d.su or 1) for d in plan.gpu_nodes()]
     for name, su in nodes:
-        for index, port in enumerate(host_ports(name, r.server, "storage", "storage")):
+        ports = host_ports(name, r.server, "storage", "storage")
+        if r.combined_storage_inband:
+            ports += host_ports(name, r.server, "inband", "management")
+        for index, port in enumerate(ports):
             label = f"su{su:02d}-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, su)).ports.append(port)
+    if r.combined_storage_inband:  # the control plane's in-band ports, on leaves of their own, a- and b-side
+        for index, port in enumerate(_control_plane_ports(plan, catalog)):
+            label = f"mgmt-{'ab'[index % 2]}"
+            groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     for block in plan.devices_with("storage"):
         for index, port in enumerate(
             host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage")
@@ -327,6 +356,18 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
         one_switch=2 * max(r.servers, final * r.su_servers) < r.su_servers,
         final_groups=list(groups.values()) if final else (),
     )
+
+
+def _control_plane_ports(plan: Plan, catalog: Catalog) -> list[HostPort]:
+    """The head nodes', fabric managers' and object store's in-band ports (the object store's S3 ports), each host's
+    ports in turn: what the in-band network takes besides the servers."""
+    ports: list[HostPort] = []
+    for role in ("management-server", "fabric-manager", "object-storage"):
+        for device in plan.devices_with(role):
+            part = catalog.get(device.part, RackMounted)
+            port_role = "storage" if role == "object-storage" else "inband"
+            ports += host_ports(device.name, part, port_role, "management")
+    return ports
 
 
 INBAND_LEAF_UPLINKS = 4  # H100 RA Table 8: 24 leaf-core cables for its 6 in-band leaves (2 to each of 2 cores)
@@ -355,7 +396,10 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     between the a-side and the b-side leaf, so each pair serves the same hosts), each leaf with 4 uplinks, 2 to
     each of 2 top-tier switches. For 127 DGX and 4 head nodes that is the RA's 6 SN4600C leaves and 2 cores
     (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are.
-    Below half a scalable unit of servers (a lab) one switch takes every port where it can."""
+    Below half a scalable unit of servers (a lab) one switch takes every port where it can. Where storage and in-band
+    share one fabric (r.combined_storage_inband) there is no in-band network: the storage network takes its hosts."""
+    if r.combined_storage_inband:
+        return ClosResult()
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
     others: dict[str, list[HostPort]] = {"a": [], "b": []}
     final: dict[str, list[HostPort]] = {"a": [], "b": []}  # with a growth reserve: the servers to come too

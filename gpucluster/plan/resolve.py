@@ -121,7 +121,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         storage_fabric_manager=storage.manager,
         storage_fabric_managers=storage.managers if storage.manager else 0,
         storage_switch=storage.switch,
-        storage_server_oversubscription=design.storage_network.server_oversubscription,
+        storage_server_oversubscription=_server_storage_oversubscription(loaded, compute.system),
+        combined_storage_inband=bool(compute.system and compute.system.storage_inband_fabric == "combined"),
         storage_block_oversubscription=design.storage_network.storage_oversubscription,
         pfs_block=filesystem.block,
         pfs_blocks=filesystem.blocks,
@@ -200,6 +201,16 @@ def _production_servers(loaded: LoadedDesign, server: GpuServer) -> int:
             f"supported cluster is {MAX_GPUS:,} GPUs ({MAX_GPUS // server.gpu.count:,} of these servers)",
         )
     return production
+
+
+def _server_storage_oversubscription(loaded: LoadedDesign, system: RackSystem | None) -> float:
+    """The servers' storage leaves' down:up: the design's when it sets it, else a combined storage and in-band
+    fabric's own figure from the rack system (the GB200 RA's 5:3), else the design's default."""
+    network = loaded.design.storage_network
+    own = system.storage_inband_oversubscription if system else None
+    if own is not None and "server_oversubscription" not in network.model_fields_set:
+        return own
+    return network.server_oversubscription
 
 
 def _compute_fabric(loaded: LoadedDesign, server: GpuServer) -> _Fabric:

@@ -163,6 +163,12 @@ class CheckpointAnalysis:
         return time_to_train_days(self.workload, self.gpus, self.peak_tflops, self.goodput)
 
     @property
+    def expected_interruptions(self) -> float:
+        """Failures that stop the job in a run of `run_days` (the run length over the job's MTBF; 0 where no
+        failure rate applies)."""
+        return self.run_days * 86_400 / self.mtbf_s if math.isfinite(self.mtbf_s) and self.mtbf_s > 0 else 0.0
+
+    @property
     def goodput_at_daly(self) -> float:
         return rel.daly_efficiency(self.daly_s, self.stall_s, self.recovery_s, self.mtbf_s)
 
