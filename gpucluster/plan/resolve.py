@@ -600,7 +600,8 @@ def _scalable_units(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric, sp
             loaded,
             ("compute_fabric", "final_scalable_units"),
             f"{final} scalable units of {su} x {server.model} hold {final * su * server.gpu.count:,} GPUs; the "
-            f"largest supported cluster is {MAX_GPUS:,} GPUs",
+            f"largest supported cluster is {MAX_GPUS:,} GPUs: at most {MAX_GPUS // (su * server.gpu.count)} "
+            "scalable units",
         )
     storage_final = _final_units(
         loaded,
@@ -642,7 +643,9 @@ def _final_units(loaded: LoadedDesign, loc: tuple[str, ...], final: int | None, 
             f"{final} is fewer than the {units} scalable units this design already fills (servers, spares and "
             f"fabric-manager slots); the final size is at least {units}",
         )
-    return final if final > units else 0
+    # kept when the design fills it: the last phase is planned as the earlier ones planned it (a partly filled
+    # last SU, and the floor and the tiers above the leaves as the final hall has them)
+    return final
 
 
 def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
