@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pypdf
 import pytest
-from conftest import DESIGNS, planned, write_design
+from conftest import DESIGNS, chromium_page, needs_chromium, planned, write_design
 from PIL import Image
 
 from gpucluster import load_design, plan_design, write_artifacts
@@ -148,3 +148,21 @@ def test_nothing_on_the_summary_pages_is_drawn_into_the_side_margins(name: str, 
         width, height = image.size
         for box in ((0, 0, margin, height), (width - margin, 0, width, height)):
             assert image.crop(box).getextrema()[0] >= 250, f"{path.name}: ink in the margin {box}"
+
+
+@pytest.mark.external
+@needs_chromium
+def test_the_summary_loads_in_chromium_without_console_errors_or_network_requests(tmp_path: Path) -> None:
+    url = (_summary(SMALL, tmp_path) / decision.HTML).as_uri()
+    with chromium_page(url) as (page, problems, requests):
+        sections = page.eval_on_selector_all("section h2", "els => els.map(e => e.textContent)")
+    assert problems == []
+    assert requests == [url]
+    assert sections == [
+        "What is bought",
+        "What it costs",
+        "Power, cooling and floor space",
+        "Time to train and goodput",
+        "Main risks and deviations",
+        "Growth headroom",
+    ]
