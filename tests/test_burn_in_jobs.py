@@ -180,3 +180,15 @@ def test_the_scripts_the_pods_run_pass_shellcheck_and_compile(kubernetes_only: P
             assert result.returncode == 0, result.stdout
         elif name.endswith(".py"):
             compile(text, name, "exec")
+
+
+def test_with_both_schedulers_no_burn_in_test_spans_the_split_and_each_side_tests_its_rails() -> None:
+    _loaded, plan = planned("lab-4-servers")
+    split = scheduler_split(plan)
+    sides = (set(split.slurm), set(split.kubernetes))
+    tests = [t for t in burn_in_tests(plan) if t.nodes]
+    assert all(any(set(t.nodes) <= side for side in sides) for t in tests)
+    for label, side in zip(("slurm", "kubernetes"), sides, strict=True):
+        rails = [t for t in tests if t.test == "nccl-rail" and set(t.nodes) == side]
+        assert rails and all(t.subject.startswith(f"{label}-rail") for t in rails)
+    assert len({t.id for t in tests}) == len(tests)
