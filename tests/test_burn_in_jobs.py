@@ -62,7 +62,7 @@ def test_a_kubernetes_only_cluster_gets_burn_in_jobs_and_no_slurm_script_or_part
     assert "check-results.sh" in written and "kubernetes/00-namespace.yaml" in written
     for name in written:
         text = (kubernetes_only / name).read_text(encoding="utf-8")
-        assert "burnin" not in text and "--partition" not in text, name
+        assert "burnin" not in text and "--partition" not in text and "srun" not in text, name
     assert json.loads((kubernetes_only / "expected-results.json").read_text())["partition"] is None
     readme = (kubernetes_only / "README.md").read_text(encoding="utf-8")
     assert "kubectl apply -f kubernetes/stage-1-dcgm-diag.yaml" in readme and "./run-burn-in.sh" not in readme

@@ -228,6 +228,15 @@ def scheduler_sides(plan: Plan, servers: list[str]) -> list[tuple[list[str], str
     return [(sorted(split.slurm), "slurm"), (sorted(split.kubernetes), "kubernetes")]
 
 
+def nccl_launcher(plan: Plan, label: str, per_node: int) -> str:
+    """How an NCCL test across servers starts its ranks, as the expected results name it: srun under Slurm, torchrun
+    in the Kubernetes Jobs (gpucluster/artifacts/burn_in_jobs.py) on servers Kubernetes runs."""
+    kubernetes = label == "kubernetes" or (not label and plan.design.scheduler.kind == "kubernetes")
+    if kubernetes:
+        return f"torchrun --nproc-per-node={per_node} nccl-all-reduce.py (all_reduce_perf {NCCL_ARGS}'s message)"
+    return f"srun --ntasks-per-node={per_node} all_reduce_perf {NCCL_ARGS} -g 1"
+
+
 def _single_node_tests(
     servers: list[str], gpu: Gpu, nvlink: tuple[float, str], test: Callable[..., BurnInTest]
 ) -> list[BurnInTest]:
@@ -446,15 +455,14 @@ def _multi_node_tests(
         nodes = [n for n in servers if rail in ports[n]]
         port = ports[nodes[0]][rail]
         command = (
-            f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} "
-            f"srun --ntasks-per-node=1 all_reduce_perf {NCCL_ARGS} -g 1"
+            f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} {nccl_launcher(plan, label, 1)}"
         )
         if len(nodes) > 1:
             tests.append(nccl(7, f"{side}rail{rail}", nodes, 1, command, rail=rail))
     by_su: dict[int, list[str]] = {}
     for node in servers:
         by_su.setdefault(plan.devices[node].su or 1, []).append(node)
-    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"
+    command = nccl_launcher(plan, label, gpu.count)
     tests += [
         nccl(8, f"{side}su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1
     ]

@@ -86,7 +86,9 @@ def job_files(
 
 def _namespace(plan: Plan, server: GpuServer, context: dict) -> list[dict]:
     """The burn-in namespace and the ConfigMap of the scripts its pods run."""
-    scripts = {name: render(f"burn_in/{name}.j2", **context, pod=True) for name in HOST_SCRIPTS}
+    scripts = {  # the one-server Slurm scripts as the pods run them (no #SBATCH lines, no srun), named .sh
+        _pod_script(name): render(f"burn_in/{name}.j2", **context, pod=True) for name in HOST_SCRIPTS
+    }
     scripts |= {name: render(f"burn_in/{name}.j2", **context, message_bytes=MESSAGE_BYTES) for name in POD_SCRIPTS}
     scripts[NCCL_ENV] = nccl_env(plan, server, pod=False)
     return [
@@ -121,7 +123,7 @@ def _stage_jobs(
             "gpu-burn": [str(context["gpu_burn_seconds"]), str(gpus)],
             "nccl-in-server": [str(tests[0].threshold), str(gpus)],
         }[name]
-        script = f"{name}.sbatch" if name != "nccl-in-server" else "nccl-all-reduce.sbatch"
+        script = _pod_script(f"{name}.sbatch" if name != "nccl-in-server" else "nccl-all-reduce.sbatch")
         for rack, nodes in sorted(by_rack.items()):
             command = f'{NSENTER} bash -s -- "{name}:$NODE_NAME" {" ".join(args)} <{SCRIPTS_PATH}/{script}'
             yield _job(plan, server, f"{name}-{rack}", number, name, nodes, command, {RACK_LABEL: rack})
@@ -239,6 +241,11 @@ def _job(
         stage,
         test,
     )
+
+
+def _pod_script(name: str) -> str:
+    """The ConfigMap key of a one-server Slurm script as the pods run it."""
+    return name.removesuffix(".sbatch") + ".sh"
 
 
 def _labelled(job: dict, stage: int, test: str) -> dict:
