@@ -71,6 +71,8 @@ def test_a_kubernetes_only_cluster_gets_burn_in_jobs_and_no_slurm_script_or_part
 def test_every_burn_in_document_passes_kubernetes_strict_schema(kubernetes_only: Path) -> None:
     documents = [d for docs in _documents(kubernetes_only).values() for d in docs]
     assert {d["kind"] for d in documents} == {"Namespace", "ConfigMap", "Job"}
+    [namespace] = [d for d in documents if d["kind"] == "Namespace"]
+    assert namespace["metadata"]["labels"] == {"pod-security.kubernetes.io/enforce": "privileged"}
     for document in documents:
         kubernetes_validate.validate(document, K8S_VERSION, strict=True)
         assert document["metadata"].get("namespace", NAMESPACE) == NAMESPACE

@@ -48,6 +48,10 @@ POD_SCRIPTS = ("ib-write-bw-pair.sh", "nccl-all-reduce.py")
 # all_reduce_perf's message in NCCL_ARGS ("-b 16G"): nccl-tests reads G as 1024^3 bytes (src/common.cu parsesize)
 MESSAGE_BYTES = 16 * 1024**3
 NSENTER = "nsenter --target 1 --mount --uts --ipc --net --pid --"
+# The pods are privileged with the host's network and PID namespace: the namespace admits them under Pod Security
+# Admission's "privileged" level (kubernetes.io/docs/concepts/security/pod-security-admission: the
+# pod-security.kubernetes.io/enforce label), whatever the cluster's default level.
+POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
 SERVER_TESTS = ("dcgm-diag", "gpu-burn", "nccl-in-server")
 NCCL_GROUP_TESTS = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
 RAIL_HCAS = (
@@ -92,7 +96,7 @@ def _namespace(plan: Plan, server: GpuServer, context: dict) -> list[dict]:
     scripts |= {name: render(f"burn_in/{name}.j2", **context, message_bytes=MESSAGE_BYTES) for name in POD_SCRIPTS}
     scripts[NCCL_ENV] = nccl_env(plan, server, pod=False)
     return [
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": POD_SECURITY}},
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
