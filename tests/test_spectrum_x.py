@@ -364,17 +364,19 @@ def test_device_plugin_selects_the_compute_hcas_by_name_or_device_id(tmp_path):
 
 
 def test_roce_burn_in_tests_rdma_bandwidth_on_the_lossless_class(tmp_path):
-    """ib_write_bw on RoCE: GID index 3 (RoCE v2) and the traffic class the switches run lossless."""
+    """ib_write_bw on RoCE: GID index 3 (RoCE v2) and the traffic class the switches run lossless (the example runs
+    Kubernetes alone: its burn-in is Kubernetes Jobs, each pair's pods running ib-write-bw-pair.sh)."""
     from gpucluster import write_artifacts
 
     loaded, plan = (load := planned("b200-roce-2su"))[0], load[1]
-    folder = write_artifacts(plan, loaded, tmp_path, only=["burn-in"])
-    sbatch = (folder / "burn-in" / "ib-write-bw.sbatch").read_text()
-    assert "--tclass=104" in sbatch and '-x "$gid"' in sbatch
-    runner = (folder / "burn-in" / "run-burn-in.sh").read_text()
-    lines = runner.splitlines()
-    submit = next(i for i, line in enumerate(lines) if "ib-write-bw.sbatch" in line and "submit" in line)
-    assert lines[submit + 1].split()[1] == "3"  # threshold, then the GID index
+    folder = write_artifacts(plan, loaded, tmp_path, only=["burn-in"]) / "burn-in" / "kubernetes"
+    [_namespace, config_map] = yaml.safe_load_all((folder / "00-namespace.yaml").read_text())
+    script = config_map["data"]["ib-write-bw-pair.sh"]
+    assert "--tclass=104" in script and '-x "$gid"' in script
+    [stage] = folder.glob("stage-*-ib-write-bw.yaml")
+    jobs = list(yaml.safe_load_all(stage.read_text()))
+    commands = [job["spec"]["template"]["spec"]["containers"][0]["command"][-1].split() for job in jobs]
+    assert jobs and all(command[5] == "3" for command in commands)  # client, server, threshold, then the GID index
 
 
 def test_hgx_spectrum_x_servers_carry_one_bluefield_3_supernic_per_gpu(tmp_path):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Any, NamedTuple, cast
 
+from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.facts import BurnInFacts
@@ -207,13 +208,33 @@ def burn_in_plan(plan: Plan) -> list[BurnInTest]:
     reference_gpu = plan.catalog_part(_NVLINK_REFERENCE_PART, GpuServer).gpu
     nvlink_gbytes, nvlink_source = nvlink_all_reduce_threshold(gpu, reference_gpu.nvlink_bandwidth_gbytes_per_s)
     tests += _single_node_tests(servers, gpu, (nvlink_gbytes, nvlink_source), test)
-    tests += _ib_write_bw_tests(servers, ports, gpu, test)
-    if len(servers) > 1:
-        tests += _multi_node_tests(plan, servers, ports, gpu, nvlink_gbytes, test)
+    for side, label in scheduler_sides(plan, servers):  # a test's servers are all under one scheduler
+        tests += _ib_write_bw_tests(side, ports, gpu, test)
+        if len(side) > 1:
+            tests += _multi_node_tests(plan, side, ports, gpu, nvlink_gbytes, test, label)
     tests += _nvlink_domain_tests(plan, servers, gpu, nvlink_gbytes, nvlink_source, test)
     tests.sort(key=lambda t: t.stage)  # stable: each stage keeps its order
     numbers = {name: number for number, name, _scope, _text in present_stages(tests)}
     return [t if t.stage == numbers[t.test] else _numbered(t, numbers[t.test]) for t in tests]
+
+
+def scheduler_sides(plan: Plan, servers: list[str]) -> list[tuple[list[str], str]]:
+    """(servers, label) per scheduler that runs tests across servers: every server unlabelled when one scheduler runs
+    them all; with both, Slurm's and Kubernetes' servers apart (each side's jobs run under its own scheduler), their
+    tests' subjects prefixed with the side's name."""
+    split = scheduler_split(plan)
+    if not (split.slurm and split.kubernetes):
+        return [(servers, "")]
+    return [(sorted(split.slurm), "slurm"), (sorted(split.kubernetes), "kubernetes")]
+
+
+def nccl_launcher(plan: Plan, label: str, per_node: int) -> str:
+    """How an NCCL test across servers starts its ranks, as the expected results name it: srun under Slurm, torchrun
+    in the Kubernetes Jobs (gpucluster/artifacts/burn_in_jobs.py) on servers Kubernetes runs."""
+    kubernetes = label == "kubernetes" or (not label and plan.design.scheduler.kind == "kubernetes")
+    if kubernetes:
+        return f"torchrun --nproc-per-node={per_node} nccl-all-reduce.py (all_reduce_perf {NCCL_ARGS}'s message)"
+    return f"srun --ntasks-per-node={per_node} all_reduce_perf {NCCL_ARGS} -g 1"
 
 
 def _single_node_tests(
@@ -394,8 +415,11 @@ def _multi_node_tests(
     gpu: Gpu,
     nvlink_gbytes: float,
     test: Callable[..., BurnInTest],
+    label: str = "",
 ) -> list[BurnInTest]:
-    """NCCL all-reduce per rail, per SU and across the fabric, each with its threshold from the fabric."""
+    """NCCL all-reduce per rail, per SU and across the fabric (the servers of one scheduler, `label` prefixed to the
+    subjects where both share the cluster), each with its threshold from the fabric."""
+    side = f"{label}-" if label else ""
     speed = min(p.speed_gbps for rails in ports.values() for p in rails.values())
     rails = sorted({rail for node_ports in ports.values() for rail in node_ports})
     oversubscription = max(
@@ -431,18 +455,19 @@ def _multi_node_tests(
         nodes = [n for n in servers if rail in ports[n]]
         port = ports[nodes[0]][rail]
         command = (
-            f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} "
-            f"srun --ntasks-per-node=1 all_reduce_perf {NCCL_ARGS} -g 1"
+            f"CUDA_VISIBLE_DEVICES={port.gpu} NCCL_IB_HCA=={port.hca or '<rail HCA>'} {nccl_launcher(plan, label, 1)}"
         )
         if len(nodes) > 1:
-            tests.append(nccl(7, f"rail{rail}", nodes, 1, command, rail=rail))
+            tests.append(nccl(7, f"{side}rail{rail}", nodes, 1, command, rail=rail))
     by_su: dict[int, list[str]] = {}
     for node in servers:
         by_su.setdefault(plan.devices[node].su or 1, []).append(node)
-    command = f"srun --ntasks-per-node={gpu.count} all_reduce_perf {NCCL_ARGS} -g 1"
-    tests += [nccl(8, f"su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1]
+    command = nccl_launcher(plan, label, gpu.count)
+    tests += [
+        nccl(8, f"{side}su{su}", nodes, len(rails), command) for su, nodes in sorted(by_su.items()) if len(nodes) > 1
+    ]
     if len(by_su) > 1:
-        tests.append(nccl(9, "all", servers, len(rails), command))
+        tests.append(nccl(9, f"{side}all", servers, len(rails), command))
     return tests
 
 

@@ -46,6 +46,7 @@ ARTIFACTS: dict[str, str | Writer] = {
     "verify": "gpucluster.artifacts.verify_expected",
     "switches": "gpucluster.artifacts.switch_config",
     "printouts": "gpucluster.artifacts.printouts",
+    "decision-summary": "gpucluster.artifacts.decision",
     "report": "gpucluster.artifacts.report",
 }
 # Writers that read what the others wrote (the report links to every file and shows their charts) run after them,

@@ -71,6 +71,28 @@ class FloorPlan:
         return render("report/floor.svg", f=self)
 
 
+def rack_sizes_mm(plan: Plan) -> dict[str, tuple[float, float]]:
+    """Rack -> (width, depth) of its catalog part, in millimetres (600 x 1200 where the catalog gives none)."""
+    sizes = {}
+    for rack in plan.racks.values():
+        part = plan.catalog_parts[rack.part]
+        sizes[rack.name] = (
+            float(getattr(part, "width_mm", 600) or 600),
+            float(getattr(part, "depth_mm", 1200) or 1200),
+        )
+    return sizes
+
+
+def rack_span_mm(plan: Plan, sizes: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
+    """(across the rows, along the depth) the racks span on the floor, in millimetres: the rows and the aisles
+    between them (the floor space the decision summary quotes and the floor plan draws)."""
+    sizes = rack_sizes_mm(plan) if sizes is None else sizes
+    racks = list(plan.racks.values())
+    span_x = max((r.x_mm + sizes[r.name][0] for r in racks), default=0.0) - min((r.x_mm for r in racks), default=0.0)
+    span_y = max((r.y_mm + sizes[r.name][1] for r in racks), default=0.0) - min((r.y_mm for r in racks), default=0.0)
+    return span_x, span_y
+
+
 def floor_plan(plan: Plan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
@@ -78,15 +100,8 @@ def floor_plan(plan: Plan) -> FloorPlan:
     budget_w = float(site.rack_power_budget_kw) * 1000
     racks = list(plan.racks.values())
     labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
-    sizes = {}
-    for rack in racks:
-        part = plan.catalog_parts[rack.part]
-        sizes[rack.name] = (
-            float(getattr(part, "width_mm", 600) or 600),
-            float(getattr(part, "depth_mm", 1200) or 1200),
-        )
-    span_x = max((r.x_mm + sizes[r.name][0] for r in racks), default=0.0) - min((r.x_mm for r in racks), default=0.0)
-    span_y = max((r.y_mm + sizes[r.name][1] for r in racks), default=0.0) - min((r.y_mm for r in racks), default=0.0)
+    sizes = rack_sizes_mm(plan)
+    span_x, span_y = rack_span_mm(plan, sizes)
     turned = span_y > span_x
     drawn = []
     for rack in racks:

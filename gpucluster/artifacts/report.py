@@ -29,6 +29,7 @@ from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, sched
 from gpucluster.artifacts import share, shared
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
+from gpucluster.artifacts.decision import paper_size
 from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
 from gpucluster.artifacts.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
 from gpucluster.artifacts.summary import filesystem_rows, object_storage_figures
@@ -117,6 +118,7 @@ def plan_views(plan: Plan) -> dict:
     checkpoint = analyse_checkpoints(plan)
     return {
         "name": plan.name,
+        "paper": paper_size(plan),
         "description": getattr(plan.design, "description", "") or "",
         "figures": _key_figures(plan, budget, checkpoint),
         "rules_figure": _rules_figure(plan),
@@ -154,7 +156,7 @@ def _page(folder: Path, views: dict, bom: Bom) -> str:
         charts={key: _chart(folder, stem) for key, stem in CHARTS.items()},
         artifacts=artifacts,
         written={a["path"] for a in artifacts},
-        style=Markup(render("report/style.css")),
+        style=Markup(render("report/style.css", paper=views["paper"])),
     )
 
 

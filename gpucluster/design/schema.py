@@ -142,7 +142,9 @@ class Site(_Section):
     )
     cabling: Cabling = Cabling()
     paper: Literal["a4", "letter"] = Field(
-        "a4", description="paper size of the rack cabling printouts (ISO A4 or US Letter)"
+        "a4",
+        description="paper size of the rack cabling printouts, the design review report and the decision summary "
+        "(ISO A4 or US Letter)",
     )
 
 
