@@ -18,7 +18,9 @@ import yaml
 
 from gpucluster.errors import DesignError, Problem
 
-Positions = dict[tuple, tuple[int, int]]
+# a value's path: mapping keys (any scalar YAML reads) and sequence indices, from the root
+YamlPath = tuple[object, ...]
+Positions = dict[YamlPath, tuple[int, int]]
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: a design is a few kB, the largest packaged catalog file 34 kB
 MAX_DEPTH = 32  # nested collections; a design nests 4 deep, a catalog 5
@@ -130,7 +132,7 @@ class _Stop(Exception):
 class _Frame:
     __slots__ = ("anchor", "key", "key_mark", "path", "start_count", "value")
 
-    def __init__(self, path: tuple, value: dict | list, anchor: str | None, start_count: int):
+    def __init__(self, path: YamlPath, value: dict[object, Any] | list[Any], anchor: str | None, start_count: int):
         self.path = path
         self.value = value
         self.key: object = _NO_KEY
@@ -173,7 +175,7 @@ class _Builder:
             self._count(event, 1)
             path = self._child_path(event)
             self.positions.setdefault(path, _mark(event))
-            container: dict | list = {} if isinstance(event, yaml.MappingStartEvent) else []
+            container: dict[object, Any] | list[Any] = {} if isinstance(event, yaml.MappingStartEvent) else []
             self.stack.append(_Frame(path, container, event.anchor, self.count))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             frame = self.stack.pop()
@@ -219,7 +221,7 @@ class _Builder:
         except ValueError:  # e.g. an integer of more digits than Python converts
             self._stop(event, self._where(), f"cannot read this value (tag {tag}); it is too long or malformed")
 
-    def _child_path(self, event: yaml.Event) -> tuple:
+    def _child_path(self, event: yaml.Event) -> YamlPath:
         if not self.stack:
             return ()
         frame = self.stack[-1]
@@ -318,7 +320,7 @@ def _char_at(text: str, line: int, column: int) -> str:
     return lines[line][column : column + 1] if line < len(lines) else ""
 
 
-def locate(positions: Positions, loc: tuple) -> tuple[int, int]:
+def locate(positions: Positions, loc: YamlPath) -> tuple[int, int]:
     """The position of the deepest part of `loc` that the file has (a missing field points at its parent)."""
     loc = tuple(loc)
     while loc:
@@ -328,5 +330,5 @@ def locate(positions: Positions, loc: tuple) -> tuple[int, int]:
     return positions.get((), (1, 1))
 
 
-def _dotted(path: tuple) -> str:
+def _dotted(path: YamlPath) -> str:
     return ".".join(str(p) for p in path)
