@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,11 @@ from gpucluster.plan.lock import Lock, default_lock_path, read_lock
 from gpucluster.plan.model import Plan
 from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
+
+if TYPE_CHECKING:
+    from click.decorators import FC
+
+    from gpucluster.catalog.listing import PartKind
 
 EXIT_BAD_INPUT = 2
 
@@ -133,13 +139,13 @@ def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] 
         raise
 
 
-def _part_kinds() -> tuple:
+def _part_kinds() -> tuple[PartKind, ...]:
     from gpucluster.catalog.listing import PART_KINDS
 
     return PART_KINDS
 
 
-def _out_file_option(help_text: str) -> Callable:
+def _out_file_option(help_text: str) -> Callable[[FC], FC]:
     return click.option(
         "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
     )
@@ -162,7 +168,7 @@ progress_option = click.option(
 )
 
 
-def _out_option(help_text: str) -> Callable:
+def _out_option(help_text: str) -> Callable[[FC], FC]:
     return click.option(
         "-o",
         "--out",
@@ -445,7 +451,7 @@ def size_command(
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     fields: dict[str, object] = {}
-    site: dict | None = None
+    site: dict[str, object] | None = None
     catalog_files: list[str] | None = None
     kept: dict[str, dict[str, object]] = {}
     if from_design is not None:
