@@ -11,6 +11,7 @@ YAML wants spaces) is reported with its line and column.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, cast
 
@@ -30,6 +31,8 @@ MAX_VALUES = 100_000  # values in the file once its aliases are expanded
 # libyaml's parser where PyYAML was built with it (the same events and marks, much faster)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CONSTRUCTOR = yaml.SafeLoader("")  # resolves and constructs one scalar (bool, int, float, str ...)
+# its resolver, typed (types-PyYAML leaves BaseResolver.resolve untyped): the tag a scalar's text is read as
+_resolve_tag: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = _CONSTRUCTOR.resolve
 _STR_TAG, _FLOAT_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:float"
 _FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 # The plain numbers and booleans YAML 1.1 and 1.2 (its core schema) read alike. PyYAML resolves YAML 1.1, which
@@ -202,7 +205,7 @@ class _Builder:
     def _scalar(self, event: yaml.ScalarEvent) -> Any:
         tag = event.tag
         if tag is None or tag == "!":
-            tag = _CONSTRUCTOR.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = _resolve_tag(yaml.ScalarNode, event.value, event.implicit)
             if tag == _STR_TAG and event.implicit[0] and _FLOAT_1_2.fullmatch(event.value):
                 tag = _FLOAT_TAG  # YAML 1.2 reads 1e15 as a number; YAML 1.1 wanted 1.0e+15
         if tag == "tag:yaml.org,2002:merge":
