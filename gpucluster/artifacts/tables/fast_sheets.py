@@ -63,7 +63,8 @@ class FormulaSheet(Worksheet):
             if (row_info is not None and row_info.row_format) or (
                 column_info is not None and column_info.column_format is not None
             ):
-                return super()._write_cell(row, col, cell)  # the cell takes its row's or column's format
+                super()._write_cell(row, col, cell)  # the cell takes its row's or column's format
+                return
             style = ""
         if kind is CellNumberTuple:
             self.fh.write(f'<c r="{xl_rowcol_to_cell_fast(row, col)}"{style}><v>{cell.number:.16G}</v></c>')
@@ -85,7 +86,8 @@ class FormulaSheet(Worksheet):
             and CLASSIC_FUNCTIONS.issuperset(_FUNCTION_CALL.findall(formula))
         ):
             return formula.removeprefix("=")
-        return super()._prepare_formula(formula, expand_future_functions)
+        prepared: str = super()._prepare_formula(formula, expand_future_functions)  # xlsxwriter has no types
+        return prepared
 
 
 class InlineTextSheet(Worksheet):
