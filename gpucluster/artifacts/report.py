@@ -16,6 +16,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import hostlist
 from markupsafe import Markup
@@ -24,7 +25,6 @@ from gpucluster.analyse import budget as b
 from gpucluster.analyse.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import Assumption, Deviation, assumptions, deviations
-from gpucluster.analyse.rules import RULE_PREFIX
 from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.artifacts import share, shared
 from gpucluster.artifacts._pdf import write_pdf
@@ -34,7 +34,7 @@ from gpucluster.artifacts.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
-from gpucluster.plan.model import LeafFailure, Plan
+from gpucluster.plan.model import RULE_PREFIX, LeafFailure, Plan
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.runtime import progress
@@ -106,7 +106,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
     return _page(folder, plan_views(plan), bom or build_bom(plan))
 
 
-def plan_views(plan: Plan) -> dict:
+def plan_views(plan: Plan) -> dict[str, Any]:
     """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
     # the power writer's, when it ran in this process or before this one was forked (shared without its devices)
     budget = shared("power:budget")
@@ -139,7 +139,7 @@ def plan_views(plan: Plan) -> dict:
     }
 
 
-def _page(folder: Path, views: dict, bom: Bom) -> str:
+def _page(folder: Path, views: dict[str, Any], bom: Bom) -> str:
     """The report page: the plan's views, the BOM's, and what reads the other files of the build in `folder`."""
     artifacts = _artifacts(folder)
     values = dict(views)
@@ -161,7 +161,7 @@ def vars_of(record: Deviation | Assumption) -> dict[str, str]:
     return {name: getattr(record, name) for name in record.__slots__}
 
 
-def _schedulers(plan: Plan) -> list[dict]:
+def _schedulers(plan: Plan) -> list[dict[str, Any]]:
     """Each scheduler's servers, their place on the fabric and its partitions or team queues."""
     return [
         {
@@ -203,7 +203,7 @@ def _listed(items: Sequence[int] | Sequence[str]) -> str:
     return str(hostlist.collect_hostlist([str(item) for item in items]))
 
 
-def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict | None:
+def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict[str, Any] | None:
     """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
     against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
     largest job one domain holds; None for a plan without them."""
@@ -397,7 +397,7 @@ def _findings(plan: Plan) -> list[dict[str, str]]:
     ]
 
 
-def _network(plan: Plan, network: str) -> dict:
+def _network(plan: Plan, network: str) -> dict[str, Any]:
     drawing = network_drawing(plan, network)
     analysis = plan.analysis_of(network)
     tiers = [t for t in plan.tiers if t.network == network]
@@ -457,7 +457,7 @@ def _worst_leaf(worst: LeafFailure) -> str:
     return f"The worst single leaf failure ({worst['switch']}) {cost}{lost}."
 
 
-def _floor(plan: Plan) -> dict:
+def _floor(plan: Plan) -> dict[str, Any]:
     floor = floor_plan(plan)
     purposes = sorted({r.purpose for r in plan.racks.values()})
     return {
@@ -475,7 +475,7 @@ def _kw(watts: float) -> str:
     return f"{watts / 1000:,.1f}"
 
 
-def _power(budget: Budget) -> dict:
+def _power(budget: Budget) -> dict[str, Any]:
     total = budget.total
     rise = budget.rise_k
     cfm = b.airflow_cfm(total.air_w, rise)
@@ -513,7 +513,7 @@ def _power(budget: Budget) -> dict:
     }
 
 
-def _groups(groups: list[b.GroupBudget], sheet: str) -> dict:
+def _groups(groups: list[b.GroupBudget], sheet: str) -> dict[str, Any]:
     """A table of rows or SUs: every one up to GROUPS_LISTED, else the GROUPS_SHOWN heaviest (by maximum load, in
     plan order) and the range of the others; the power workbook's sheet lists them all."""
     shown = groups
@@ -542,7 +542,7 @@ def _group(group: b.GroupBudget) -> dict[str, str]:
     }
 
 
-def _checkpoint(a: CheckpointAnalysis) -> dict:
+def _checkpoint(a: CheckpointAnalysis) -> dict[str, Any]:
     w = a.workload
     finite = math.isfinite(a.mtbf_s)
     return {
@@ -586,7 +586,7 @@ def _checkpoint(a: CheckpointAnalysis) -> dict:
     }
 
 
-def _bom(bom: Bom) -> dict:
+def _bom(bom: Bom) -> dict[str, Any]:
     """The BOM's totals per section and its headline counts (gpucluster/analyse/bom.py)."""
     currencies = sorted(bom.price_totals())
     sections = []

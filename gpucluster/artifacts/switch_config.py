@@ -39,6 +39,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import PortGroup, Switch
@@ -82,7 +83,7 @@ class SwitchConfig:
     asn: int
     loopback: str
     ports: list[_Port] = field(default_factory=list)
-    context: dict = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -252,7 +253,7 @@ def _context(
     p2p: dict[int, tuple[str, str]],
     segment_ids: dict[str, int],
     roce: bool,
-) -> dict:
+) -> dict[str, Any]:
     """Everything the startup.yaml template needs for one switch (roce: its network runs RoCE)."""
     network = config.network
     evpn = network == "inband"
