@@ -40,7 +40,7 @@ CLASSIC_FUNCTIONS = frozenset({"IF", "MIN", "MAX", "SUM", "SUMIF", "COUNTIF", "C
 _FUNCTION_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
 
 
-class FormulaSheet(Worksheet):
+class FormulaSheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type information: Any
     """A worksheet whose formulas that call only CLASSIC_FUNCTIONS skip XlsxWriter's function renaming (some 30
     regular-expression passes a formula, for the future functions none of them is; the power workbook has a few
     per device). Every other formula goes through XlsxWriter's
@@ -90,7 +90,7 @@ class FormulaSheet(Worksheet):
         return prepared
 
 
-class InlineTextSheet(Worksheet):
+class InlineTextSheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type information: Any
     """A worksheet for constant-memory workbooks (whose text cells are inline strings) with a faster way through
     XlsxWriter's innermost cell loop, for the cable workbooks' millions of cells. Used through
     ``add_worksheet(name, InlineTextSheet)``, XlsxWriter's hook for worksheet subclasses; the sheet's XML is the same
