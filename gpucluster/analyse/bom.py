@@ -20,7 +20,7 @@ from gpucluster.analyse.totals import link_tier_name, tier_name
 from gpucluster.catalog.schema import Pdu, RackSystem, Transceiver
 from gpucluster.design.load import LoadedDesign
 from gpucluster.inputs.prices import PriceList, load_price_list
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, Plan, Settings
 from gpucluster.plan.power.circuits import OUTLET_FOR_INLET, circuit_kind
 from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_capacity_kw
 from gpucluster.plan.power.cords import PowerCord, power_cords
@@ -195,6 +195,8 @@ def _device_lines(plan: Plan) -> list[BomLine]:
     """One line per (section, network, part); the notes say which tiers a switch line holds."""
     groups: dict[tuple[str, str, str, str], list[Device]] = defaultdict(list)
     for device in plan.devices.values():
+        if not ROLES[device.role].bought:  # the site's own (an existing filesystem's hand-off): nothing to order
+            continue
         if device.role == "switch":
             section = NETWORK_INFO[device.network or "compute"].bom_section
         elif device.spare:
@@ -639,11 +641,7 @@ def _software_lines(plan: Plan) -> list[BomLine]:
                 "support per switch",
             )
         )
-    s = plan.settings
-    for what, block_id, blocks in (
-        ("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks),
-        ("object storage", s.object_storage_block, s.object_storage_blocks),
-    ):
+    for what, block_id, blocks in _storage_blocks(plan.settings):
         if not block_id or not blocks:
             continue
         block = plan.catalog_parts[block_id]
@@ -660,6 +658,15 @@ def _software_lines(plan: Plan) -> list[BomLine]:
             )
         )
     return lines
+
+
+def _storage_blocks(s: Settings) -> list[tuple[str, str, int]]:
+    """Each storage system's blocks (what, block, count): every new filesystem's, then the object store's (an
+    existing filesystem has none to license)."""
+    filesystems = [("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks)]
+    if s.filesystems is not None:
+        filesystems = [(f"filesystem {fs['name']}", fs["block"] or "", fs["blocks"]) for fs in s.filesystems]
+    return [*filesystems, ("object storage", s.object_storage_block or "", s.object_storage_blocks)]
 
 
 def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:

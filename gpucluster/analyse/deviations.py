@@ -147,7 +147,54 @@ def _design_choices(plan: Plan) -> list[Deviation]:
                 "leaf and its uplinks",
             )
         )
+    found += _xdr_manager_slot(plan)
+    found += _one_su_rack_aligned_cores(plan)
     return found
+
+
+def _one_su_rack_aligned_cores(plan: Plan) -> list[Deviation]:
+    """The GB200 RA's Table 3 (relayed) starts at 2 SU; at 1 SU the plan keeps the core tier of its per-SU figures
+    so the four rail groups are one InfiniBand subnet: an assumption a reviewer must see."""
+    if not plan.settings.rack_system or plan.totals.scalable_units != 1:
+        return []
+    counts = plan.totals.switches.get("compute", {})
+    if not counts.get("core"):
+        return []
+    return [
+        Deviation(
+            "Compute fabric (1 SU)",
+            "GB200 RA Table 3 (relayed): rows from 2 SU (64 leaves, 48 spines, 18 cores); no 1-SU row found",
+            f"{counts.get('leaf', 0)} leaves, {counts.get('spine', 0)} spines, {counts['core']} cores: the table's "
+            "per-SU figures",
+            "the cores join the four rail groups into one InfiniBand subnet that the UFM pair manages (assumption)",
+        )
+    ]
+
+
+def _xdr_manager_slot(plan: Plan) -> list[Deviation]:
+    """The B300 XDR RA's Table 3 counts 72 nodes per SU, but its fabric (Q3400 leaves of 72 hosts and 72 uplinks,
+    spines full) has no free port for the UFM pair: where the UFM takes server slots of SU 1, say so."""
+    s = plan.settings
+    if s.compute_technology != "infiniband-xdr" or s.fabric_manager_ports == "own-leaf" or s.rack_system:
+        return []
+    managers = [d for d in plan.devices_with("fabric-manager") if (d.network or "compute") == "compute"]
+    names = {d.name for d in managers}
+    manager_ports = sum(1 for k in plan.links_on("compute") if k.a_device in names)
+    rails = max((k.rail or 0 for k in plan.links_on("compute") if k.purpose == "gpu"), default=0)
+    slots = -(-manager_ports // rails) if rails else 0
+    first = sum(1 for d in plan.gpu_nodes() if d.su == 1)
+    if not slots or first + slots != s.scalable_unit_servers:  # only where the UFM fills SU 1 up to its size
+        return []
+    return [
+        Deviation(
+            "UFM placement (XDR)",
+            f"B300 XDR RA Table 3: {s.scalable_unit_servers} nodes per SU (8 Q3400 leaves, 4 spines, every port used)",
+            f"SU 1 holds {first} servers: the UFM pair's {manager_ports} ports take {slots} server slot(s), "
+            "as the H100 RA has a DGX removed for UFM connectivity",
+            "compute_fabric.fabric_manager_ports: own-leaf keeps every slot, for one more leaf and the spines its "
+            "uplinks need",
+        )
+    ]
 
 
 def _storage_and_cabling(plan: Plan) -> list[Deviation]:

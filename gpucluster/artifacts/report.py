@@ -31,7 +31,7 @@ from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
 from gpucluster.artifacts.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
-from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
+from gpucluster.artifacts.summary import filesystem_rows, object_storage_figures
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import RULE_PREFIX, LeafFailure, Plan
@@ -328,7 +328,7 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> 
             f"at most {hops} switch hops" if hops else "",
         ),
         ("Switches", f"{t.switches_total:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
-        ("Parallel filesystem", f"{s.parallel_filesystem_capacity_tb:,.0f} TB", filesystem_figures(s)),
+        *((title, f"{capacity_tb:,.0f} TB", figures) for title, capacity_tb, figures in filesystem_rows(s)),
         *(
             [("Object storage", f"{s.object_storage_capacity_tb:,.0f} TB", object_storage_figures(s))]
             if object_storage_figures(s)

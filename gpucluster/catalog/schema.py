@@ -556,6 +556,14 @@ class RackSystem(_Part):
     coolant_parts: list[CoolantCount] = Field(
         default_factory=list, max_length=16, description="its in-rack liquid-cooling parts: manifolds, couplings, hoses"
     )
+    storage_inband_fabric: Literal["separate", "combined"] = Field(
+        default="separate",
+        description="combined: the trays' storage and in-band ports, and the control plane's, on one Ethernet fabric "
+        "(the GB200 RA's 'Storage and In-band Ethernet Fabric'); separate: a storage and an in-band network",
+    )
+    storage_inband_oversubscription: float | None = Field(
+        default=None, ge=1.0, le=16.0, description="the combined fabric's leaf down:up for the trays' ports"
+    )
 
     def coolant_per_rack(self, count: CoolantCount) -> int:
         """Units of one coolant part in one rack: per rack, or per tray times the rack's trays of that kind."""

@@ -12,8 +12,34 @@ from dataclasses import dataclass
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
+from gpucluster.design.schema import ExistingLinks
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.rack_fabric import RackAlignedShape, build_rack_aligned, rack_aligned_shape
+
+
+@dataclass(frozen=True)
+class ResolvedFilesystem:
+    """One filesystem as planned: a new one's blocks and the figures it was sized for, or an existing one's
+    stated links (cabled to the storage leaves, nothing bought)."""
+
+    name: str
+    kind: str
+    mount: str
+    device_prefix: str  # new: blocks <prefix>-01 ...; existing: the link hand-off device <prefix>
+    block: StorageBlock | None  # None: existing
+    blocks: int
+    read_gbytes_per_s: float | None  # new: the target sized for (None: none asked); existing: as stated
+    write_gbytes_per_s: float | None
+    capacity_tb: float | None  # new: as asked; existing: as stated
+    throughput_basis: str = ""
+    capacity_basis: str = ""
+    links: ExistingLinks | None = None  # existing: its client-facing links
+    cage_type: str = ""  # existing: its links' cage
+
+    @property
+    def existing(self) -> bool:
+        return self.block is None
 
 
 @dataclass(frozen=True)
@@ -34,10 +60,10 @@ class Resolved:
     storage_switch: Switch
     storage_server_oversubscription: float
     storage_block_oversubscription: float
-    pfs_block: StorageBlock
+    pfs_block: StorageBlock | None  # None: the parallel filesystem is the site's existing one
     pfs_blocks: int
-    pfs_read_gbytes_per_s: float
-    pfs_write_gbytes_per_s: float
+    pfs_read_gbytes_per_s: float | None  # the target sized for; None: none asked (sized by capacity)
+    pfs_write_gbytes_per_s: float | None
     pfs_capacity_tb: float
     object_block: StorageBlock | None
     object_blocks: int
@@ -63,6 +89,10 @@ class Resolved:
     scalable_units: int = 1  # the SUs the servers, spares and fabric-manager slots fill now
     final_scalable_units: int = 0  # the growth reserve of the compute fabric (and in-band): SUs at the final size
     storage_final_scalable_units: int = 0  # the storage network's growth reserve
+    # the trays' storage and in-band ports and the control plane's on one Ethernet fabric (network "storage"), as the
+    # GB200 RA's "Storage and In-band Ethernet Fabric": no in-band network of its own
+    combined_storage_inband: bool = False
+    filesystems: tuple[ResolvedFilesystem, ...] = ()  # every filesystem, the parallel filesystem first
 
     @property
     def su_manager_slots(self) -> int:
@@ -147,15 +177,57 @@ def add_appliances(plan: Plan, r: Resolved) -> None:
         plan.add(
             Device(f"head-{i:02d}", r.management_server.id, "management-server", u_height=r.management_server.u_height)
         )
-    width = max(2, len(str(r.pfs_blocks)))
-    for i in range(1, r.pfs_blocks + 1):
-        plan.add(Device(f"pfs-{i:0{width}d}", r.pfs_block.id, "storage", u_height=r.pfs_block.u_height))
+    add_filesystems(plan, r)
     if r.object_block:
         width = max(2, len(str(r.object_blocks)))
         for i in range(1, r.object_blocks + 1):
             plan.add(
                 Device(f"obj-{i:0{width}d}", r.object_block.id, "object-storage", u_height=r.object_block.u_height)
             )
+
+
+def add_filesystems(plan: Plan, r: Resolved) -> None:
+    """Every filesystem's devices: a new one's blocks (<prefix>-01 ...), an existing one's link hand-off (one
+    zero-U device named <prefix> whose ports are its stated links; its part is not bought)."""
+    fallback = ResolvedFilesystem("pfs", "", "", "pfs", r.pfs_block, r.pfs_blocks, None, None, None)
+    for fs in r.filesystems or (fallback,):
+        if fs.block is None:
+            plan.add(Device(fs.device_prefix, existing_part(fs).id, "existing-storage"))
+            continue
+        width = max(2, len(str(fs.blocks)))
+        for i in range(1, fs.blocks + 1):
+            plan.add(Device(f"{fs.device_prefix}-{i:0{width}d}", fs.block.id, "storage", u_height=fs.block.u_height))
+
+
+def existing_part(fs: ResolvedFilesystem) -> StorageBlock:
+    """The part an existing filesystem's hand-off device stands for: its stated links as storage ports, no
+    height, no power (the site's system, already installed and powered), its capacity and throughput as stated."""
+    links = fs.links
+    assert links is not None and fs.capacity_tb is not None
+    return StorageBlock(
+        kind="storage_block",
+        id=f"existing-{fs.name}",
+        vendor="the site",
+        model=f"existing {fs.kind} filesystem {fs.name}",
+        description="the site's filesystem, reached over the links the design states; not bought by this plan",
+        tier="parallel-filesystem",
+        filesystems=[fs.kind],
+        capacity_tb=fs.capacity_tb,
+        read_gbytes_per_s=fs.read_gbytes_per_s or 0.0,
+        write_gbytes_per_s=fs.write_gbytes_per_s or 0.0,
+        u_height=0,
+        power_typical_w=0,
+        power_max_w=0,
+        ports=[
+            PortGroup(
+                role="storage",
+                cage_type=fs.cage_type,  # type: ignore[arg-type]
+                cages=links.count,
+                speed_gbps=links.speed_gbps,
+                name_format="link{index}",
+            )
+        ],
+    )
 
 
 def rail_group_units(r: Resolved) -> int:
@@ -194,6 +266,12 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
         return f"su{first:02d}-r{rail}" if last == first else f"su{first:02d}-{last:02d}-r{rail}"
 
     rack_scale = r.rack_system is not None
+    if r.rack_system is not None and r.planes == 1 and not r.fabric_manager_leaf:
+        shape = rack_aligned_shape(
+            r.compute_switch, r.rack_system.compute_trays, r.su_servers // r.rack_system.compute_trays, r.rails
+        )
+        if shape is not None:
+            return [_build_rack_aligned(plan, r, catalog, shape)]
     leaf_hosts = leaf_host_ports(r.compute_switch, r.compute_oversubscription)
     results = []
     for plane in range(1, r.planes + 1):
@@ -250,6 +328,18 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
     return results
 
 
+def _build_rack_aligned(plan: Plan, r: Resolved, catalog: Catalog, shape: RackAlignedShape) -> ClosResult:
+    """The GB200 RA's layout: each unit's trays grouped by rack (NVLink domain), one leaf per rack and rail."""
+    racks: dict[int, dict[str, list[HostPort]]] = {}
+    for tray in plan.gpu_nodes():
+        ports = [p for p, _plane in compute_host_ports(tray.name, r.server, 1)]
+        racks.setdefault(tray.su or 1, {}).setdefault(str(tray.nvlink_domain), []).extend(ports)
+    rack_groups = {unit: list(by_rack.values()) for unit, by_rack in racks.items()}
+    final = r.final_scalable_units or r.scalable_units
+    managers = manager_ports(plan, catalog, "compute")
+    return build_rack_aligned(plan, shape, r.compute_switch, rack_groups, managers, final)
+
+
 def _leaves(group: LeafGroup, leaf_hosts: int) -> int:
     return max(1, math.ceil(len(group.ports) / leaf_hosts))
 
@@ -273,15 +363,22 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     pair joins the appliances' leaves."""
     groups: dict[str, LeafGroup] = {}
     for server in plan.gpu_nodes():
-        for index, port in enumerate(host_ports(server.name, r.server, "storage", "storage")):
+        ports = host_ports(server.name, r.server, "storage", "storage")
+        if r.combined_storage_inband:
+            ports += host_ports(server.name, r.server, "inband", "management")
+        for index, port in enumerate(ports):
             label = f"su{server.su:02d}-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_server_oversubscription, server.su)).ports.append(
                 port
             )
-    for block in plan.devices_with("storage"):
-        for index, port in enumerate(
-            host_ports(block.name, catalog.get(block.part, StorageBlock), "storage", "storage")
-        ):
+    if r.combined_storage_inband:  # the control plane's in-band ports, on leaves of their own, a- and b-side
+        for index, port in enumerate(_control_plane_ports(plan, catalog)):
+            label = f"mgmt-{'ab'[index % 2]}"
+            groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
+    blocks = [(d, catalog.get(d.part, StorageBlock)) for d in plan.devices_with("storage")]
+    blocks += [(d, existing_part(fs)) for fs in r.filesystems if fs.existing for d in [plan.devices[fs.device_prefix]]]
+    for block, part in blocks:
+        for index, port in enumerate(host_ports(block.name, part, "storage", "storage")):
             label = f"pfs-{'ab'[index % 2]}"
             groups.setdefault(label, LeafGroup(label, [], r.storage_block_oversubscription)).ports.append(port)
     pool = device_ports(r.storage_switch)["fabric"]
@@ -299,6 +396,18 @@ def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResu
     )
 
 
+def _control_plane_ports(plan: Plan, catalog: Catalog) -> list[HostPort]:
+    """The head nodes', fabric managers' and object store's in-band ports (the object store's S3 ports), each host's
+    ports in turn: what the in-band network takes besides the servers."""
+    ports: list[HostPort] = []
+    for role in ("management-server", "fabric-manager", "object-storage"):
+        for device in plan.devices_with(role):
+            part = catalog.get(device.part, RackMounted)
+            port_role = "storage" if role == "object-storage" else "inband"
+            ports += host_ports(device.name, part, port_role, "management")
+    return ports
+
+
 INBAND_LEAF_UPLINKS = 4  # H100 RA Table 8: 24 leaf-core cables for its 6 in-band leaves (2 to each of 2 cores)
 
 
@@ -314,7 +423,10 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     between the a-side and the b-side leaf, so each pair serves the same hosts), each leaf with 4 uplinks, 2 to
     each of 2 top-tier switches. For 127 DGX and 4 head nodes that is the RA's 6 SN4600C leaves and 2 cores
     (Table 7: 8 in-band switches); management traffic is light, so the leaves are oversubscribed as the RA's are.
-    Below half a scalable unit of servers (a lab) one switch takes every port where it can."""
+    Below half a scalable unit of servers (a lab) one switch takes every port where it can. Where storage and in-band
+    share one fabric (r.combined_storage_inband) there is no in-band network: the storage network takes its hosts."""
+    if r.combined_storage_inband:
+        return ClosResult()
     ports: dict[str, list[HostPort]] = {"a": [], "b": []}
     for server in plan.gpu_nodes():
         for index, port in enumerate(host_ports(server.name, r.server, "inband", "management")):

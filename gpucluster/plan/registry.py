@@ -43,6 +43,8 @@ class Role:
     # a GPU node: a host with GPUs and compute-fabric ports, so a Slurm node, a Kubernetes worker, a DCGM scrape
     # target, a burn-in subject, a failure-model unit; every view finds GPU nodes through this, never by role name
     gpu_node: bool = False
+    # False: the site's own device, in the plan for its links only (no BOM line, no power)
+    bought: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plural", self.plural or self.label + "s")
@@ -57,6 +59,18 @@ _ROLES = (
     Role("nvlink-switch-tray", "NVLink switch tray", "#CCB974", "compute", "compute", drawing_order=2),
     Role("fabric-manager", "fabric manager", "#DD8452", "network", "compute-fabric", drawing_order=3),
     Role("storage", "storage block", "#C44E52", "storage", "storage", drawing_order=4, service="parallel filesystem"),
+    # The site's existing filesystem: the hand-off of the links it is reached over (zero-U, in its storage leaves'
+    # rack); not bought, racked or powered by the plan (no BOM line, no power)
+    Role(
+        "existing-storage",
+        "existing filesystem",
+        "#A0A0A0",
+        "storage",
+        "storage",
+        drawing_order=4,
+        service="existing filesystem",
+        bought=False,
+    ),
     Role(
         "object-storage",
         "object-storage block",
