@@ -365,7 +365,7 @@ def test_the_bom_lists_each_rack_s_manifolds_tray_quick_disconnects_and_cdu_hose
     assert all(b.section == "racks-power" and "ships with the rack system" in b.notes for b in lines.values())
     assert lines["uqdb04-coupling-pair"].notes == (
         "18 per DGX GB200 NVL72 rack (1 per compute-tray); 9 per DGX GB200 NVL72 rack (1 per nvlink-switch-tray); "
-        "ships with the rack system"
+        "ships with the rack system: not ordered separately"
     )
 
 
@@ -444,8 +444,10 @@ def test_liquid_cooled_racks_get_coolant_flow_and_n_plus_1_cdus(gb200_1su):
     budget = power_budget(plan)
     assert len(budget.coolant) == 8
     loop = budget.coolant[0]
-    assert loop.flow_l_per_min == pytest.approx(loop.liquid_w / 1000 * 1.083)
-    assert 100 <= loop.flow_l_per_min <= 130  # OCP MGX: up to 130 L/min for a 120 kW rack
+    rack = next(r for r in budget.racks if r.name == loop.rack)
+    # OCP MGX: 130 L/min for a 120 kW rack, per kW of the rack's power (not of its 85 % liquid share)
+    assert loop.flow_l_per_min == pytest.approx(rack.load.max_w / 1000 * 1.083)
+    assert 125 <= loop.flow_l_per_min <= 135
     [group] = budget.cdus
     assert group.racks == 8 and group.units == group.needed + 1 and group.capacity_w >= group.liquid_w
     assert water_flow_l_per_min(100_000, 10) == pytest.approx(144.1, abs=0.1)  # 100 kW / (4.18 x 10) / 0.996 x 60
@@ -457,7 +459,9 @@ def test_the_gb300_flow_follows_the_published_supply_temperature_table(tmp_path)
     path = _nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", cooling_capacity_kw: 150, coolant_supply_c: 37.5")
     plan = plan_design(load_design(path))
     [loop] = power_budget(plan).coolant
-    assert loop.published_flow_l_per_min == pytest.approx((89 + 119) / 2)  # Lenovo LP2357 Table 27, 35-40 °C
+    # one flow: Lenovo LP2357 Table 27 between its 35 and 40 °C points, with the rise it gives for the liquid heat
+    assert loop.flow_l_per_min == pytest.approx((89 + 119) / 2) and loop.supply_c == 37.5
+    assert loop.rise_k == pytest.approx(loop.liquid_w / 1000 / (4.18 * loop.flow_l_per_min / 60 * 0.996))
 
 
 def test_an_air_cooled_site_cannot_take_an_nvl72_rack(tmp_path):
@@ -848,7 +852,7 @@ def test_the_report_shows_each_nvlink_domain_its_shelves_cooling_blocks_and_the_
     assert "512 GPUs in whole segments over the 8 production racks" in text
     assert "132 kW usable of 264 kW nameplate: 8 x 33 kW (6 x 5.5 kW PSUs), N+N" in text
     worst = max(r.load.max_w for r in budget.racks if plan.racks[r.name].rack_system)
-    assert f"Rack load {worst / 1000:,.1f} kW" in text and "below the shelves' usable power" in text
+    assert f"Rack load {worst / 1000:,.1f} kW" in text and "within the shelves' redundant 132 kW" in text
     assert "Cooling 85% of the heat to liquid" in text
     flow = max(c.flow_l_per_min for c in budget.coolant)
     assert f"Coolant flow {flow:,.0f} L/min per rack" in text
@@ -874,3 +878,179 @@ def test_the_report_names_kueue_s_clique_level_for_kubernetes_trays_and_no_secti
     assert slurm_racks == 28 and f"… and {slurm_racks - 12} more blocks" in text  # Kubernetes runs 4 racks
     _loaded, hgx = planned("lab-4-servers")
     assert 'id="rack-scale"' not in report_html(hgx, tmp_path)
+
+
+def test_the_bom_orders_an_nvl72_rack_as_one_system_line_with_what_ships_in_it_included(gb200_1su):
+    """GB200 UG: the rack ships with its trays, switch trays, power shelves, busbar and manifolds; ERA NVL72: its
+    two in-rack SN2201 are DC-fed from the busbar (not the AC SKU). So one order line, the contents marked
+    included, no rails for them, and the loaded rack's 1,360 kg (STH) counted once."""
+    from gpucluster.analyse.bom import build_bom
+
+    _loaded, plan = gb200_1su
+    bom = build_bom(plan)
+    [system] = [b for b in bom.lines if b.kind == "rack-system"]
+    assert system.quantity == 8 and system.weight_kg == 1360 and not system.included_in
+    included = {(b.kind, b.item): b for b in bom.lines if b.included_in == "gb200-nvl72" and b.kind != "coolant-part"}
+    assert {k: b.quantity for k, b in included.items()} == {
+        ("compute-tray", "gb200-compute-tray"): 8 * 18,
+        ("nvlink-switch-tray", "nvlink5-switch-tray"): 8 * 9,
+        ("power-shelf", "nvl72-power-shelf-33kw"): 8 * 8,
+        ("switch", "sn2201"): 8 * 2,
+        ("rack", "nvidia-mgx-rack"): 8,
+    }
+    assert all(b.weight_kg is None and not b.part_number for b in included.values())
+    assert all("not ordered separately" in b.notes for b in included.values())
+    # the SN2201 ordered on their own are the out-of-band leaves outside the NVL72 racks, with their rails: the
+    # network racks' and the control plane's (two in its racks: 48 ports do not hold all its servers' and PDUs')
+    outside = sum(b.quantity for b in bom.lines if b.item == "sn2201" and not b.included_in)
+    racked_outside = sum(1 for d in plan.devices.values() if d.part == "sn2201" and not plan.racks[d.rack].rack_system)
+    assert outside == racked_outside == 3
+    rails = {b.item: b.quantity for b in bom.lines if b.kind == "rail-kit"}
+    assert "nvl72-power-shelf-33kw-rails" not in rails and rails["sn2201-rails"] == outside
+    # the loaded racks weigh once: 8 x 1,360 kg, not again as 144 trays x 32 kg
+    assert bom.total("weight_kg", "compute") == 8 * 1360
+    assert not [f for f in plan.findings if "nvlink5-switch-tray" in f.message or "power-shelf" in f.message]
+
+
+def test_the_coolant_flow_is_one_vendor_figure_at_the_design_s_supply_temperature(gb200_1su, tmp_path):
+    """GB200: OCP MGX's 130 L/min for a 120 kW rack, per kW of the whole rack (not the 85 % liquid share), at the
+    30 °C supply the design states, with the rise that flow gives; GB300 at 25 °C: Lenovo LP2357 Table 27's
+    59 L/min and no second figure beside it."""
+    from gpucluster.analyse.budget import power_budget
+    from gpucluster.artifacts.power import _context
+    from gpucluster.formats.templating import render
+
+    loaded, plan = gb200_1su
+    assert loaded.design.site.coolant_supply_c == 30
+    budget = power_budget(plan)
+    for loop in budget.coolant:
+        rack = next(r for r in budget.racks if r.name == loop.rack)
+        assert loop.flow_l_per_min == pytest.approx(rack.load.max_w / 1000 * 130 / 120, rel=1e-3)
+        assert loop.supply_c == 30 and 8 < loop.rise_k < 14
+    gb300 = plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", coolant_supply_c: 25")))
+    [loop] = power_budget(gb300).coolant
+    assert loop.flow_l_per_min == 59 and loop.basis == "vendor's flow at 25 °C supply (catalog)"
+    text = render("power-cooling.md.j2", **_context(power_budget(gb300)))
+    row = next(line for line in text.splitlines() if line.startswith(f"| {loop.rack} | gb300-nvl72 |"))
+    assert "| 59 | 25 |" in row and "149" not in row
+
+
+def test_a_liquid_site_counts_only_liquid_heat_against_its_capacity_and_the_air_side_apart(tmp_path):
+    """A GB300 NVL72 rack draws up to ~144 kW, 90 % to liquid (Lenovo): 129 kW of the 140 kW liquid capacity,
+    its ~14 kW to the room air. The rule and the power table give that one verdict (no "over by 3.7 kW"), and
+    an air-cooled network rack on the liquid site is room-air heat, not a share of the liquid capacity."""
+    from gpucluster.analyse.budget import power_budget
+
+    plan = plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72)))
+    budget = power_budget(plan)
+    nvl = next(r for r in budget.racks if plan.racks[r.name].rack_system)
+    assert nvl.load.max_w > 140_000 and nvl.load.liquid_w < 140_000
+    assert nvl.cooling_use == (
+        f"liquid: {nvl.load.liquid_w / 1000:.1f} of 140 kW; room air {nvl.load.air_w / 1000:.1f} kW (air)"
+    )
+    assert not any("over by" in r.cooling_use for r in budget.racks)
+    rules = ("rule:rack-power-and-cooling", "rule:rack-system-power-and-cooling")
+    cooling = [f for f in plan.findings if f.rule in rules]
+    assert not [f for f in cooling if "liquid" in f.message and f.severity != "ok"]
+    network = [r for r in budget.racks if not plan.racks[r.name].rack_system]
+    assert network and all(r.cooling_use.startswith("room air ") for r in network)
+
+
+def test_the_floor_plan_draws_each_su_s_n_plus_1_cdus_in_its_row(gb200_1su):
+    from gpucluster.analyse.budget import power_budget
+    from gpucluster.artifacts.floor_plan import floor_plan
+
+    _loaded, plan = gb200_1su
+    [group] = power_budget(plan).cdus
+    floor = floor_plan(plan)
+    cdus = [r for r in floor.racks if r.name.startswith("CDU")]
+    assert len(cdus) == group.units == group.needed + 1 == 2
+    racks = [r for r in floor.racks if r.name in plan.racks]
+    for cdu in cdus:  # in the row, past its racks, overlapping none
+        assert cdu.y == racks[0].y
+        assert all(cdu.x >= r.x + r.width or cdu.x + cdu.width <= r.x for r in racks)
+    assert "CDU1: coolant distribution unit hpe-inrow-cdu-1300kw for SU 1 (1+1)" in floor.svg()
+
+
+def test_the_report_names_pdus_only_for_racks_without_shelves_and_shows_the_cdus(gb200_1su, tmp_path):
+    """An NVL72 rack's power shelves feed its busbar (BCM power-shelf manual): the report's PDU row names the
+    network and management racks' PDU, not a compute-rack PDU that no rack holds; the floor plan's caption counts
+    the racks and the N+1 in-row CDUs apart."""
+    from gpucluster.artifacts.report import report_html
+
+    _loaded, plan = gb200_1su
+    html = report_html(plan, tmp_path)
+    power = _section_text(html, "power")
+    pdus = sorted({plan.devices[n].part for r in plan.racks.values() for n in r.pdus})
+    assert pdus == ["raritan-px3-5747v-v2"]
+    assert "raritan-px3-5747v-v2 in the racks without power shelves (the rack-scale systems have none)" in power
+    assert plan.settings.pdu not in power
+    floor = _section_text(html, "floor")
+    assert f"{len(plan.racks)} racks at their floor coordinates, and 2 in-row coolant distribution units" in floor
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "expected"),
+    [
+        ("slurm", {"head": 2, "k8s-admin": 3, "slogin": 2}),
+        ("kubernetes", {"head": 2, "k8s-admin": 3, "k8s-user": 3}),
+        ("both", {"head": 2, "k8s-admin": 3, "k8s-user": 3, "slogin": 2}),
+    ],
+)
+def test_an_nvl72_design_gets_the_mission_control_plane_the_ra_lists(tmp_path, scheduler, expected):
+    """DGX SuperPOD RA management servers: two BCM heads in HA, three Kubernetes admin nodes, three Kubernetes user
+    nodes (Run:ai) and two Slurm login nodes (Mission Control's GB200 host names HEAD, K8S-ADMIN, K8U, SLOGIN):
+    each racked, on the in-band and out-of-band networks, in the power budget and on the BOM."""
+    from collections import Counter
+
+    from gpucluster.analyse.bom import build_bom
+    from gpucluster.plan.power.draw import device_powers
+
+    extra = f"scheduler: {{kind: {scheduler}{', kubernetes_servers: 9' if scheduler == 'both' else ''}}}\n"
+    path = _nvl72(tmp_path, extra, gpus=72)
+    plan = plan_design(load_design(path))
+    servers = [d for d in plan.devices.values() if d.role == "management-server"]
+    assert Counter(d.name.rsplit("-", 1)[0] for d in servers) == expected
+    cabled = {(link.a_device, link.network) for link in plan.links} | {
+        (link.b_device, link.network) for link in plan.links
+    }
+    powers = device_powers(plan)
+    # the GB200 RA's one "Storage and In-band Ethernet Fabric": the control plane's in-band ports are on it
+    inband = (
+        "storage"
+        if plan.catalog_part(plan.settings.rack_system, RackSystem).storage_inband_fabric == "combined"
+        else "inband"
+    )
+    for server in servers:
+        assert server.rack and (server.name, inband) in cabled and (server.name, "oob") in cabled
+        assert powers[server.name].max_w > 0
+    [line] = [b for b in build_bom(plan).lines if b.kind == "management-server"]
+    assert line.quantity == sum(expected.values()) and "Base Command Manager head node (HA pair) 2" in line.notes
+    assert plan.devices["head-01"].role == "management-server"  # the Slurm controllers stay on the BCM pair
+
+
+def test_a_design_s_own_management_server_count_overrides_the_control_plane(tmp_path):
+    path = _nvl72(tmp_path, "management: {management_servers: 3}\n", gpus=72)
+    plan = plan_design(load_design(path))
+    assert sorted(d.name for d in plan.devices.values() if d.role == "management-server") == [
+        "head-01",
+        "head-02",
+        "head-03",
+    ]
+
+
+def test_the_floor_plan_judges_an_nvl72_rack_by_its_shelves_as_the_rules_do(gb200_1su, tmp_path):
+    """An NVL72 rack's power is its shelves' (132 kW with N+N), not the 45 kW budget of racks on PDUs: the floor
+    plan's bar and red outline give rule rack-system-power-and-cooling's verdict (a GB300 rack's 143.7 kW peak
+    over 132 kW is its warning, not an error, so no red outline)."""
+    from gpucluster.artifacts.floor_plan import floor_plan
+
+    for plan in (gb200_1su[1], plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72)))):
+        floor = {r.name: r for r in floor_plan(plan).racks}
+        errors = [f for f in plan.findings if f.rule == "rule:rack-system-power-and-cooling" and f.severity == "error"]
+        assert not errors
+        for rack in plan.racks.values():
+            if rack.rack_system:
+                drawn = floor[rack.name]
+                assert not drawn.over_budget
+                assert drawn.bar_height == round(drawn.depth * min(1.0, rack.power_max_w / 132_000), 1)

@@ -363,8 +363,9 @@ def _oversubscription(facts: RuleFacts) -> list[Finding]:
 
 
 def _rack_power_and_cooling(facts: RuleFacts) -> list[Finding]:
-    """Every watt a rack draws becomes heat: with liquid-cooled parts the site's liquid cooling takes
-    it all, while air or rear-door cooling takes only the air share and cannot serve a liquid loop."""
+    """Every watt a rack draws becomes heat: a liquid site's per-rack capacity takes the liquid share (the rest
+    goes to the room air), while air or rear-door cooling takes only the air share and cannot serve a liquid
+    loop."""
     findings = []
     budget = facts["rack_power_budget_kw"]
     capacity = facts["cooling_capacity_kw"]
@@ -391,7 +392,8 @@ def _rack_power_and_cooling(facts: RuleFacts) -> list[Finding]:
                     rack["name"],
                 )
             )
-        heat = rack["power_max_kw"] if facts["cooling"] == "liquid" else rack["power_max_kw"] - liquid
+        # a liquid site's capacity takes the liquid heat; the air share goes to the room (cooling_against_site)
+        heat = liquid if facts["cooling"] == "liquid" else rack["power_max_kw"] - liquid
         if capacity is not None and heat > capacity + 1e-9:
             findings.append(
                 Finding(

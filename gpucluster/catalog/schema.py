@@ -548,7 +548,7 @@ class RackSystem(_Part):
     published_power_w: float = Field(
         ge=1, le=10_000_000, description="the vendor's rack power figure (what the parts add up to)"
     )
-    coolant_flow_l_per_min_per_kw: float = Field(ge=0.01, le=100, description="design flow per kW of liquid heat")
+    coolant_flow_l_per_min_per_kw: float = Field(ge=0.01, le=100, description="published flow per kW of rack power")
     coolant_flow_by_supply: list[FlowPoint] = Field(default_factory=list, max_length=64)
     weight_kg: float | None = Field(
         default=None, gt=0, le=100_000, description="the loaded rack: trays, shelves, rack, coolant"

@@ -371,6 +371,9 @@ def unweighed_parts(plan: Plan) -> list[Finding]:
     for device in plan.devices.values():
         part = plan.catalog_parts.get(device.part)
         racked = device.rack and part is not None and getattr(part, "u_height", None)
+        system = plan.catalog_parts.get(plan.racks[device.rack].rack_system or "") if device.rack else None
+        if getattr(system, "weight_kg", None):
+            continue  # a rack-scale system's published loaded weight holds its trays and shelves
         if racked and not getattr(part, "weight_kg", None):
             missing[device.part] = missing.get(device.part, 0) + 1
     if not missing:

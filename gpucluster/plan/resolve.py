@@ -19,6 +19,7 @@ from gpucluster.plan.networks import (
     manager_slots,
     technology_of,
 )
+from gpucluster.plan.registry import control_plane_names
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level (the 4-SU rows are four times the reads, 60/160/500, and round the writes
@@ -101,6 +102,10 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     units, final, storage_final = _scalable_units(loaded, compute, fabric, spares)
     pfs = design.parallel_filesystem
     mgmt = design.management
+    # a rack-scale system runs under Mission Control: its control plane as the RA lists it, unless the design
+    # sets its own count of management servers
+    asked = "management_servers" in mgmt.model_fields_set
+    control_plane = control_plane_names(design.scheduler.kind) if system is not None and not asked else ()
     return Resolved(
         server=server,
         production_servers=production,
@@ -134,7 +139,8 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         oob_switch=management.oob,
         oob_aggregation_switch=management.oob_aggregation,
         management_server=catalog.get(mgmt.management_server, Appliance),
-        management_servers=mgmt.management_servers,
+        management_servers=len(control_plane) or mgmt.management_servers,
+        management_server_names=control_plane,
         pfs_capacity_asked_tb=pfs.capacity_tb,
         pfs_throughput_basis=filesystem.throughput_basis,
         pfs_capacity_basis=filesystem.capacity_basis,
@@ -594,7 +600,8 @@ def _scalable_units(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric, sp
             loaded,
             ("compute_fabric", "final_scalable_units"),
             f"{final} scalable units of {su} x {server.model} hold {final * su * server.gpu.count:,} GPUs; the "
-            f"largest supported cluster is {MAX_GPUS:,} GPUs",
+            f"largest supported cluster is {MAX_GPUS:,} GPUs: at most {MAX_GPUS // (su * server.gpu.count)} "
+            "scalable units",
         )
     storage_final = _final_units(
         loaded,
@@ -636,7 +643,9 @@ def _final_units(loaded: LoadedDesign, loc: tuple[str, ...], final: int | None, 
             f"{final} is fewer than the {units} scalable units this design already fills (servers, spares and "
             f"fabric-manager slots); the final size is at least {units}",
         )
-    return final if final > units else 0
+    # kept when the design fills it: the last phase is planned as the earlier ones planned it (a partly filled
+    # last SU, and the floor and the tiers above the leaves as the final hall has them)
+    return final
 
 
 def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
