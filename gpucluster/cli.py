@@ -35,6 +35,9 @@ from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
 
 if TYPE_CHECKING:
+    from click.decorators import FC
+
+    from gpucluster.catalog.listing import PartKind
     from gpucluster.growth.compare import Alternative
 
 EXIT_BAD_INPUT = 2
@@ -145,13 +148,13 @@ def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] 
         raise
 
 
-def _part_kinds() -> tuple:
+def _part_kinds() -> tuple[PartKind, ...]:
     from gpucluster.catalog.listing import PART_KINDS
 
     return PART_KINDS
 
 
-def _out_file_option(help_text: str) -> Callable:
+def _out_file_option(help_text: str) -> Callable[[FC], FC]:
     return click.option(
         "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
     )
@@ -174,7 +177,7 @@ progress_option = click.option(
 )
 
 
-def _out_option(help_text: str) -> Callable:
+def _out_option(help_text: str) -> Callable[[FC], FC]:
     return click.option(
         "-o",
         "--out",
@@ -463,7 +466,7 @@ def size_command(
 
     flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     fields: dict[str, object] = {}
-    site: dict | None = None
+    site: dict[str, object] | None = None
     catalog_files: list[str] | None = None
     kept: dict[str, dict[str, object]] = {}
     if from_design is not None:

@@ -31,7 +31,7 @@ class DesignError(Exception):
         self.problems = problems
         super().__init__("\n".join(str(p) for p in problems))
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[type[DesignError], tuple[list[Problem]]]:
         """Pickled with its problems (a writer's error crosses from its worker process to the main one)."""
         return (type(self), (self.problems,))
 

@@ -145,7 +145,7 @@ _KIND_ORDER = tuple(ROLES)  # device lines in the registry's order; racks, cable
 _NETWORK_ORDER = (*NETWORK_NAMES, "")
 
 
-def _sort_key(line: BomLine) -> tuple:
+def _sort_key(line: BomLine) -> tuple[int, int, str, str, float, str]:
     kind = _KIND_ORDER.index(line.kind) if line.kind in _KIND_ORDER else len(_KIND_ORDER)
     return (_NETWORK_ORDER.index(line.network), kind, line.kind, line.model, line.length_m or 0.0, line.part_number)
 

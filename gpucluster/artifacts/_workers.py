@@ -380,9 +380,9 @@ def _serve(
             os._exit(code)
 
 
-def _failure(name: str, message: tuple, status: int) -> BaseException:
+def _failure(name: str, message: tuple[object, ...], status: int) -> BaseException:
     if message[0] == "error":
-        error = message[1]
+        error = cast(BaseException, message[1])  # ("error", the exception portable_error made)
         if isinstance(error, WriterFailed):
             return WriterFailed(f"writer {name} failed in its worker:\n{error}")
         return error

@@ -377,15 +377,19 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
         book.text(summary, row, 9, "; ".join(f"{n} x {model}" for model, n in models.items()))
 
 
+# a part's (model, format), (part number, format) and (U, kg): _PartFacts
+_Facts = tuple[tuple[str, object] | None, tuple[str, object] | None, tuple[float, float | None]]
+
+
 class _PartFacts:
     """Per catalog part, once: (model, format), (part number, format) and (U, kg)."""
 
     def __init__(self, book: Book, plan: Plan):
         self.book = book
         self.parts = plan.catalog_parts
-        self.cache: dict[str, tuple] = {}
+        self.cache: dict[str, _Facts] = {}
 
-    def of(self, part_id: str) -> tuple:
+    def of(self, part_id: str) -> _Facts:
         facts = self.cache.get(part_id)
         if facts is None:
             part = self.parts[part_id]

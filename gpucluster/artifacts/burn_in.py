@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import hostlist
 import orjson
@@ -196,7 +196,7 @@ def expected_results_json(plan: Plan, tests: list[BurnInTest]) -> Iterator[bytes
     yield b"\n  ]\n}\n"
 
 
-def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
+def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict[str, Any]:
     return {
         "design": plan.name,
         "partition": PARTITION if scheduler_split(plan).slurm else None,  # a Kubernetes-only cluster has none
@@ -208,7 +208,7 @@ def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict:
     }
 
 
-def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict:
+def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict[str, Any]:
     """What the script and README templates need: node lists, pairs, rails and each stage's threshold."""
     by_name: dict[str, list[BurnInTest]] = {}
     for t in tests:
@@ -260,7 +260,7 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
     }
 
 
-def _cabling_context(plan: Plan, tests: list[BurnInTest]) -> dict:
+def _cabling_context(plan: Plan, tests: list[BurnInTest]) -> dict[str, Any]:
     """Stage 0: where ibnetdiscover runs on each InfiniBand network, and the switches whose LLDP neighbours
     are collected on the others."""
     networks = [t.subject for t in tests]
@@ -274,9 +274,9 @@ def _cabling_context(plan: Plan, tests: list[BurnInTest]) -> dict:
     return {"networks": networks, "infiniband": discover, "switches": switches}
 
 
-def _threshold_table(tests: list[BurnInTest]) -> list[dict]:
+def _threshold_table(tests: list[BurnInTest]) -> list[dict[str, Any]]:
     """One row per distinct threshold of each test kind: what the README and the checklists print."""
-    rows: dict[tuple, dict] = {}
+    rows: dict[tuple[int, float | str, str], dict[str, Any]] = {}  # (stage, threshold, source) -> row
     for t in tests:
         key = (t.stage, t.threshold, t.source)
         row = rows.get(key)
@@ -293,7 +293,7 @@ def checklists(
     plan: Plan,
     tests: list[BurnInTest],
     ports: dict[str, dict[int, RailPort]],
-    thresholds: list[dict] | None = None,
+    thresholds: list[dict[str, Any]] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """(rack, printable HTML acceptance checklist of the GPU servers in it, top of the rack first), a rack at a time by
     name; `thresholds` is _threshold_table(tests) where the caller has it already."""

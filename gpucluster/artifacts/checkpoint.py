@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -61,7 +62,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     _chart(plan.name, a, results, folder)
 
 
-def _rows(a: CheckpointAnalysis, results: list[IntervalResult]) -> list[dict]:
+def _rows(a: CheckpointAnalysis, results: list[IntervalResult]) -> list[dict[str, Any]]:
     rows = []
     for r in results:
         row = {

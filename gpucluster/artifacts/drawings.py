@@ -156,7 +156,7 @@ def _device_group(plan: Plan, device: Device, level: int, network: str) -> _Grou
 
 
 def _grouped(plan: Plan, network: str, levels: dict[str, int]) -> list[_Group]:
-    keyed: dict[tuple, _Group] = {}
+    keyed: dict[tuple[int, str, str, int | None], _Group] = {}  # (level, kind, scope, number)
     for node, level in levels.items():
         device = plan.devices[node]
         kind = _kind(device, network)
@@ -189,10 +189,14 @@ def _grouped(plan: Plan, network: str, levels: dict[str, int]) -> list[_Group]:
     return result
 
 
+# groups that merge into one range box (_family): the scope, and the kind (or "several")
+_Family = tuple[str, tuple[str, ...]]
+
+
 def _merge_kinds(groups: list[_Group]) -> list[_Group]:
     """One box per SU (or pod) holding every kind of device in it, and one for the central ones; the management
     ports of other networks' switches count together as switches."""
-    merged: dict[tuple, _Group] = {}
+    merged: dict[tuple[str, int | None], _Group] = {}  # (scope, number)
     for group in sorted(groups, key=_order):
         key = (group.scope, group.numbers[0] if group.numbers else None)
         into = merged.get(key)
@@ -208,7 +212,7 @@ def _merge_kinds(groups: list[_Group]) -> list[_Group]:
 def _range_sizes(groups: list[_Group]) -> dict[str, int]:
     """How many SUs (pods) one box must hold for this level to fit, per scope."""
     central = sum(1 for g in groups if not g.numbers)
-    families: dict[tuple, set[int]] = defaultdict(set)
+    families: dict[_Family, set[int]] = defaultdict(set)
     for group in groups:
         if group.numbers:
             families[_family(group)].update(group.numbers)
@@ -223,7 +227,7 @@ def _merge_ranges(groups: list[_Group], sizes: dict[str, int]) -> list[_Group]:
     """SUs (or pods) merge into ranges of the same size on every level (SUs 1-6, 7-12 ...), so the lines
     between levels join boxes that hold the same SUs."""
     result = [g for g in groups if not g.numbers]
-    merged: dict[tuple, _Group] = {}
+    merged: dict[tuple[_Family, int], _Group] = {}  # (family, range)
     for group in sorted((g for g in groups if g.numbers), key=_order):
         key = (_family(group), (group.numbers[0] - 1) // sizes[group.scope])
         into = merged.get(key)
@@ -237,12 +241,12 @@ def _merge_ranges(groups: list[_Group], sizes: dict[str, int]) -> list[_Group]:
     return result
 
 
-def _family(group: _Group) -> tuple:
+def _family(group: _Group) -> _Family:
     """Groups that merge into one range box: the same scope, and the same kind (or several kinds)."""
     return (group.scope, tuple(group.kinds) if len(group.kinds) == 1 else ("several",))
 
 
-def _order(group: _Group) -> tuple:
+def _order(group: _Group) -> tuple[int, str, tuple[tuple[int, str], ...], int, str]:
     """SUs and pods first, central groups last; groups of the same kinds together, in SU (pod) order."""
     kinds = tuple(sorted(_kind_rank(kind) for kind in group.kinds))
     return (0 if group.numbers else 1, group.scope, kinds, group.numbers[0] if group.numbers else 0, group.name)
@@ -411,7 +415,7 @@ def _tier_gbps(plan: Plan, network: str, link_tier: int) -> str:
     return f"{tier.down_gbps / 1000:,.1f} Tb/s"
 
 
-def _bundles(graph: nx.Graph, anchor: dict[str, tuple[float, float, float]], detailed: bool) -> list[Bundle]:
+def _bundles(graph: nx.Graph[str], anchor: dict[str, tuple[float, float, float]], detailed: bool) -> list[Bundle]:
     counts: dict[tuple[tuple[float, float, float], tuple[float, float, float]], list[float]] = {}
     for a, b, data in graph.edges(data=True):
         end_a, end_b = anchor[a], anchor[b]

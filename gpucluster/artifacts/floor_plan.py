@@ -8,6 +8,7 @@ WeasyPrint took to lay out and draw the PDF), and so are the scalable units' out
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
@@ -139,7 +140,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
     max_x = max((r.x + r.width for r in drawn), default=0.0) + rack_width * 0.5
     max_y = max((r.y + r.depth for r in drawn), default=0.0) + font
     rows = []
-    row_of = (lambda r: r.x) if turned else (lambda r: r.y)
+    row_of: Callable[[FloorRack], float] = (lambda r: r.x) if turned else (lambda r: r.y)
     for _row, members in groupby(sorted(drawn, key=lambda r: (row_of(r), r.x + r.y)), key=row_of):
         first = next(iter(members))
         letter = (_row_letter(first.name),)

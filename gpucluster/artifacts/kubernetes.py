@@ -23,6 +23,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpucluster.analyse.scheduling import fabric_tree, nvlink_domains, scheduler_split
 from gpucluster.artifacts.monitoring.targets import counters_csv
@@ -30,7 +31,7 @@ from gpucluster.artifacts.mounts import persistent_volumes
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
-from gpucluster.design.schema import GpuOperatorSettings, KubernetesSettings
+from gpucluster.design.schema import GpuOperatorSettings, KubernetesSettings, Team
 from gpucluster.formats import yamlout
 from gpucluster.plan.model import Plan
 
@@ -117,7 +118,7 @@ def file_headers(plan: Plan) -> dict[str, str]:
     return {"dra-driver-values.yaml": dra_driver_header(server, plan.design.scheduler.kubernetes.gpu_operator)}
 
 
-def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
+def kubernetes_manifests(plan: Plan) -> dict[str, list[dict[str, Any]]]:
     """File name -> its YAML documents (each Helm values file is one document, not a manifest)."""
     servers = scheduler_split(plan).kubernetes
     if not servers:
@@ -230,7 +231,7 @@ def job_topology_level(plan: Plan, servers: tuple[str, ...] | list[str]) -> str 
     return leaf if leaf in topology_levels(plan, servers) else None
 
 
-def node_manifests(plan: Plan, servers: tuple[str, ...]) -> list[dict]:
+def node_manifests(plan: Plan, servers: tuple[str, ...]) -> list[dict[str, Any]]:
     labels = topology_labels(plan, servers)
     nodes = []
     for name in servers:
@@ -256,7 +257,7 @@ def uses_host_driver(server: GpuServer, choices: GpuOperatorSettings) -> bool:
     return choices.driver == "host" or (choices.driver == "auto" and _is_dgx(server))
 
 
-def gpu_operator_values(plan: Plan, server: GpuServer, choices: GpuOperatorSettings) -> dict:
+def gpu_operator_values(plan: Plan, server: GpuServer, choices: GpuOperatorSettings) -> dict[str, Any]:
     """Helm values for the NVIDIA GPU Operator chart (v26.7.0's values.yaml). The GPU Operator deploys Node Feature
     Discovery for both operators (the Network Operator's values turn its copy off)."""
     host_driver = uses_host_driver(server, choices)
@@ -314,7 +315,7 @@ DRA_DRIVER_VERSION = "25.12.0"  # the release of the ComputeDomain CRDs in tests
 DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
 
 
-def dra_driver_values(server: GpuServer, choices: GpuOperatorSettings) -> dict:
+def dra_driver_values(server: GpuServer, choices: GpuOperatorSettings) -> dict[str, Any]:
     """Helm values for the NVIDIA DRA driver (chart v25.12.0) running ComputeDomains only: GPUs stay with the GPU
     Operator's device plugin (Kueue's quotas count nvidia.com/gpu); the driver root where the driver is; and the
     kubelet plugin tolerates the GPU nodes' taint (the chart's default tolerations are none, so without this it
@@ -345,14 +346,14 @@ def dra_driver_header(server: GpuServer, choices: GpuOperatorSettings) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
-def network_operator_values() -> dict:
+def network_operator_values() -> dict[str, Any]:
     """Helm values for the NVIDIA Network Operator chart (v26.4.1's values.yaml): its Node Feature Discovery off,
     since the GPU Operator's runs on the same nodes (two NFD deployments fight over the same labels); its node
     feature rules stay on, for NFD to label the NICs. The host's DOCA/MOFED driver is used (no ofedDriver)."""
     return {"nfd": {"enabled": False, "deployNodeFeatureRules": True}, "sriovNetworkOperator": {"enabled": False}}
 
 
-def _dcgm_configmap() -> dict:
+def _dcgm_configmap() -> dict[str, Any]:
     csv = counters_csv()  # the same counters the monitoring's alerts and dashboard read
     return {
         "apiVersion": "v1",
@@ -416,7 +417,7 @@ def rdma_resources(server: GpuServer, mode: str, rails: list[RailInterface] | No
     return [f"rdma/{RDMA_SHARED_RESOURCE}"]
 
 
-def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict:
+def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict[str, Any]:
     """NicClusterPolicy: the host's MOFED/DOCA driver is used (no ofedDriver). Pods get the compute HCAs through
     the RDMA shared device plugin (one resource with every compute HCA), SR-IOV VFs per rail, or on a RoCE fabric
     whose ports the catalog names, each rail's port itself (host-device) with NV-IPAM and Multus for its network.
@@ -476,7 +477,7 @@ def rail_network_names(plan: Plan, server: GpuServer, namespace: str) -> list[st
 
 def rail_networks(
     plan: Plan, servers: tuple[str, ...], server: GpuServer, namespaces: list[str], mode: str
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """A secondary network per rail (per rail and plane on a multi-plane fabric, each plane's PF its own network, as
     Spectrum-X software multiplane lays them out) on a RoCE fabric, as the switches route it: each node's rail port
     is a /31 to its leaf (switches/<leaf>.yaml), so per rail (and plane) an NV-IPAM CIDRPool hands each node its
@@ -490,11 +491,11 @@ def rail_networks(
 
     addresses = host_addresses(plan, "compute")
     blocks = rail_blocks(plan, "compute")
-    by_port: dict[str, list[dict]] = {interface.port: [] for interface in rails}
+    by_port: dict[str, list[dict[str, Any]]] = {interface.port: [] for interface in rails}
     for (host, host_port), (_host_address, gateway) in sorted(addresses.items()):
         if host in servers and host_port in by_port:
             by_port[host_port].append({"nodeName": host, "prefix": f"{gateway}/31", "gateway": gateway})
-    documents: list[dict] = []
+    documents: list[dict[str, Any]] = []
     for port in rails:
         block = str(blocks[(port.plane or 0, port.rail)])
         documents.append(
@@ -547,7 +548,7 @@ def _quota(gpus: int, per: _PerGpu, gpus_per_server: int) -> dict[str, object]:
     return quota
 
 
-def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, settings: object) -> list[dict]:
+def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, settings: object) -> list[dict[str, Any]]:
     """Topology-aware Kueue: one ResourceFlavor (the server model) on the fabric Topology, a Cohort for the
     cluster, and per team a Namespace, a ClusterQueue (quota, borrowing and lending limits) and a LocalQueue."""
     api_version = getattr(settings, "kueue_api", "v1beta2")
@@ -557,7 +558,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
     mode = getattr(settings, "rdma", "shared")
     per = _per_gpu(server, mode, rail_interfaces(plan, server))
     resources = ["cpu", "memory", GPU_RESOURCE, *per.rdma]
-    documents: list[dict] = [
+    documents: list[dict[str, Any]] = [
         {
             "apiVersion": api,
             "kind": "Topology",
@@ -618,7 +619,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
     return documents
 
 
-def kubernetes_teams(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> list:
+def kubernetes_teams(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> list[Team | _DefaultTeam]:
     """The design's teams, or the one queue a design without teams gets (every production GPU)."""
     teams = list(getattr(_settings(plan), "teams", []))
     if teams:
@@ -637,6 +638,6 @@ class _DefaultTeam:
     lending_limit_gpus: int | None = None
 
 
-def dump_yaml(documents: list[dict]) -> str:
+def dump_yaml(documents: list[dict[str, Any]]) -> str:
     """Kubernetes YAML documents, keys in the order written, no anchors (a repeated pod template in full)."""
     return yamlout.dump_all(documents, width=120)

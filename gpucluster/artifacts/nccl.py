@@ -8,6 +8,7 @@ still run it)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from gpucluster.analyse.scheduling import domain_servers, fabric_tree, nvlink_domains, scheduler_split, slurm_segment
 from gpucluster.artifacts.kubernetes import (
@@ -114,7 +115,7 @@ IMEX_CHANNEL_CHECK = "ls -la /dev/nvidia-caps-imex-channels && test -c /dev/nvid
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # Kubernetes labels a Job's pods with its name (1.27 and later)
 
 
-def imex_check_jobs(plan: Plan, server: GpuServer, servers: tuple[str, ...], namespace: str) -> list[dict]:
+def imex_check_jobs(plan: Plan, server: GpuServer, servers: tuple[str, ...], namespace: str) -> list[dict[str, Any]]:
     """Per NVLink domain of the Kubernetes servers: a ComputeDomain and an indexed Job of one pod per tray, pinned
     to the domain by its topology label (nodes.yaml) and spread one pod to a tray, each pod claiming the channel
     and every GPU of its tray, tolerating the GPU and hot-spare taints."""
@@ -122,7 +123,7 @@ def imex_check_jobs(plan: Plan, server: GpuServer, servers: tuple[str, ...], nam
 
     key = accelerator_label(plan)
     labels = topology_labels(plan, servers)
-    documents: list[dict] = []
+    documents: list[dict[str, Any]] = []
     for members in nvlink_domains(plan, servers):
         domain = labels[members[0]][key]
         name = f"imex-check-{domain}"
@@ -185,7 +186,7 @@ COMPUTE_DOMAIN_HEADER = f"""\
 """
 
 
-def compute_domain(namespace: str) -> dict:
+def compute_domain(namespace: str) -> dict[str, Any]:
     """The job's ComputeDomain: numNodes 0, as the driver recommends with IMEX daemons on DNS names (its default);
     the controller creates the ResourceClaimTemplate the job's pods claim their IMEX channel from."""
     return {
@@ -202,7 +203,7 @@ def imex_claims() -> list[dict[str, str]]:
     return [{"name": IMEX_CLAIM, "resourceClaimTemplateName": IMEX_CLAIM_TEMPLATE}]
 
 
-def clique_node_affinity() -> dict:
+def clique_node_affinity() -> dict[str, Any]:
     """Only nodes GFD labelled with an NVLink clique, as the pod of the DRA driver's install guide (docs/install.md)."""
     return {
         "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -211,7 +212,7 @@ def clique_node_affinity() -> dict:
     }
 
 
-def clique_pod_affinity(job_label: str, job_name: str) -> dict:
+def clique_pod_affinity(job_label: str, job_name: str) -> dict[str, Any]:
     """By preference, the clique the job's other pods run in (CoreWeave's IMEX guide: the clique label as the pod
     affinity's topologyKey); Kueue's slices make it a requirement where Kueue places the job."""
     return {
@@ -386,7 +387,7 @@ def _rail_annotations(plan: Plan, server: GpuServer, namespace: str) -> dict[str
     return {"k8s.v1.cni.cncf.io/networks": ",".join(names)} if names else {}
 
 
-def _pod_basics() -> tuple[dict, dict]:
+def _pod_basics() -> tuple[dict[str, Any], dict[str, Any]]:
     """The training container's RDMA and NCCL needs (IPC_LOCK for RDMA's pinned memory, a memory-backed /dev/shm)
     and the pod's volume for it."""
     container = {
@@ -396,7 +397,7 @@ def _pod_basics() -> tuple[dict, dict]:
     return container, {"volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}
 
 
-def training_runtime(plan: Plan, server: GpuServer, namespace: str) -> dict:
+def training_runtime(plan: Plan, server: GpuServer, namespace: str) -> dict[str, Any]:
     """A TrainingRuntime (Trainer v2, trainer.kubeflow.org/v1alpha1) in the team's namespace for multi-node NVLink
     jobs: torch-distributed's one replicated job, whose pod claims the ComputeDomain's IMEX channel and takes whole
     trays (every GPU, the compute HCAs), only on nodes with an NVLink clique label."""
@@ -439,7 +440,7 @@ def train_job(
     namespace: str,
     level: str | None,
     env: dict[str, str],
-) -> dict:
+) -> dict[str, Any]:
     """A TrainJob (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1) on whole servers, queued to a team's
     LocalQueue. Its nodes are one PodSet, so Kueue keeps them together under one leaf group where it can (preferred
     topology); the runtime patch adds that annotation. On HGX servers it runs the torch-distributed runtime, the
@@ -496,7 +497,7 @@ def train_job(
 
 def pytorch_job(
     plan: Plan, server: GpuServer, servers: tuple[str, ...], nodes: int, namespace: str, level: str | None
-) -> dict:
+) -> dict[str, Any]:
     """A PyTorchJob (Kubeflow Training Operator v1, kubeflow.org/v1) on whole servers, queued to a team's
     LocalQueue; master and workers are two PodSets of one group, so Kueue places them under one domain. On a
     multi-node NVLink system each pod claims the ComputeDomain's IMEX channel, and the group prefers one NVLink

@@ -8,12 +8,12 @@ import os
 import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import orjson
 
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Cable, Device, Link, Plan, RackPlan, Tier
 from gpucluster.runtime.progress import track
 
 SCHEMA_VERSION = 1
@@ -68,9 +68,10 @@ def _append(source: Path, out: BinaryIO) -> None:
         shutil.copyfileobj(tail, out, 1 << 20)
 
 
-def plan_document(plan: Plan, loaded: LoadedDesign) -> dict:
+def plan_document(plan: Plan, loaded: LoadedDesign) -> dict[str, Any]:
     """The plan.json content as one Python object (for tests and small designs)."""
-    return orjson.loads(b"".join(plan_chunks(plan, loaded)))
+    document: dict[str, Any] = orjson.loads(b"".join(plan_chunks(plan, loaded)))  # JSON: typed Any
+    return document
 
 
 def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
@@ -114,7 +115,7 @@ def record_chunks(plan: Plan) -> Iterator[bytes]:
     yield b"\n}\n"
 
 
-def _records(key: str, records: Iterable[dict]) -> Iterator[bytes]:
+def _records(key: str, records: Iterable[dict[str, Any]]) -> Iterator[bytes]:
     yield b'"' + key.encode() + b'": ['
     first = True
     for record in records:
@@ -123,7 +124,7 @@ def _records(key: str, records: Iterable[dict]) -> Iterator[bytes]:
     yield b"\n]" if not first else b"]"
 
 
-def _tier(t) -> dict:
+def _tier(t: Tier) -> dict[str, Any]:
     return {
         "network": t.network,
         "tier": t.tier,
@@ -138,7 +139,7 @@ def _tier(t) -> dict:
     }
 
 
-def _rack(r) -> dict:
+def _rack(r: RackPlan) -> dict[str, Any]:
     return {
         "name": r.name,
         "part": r.part,
@@ -156,7 +157,7 @@ def _rack(r) -> dict:
     }
 
 
-def _device(d) -> dict:
+def _device(d: Device) -> dict[str, Any]:
     record = {
         "name": d.name,
         "part": d.part,
@@ -174,25 +175,26 @@ def _device(d) -> dict:
     return record
 
 
-def _link(index: int, link, cable: str | None) -> dict:
-    record = {
+def _link(index: int, link: Link, cable: str | None) -> dict[str, Any]:
+    b_end: dict[str, str | int] = {"device": link.b_device, "port": link.b_port}
+    record: dict[str, Any] = {
         "id": index,
         "cable": cable,
         "network": link.network,
         "tier": link.tier,
         "a": {"device": link.a_device, "port": link.a_port},
-        "b": {"device": link.b_device, "port": link.b_port},
+        "b": b_end,
         "speed_gbps": link.speed_gbps,
         "purpose": link.purpose,
     }
     if link.rail is not None:
         record["rail"] = link.rail
     if link.b_half:  # the b end is that half of a switch port split in two (a 1:2 splitter fibre)
-        record["b"]["half"] = link.b_half
+        b_end["half"] = link.b_half
     return record
 
 
-def _cable(c) -> dict:
+def _cable(c: Cable) -> dict[str, Any]:
     return {
         "id": c.id,
         "network": c.network,

@@ -127,7 +127,7 @@ def _kw(watts: float) -> str:
     return f"{watts / 1000:,.1f}"
 
 
-def _context(budget: Budget) -> dict:
+def _context(budget: Budget) -> dict[str, Any]:
     total = budget.total
     rise = budget.rise_k
     site = budget.site

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from xlsxwriter.utility import xl_rowcol_to_cell
 from xlsxwriter.workbook import Workbook
@@ -96,7 +97,7 @@ def _inputs(budget: Budget) -> dict[str, tuple[str, object, str]]:
     }
 
 
-def _write_inputs(workbook: Workbook, sheet: Worksheet, f: _Formats, values: dict) -> None:
+def _write_inputs(workbook: Workbook, sheet: Worksheet, f: _Formats, values: dict[str, Any]) -> None:
     sheet.write(0, 0, "Power and cooling budget", f.title)
     sheet.write(
         _INPUT_ROW0 - 1, 0, "Inputs (from the design) and constants; change a yellow cell to recalculate", f.bold
@@ -150,7 +151,7 @@ def _phase_factor(phases: int) -> float:
     return math.sqrt(3) if phases == 3 else 1.0
 
 
-def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict) -> int:
+def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict[str, Any]) -> int:
     """One row per rack; returns the last data row (1-based, for ranges)."""
     for col, (header, _letter) in enumerate(_RACK_COLUMNS):
         sheet.write(0, col, header, f.head)
@@ -211,7 +212,7 @@ def _sum(column: str, last: int) -> str:
     return f"SUM(Racks!{column}2:{column}{last})"
 
 
-def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict, last: int) -> None:
+def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict[str, Any], last: int) -> None:
     total = budget.total
     heat = total.max_w * b.BTU_PER_H_PER_W
     cfm = b.airflow_cfm(total.air_w, budget.rise_k)
@@ -257,7 +258,13 @@ def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict, 
 
 
 def _write_groups(
-    sheet: Worksheet, f: _Formats, groups: list[b.GroupBudget], label: str, column: str, last: int, values: dict
+    sheet: Worksheet,
+    f: _Formats,
+    groups: list[b.GroupBudget],
+    label: str,
+    column: str,
+    last: int,
+    values: dict[str, Any],
 ) -> None:
     """Rows or scalable units: sums over the Racks sheet by its row (B) or SU (D) column."""
     headers = [label, "Racks", "IT typical kW", "IT max kW", "To liquid kW", "To air kW", "Circuits", "Heat BTU/h"]

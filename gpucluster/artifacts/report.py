@@ -16,6 +16,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import hostlist
 from markupsafe import Markup
@@ -24,7 +25,6 @@ from gpucluster.analyse import budget as b
 from gpucluster.analyse.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import Assumption, Deviation, assumptions, deviations
-from gpucluster.analyse.rules import RULE_PREFIX
 from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.artifacts import share, shared
 from gpucluster.artifacts._pdf import write_pdf
@@ -36,7 +36,7 @@ from gpucluster.artifacts.summary import filesystem_rows, object_storage_figures
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
-from gpucluster.plan.model import LeafFailure, Plan
+from gpucluster.plan.model import RULE_PREFIX, LeafFailure, Plan
 from gpucluster.plan.rack_scale import shelf_capacity_w
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, ROLES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
@@ -109,7 +109,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
     return _page(folder, plan_views(plan), bom or build_bom(plan))
 
 
-def plan_views(plan: Plan) -> dict:
+def plan_views(plan: Plan) -> dict[str, Any]:
     """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
     # the power writer's, when it ran in this process or before this one was forked (shared without its devices)
     budget = shared("power:budget")
@@ -143,7 +143,7 @@ def plan_views(plan: Plan) -> dict:
     }
 
 
-def _page(folder: Path, views: dict, bom: Bom) -> str:
+def _page(folder: Path, views: dict[str, Any], bom: Bom) -> str:
     """The report page: the plan's views, the BOM's, and what reads the other files of the build in `folder`."""
     artifacts = _artifacts(folder)
     values = dict(views)
@@ -165,7 +165,7 @@ def vars_of(record: Deviation | Assumption) -> dict[str, str]:
     return {name: getattr(record, name) for name in record.__slots__}
 
 
-def _schedulers(plan: Plan) -> list[dict]:
+def _schedulers(plan: Plan) -> list[dict[str, Any]]:
     """Each scheduler's servers, their place on the fabric and its partitions or team queues."""
     return [
         {
@@ -223,7 +223,7 @@ def shelf_verdict(typical_w: float, max_w: float, usable_w: float, nameplate_w: 
     return f"within the shelves' redundant {usable_w / 1000:,.0f} kW, {(usable_w - max_w) / 1000:,.1f} kW to spare"
 
 
-def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict | None:
+def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict[str, Any] | None:
     """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
     against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
     largest job one domain holds; None for a plan without them."""
@@ -412,7 +412,7 @@ def _findings(plan: Plan) -> list[dict[str, str]]:
     ]
 
 
-def _network(plan: Plan, network: str) -> dict:
+def _network(plan: Plan, network: str) -> dict[str, Any]:
     drawing = network_drawing(plan, network)
     analysis = plan.analysis_of(network)
     tiers = [t for t in plan.tiers if t.network == network]
@@ -472,7 +472,7 @@ def _worst_leaf(worst: LeafFailure) -> str:
     return f"The worst single leaf failure ({worst['switch']}) {cost}{lost}."
 
 
-def _floor(plan: Plan) -> dict:
+def _floor(plan: Plan) -> dict[str, Any]:
     floor = floor_plan(plan)
     purposes = sorted({r.purpose for r in plan.racks.values()})
     legend = [(p, purpose_colour(p)) for p in purposes]
@@ -508,7 +508,7 @@ def _pdus(plan: Plan, budget: Budget) -> str:
     return f"{', '.join(used) or 'none'} in the racks without power shelves (the rack-scale systems have none)"
 
 
-def _power(plan: Plan, budget: Budget) -> dict:
+def _power(plan: Plan, budget: Budget) -> dict[str, Any]:
     total = budget.total
     rise = budget.rise_k
     cfm = b.airflow_cfm(total.air_w, rise)
@@ -545,7 +545,7 @@ def _power(plan: Plan, budget: Budget) -> dict:
     }
 
 
-def _groups(groups: list[b.GroupBudget], sheet: str) -> dict:
+def _groups(groups: list[b.GroupBudget], sheet: str) -> dict[str, Any]:
     """A table of rows or SUs: every one up to GROUPS_LISTED, else the GROUPS_SHOWN heaviest (by maximum load, in
     plan order) and the range of the others; the power workbook's sheet lists them all."""
     shown = groups
@@ -574,7 +574,7 @@ def _group(group: b.GroupBudget) -> dict[str, str]:
     }
 
 
-def _checkpoint(a: CheckpointAnalysis) -> dict:
+def _checkpoint(a: CheckpointAnalysis) -> dict[str, Any]:
     w = a.workload
     finite = math.isfinite(a.mtbf_s)
     return {
@@ -618,7 +618,7 @@ def _checkpoint(a: CheckpointAnalysis) -> dict:
     }
 
 
-def _bom(bom: Bom) -> dict:
+def _bom(bom: Bom) -> dict[str, Any]:
     """The BOM's totals per section and its headline counts (gpucluster/analyse/bom.py)."""
     currencies = sorted(bom.price_totals())
     sections = []

@@ -50,7 +50,7 @@ def host_names(names: list[str]) -> str:
     """Names as a host list (gpu[065-096]), cut short; "none" for none."""
     if not names:
         return "none"
-    text = hostlist.collect_hostlist(names)
+    text: str = hostlist.collect_hostlist(names)  # hostlist has no type information
     return text if len(text) <= 600 else text[:597] + "..."
 
 

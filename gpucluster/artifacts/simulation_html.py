@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
@@ -39,7 +40,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     (folder / "simulation.html").write_text(text, encoding="utf-8")
 
 
-def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
+def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict[str, Any]:
     """The plain data the page's script replays (JSON inside the page)."""
     servers = [d.name for d in plan.gpu_nodes() if not d.spare]
     leaves = sorted(d.name for d in plan.switches("compute", 1))

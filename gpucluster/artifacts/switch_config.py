@@ -40,6 +40,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.catalog.ports import device_ports, port_details
@@ -87,7 +88,7 @@ class SwitchConfig:
     asn: int
     loopback: str
     ports: list[_Port] = field(default_factory=list)
-    context: dict = field(default_factory=dict)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
@@ -410,7 +411,7 @@ def _context(
     p2p: dict[int, tuple[str, str]],
     segment_ids: dict[str, int],
     roce: bool,
-) -> dict:
+) -> dict[str, Any]:
     """Everything the startup.yaml template needs for one switch (roce: its network runs RoCE)."""
     network = config.network
     evpn = network == "inband"

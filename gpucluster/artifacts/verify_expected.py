@@ -17,7 +17,7 @@ import io
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.catalog.schema import RackMounted
@@ -71,19 +71,24 @@ def _node_id(end: PlannedEnd, ids: dict[str, str]) -> str:
 _SPLIT_NOTE = " [split half: stand-in port number]"  # short: ibsim's parser reads lines into a small buffer
 
 
-def net_records(plan: Plan, links: Iterable[PlannedLink]) -> list[dict]:
+# a record's line: (port, peer id, peer port, peer description, rate, cable, ends)
+_Line = tuple[int, str, str, str, str, str, str]
+
+
+def net_records(plan: Plan, links: Iterable[PlannedLink]) -> list[dict[str, Any]]:
     """One record per node (switches by name, then HCAs by name), each with its ports in port order: kind, ports,
     id, description and lines, a line per port (port, peer id, peer port, peer description, rate, cable, ends).
     `links` may be a stream: each link's ends are kept in the records' lines, the link itself is not."""
     ids: dict[str, str] = {}
-    nodes: dict[str, dict] = {}
-    lines_of: dict[str, list[tuple]] = {}  # node -> its record's lines
+    nodes: dict[str, dict[str, Any]] = {}
+    lines_of: dict[str, list[_Line]] = {}  # node -> its record's lines
     ib_ports: dict[str, int] = {}  # catalog part -> its InfiniBand ports (a fabric has few switch models)
     numbers = _PortNumbers()
 
-    def add(end: PlannedEnd) -> list[tuple]:
+    def add(end: PlannedEnd) -> list[_Line]:
         record = nodes[end.node] = _record(plan, end, ids, ib_ports)
-        found = lines_of[end.node] = record["lines"]
+        found: list[_Line] = record["lines"]
+        lines_of[end.node] = found
         return found
 
     for planned in links:  # half a million at 131,072 GPUs: each end written out once
@@ -112,7 +117,7 @@ class _PortNumbers(dict[str, int]):
         return number
 
 
-def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str, int]) -> dict:
+def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str, int]) -> dict[str, Any]:
     ports = 1
     if end.switch:
         part = plan.devices[end.device].part
@@ -154,7 +159,7 @@ def ibsim_port_options(rate: str) -> str:
     return " ".join(options)
 
 
-def net_blocks(records: list[dict]) -> Iterator[str]:
+def net_blocks(records: list[dict[str, Any]]) -> Iterator[str]:
     """Each record's text in the .net file as ibnetdiscover prints it: a blank line, the node line, then each
     connected port, preceded by the label of its cable (a comment); an HCA's port line repeats ibnetdiscover's
     "lid 0 lmc 0" of its own port first. Made here rather than in the template: a template's loop over half a
@@ -184,7 +189,7 @@ def net_context(plan: Plan, network: str, links: list[PlannedLink]) -> dict[str,
     return _net_context(plan, network, net_records(plan, links), len(links))
 
 
-def _net_context(plan: Plan, network: str, records: list[dict], links: int) -> dict[str, object]:
+def _net_context(plan: Plan, network: str, records: list[dict[str, Any]], links: int) -> dict[str, object]:
     return {
         "design": plan.name,
         "network": network,

@@ -163,5 +163,5 @@ def _cites(value: str, tags: dict[str, str]) -> bool:
     return bool(value.strip())
 
 
-def _dotted(loc: tuple) -> str:
+def _dotted(loc: tuple[int | str, ...]) -> str:
     return ".".join(str(p) for p in loc)

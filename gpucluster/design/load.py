@@ -73,7 +73,12 @@ def design_from_model(design: Design, catalog: Catalog | None = None) -> LoadedD
 
 
 def _side_file(
-    design: Path, positions: Positions, folders: tuple[Path, ...], loc: tuple, value: str, suffixes: tuple[str, ...]
+    design: Path,
+    positions: Positions,
+    folders: tuple[Path, ...],
+    loc: tuple[int | str, ...],
+    value: str,
+    suffixes: tuple[str, ...],
 ) -> Path:
     """A catalog or price-list file the design names: relative to the design's folder (or a --data-dir folder),
     inside one of them once links are followed, with the expected suffix. A path that leads elsewhere is refused
@@ -197,7 +202,7 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _allowed_fields(model: type[BaseModel], loc: tuple) -> list[str]:
+def _allowed_fields(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
     """The field names a mapping at `loc` accepts, found by walking the schema."""
     current: object = model
     for part in loc:

@@ -8,7 +8,7 @@ it (it is the fast one at 131,072 GPUs), else PyYAML's own; both write the same 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,15 +31,18 @@ class Dumper(_Base):
         quoted), remembered per text: the resolver tries its patterns on every one, and a file of 260,000 label values
         (prometheus.yml at 131,072 GPUs) repeats most of them. Our dumpers have no path resolvers."""
         if kind is not yaml.ScalarNode:
-            return super().resolve(kind, value, implicit)
+            return _base_resolve(self, kind, value, implicit)
         key = (value, implicit)
         tag = _SCALAR_TAGS.get(key)
         if tag is None:
-            tag = super().resolve(kind, value, implicit)
+            tag = _base_resolve(self, kind, value, implicit)
             if len(_SCALAR_TAGS) < _SCALAR_TAGS_KEPT:
                 _SCALAR_TAGS[key] = tag
         return tag
 
+
+# The resolver Dumper.resolve extends, typed (types-PyYAML leaves BaseResolver.resolve untyped): a node kind's tag
+_base_resolve: Callable[[yaml.SafeDumper, type[yaml.Node], object, tuple[bool, bool]], str] = _Base.resolve
 
 # (text, implicit) -> tag, for the resolvers Dumper and BlockDumper share (add_implicit_resolver would change them)
 _SCALAR_TAGS: dict[tuple[object, tuple[bool, bool]], str] = {}
@@ -49,7 +52,7 @@ _SCALAR_TAGS_KEPT = 65_536
 _TEXT, _MAPPING = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map"
 
 
-def _mapping(dumper: yaml.SafeDumper, data: dict) -> yaml.Node:
+def _mapping(dumper: yaml.SafeDumper, data: dict[object, object]) -> yaml.Node:
     """A mapping; one of one-line text keys and values (a scrape target's labels: prometheus.yml has 260,000 at
     131,072 GPUs) made directly, as represent_dict makes it, without a representer call per key and value."""
     if dumper.sort_keys or dumper.default_style is not None or not _one_line_text(data):
@@ -60,7 +63,7 @@ def _mapping(dumper: yaml.SafeDumper, data: dict) -> yaml.Node:
     return yaml.MappingNode(_MAPPING, pairs, flow_style=True if flow is None else flow)
 
 
-def _one_line_text(data: dict) -> bool:
+def _one_line_text(data: dict[object, object]) -> bool:
     return all(type(key) is str and type(value) is str and "\n" not in value for key, value in data.items())
 
 

@@ -348,7 +348,8 @@ def _compressed(names: list[str]) -> str:
         shown = names[:MAX_LISTED]
         more = len(names) - len(shown)
         return "\n".join(shown) + (f"\n... and {more:,} more" if more else "")
-    return hostlist.collect_hostlist(names)
+    listed: str = hostlist.collect_hostlist(names)  # hostlist has no type information
+    return listed
 
 
 def _pair(old: dict[str, tuple[float, str, int]], new: dict[str, tuple[float, str, int]]) -> list[Figure]:

@@ -10,6 +10,8 @@ from gpucluster.analyse.bom import SECTIONS, Bom, BomLine, build_bom
 from gpucluster.inputs.prices import PriceList
 from gpucluster.plan.model import Plan
 
+LineKey = tuple[str, str, str, str, str, float]  # BomLine.key: section, network, kind, item, part number, length
+
 
 @dataclass(frozen=True, slots=True)
 class LineChange:
@@ -106,7 +108,7 @@ def _same_order(a: BomLine, b: BomLine) -> bool:
     return a.quantity == b.quantity and (a.unit_price, a.currency) == (b.unit_price, b.currency)
 
 
-def _position(old: Bom, new: Bom) -> Callable[[tuple], tuple]:
+def _position(old: Bom, new: Bom) -> Callable[[LineKey], tuple[int, tuple[int, int]]]:
     """Sort key keeping BOM order: new lines where they stand, lines only in the old BOM after their section."""
     rank = {line.key: (i, 0) for i, line in enumerate(new.lines)}
     for i, line in enumerate(old.lines):

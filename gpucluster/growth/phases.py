@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
@@ -22,7 +22,7 @@ from gpucluster.plan.lock import LOCK_SCHEMA, Lock, link_key, locked_key
 from gpucluster.plan.model import Plan
 
 
-def lock_records(plan: Plan) -> dict[str, Iterator[dict]]:
+def lock_records(plan: Plan) -> dict[str, Iterator[Mapping[str, object]]]:
     """The lock's lists, sorted: racks by floor position, devices by name, links by ends, cables by id. Each list's
     records are made as they are written (a 131,072-GPU plan's lock has 1.5 million), after sorting what orders
     them."""
@@ -265,5 +265,5 @@ def _hosts(names: list[str]) -> str:
     """Names as a host list (gpu[065-096],D[04-15]), cut short."""
     if not names:
         return "none"
-    text = hostlist.collect_hostlist(names)
+    text: str = hostlist.collect_hostlist(names)  # hostlist has no type information
     return text if len(text) <= 300 else text[:297] + "..."

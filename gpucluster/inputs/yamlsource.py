@@ -11,6 +11,7 @@ YAML wants spaces) is reported with its line and column.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, NoReturn, cast
 
@@ -18,7 +19,9 @@ import yaml
 
 from gpucluster.errors import DesignError, Problem
 
-Positions = dict[tuple, tuple[int, int]]
+# a value's path: mapping keys (any scalar YAML reads) and sequence indices, from the root
+YamlPath = tuple[object, ...]
+Positions = dict[YamlPath, tuple[int, int]]
 
 MAX_FILE_BYTES = 1 << 20  # 1 MiB: a design is a few kB, the largest packaged catalog file 34 kB
 MAX_DEPTH = 32  # nested collections; a design nests 4 deep, a catalog 5
@@ -28,6 +31,8 @@ MAX_VALUES = 100_000  # values in the file once its aliases are expanded
 # libyaml's parser where PyYAML was built with it (the same events and marks, much faster)
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _CONSTRUCTOR = yaml.SafeLoader("")  # resolves and constructs one scalar (bool, int, float, str ...)
+# its resolver, typed (types-PyYAML leaves BaseResolver.resolve untyped): the tag a scalar's text is read as
+_resolve_tag: Callable[[type[yaml.Node], str, tuple[bool, bool]], str] = _CONSTRUCTOR.resolve
 _STR_TAG, _FLOAT_TAG = "tag:yaml.org,2002:str", "tag:yaml.org,2002:float"
 _FLOAT_1_2 = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)[eE][-+]?[0-9]+")
 # The plain numbers and booleans YAML 1.1 and 1.2 (its core schema) read alike. PyYAML resolves YAML 1.1, which
@@ -130,7 +135,7 @@ class _Stop(Exception):
 class _Frame:
     __slots__ = ("anchor", "key", "key_mark", "path", "start_count", "value")
 
-    def __init__(self, path: tuple, value: dict | list, anchor: str | None, start_count: int):
+    def __init__(self, path: YamlPath, value: dict[object, Any] | list[Any], anchor: str | None, start_count: int):
         self.path = path
         self.value = value
         self.key: object = _NO_KEY
@@ -173,7 +178,7 @@ class _Builder:
             self._count(event, 1)
             path = self._child_path(event)
             self.positions.setdefault(path, _mark(event))
-            container: dict | list = {} if isinstance(event, yaml.MappingStartEvent) else []
+            container: dict[object, Any] | list[Any] = {} if isinstance(event, yaml.MappingStartEvent) else []
             self.stack.append(_Frame(path, container, event.anchor, self.count))
         elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
             frame = self.stack.pop()
@@ -200,7 +205,7 @@ class _Builder:
     def _scalar(self, event: yaml.ScalarEvent) -> Any:
         tag = event.tag
         if tag is None or tag == "!":
-            tag = _CONSTRUCTOR.resolve(yaml.ScalarNode, event.value, event.implicit)
+            tag = _resolve_tag(yaml.ScalarNode, event.value, event.implicit)
             if tag == _STR_TAG and event.implicit[0] and _FLOAT_1_2.fullmatch(event.value):
                 tag = _FLOAT_TAG  # YAML 1.2 reads 1e15 as a number; YAML 1.1 wanted 1.0e+15
         if tag == "tag:yaml.org,2002:merge":
@@ -219,7 +224,7 @@ class _Builder:
         except ValueError:  # e.g. an integer of more digits than Python converts
             self._stop(event, self._where(), f"cannot read this value (tag {tag}); it is too long or malformed")
 
-    def _child_path(self, event: yaml.Event) -> tuple:
+    def _child_path(self, event: yaml.Event) -> YamlPath:
         if not self.stack:
             return ()
         frame = self.stack[-1]
@@ -318,7 +323,7 @@ def _char_at(text: str, line: int, column: int) -> str:
     return lines[line][column : column + 1] if line < len(lines) else ""
 
 
-def locate(positions: Positions, loc: tuple) -> tuple[int, int]:
+def locate(positions: Positions, loc: YamlPath) -> tuple[int, int]:
     """The position of the deepest part of `loc` that the file has (a missing field points at its parent)."""
     loc = tuple(loc)
     while loc:
@@ -328,5 +333,5 @@ def locate(positions: Positions, loc: tuple) -> tuple[int, int]:
     return positions.get((), (1, 1))
 
 
-def _dotted(path: tuple) -> str:
+def _dotted(path: YamlPath) -> str:
     return ".".join(str(p) for p in path)

@@ -27,9 +27,9 @@ from gpucluster.plan.model import (
 )
 
 
-def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
+def build_graphs(plan: Plan) -> dict[str, nx.Graph[str]]:
     """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
-    merged: dict[str, dict[tuple[str, str], list]] = {network: {} for network in plan.networks()}
+    merged: dict[str, dict[tuple[str, str], list[float]]] = {network: {} for network in plan.networks()}
     # a switch that forwards another network's traffic (the in-band top tier taking the out-of-band uplinks, as the
     # RA cables them) is the upper end of that network's switch-to-switch links: a switch of it too
     carriers: dict[str, set[str]] = {network: set() for network in merged}
@@ -51,7 +51,7 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
             carriers[link.network].add(b)
     graphs = {}
     for network, edges in merged.items():
-        graph: nx.Graph = nx.Graph(network=network)
+        graph: nx.Graph[str] = nx.Graph(network=network)
         graph.add_edges_from(
             (a, b, {"links": n, "bandwidth_gbps": bandwidth, "tier": tier})
             for (a, b), (n, bandwidth, tier) in edges.items()
@@ -67,13 +67,13 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph]:
     return graphs
 
 
-def _switch_graph(graph: nx.Graph) -> nx.Graph:
+def _switch_graph(graph: nx.Graph[str]) -> nx.Graph[str]:
     """The network's switches and the links between them, as a graph of their own rather than a subgraph view: the
     analyses walk it many times, and a view filters every neighbour on every walk (most of the analyses' time at
     131,072 GPUs). Its edges carry no data (none of the analyses read any)."""
-    nodes = [n for n, role in graph.nodes(data="role") if role == "switch"]
+    nodes = [n for n, data in graph.nodes(data=True) if data.get("role") == "switch"]
     is_switch = set(nodes)
-    switches: nx.Graph = nx.Graph(network=graph.graph["network"])
+    switches: nx.Graph[str] = nx.Graph(network=graph.graph["network"])
     switches.add_nodes_from((n, graph.nodes[n]) for n in nodes)
     adjacency = graph.adj
     switches.add_edges_from((a, b) for a in nodes for b in adjacency[a] if b in is_switch and a < b)
@@ -99,7 +99,8 @@ def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
         if not planes:
             reach = _reachability(switches, host_leaves)
             results[network] = {
-                **reach,
+                "all_hosts_reach_each_other": reach["all_hosts_reach_each_other"],
+                "switch_components": reach["switch_components"],
                 "tiers": [_tier_summary(t) for t in tiers],
                 "bisection_bandwidth_gbps": bisection_bandwidth_gbps(tiers),
                 "hops": _hops(switches, host_leaves) if reach["all_hosts_reach_each_other"] else {},
@@ -109,7 +110,7 @@ def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
             continue
         per_plane: dict[str, PlaneAnalysis] = {}
         for plane in planes:
-            members = [n for n, p in switches.nodes(data="plane") if p == plane]
+            members = [n for n, data in switches.nodes(data=True) if data.get("plane") == plane]
             plane_switches = switches.subgraph(members)
             plane_leaves = {leaf: n for leaf, n in host_leaves.items() if leaf in plane_switches}
             reach = _reachability(plane_switches, plane_leaves)
@@ -133,7 +134,7 @@ def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
     return results
 
 
-def _nvlink_domains(plan: Plan, graph: nx.Graph) -> NetworkAnalysis:
+def _nvlink_domains(plan: Plan, graph: nx.Graph[str]) -> NetworkAnalysis:
     """The NVLink backplanes: within each domain (a rack-scale system's rack) every GPU server reaches every other
     through the domain's switch trays alone, one switch hop apart; domains are separate by design (between them
     traffic runs on the compute fabric)."""
@@ -155,7 +156,7 @@ def _nvlink_domains(plan: Plan, graph: nx.Graph) -> NetworkAnalysis:
     }
 
 
-def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> PlaneFailure:
+def _plane_failure(plan: Plan, graph: nx.Graph[str], planes: list[int]) -> PlaneFailure:
     """What losing one whole plane (its switches, optics or cables) costs: every GPU keeps its ports on
     the other planes, so no host is cut off and jobs run on the remaining share of the bandwidth (the
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
@@ -172,12 +173,12 @@ def _plane_failure(plan: Plan, graph: nx.Graph, planes: list[int]) -> PlaneFailu
     }
 
 
-def _host_leaves(plan: Plan, graph: nx.Graph) -> dict[str, int]:
+def _host_leaves(plan: Plan, graph: nx.Graph[str]) -> dict[str, int]:
     """Leaf switch -> host ports it carries."""
     return dict(plan.queries().host_ports_by_leaf.get(graph.graph["network"], {}))
 
 
-def _reachability(switches: nx.Graph, host_leaves: dict[str, int]) -> Reachability:
+def _reachability(switches: nx.Graph[str], host_leaves: dict[str, int]) -> Reachability:
     components = list(nx.connected_components(switches))
     with_hosts = [c for c in components if any(leaf in c for leaf in host_leaves)]
     return {
@@ -213,7 +214,7 @@ def bisection_bandwidth_gbps(tiers: list[Tier]) -> float:
     return min(capacities) / 2
 
 
-def _hops(switches: nx.Graph, host_leaves: dict[str, int]) -> Hops:
+def _hops(switches: nx.Graph[str], host_leaves: dict[str, int]) -> Hops:
     """Switches a packet crosses between two host ports: from the first leaf, and from the last."""
     leaves = sorted(host_leaves)
     if not leaves:
@@ -234,13 +235,13 @@ def _hops(switches: nx.Graph, host_leaves: dict[str, int]) -> Hops:
 
 
 def _failures(
-    plan: Plan, graph: nx.Graph, switches: nx.Graph, host_leaves: dict[str, int], tiers: list[Tier]
+    plan: Plan, graph: nx.Graph[str], switches: nx.Graph[str], host_leaves: dict[str, int], tiers: list[Tier]
 ) -> dict[str, SwitchFailure]:
     """For the first switch of each tier: host ports cut off, hosts that lose a port, and whether
     the remaining fabric still connects every remaining host port."""
     results: dict[str, SwitchFailure] = {}
     for tier in tiers:
-        members = sorted(n for n, t in switches.nodes(data="tier") if t == tier.tier)
+        members = sorted(n for n, data in switches.nodes(data=True) if data.get("tier") == tier.tier)
         if not members:
             continue
         failed = members[0]
@@ -259,12 +260,12 @@ def _failures(
     return results
 
 
-def _still_connected(switches: nx.Graph, failed: str, host_leaves: dict[str, int]) -> bool:
+def _still_connected(switches: nx.Graph[str], failed: str, host_leaves: dict[str, int]) -> bool:
     """Whether the host leaves of the failed switch's plane (a multi-plane fabric's failure stays in its plane)
     other than itself still reach each other once it is gone: one walk from one of them that never enters it, where
     the components of a subgraph without it would copy or filter the whole fabric once per tier."""
     plane = switches.nodes[failed].get("plane")
-    planes = dict(switches.nodes(data="plane"))
+    planes: dict[str, int | None] = {n: data.get("plane") for n, data in switches.nodes(data=True)}
     leaves = [leaf for leaf in host_leaves if leaf != failed and leaf in planes and planes[leaf] == plane]
     if not leaves:
         return True

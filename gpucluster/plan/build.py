@@ -118,7 +118,7 @@ def build_physical_plan(
     optics_w = optics_allowance_w(plan, catalog)
     planner = RackPlanner(catalog, site, rack_part, optics_w)
     server_w = r.server.power_max_w + max((optics_w.get(d.name, 0.0) for d in plan.gpu_nodes()), default=0)
-    in_rack: dict = {}
+    in_rack: dict[str, list[Device]] = {}
     if system is not None:
         per_rack = system.compute_trays
         try:

@@ -22,6 +22,7 @@ from operator import attrgetter, is_
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
@@ -81,6 +82,15 @@ class Choice:
 
 
 _UNSEEN: Any = object()  # a kind of link and length not looked up yet
+
+# (network, speed, (end a, end b), run length): a single-link cable's kind and length (_Singles)
+_SingleKey = tuple[str, float, tuple[End, End], float]
+# (technology, speed, end a, end b, links, split, media, halves): a kind of link (_Chooser)
+_LinkKind = tuple[str | None, float, End, End, int, int, str | None, bool]
+# (technology, speed, end a, end b, length, links, split, media, halves): a kind of link and its run length
+_LinkKindAndLength = tuple[str | None, float, End, End, float, int, int, str | None, bool]
+# (link indexes in order, twin-side end, far end, split): a two-link cable a link could share (_two_link_groups)
+_TwoLinkOption = tuple[tuple[int, ...], End, End, int]
 
 
 def _choice(cable: CablePart, length_m: float, a: Transceiver | None = None, b: Transceiver | None = None) -> Choice:
@@ -276,7 +286,7 @@ def _cable_split_port(work: _Work, group: tuple[int, ...], parts: list[CablePart
 
 
 def _weigh_shared(
-    work: _Work, groups: dict[int, list], singles: _Singles, makes: np.ndarray
+    work: _Work, groups: dict[int, list[_TwoLinkOption]], singles: _Singles, makes: npt.NDArray[np.bool_]
 ) -> dict[int, tuple[Choice, tuple[int, ...], float]]:
     """The links that could share a cable, weighed in link order: copper before fibre whatever the grouping, at equal
     media the cable carrying more links. Returns link -> the cable made there when it is one of the link's two-link
@@ -292,8 +302,8 @@ def _weigh_shared(
         network, speed_gbps = link.network, link.speed_gbps
         length = lengths[index]
         choice = singles[(network, speed_gbps, ends[index], length)]
-        own = group = (index,)
-        run_length = length
+        group: tuple[int, ...] = (index,)
+        run_length, sharing = length, None  # sharing: the two-link cable chosen over the link's own, if any
         for members, twin_end, far_end, split in groups[index]:
             if any(map(done.__getitem__, members)):
                 continue
@@ -303,9 +313,10 @@ def _weigh_shared(
             if option is not None and (
                 choice is None or (option.media_rank, -len(members)) < (choice.media_rank, -len(group))
             ):
-                choice, group, run_length = option, members, longest
-        if group is not own:
-            shared[index] = (choice, group, run_length)
+                choice = sharing = option
+                group, run_length = members, longest
+        if sharing is not None:
+            shared[index] = (sharing, group, run_length)
             if len(group) > 1:  # a single link's own place is never looked at again
                 for i in group:
                     done[i] = 1
@@ -379,7 +390,7 @@ def _no_cable_fits(work: _Work, index: int) -> None:
     )
 
 
-class _Singles(dict):
+class _Singles(dict[_SingleKey, Choice | None]):
     """(network, speed, (end a, end b), run length) -> the single-link cable of that kind and length (None: none
     reaches), chosen on first lookup: a dict, so that a million lookups run in C."""
 
@@ -387,13 +398,13 @@ class _Singles(dict):
         super().__init__()
         self.choose, self.technology_of = choose, technology_of
 
-    def __missing__(self, key: tuple) -> Choice | None:
+    def __missing__(self, key: _SingleKey) -> Choice | None:
         network, speed_gbps, (end_a, end_b), length_m = key
         choice = self[key] = self.choose(self.technology_of[network], speed_gbps, end_a, end_b, length_m, 1, 1)
         return choice
 
 
-class _Series(dict):
+class _Series(dict[tuple[str, str], Iterator[int]]):
     """(network prefix, rack) -> the numbers of that network's cables from that rack, 1, 2, ... in the order the
     cables are made (next() of it: the next number)."""
 
@@ -428,7 +439,11 @@ def cable_ends(plan: Plan, cable: Cable) -> tuple[Collection[tuple[str, int]], C
 
 
 def _one_module_per_twin_cage(
-    plan: Plan, ends: list[tuple[End, End]], by_cage: dict, cable_of: list[Cable | None], choose: _Chooser
+    plan: Plan,
+    ends: list[tuple[End, End]],
+    by_cage: dict[tuple[str, int], list[int]],
+    cable_of: list[Cable | None],
+    choose: _Chooser,
 ) -> None:
     """Give every twin-port cage one transceiver module: an NVIDIA twin-port OSFP module serves both
     ports with one media (SR8 multimode or DR8 single-mode: NVIDIA LinkX transceiver pages, catalog transceivers.yaml).
@@ -441,9 +456,9 @@ def _one_module_per_twin_cage(
     """
     links = plan.links
     queue = []
-    for cable in plan.cables:
-        if cable.media == "smf":
-            link, (end_a, end_b) = links[cable.links[0]], ends[cable.links[0]]
+    for made in plan.cables:
+        if made.media == "smf":
+            link, (end_a, end_b) = links[made.links[0]], ends[made.links[0]]
             if end_a.ports_per_cage == 2:
                 queue.append((link.a_device, link.a_cage))
             if end_b.ports_per_cage == 2:
@@ -496,7 +511,7 @@ def _one_module_per_twin_cage(
         )
 
 
-def _refit(plan: Plan, cable: Cable, ends: tuple[End, End], choose) -> bool:
+def _refit(plan: Plan, cable: Cable, ends: tuple[End, End], choose: _Chooser) -> bool:
     """Turn a multimode cable single-mode, with single-mode optics at both ends (False: none fits, or a splitter
     fibre into a split port, which has no single-mode form in the catalog)."""
     link = plan.links[cable.links[0]]
@@ -519,12 +534,14 @@ def _split_port_groups(links: list[Link], devices: dict[str, Device], lookup: _E
     return [tuple(group) for group in by_port.values()]
 
 
-def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: dict, halves: bool) -> dict[int, list]:
+def _two_link_groups(
+    links: list[Link], ends: list[tuple[End, End]], by_cage: dict[tuple[str, int], list[int]], halves: bool
+) -> dict[int, list[_TwoLinkOption]]:
     """Per link, the two-link cables it could share: a straight twin cable when both links of a twin-port
     cage go to the same far twin-port cage, or a 1:2 splitter when a switch's twin-port cage serves
     single-port host cages (one leg may stay unused). Value: (link indexes in order, twin-side end, far
     end, split). `halves`: whether any link is half of a split port (most plans have none to leave out)."""
-    groups: dict[int, list] = {}
+    groups: dict[int, list[_TwoLinkOption]] = {}
     for (device, _cage), all_members in by_cage.items():
         # a split port's halves have their own splitter; by_cage lists a cage's links in link order
         members = tuple(i for i in all_members if not links[i].b_half) if halves else tuple(all_members)
@@ -533,7 +550,7 @@ def _two_link_groups(links: list[Link], ends: list[tuple[End, End]], by_cage: di
         first = links[members[0]]
         at_a = first.a_device == device  # the cage is the first link's a end (a link never joins a device to itself)
         twin_end, far_end = ends[members[0]] if at_a else ends[members[0]][::-1]
-        option = None
+        option: _TwoLinkOption | None = None
         if len(members) == 2 and at_a and far_end.ports_per_cage == 2:
             second = links[members[1]]
             if second.a_device == device:
@@ -663,10 +680,11 @@ class _Chooser:
 
     def __init__(self, parts: list[CablePart], optics: list[Transceiver]):
         self.parts, self.optic = parts, _OpticFinder(optics)
-        self.candidates: dict[tuple, list[CablePart]] = {}
-        self.choices: dict[tuple, Choice | None] = {}
+        self.candidates: dict[_LinkKind, list[CablePart]] = {}
+        self.choices: dict[_LinkKindAndLength, Choice | None] = {}
         self.orderable: dict[tuple[str, float], float | None] = {}  # (cable id, run length) -> orderable length
-        self.fitted: dict[tuple, Choice | None] = {}  # (cable id, orderable length, kind of ends) -> its choice
+        # (cable id, orderable length, technology, speed, ends) -> its choice
+        self.fitted: dict[tuple[str, float, str | None, float, End, End], Choice | None] = {}
 
     def __call__(
         self,
@@ -712,7 +730,7 @@ class _Chooser:
             if length is None:
                 continue
             made = (cable.id, length, technology, speed_gbps, end_a, end_b)
-            choice = fitted.get(made, _UNSEEN)
+            choice: Choice | None = fitted.get(made, _UNSEEN)
             if choice is _UNSEEN:
                 choice = fitted[made] = self._fitted(cable, length, technology, speed_gbps, end_a, end_b)
             if choice is not None:
@@ -773,7 +791,9 @@ class _OpticFinder:
 
     def __init__(self, optics: list[Transceiver]):
         self.optics = optics
-        self.fitting: dict[tuple, list[Transceiver]] = {}
+        self.fitting: dict[
+            tuple[str, str | None, float, End], list[Transceiver]
+        ] = {}  # (media, technology, speed, end)
 
     def __call__(
         self, media: str, technology: str | None, speed_gbps: float, end: End, length_m: float

@@ -536,7 +536,7 @@ def _rename_devices(plan: Plan, renames: dict[str, str]) -> None:
 def keep_locked_ports(plan: Plan, lock: Lock) -> None:
     """Links between two devices the lock also joins keep the lock's ports; a new link whose port a kept link
     holds moves to a free port of the same kind on that device (one the lock left unused where there is one)."""
-    locked: dict[tuple, list[LockedLink]] = defaultdict(list)
+    locked: dict[tuple[str, str, str], list[LockedLink]] = defaultdict(list)  # (network, a device, b device)
     used_in_lock: dict[str, set[str]] = defaultdict(set)
     for entry in lock.links:
         locked[(entry.network, entry.a[0], entry.b[0])].append(entry)
@@ -579,12 +579,14 @@ def _keep_host_leaves(plan: Plan, lock: Lock) -> None:
             _set_port(plan, link, "b", entry.b[1], force=True)
 
 
-def _match_locked_links(plan: Plan, locked: dict[tuple, list[LockedLink]]) -> tuple[bytearray, dict[str, set[str]]]:
+def _match_locked_links(
+    plan: Plan, locked: dict[tuple[str, str, str], list[LockedLink]]
+) -> tuple[bytearray, dict[str, set[str]]]:
     """Pair the plan's links between two devices with the lock's links between them, same ports first, then the
     rest in order, moving each paired link onto its locked ports; returns which links are paired and the ports
     the paired links hold per device."""
     matched = bytearray(len(plan.links))
-    by_pair: dict[tuple, list[int]] = defaultdict(list)
+    by_pair: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for index, link in enumerate(plan.links):
         if (link.network, link.a_device, link.b_device) in locked:
             by_pair[(link.network, link.a_device, link.b_device)].append(index)
@@ -730,7 +732,7 @@ def keep_locked_cable_ids(plan: Plan, lock: Lock) -> None:
     highest number its network and rack have in the lock, so no id is ever given to two cables."""
     from gpucluster.plan.cables import cable_id
 
-    by_links: dict[frozenset, str] = {}
+    by_links: dict[frozenset[tuple[str, str, str, str, str]], str] = {}
     grouped: dict[str, set[tuple[str, str, str, str, str]]] = defaultdict(set)
     for entry in lock.links:
         if entry.cable is not None:

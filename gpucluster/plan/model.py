@@ -436,10 +436,10 @@ class Plan:
     # the burn-in tests in the order to run them (gpucluster/analyse/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
     _queries: PlanQueries | None = field(default=None, init=False, repr=False, compare=False)  # not copied by replace()
-    _graphs: dict[str, nx.Graph] | None = field(default=None, init=False, repr=False, compare=False)
+    _graphs: dict[str, nx.Graph[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
-    def graphs(self) -> dict[str, nx.Graph]:
+    def graphs(self) -> dict[str, nx.Graph[str]]:
         """One networkx graph per network (plan/analysis.py build_graphs: devices as nodes, parallel links merged into
         one edge with a count), built on first use from the complete plan and kept. Planning reads none itself (its
         graph analyses may run in a process of their own, which builds its own)."""
@@ -450,7 +450,7 @@ class Plan:
         return self._graphs
 
     @graphs.setter
-    def graphs(self, graphs: dict[str, nx.Graph]) -> None:
+    def graphs(self, graphs: dict[str, nx.Graph[str]]) -> None:
         self._graphs = graphs
 
     def graphs_built(self) -> bool:

@@ -387,7 +387,7 @@ def _storage_beside_its_leaves(
     `storage_hosts` are the storage network's (host, leaf) links, gathered in pack_devices' one pass over the links.
     """
     central = {device.name for _purpose, device in central_devices}
-    groups: UnionFind = UnionFind()
+    groups: UnionFind[str] = UnionFind()
     leaves: set[str] = set()
     for host, leaf in storage_hosts:
         if host in central and leaf in central:

@@ -549,7 +549,7 @@ def _staging_paths(
     return staging_in, staging_out
 
 
-def _units(plan: Plan, servers: list, spares: set[str], gpus_per_server: int) -> dict[str, int]:
+def _units(plan: Plan, servers: list[Device], spares: set[str], gpus_per_server: int) -> dict[str, int]:
     """Units of each component kind the job depends on: its GPUs and servers, their compute NICs, the
     optics on compute-fabric cables (transceivers and active optical cable ends) that do not serve only
     spares, and every compute-fabric switch."""

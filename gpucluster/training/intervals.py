@@ -41,7 +41,9 @@ def job_model(a: CheckpointAnalysis, interval_s: float) -> JobModel:
     )
 
 
-def candidate_intervals(a: CheckpointAnalysis, minutes: list[float] | None = None) -> list[tuple[float, tuple]]:
+def candidate_intervals(
+    a: CheckpointAnalysis, minutes: list[float] | None = None
+) -> list[tuple[float, tuple[str, ...]]]:
     """(interval, labels) in increasing order, each a whole number of steps: the given minutes, or
     multiples of Daly's optimum with Young's and the design's interval."""
     wanted: list[tuple[float, str]] = []

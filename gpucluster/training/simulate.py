@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ class Runs:
     """Per-run results of a simulation (arrays over runs)."""
 
     model: JobModel
-    wall_s: np.ndarray  # elapsed time (the horizon, or the time to finish the work)
-    work_s: np.ndarray  # compute time kept in durable checkpoints (and, at the horizon, in a final one)
+    wall_s: npt.NDArray[np.float64]  # elapsed time (the horizon, or the time to finish the work)
+    work_s: npt.NDArray[np.float64]  # compute time kept in durable checkpoints (and, at the horizon, in a final one)
     lost_s: np.ndarray  # time thrown away by failures (compute and checkpoints since the last durable one)
     restart_s: np.ndarray  # time spent restarting
     checkpoint_s: np.ndarray  # GPU pauses for checkpoints that were kept
@@ -64,7 +65,7 @@ class Runs:
     waits: np.ndarray | None = None  # failures after which the job waited
 
     @property
-    def goodput(self) -> np.ndarray:
+    def goodput(self) -> npt.NDArray[np.float64]:
         return self.work_s / self.wall_s
 
     def summary(self) -> dict[str, float]:
@@ -270,10 +271,11 @@ def _strike(
             tally.waits[idx] += waited
 
 
-def _truncated_exponential(rng: np.random.Generator, rate: float, upper: float, n: int) -> np.ndarray:
+def _truncated_exponential(rng: np.random.Generator, rate: float, upper: float, n: int) -> npt.NDArray[np.float64]:
     """Exponential(rate) draws conditioned on falling below ``upper`` (inverse transform)."""
     u = rng.random(n)
-    return -np.log1p(u * np.expm1(-rate * upper)) / rate
+    draws: npt.NDArray[np.float64] = -np.log1p(u * np.expm1(-rate * upper)) / rate  # numpy types ufuncs' results Any
+    return draws
 
 
 def _restarts(

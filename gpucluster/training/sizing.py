@@ -94,7 +94,7 @@ def starter_design(
     s: Sizing,
     name: str,
     *,
-    site: dict | None = None,
+    site: dict[str, object] | None = None,
     catalog: list[str] | None = None,
     spare_servers: int | None = None,
     notes: list[str] | None = None,

@@ -46,7 +46,7 @@ def plan_starter(
     name: str,
     folder: Path,
     *,
-    site: dict | None = None,
+    site: dict[str, object] | None = None,
     catalog_files: list[str] | None = None,
     source: str = "",
     kept: dict[str, dict[str, object]] | None = None,

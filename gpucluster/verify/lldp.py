@@ -13,8 +13,9 @@ the number of interfaces or the number of neighbors").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from gpucluster.errors import DesignError, Problem
 from gpucluster.inputs.jsonsource import parse_json
@@ -63,7 +64,7 @@ def _text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _interfaces(document: object, fail) -> Iterator[tuple[str, dict]]:
+def _interfaces(document: object, fail: Callable[[str], DesignError]) -> Iterator[tuple[str, dict[str, Any]]]:
     """(local interface, neighbour record) of every neighbour, whichever variant and count."""
     if not isinstance(document, dict) or "lldp" not in document:
         raise fail('expected an object with an "lldp" key (lldpcli show neighbors -f json)')
@@ -100,7 +101,7 @@ def _system_name(chassis: object) -> str:
         identifier = _one(chassis.get("id"))
         return _text(identifier.get("value")) if isinstance(identifier, dict) else ""
     if len(chassis) == 1:  # json: {"<system name>": {...}}
-        return next(iter(chassis))
+        return str(next(iter(chassis)))  # a JSON object's keys are text
     return ""
 
 

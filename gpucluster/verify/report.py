@@ -104,7 +104,7 @@ def findings_csv(results: list[NetworkResult]) -> str:
 
 
 def findings_html(results: list[NetworkResult], design: str) -> str:
-    def row(f: Finding) -> dict:
+    def row(f: Finding) -> dict[str, object]:
         return {
             "f": f,
             "a": _end(f.a_rack, f.a_u, f.a_device, f.a_port),

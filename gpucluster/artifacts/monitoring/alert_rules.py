@@ -10,7 +10,7 @@ import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import TypeAdapter
@@ -149,7 +149,7 @@ def alert_rules(plan: Plan) -> list[AlertRule]:
     return [_filled(rule, figures) for rule in rules if rule.needs is None or rule.needs in needs]
 
 
-def alerts_file(rules: list[AlertRule]) -> dict:
+def alerts_file(rules: list[AlertRule]) -> dict[str, Any]:
     """rules/gpu-alerts.yml: one group of every alert rule."""
     return {
         "groups": [
@@ -170,7 +170,7 @@ def alerts_file(rules: list[AlertRule]) -> dict:
     }
 
 
-def recording_rules() -> dict:
+def recording_rules() -> dict[str, Any]:
     """Per-SU and per-rack aggregates the dashboard's overview reads."""
     rules = []
     for level in ("su", "rack"):

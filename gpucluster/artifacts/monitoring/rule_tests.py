@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from gpucluster.artifacts.monitoring.alert_rules import AlertRule, Subject
 from gpucluster.artifacts.monitoring.targets import (
@@ -116,12 +117,12 @@ def _annotations(rule: AlertRule, labels: Labels) -> dict[str, str]:
     }
 
 
-def _series(metric: str, labels: Labels, values: str) -> dict:
+def _series(metric: str, labels: Labels, values: str) -> dict[str, Any]:
     inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
     return {"series": f"{metric}{{{inner}}}", "values": values}
 
 
-def _input_series(rule: AlertRule, samples: dict[Subject, Samples], healthy: bool) -> list[dict]:
+def _input_series(rule: AlertRule, samples: dict[Subject, Samples], healthy: bool) -> list[dict[str, Any]]:
     """A rule's test series on its subjects' failing (or healthy) samples, metric by metric."""
     series = []
     for s in rule.series:
@@ -132,7 +133,7 @@ def _input_series(rule: AlertRule, samples: dict[Subject, Samples], healthy: boo
     return series
 
 
-def alert_tests(rules: list[AlertRule], samples: dict[Subject, Samples]) -> dict:
+def alert_tests(rules: list[AlertRule], samples: dict[Subject, Samples]) -> dict[str, Any]:
     """promtool test rules: each alert fires on its sample series and stays quiet on healthy ones, and
     every alert stays quiet on a cluster of healthy series."""
     tests = []
@@ -173,7 +174,7 @@ def alert_tests(rules: list[AlertRule], samples: dict[Subject, Samples]) -> dict
             "tests": tests}  # fmt: skip
 
 
-def _recording_test(server_gpus: Samples) -> dict:
+def _recording_test(server_gpus: Samples) -> dict[str, Any]:
     """The per-SU and per-rack power sums add up the GPUs of that SU and rack."""
     series = server_gpus.firing + server_gpus.healthy
     racks: dict[str, int] = {}

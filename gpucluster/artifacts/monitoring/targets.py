@@ -9,6 +9,7 @@ its compute port is cabled to ("one failing GPU slows or stops the whole job").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gpucluster.analyse.burn_in import rail_links
 from gpucluster.artifacts.switch_config import configured_networks
@@ -89,7 +90,7 @@ class ScrapeTarget:
     labels: dict[str, str]
 
 
-def rack_system_bmcs(plan: Plan) -> list[dict]:
+def rack_system_bmcs(plan: Plan) -> list[dict[str, Any]]:
     """Per rack-scale system's rack: the management ports of its NVLink switch trays and power shelves and the
     in-rack switch port each is cabled to. DCGM sees neither (it reports each GPU's own NVLink counters, which
     the alerts read); NVOS and the trays' and shelves' BMCs (Redfish) expose them, as they do the rack's coolant
@@ -150,7 +151,7 @@ def rail_hcas(plan: Plan) -> dict[str, int]:
     return {d.os_device: d.rail for d in port_details(plan.part(first.name), "compute") if d.os_device and d.rail}
 
 
-def _leaf_relabels(rails: list[int]) -> list[dict]:
+def _leaf_relabels(rails: list[int]) -> list[dict[str, Any]]:
     """Each series with a rail label gets the leaf of that rail from its target's "leaves" label."""
     return [
         {
@@ -163,7 +164,7 @@ def _leaf_relabels(rails: list[int]) -> list[dict]:
     ] + [{"action": "labeldrop", "regex": "leaves"}]
 
 
-def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: list[ScrapeTarget]) -> dict:
+def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: list[ScrapeTarget]) -> dict[str, Any]:
     """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
     management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
     series with its rail and leaf."""
@@ -223,7 +224,7 @@ def collector_host(plan: Plan) -> str:
     return heads[0] if heads else "localhost"
 
 
-def _switch_job(plan: Plan) -> list[dict]:
+def _switch_job(plan: Plan) -> list[dict[str, Any]]:
     if not switch_telemetry_switches(plan):
         return []
     return [
@@ -240,7 +241,7 @@ def has_rack_systems(plan: Plan) -> bool:
     return any(rack.rack_system for rack in plan.racks.values())
 
 
-def _bcm_job(plan: Plan) -> list[dict]:
+def _bcm_job(plan: Plan) -> list[dict[str, Any]]:
     """BCM's exporter on the first head node, for the leak detection of liquid-cooled rack systems. Its TLS
     certificate is BCM's own (NVIDIA's example reads it with curl -k), so verification is off until its CA is
     installed where Prometheus runs (README)."""
@@ -257,7 +258,7 @@ def _bcm_job(plan: Plan) -> list[dict]:
     ]
 
 
-def otel_collector_config() -> dict:
+def otel_collector_config() -> dict[str, Any]:
     """OpenTelemetry Collector (contrib): OTLP/gRPC in from the switches, a Prometheus endpoint out, every resource
     attribute (the switch's host.name) turned into a label (prometheusexporter resource_to_telemetry_conversion)."""
     return {

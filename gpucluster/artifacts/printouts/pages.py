@@ -165,7 +165,7 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
             (page.slots if device.u_position else page.zero_u).append(slot)
         page.slots.sort(key=lambda s: -s.u)
     order = _port_order(plan)
-    keyed: dict[str, list[tuple[tuple, EndRow]]] = defaultdict(list)
+    keyed: dict[str, list[tuple[tuple[int, str, int, str], EndRow]]] = defaultdict(list)  # rack -> (order, row)
     for cable in plan.cables:
         a, bs = cable_connectors(plan, cable)
         part_number = cable.part_number or parts[cable.cable_part].model

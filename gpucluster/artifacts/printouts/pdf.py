@@ -12,7 +12,9 @@ across pages and the column headers repeat.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 from reportlab.lib import colors
@@ -260,9 +262,14 @@ def _fitting_size(text: str, font: str, size: float, width: float) -> float:
 class _NumberedCanvas(Canvas):
     """Writes "page n of N" on every page (pages are kept until the total is known)."""
 
-    def __init__(self, *args, **kwargs):
+    # the canvas's own page state, kept and restored per page here, which types-reportlab leaves out
+    _pagesize: tuple[float, float]
+    _pageNumber: int
+    _startPage: Callable[[], None]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._pages: list[dict] = []
+        self._pages: list[dict[str, Any]] = []
 
     def showPage(self) -> None:
         self._pages.append(dict(self.__dict__))

@@ -40,7 +40,7 @@ CLASSIC_FUNCTIONS = frozenset({"IF", "MIN", "MAX", "SUM", "SUMIF", "COUNTIF", "C
 _FUNCTION_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
 
 
-class FormulaSheet(Worksheet):
+class FormulaSheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type information: Any
     """A worksheet whose formulas that call only CLASSIC_FUNCTIONS skip XlsxWriter's function renaming (some 30
     regular-expression passes a formula, for the future functions none of them is; the power workbook has a few
     per device). Every other formula goes through XlsxWriter's
@@ -63,7 +63,8 @@ class FormulaSheet(Worksheet):
             if (row_info is not None and row_info.row_format) or (
                 column_info is not None and column_info.column_format is not None
             ):
-                return super()._write_cell(row, col, cell)  # the cell takes its row's or column's format
+                super()._write_cell(row, col, cell)  # the cell takes its row's or column's format
+                return
             style = ""
         if kind is CellNumberTuple:
             self.fh.write(f'<c r="{xl_rowcol_to_cell_fast(row, col)}"{style}><v>{cell.number:.16G}</v></c>')
@@ -85,10 +86,11 @@ class FormulaSheet(Worksheet):
             and CLASSIC_FUNCTIONS.issuperset(_FUNCTION_CALL.findall(formula))
         ):
             return formula.removeprefix("=")
-        return super()._prepare_formula(formula, expand_future_functions)
+        prepared: str = super()._prepare_formula(formula, expand_future_functions)  # xlsxwriter has no types
+        return prepared
 
 
-class InlineTextSheet(Worksheet):
+class InlineTextSheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type information: Any
     """A worksheet for constant-memory workbooks (whose text cells are inline strings) with a faster way through
     XlsxWriter's innermost cell loop, for the cable workbooks' millions of cells. Used through
     ``add_worksheet(name, InlineTextSheet)``, XlsxWriter's hook for worksheet subclasses; the sheet's XML is the same

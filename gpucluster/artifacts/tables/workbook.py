@@ -184,7 +184,8 @@ def _header_text(title: str) -> str:
 
 
 def column_letter(index: int) -> str:
-    return xl_col_to_name(index)
+    name: str = xl_col_to_name(index)  # xlsxwriter has no type information
+    return name
 
 
 def column_range(sheet: str, index: int, first_row: int, last_row: int) -> str:

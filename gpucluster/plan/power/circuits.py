@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.schema import Pdu, PowerShelf, RackSystem
+from gpucluster.catalog.schema import Pdu, PowerShelf, Psus, RackSystem
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.model import Plan, RackPlan
 from gpucluster.plan.racks import pdu_feeds, rack_inlets
@@ -61,7 +61,7 @@ def choose_pdu(catalog: Catalog, feed: PowerFeed, wanted: str | None, compute: b
 def pdus_to_keep_psus(part: object) -> int:
     """Fewest PDUs a device's power supplies can be spread over so that losing any one PDU leaves enough of them
     to carry its maximum: 3 for a DGX H100 (6 x 3.3 kW for 10.2 kW: 2-2-2 leaves 4), 2 for a switch's 1+1."""
-    psus = getattr(part, "psus", None)
+    psus: Psus | None = getattr(part, "psus", None)
     if not psus or psus.rating_w <= 0:
         return 1
     needed = math.ceil(float(getattr(part, "power_max_w", 0.0)) / psus.rating_w - 1e-9)

@@ -3,6 +3,8 @@ lightest cooling type a rack's density needs."""
 
 from __future__ import annotations
 
+from gpucluster.catalog.schema import Cooling
+
 # Heat one rack's cooling can remove, by cooling type, when the design does not say
 # (COOLING_SOURCES: air ~25-30 kW practical with containment; active rear-door heat exchangers
 # up to ~60 kW; direct liquid cooling 50-120+ kW per rack, GB200/GB300 NVL72 ~120-140 kW).
@@ -21,7 +23,7 @@ def cooling_capacity_kw(site: object) -> float:
 
 def liquid_heat_w(part: object, power_w: float) -> float:
     """The share of a part's heat its liquid loop takes (catalog `cooling`); the rest goes to the air."""
-    cooling = getattr(part, "cooling", None)
+    cooling: Cooling | None = getattr(part, "cooling", None)
     if cooling is None or cooling.method != "liquid":
         return 0.0
     return power_w * cooling.liquid_fraction

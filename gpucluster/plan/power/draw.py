@@ -73,7 +73,9 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
         per_end_w = float(getattr(part, "power_per_end_w", 0.0) or 0.0)
         return CageModule(part_id, network, False, per_end_w, per_end_w) if per_end_w else None
 
-    def fitted(cable_part: str, network: str, a_transceiver: str | None, b_transceiver: str | None) -> tuple:
+    def fitted(
+        cable_part: str, network: str, a_transceiver: str | None, b_transceiver: str | None
+    ) -> tuple[CageModule | None, ...]:
         """(the module at the cable's a end, at its b end); () for passive copper: nothing in its cages draws or is
         ordered apart."""
         active = module_of(cable_part, network, False)
@@ -86,7 +88,7 @@ def cage_modules(plan: Plan) -> dict[tuple[str, int], CageModule]:
         )
 
     # a few dozen kinds of cable (part, network, modules) among hundreds of thousands: each kind's modules once
-    kinds: dict[tuple[str, str, str | None, str | None], tuple] = {}
+    kinds: dict[tuple[str, str, str | None, str | None], tuple[CageModule | None, ...]] = {}
     links = plan.links
     result: dict[tuple[str, int], CageModule] = {}
 
