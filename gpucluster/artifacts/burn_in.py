@@ -30,6 +30,7 @@ from gpucluster.analyse.burn_in import (
     server_rail_ports,
 )
 from gpucluster.analyse.scheduling import scheduler_split
+from gpucluster.artifacts.nccl import RENDEZVOUS_PORT
 from gpucluster.artifacts.tables import GuardedCsvWriter, csv_safe
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
@@ -97,9 +98,9 @@ def _write_jobs(
     tests: list[BurnInTest],
     servers: tuple[str, ...],
     ports: dict[str, dict[int, RailPort]],
-    context: dict,
+    context: dict[str, Any],
     out: Path,
-) -> dict | None:
+) -> dict[str, Any] | None:
     """burn-in/kubernetes/: the Kubernetes side's tests as Jobs (burn_in_jobs), and what the README says of them;
     None without a Kubernetes side."""
     if not servers:
@@ -115,7 +116,7 @@ def _write_jobs(
     return {
         "namespace": jobs.NAMESPACE,
         "stage_label": jobs.STAGE_LABEL,
-        "rendezvous_port": jobs.RENDEZVOUS_PORT,
+        "rendezvous_port": RENDEZVOUS_PORT,
         "files": [
             (int(name.split("-")[1]), name.split("-", 2)[2].removesuffix(".yaml"), name, len(documents))
             for name, documents in files.items()

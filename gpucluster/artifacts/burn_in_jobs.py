@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from gpucluster.analyse.burn_in import BurnInTest, RailPort, present_stages
 from gpucluster.artifacts.kubernetes import (
@@ -67,14 +68,14 @@ def job_files(
     tests: list[BurnInTest],
     servers: tuple[str, ...],
     ports: dict[str, dict[int, RailPort]],
-    context: dict,
-) -> dict[str, list[dict]]:
+    context: dict[str, Any],
+) -> dict[str, list[dict[str, Any]]]:
     """File name (under burn-in/) -> its documents: the namespace and scripts, then a file of Jobs per stage, for
     the tests whose servers are all among `servers` (the Kubernetes side)."""
     ours = set(servers)
     kept = [t for t in tests if t.nodes and set(t.nodes) <= ours]
     server = plan.part_as(servers[0], GpuServer)
-    files: dict[str, list[dict]] = {"kubernetes/00-namespace.yaml": _namespace(plan, server, context)}
+    files: dict[str, list[dict[str, Any]]] = {"kubernetes/00-namespace.yaml": _namespace(plan, server, context)}
     for number, name, _scope, _text in present_stages(tests):
         stage_tests = [t for t in kept if t.test == name]
         if not stage_tests:
@@ -88,7 +89,7 @@ def job_files(
     return files
 
 
-def _namespace(plan: Plan, server: GpuServer, context: dict) -> list[dict]:
+def _namespace(plan: Plan, server: GpuServer, context: dict[str, Any]) -> list[dict[str, Any]]:
     """The burn-in namespace and the ConfigMap of the scripts its pods run."""
     scripts = {  # the one-server Slurm scripts as the pods run them (no #SBATCH lines, no srun), named .sh
         _pod_script(name): render(f"burn_in/{name}.j2", **context, pod=True) for name in HOST_SCRIPTS
@@ -113,8 +114,8 @@ def _stage_jobs(
     name: str,
     tests: list[BurnInTest],
     ports: dict[str, dict[int, RailPort]],
-    context: dict,
-) -> Iterable[dict]:
+    context: dict[str, Any],
+) -> Iterable[dict[str, Any]]:
     """The Jobs of one stage: per rack for the per-server tests, per pair for ib_write_bw, per test for NCCL
     across servers."""
     gpus = server.gpu.count
@@ -151,7 +152,7 @@ def _stage_jobs(
 
 def _nccl_job(
     plan: Plan, server: GpuServer, number: int, test: BurnInTest, ports: dict[str, dict[int, RailPort]]
-) -> dict:
+) -> dict[str, Any]:
     """torchrun on every server of an NCCL test across servers, with the host's NCCL environment (nccl/nccl.env: the
     pods are on the host network): all GPUs, or on a rail test one GPU and its HCA."""
     nodes = list(test.nodes)
@@ -188,7 +189,7 @@ def _job(
     command: str,
     selector: dict[str, str] | None = None,
     in_host: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """An indexed Job of one pod on each of `nodes`: the whole server requested, on the host network, privileged
     (the host's devices and, with `in_host`, its PID namespace for nsenter)."""
     job_name = _name(name)
@@ -197,7 +198,7 @@ def _job(
         limits[resource] = "1"
     spread = {"labelSelector": {"matchLabels": {JOB_NAME_LABEL: job_name}}, "topologyKey": HOSTNAME_LABEL}
     on_nodes = {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": sorted(nodes)}]}
-    pod: dict = {
+    pod: dict[str, Any] = {
         "restartPolicy": "Never",
         "hostNetwork": True,
         "dnsPolicy": "ClusterFirstWithHostNet",
@@ -252,7 +253,7 @@ def _pod_script(name: str) -> str:
     return name.removesuffix(".sbatch") + ".sh"
 
 
-def _labelled(job: dict, stage: int, test: str) -> dict:
+def _labelled(job: dict[str, Any], stage: int, test: str) -> dict[str, Any]:
     """A Job and its pods labelled with the burn-in stage and test (kubectl wait and logs select them so)."""
     labels = {STAGE_LABEL: str(stage), TEST_LABEL: test}
     job["metadata"]["namespace"] = NAMESPACE

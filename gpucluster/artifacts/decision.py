@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from markupsafe import Markup
 
 from gpucluster.analyse.bom import SECTIONS, Bom, bom_for
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import deviations
-from gpucluster.analyse.rules import RULE_PREFIX
 from gpucluster.artifacts import shared
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.floor_plan import rack_span_mm
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import RULE_PREFIX, Plan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.training import analyse_checkpoints
@@ -104,7 +104,7 @@ def bought(plan: Plan) -> list[tuple[str, str, str]]:
     return rows
 
 
-def cost(bom: Bom) -> dict:
+def cost(bom: Bom) -> dict[str, Any]:
     """Totals per BOM section and currency where the price list priced lines, the unpriced lines counted, and the
     largest lines of each section (what the money buys)."""
     currencies = sorted(bom.price_totals())
@@ -173,7 +173,7 @@ def facility(plan: Plan, budget: Budget) -> list[tuple[str, str, str]]:
     ]
 
 
-def training(a: CheckpointAnalysis) -> dict:
+def training(a: CheckpointAnalysis) -> dict[str, Any]:
     """Time-to-train and goodput for the design's workload (or the assumed one), from the checkpoint analysis."""
     w = a.workload
     days = a.time_to_train_days
@@ -195,7 +195,7 @@ def training(a: CheckpointAnalysis) -> dict:
     }
 
 
-def risks(plan: Plan) -> dict:
+def risks(plan: Plan) -> dict[str, Any]:
     """The design rules' errors and warnings and the RA deviations, the first of each listed, the rest counted."""
     counts = Counter(f.severity for f in plan.findings)
     serious = [f for f in plan.findings if f.severity in ("error", "warning")]
