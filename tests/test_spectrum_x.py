@@ -20,6 +20,7 @@ from gpucluster.catalog.schema import Switch
 from gpucluster.errors import DesignError
 from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos, leaf_host_ports
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 
 # DGX SuperPOD B300 (Spectrum-X) RA Table 3, 64 nodes per SU, two planes:
 # SU -> (nodes, leaf, spine, node-leaf, leaf-spine). Leaf and spine count both planes.
@@ -191,7 +192,7 @@ def test_connectx_8_on_spectrum_x_builds_two_planes_each_gpu_one_400g_port_on_ea
     assert mine[:2] == [("OSFP1/1", 1, 1), ("OSFP1/2", 2, 2)]
     for switch in plan.switches("compute"):
         assert switch.plane in (1, 2) and switch.name.startswith(f"compute-p{switch.plane}-")
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier:
             assert plan.devices[link.a_device].plane == plan.devices[link.b_device].plane == link.plane
 
@@ -265,7 +266,7 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
         assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
     trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
     leaf_address = {}
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier == 0:
             address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
             leaf_address[(link.a_device, link.rail)] = address
@@ -470,7 +471,7 @@ def test_each_plane_of_each_rail_gets_its_own_pool_device_and_network(tmp_path):
         assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
     trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
     leaf_address = {}
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier == 0:
             address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
             leaf_address[(link.a_device, link.rail, link.plane)] = (address, plan.devices[link.b_device].plane)

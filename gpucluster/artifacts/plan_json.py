@@ -11,6 +11,7 @@ import orjson
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import queries
 from gpucluster.runtime.progress import track
 
 SCHEMA_VERSION = 1
@@ -59,7 +60,7 @@ def record_chunks(plan: Plan) -> Iterator[bytes]:
     yield b",\n"
     yield from _records("devices", (_device(d) for d in track(plan.devices.values(), len(plan.devices), "devices")))
     yield b",\n"
-    positions, cables = plan.queries().link_cables, plan.cables  # link -> its cable's position (-1: none)
+    positions, cables = queries(plan).link_cables, plan.cables  # link -> its cable's position (-1: none)
     links = track(enumerate(plan.links), len(plan.links), "links")
     yield from _records(
         "links", (_link(i, link, cables[positions[i]].id if positions[i] >= 0 else None) for i, link in links)
