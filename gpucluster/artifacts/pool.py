@@ -6,7 +6,8 @@ only a job's name goes to a worker, and its cost, and a prepare job's value, com
 moved out of the cycle collector's reach (``gc.freeze``): a collection in a worker would otherwise touch every one of
 its objects and copy their pages. Each writer writes only its own files into the staging folder, so the files are the
 same bytes whichever runs first. The main process hands out at most one job per worker (longest first, the order of
-artifacts.SLOW_FIRST), so a writer's module is imported when its turn comes, and relays the workers' progress.
+artifacts.SLOW_FIRST) and relays the workers' progress. The writers' modules are imported before the fork, so the
+workers share them too rather than each importing its own copy.
 """
 
 from __future__ import annotations
@@ -78,12 +79,11 @@ _INHERITED: list[_Inherited] = []  # set while a pool runs; a worker forked then
 
 @dataclass
 class _Pending:
-    """A writer not yet split into its jobs, or one of its jobs."""
+    """One of the writers' jobs, waiting for its turn."""
 
     name: str
     last: bool  # runs when every other job has finished
     needs: frozenset[str] = frozenset()
-    split: bool = False
 
 
 def run_side_by_side(build: Build, names: Sequence[str], jobs: int, meanwhile: Callable[[], None] | None) -> None:
@@ -93,16 +93,12 @@ def run_side_by_side(build: Build, names: Sequence[str], jobs: int, meanwhile: C
     finish_main = getattr(build.say, "finish_main", None)
     if finish_main is not None:  # the main process's last stage (planning) is over: its bar stops its clock
         finish_main()
+    pending = _jobs(build.plan, names)  # each writer's module imported here, before the fork: shared, not once a worker
     kept = gc.get_freeze_count() > 0  # a command's plan stays frozen (pipeline.plan_design's `kept`)
     gc.freeze()
     context = multiprocessing.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     _INHERITED.append(_Inherited(build, send, context.Lock()))
-    pending = [_Pending(name, name in artifacts.RUNS_LAST) for name in names]
-    pending[:0] = [
-        _Pending(name + PREPARE, False) for name in names if name in artifacts.RUNS_LAST and name in artifacts.PREPARED
-    ]
-    pending.sort(key=lambda job: _slow_order(job.name))
     executor = ProcessPoolExecutor(jobs, mp_context=context, initializer=sigterm_default)
     try:
         _Scheduler(build, executor, receive, jobs).run(pending, meanwhile)
@@ -118,10 +114,16 @@ def run_side_by_side(build: Build, names: Sequence[str], jobs: int, meanwhile: C
             gc.unfreeze()
 
 
-def _slow_order(name: str) -> int:
-    """A prepare job where SLOW_FIRST places it; every other in the order given (sort is stable)."""
+def _jobs(plan: Plan, names: Sequence[str]) -> list[_Pending]:
+    """The writers' jobs in order of preference: a last writer's prepare job where SLOW_FIRST places it, the others
+    in the order of `names`, each writer split into its jobs (artifacts.registry.writer_jobs)."""
+    last = artifacts.RUNS_LAST
+    writers = [*(name + PREPARE for name in names if name in last and name in artifacts.PREPARED), *names]
     slow = artifacts.SLOW_FIRST
-    return slow.index(name) if name.endswith(PREPARE) and name in slow else len(slow)
+    writers.sort(key=lambda name: slow.index(name) if name.endswith(PREPARE) and name in slow else len(slow))
+    return [
+        _Pending(label, name in last, needs) for name in writers for label, _write, needs in writer_jobs(name, plan)
+    ]
 
 
 class _Scheduler:
@@ -156,22 +158,13 @@ class _Scheduler:
             meanwhile()
 
     def _next(self, pending: list[_Pending]) -> str | None:
-        """The first pending job that may start now (a writer met on the way is split into its jobs first): not one
-        that runs last while others run or wait, nor one whose jobs before it have not finished."""
-        index = 0
-        while index < len(pending):
-            job = pending[index]
-            if not job.split:
-                split = writer_jobs(job.name, self.build.plan)
-                pending[index : index + 1] = [_Pending(label, job.last, needs, True) for label, _w, needs in split]
-                continue
+        """The first pending job that may start now: not one that runs last while others run or wait, nor one whose
+        jobs before it have not finished."""
+        for index, job in enumerate(pending):
             if job.last:
-                if index == 0 and not self.running:
-                    return pending.pop(index).name
-                return None
+                return pending.pop(index).name if index == 0 and not self.running else None
             if job.needs <= self.done:
                 return pending.pop(index).name
-            index += 1
         return None
 
     def _relay(self) -> None:
