@@ -9,8 +9,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,12 +19,23 @@ from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs, output_folder
 from gpucluster.artifacts.summary import summary_lines
 from gpucluster.design.load import LoadedDesign, load_design
 from gpucluster.design.schema import Design
-from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, stop_if_terminated, terminated
+from gpucluster.errors import (
+    MAX_REPORTED,
+    DesignError,
+    MissingSystemLibrary,
+    Problem,
+    stop_if_terminated,
+    terminated,
+)
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.lock import Lock, default_lock_path, read_lock
 from gpucluster.plan.model import Plan
+from gpucluster.plan.resolve import existing_parts
 from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
+
+if TYPE_CHECKING:
+    from gpucluster.growth.compare import Alternative
 
 EXIT_BAD_INPUT = 2
 
@@ -363,10 +375,16 @@ class _StagedLock:
             self.staged = None
 
 
+def lock_parts(loaded: LoadedDesign) -> Mapping[str, object]:
+    """The parts a lock of this design may name: the catalog's and the design's existing filesystems' hand-offs."""
+    existing = existing_parts(loaded)
+    return {**loaded.catalog.parts, **existing} if existing else loaded.catalog.parts
+
+
 def _read_lock(path: Path, loaded: LoadedDesign) -> Lock | None:
     """The lock at `path` when there is one (a first build has none), checked against the design's name and
     catalog; a bad one is a DesignError."""
-    return read_lock(path, loaded.design.name, loaded.catalog.parts) if path.exists() else None
+    return read_lock(path, loaded.design.name, lock_parts(loaded)) if path.exists() else None
 
 
 @main.command("catalog")
@@ -586,7 +604,7 @@ def _diff(
         for design in (old, new):
             loaded = load_design(design, data_dirs)
             if read_locks and design is old and (lock_file is not None or lock_path.exists()):
-                lock = read_lock(lock_path, loaded.design.name, loaded.catalog.parts)
+                lock = read_lock(lock_path, loaded.design.name, lock_parts(loaded))
             planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:
         _fail(error)
@@ -622,6 +640,109 @@ def _diff(
     if printouts:
         click.echo(f"wrote {len(printouts)} rack printouts to {folder / 'racks'}")
     return len(changes.phase.moves) if changes.phase is not None else 0
+
+
+@main.command("compare")
+@click.argument("designs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@_out_option("Folder for the output; the comparison goes to OUT/compare-<first>-vs-<second>.../.")
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="A price list (CSV) to price every design's BOM with (default: each design's own bom.price_list).",
+)
+@data_dir_option
+@progress_option
+def compare_command(
+    designs: tuple[Path, ...],
+    out_dir: Path,
+    prices_file: Path | None,
+    data_dirs: tuple[Path, ...],
+    progress: bool | None,
+) -> None:
+    """Plan two or more alternative DESIGNS afresh (no plan lock is read or written: alternatives are not growth)
+    and write what differs, with the deltas against the first, as compare.csv, compare.xlsx, compare.html and
+    compare.pdf."""
+    from gpucluster.artifacts.compare import write_comparison
+    from gpucluster.growth.compare import compare_alternatives
+
+    if len(designs) < 2:
+        click.echo(f"error: {designs[0]}: compare needs two or more designs (alternatives); got one", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    with _display(progress) as say:
+        alternatives = _alternatives(designs, prices_file, data_dirs, say)
+    comparison = compare_alternatives(alternatives)
+    try:
+        folder = write_comparison(comparison, out_dir)
+    except MissingSystemLibrary as error:
+        click.echo(f"error: {error}", err=True)
+        sys.exit(1)
+    except OSError as error:
+        click.echo(f"error: {out_dir}: cannot write the output: {error.strerror}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    differ = sum(row.differs for row in comparison.rows)
+    click.echo(f"{len(designs)} designs, {len(comparison.rows):,} figures, {differ:,} differ")
+    click.echo(f"wrote {folder}")
+
+
+def _alternatives(
+    designs: tuple[Path, ...], prices_file: Path | None, data_dirs: tuple[Path, ...], say: Callable[[str], None]
+) -> list[Alternative]:
+    """Each design loaded and planned without a lock, with the views compare reads; a design given twice (the same
+    file, or two files of one name) or one that fails a design rule is bad input: exit 2, before anything is written."""
+    from gpucluster.analyse.bom import bom_for, build_bom
+    from gpucluster.analyse.budget import kept_power_budget
+    from gpucluster.growth.compare import Alternative
+    from gpucluster.inputs.prices import load_price_list
+    from gpucluster.training import analyse_checkpoints
+
+    problems: list[Problem] = []
+    loaded = []
+    for design in designs:  # every design's problems at once, not only the first bad design's
+        try:
+            loaded.append(load_design(design, data_dirs))
+        except DesignError as error:
+            problems += error.problems
+    prices = None
+    try:
+        prices = load_price_list(prices_file) if prices_file is not None else None
+    except DesignError as error:
+        problems += error.problems
+    problems += _given_twice(loaded)
+    if problems:
+        _fail(DesignError(problems))
+    try:
+        planned = [(design, plan_design(design, say, None)) for design in loaded]
+    except DesignError as error:
+        _fail(error)
+        raise
+    for _design, plan in planned:
+        _refuse_rule_errors(plan)
+    return [
+        Alternative(
+            str(design.path),
+            plan,
+            build_bom(plan, prices) if prices is not None else bom_for(plan, design),
+            kept_power_budget(plan),
+            analyse_checkpoints(plan),
+        )
+        for design, plan in planned
+    ]
+
+
+def _given_twice(loaded: list[LoadedDesign]) -> list[Problem]:
+    """A design given twice: the same file, or two files of one design name (their outputs would be one column)."""
+    problems = []
+    for i, this in enumerate(loaded):
+        for before in loaded[:i]:
+            if this.path.resolve() == before.path.resolve():
+                problems.append(Problem(str(this.path), 0, 0, "", f"the same file as {before.path}: give each once"))
+            elif this.design.name == before.design.name:
+                file, line, column = this.where("name")
+                message = f"{this.design.name!r} is also the name of {before.path}; each alternative needs its own"
+                problems.append(Problem(file, line, column, "name", message))
+    return problems
 
 
 @main.command()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import planned
+from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.analyse.deviations import RA_4SU_COUNTS, RA_SOURCE, assumptions, deviations, is_ra_4su_shape, used_parts
@@ -139,3 +139,30 @@ def test_the_default_design_says_its_extra_rack_holds_the_object_storage_tier() 
     racks = {d.subject: d for d in deviations(plan)}[f"Racks ({RA_SOURCE})"]
     assert racks.plan == "39 (32 compute + 7 other)"
     assert "the object-storage tier (12 x minio-aistor-datapod-node, 24U), which the RA does not have" in racks.note
+
+
+def test_the_h100_1su_plan_lists_its_sn5600_in_band_and_out_of_band_aggregation_against_the_ra():
+    """H100 RA Tables 7 and 8: the in-band network is SN4600C and the SN2201 uplink into it; the 1-SU example
+    builds in-band on SN5600 (no 100G QSFP28 ports), so its out-of-band needs an SN4600C aggregation pair."""
+    plan = planned("superpod-h100-1su")[1]
+    by_subject = {d.subject.removesuffix(f" ({RA_SOURCE})"): d for d in deviations(plan)}
+    assert by_subject["In-band switch model"].reference == "SN4600C (64 x 100G)"
+    assert by_subject["In-band switch model"].plan == "sn5600"
+    assert by_subject["Out-of-band aggregation"].plan == "2 x sn4600c aggregating the SN2201"
+
+
+def test_a_dgx_nvl72_plan_is_the_ra_s_system_and_su_with_no_oem_or_dgx_psu_wording(tmp_path):
+    """GB200 RA: an SU is 8 DGX GB200 rack systems (144 trays); a DGX NVL72's trays are not OEM servers and its
+    power is its shelves, not a DGX's six PSUs on three PDUs."""
+    _loaded, plan = planned("gb200-nvl72-1su")
+    text = " ".join(f"{d.subject} {d.reference} {d.plan} {d.note}" for d in deviations(plan))
+    assert "Scalable unit" not in text and "OEM" not in text and "PSUs" not in text
+    path = write_design(
+        tmp_path,
+        "name: g\nsite: {cooling: liquid, cooling_capacity_kw: 150, power_feed: {redundancy: 2N}}\n"
+        "compute: {server: gb300-nvl72, gpus: 72}\n"
+        "storage_network: {technology: ethernet, switch: sn5600}\nparallel_filesystem: {kind: vast}\n",
+    )
+    two_n = {d.subject: d for d in deviations(plan_design(load_design(path)))}
+    power = two_n["Power distribution (racks without power shelves)"]
+    assert "DGX" not in power.reference and "N+N" in power.note

@@ -139,6 +139,13 @@ def _fibre_ordered_at_30_m_for_a_short_run() -> Plan:
     return _with_facts(plan, overlong_cables=rules.overlong_cables(plan))
 
 
+def _ndr_ufm_on_an_xdr_fabric() -> Plan:
+    """The NDR UFM appliance (ConnectX-7) on Q3400-RA ports, given the XDR modules the fabric cables with."""
+    loaded, _plan = planned("b300-xdr-1su")
+    fabric = loaded.design.compute_fabric.model_copy(update={"fabric_manager": "ufm-enterprise-ndr"})
+    return _with("b300-xdr-1su", compute_fabric=fabric)
+
+
 def _dgx_on_2n_feeds() -> Plan:
     """DGX PSUs split 3 + 3 over A/B feeds: 3 carry less than the maximum, so a feed loss power-caps them (the RA's
     N+1, 2-2-2 over three PDUs, does not)."""
@@ -259,6 +266,7 @@ VIOLATIONS: list[tuple[str, str, Callable[[], Plan]]] = [
     ("workload-fits-plan", "error", _dataset_larger_than_the_filesystem),
     ("host-ports-at-full-speed", "warning", _object_storage_at_half_speed),
     ("cables-near-their-run", "warning", _fibre_ordered_at_30_m_for_a_short_run),
+    ("link-ends-compatible", "error", _ndr_ufm_on_an_xdr_fabric),
     ("subnet-manager-present", "error", _externally_managed_switches_without_ufm),
     ("checkpoint-write-time", "error", _checkpoint_longer_than_its_interval),
     ("checkpoint-write-time", "warning", _checkpoint_stalls_the_gpus),

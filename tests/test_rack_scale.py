@@ -70,7 +70,8 @@ def test_gb200_and_gb300_trays_carry_their_published_nics():
     names = [name for g in compute for name, _cage in g.port_names()]
     assert names == ["Left Bay OSFP P3", "Left Bay OSFP P4", "Right Bay OSFP P3", "Right Bay OSFP P4"]
     assert [d for g in compute for d in g.os_devices or []] == ["mlx5_0", "mlx5_1", "mlx5_4", "mlx5_5"]
-    assert sorted(g.speed_gbps for g in gb200.ports if g.role in ("storage", "inband")) == [200, 200, 400, 400]
+    # the GB200 RA's BlueField-3 ports: 4 x 200GbE per tray on its storage and in-band fabric (relayed, GB200_RA_NS)
+    assert sorted(g.speed_gbps for g in gb200.ports if g.role in ("storage", "inband")) == [200, 200, 200, 200]
     gb300 = catalog.get("gb300-compute-tray", GpuServer)
     assert [(g.port_count, g.speed_gbps, g.technology) for g in gb300.port_groups("compute")] == [
         (4, 800, "infiniband-xdr")
@@ -116,6 +117,50 @@ def test_a_dgx_b300_xdr_design_matches_the_b300_xdr_ra_table_3(tmp_path, scalabl
     assert plan.settings.servers_per_rack == 4  # the RA's four DGX B300 per rack
 
 
+def test_the_b300_xdr_example_lists_the_ufm_s_server_slot_against_table_3_s_72_nodes():
+    """Issue 31 item 7: Table 3's SU has no free port for the UFM pair (8 x 72 hosts + 72 uplinks, 4 x 144 spine
+    ports), so its slot in SU 1 is a deviation the report names, with the alternative."""
+    from conftest import planned
+
+    from gpucluster.analyse.deviations import deviations
+
+    _loaded, plan = planned("b300-xdr-1su")
+    (found,) = [d for d in deviations(plan) if d.subject == "UFM placement (XDR)"]
+    assert "72 nodes per SU" in found.reference and "SU 1 holds 71 servers" in found.plan
+    assert "own-leaf" in found.note
+    assert plan.totals.switches["compute"] == {"leaf": 8, "spine": 4}
+
+
+@pytest.mark.parametrize(
+    ("design", "tray_ports", "leaf_ratio"),
+    [("gb200-nvl72-1su", [200] * 4, 5 / 3), ("gb300-nvl72-4su", [400] * 2, 4 / 3)],
+)
+def test_storage_and_in_band_share_one_ethernet_fabric_as_the_gb200_ra_builds_it(design, tray_ports, leaf_ratio):
+    """Issue 31 item 2: one "Storage and In-band Ethernet Fabric" (GB200 RA) carries every tray's BlueField-3 ports
+    (GB200 4 x 200GbE at 5:3, relayed; GB300 two 400G ports, the ERA's converged north-south) and the control
+    plane's: no in-band network of its own."""
+    from conftest import planned
+
+    _loaded, plan = planned(design)
+    assert plan.switches("inband") == []
+    trays = {d.name for d in plan.gpu_nodes()}
+    by_tray: dict[str, list[float]] = {}
+    down: dict[str, float] = {}
+    up: dict[str, float] = {}
+    for k in links_on(plan, "storage"):
+        if k.tier == 0:
+            down[k.b_device] = down.get(k.b_device, 0) + k.speed_gbps
+            if k.a_device in trays:
+                by_tray.setdefault(k.a_device, []).append(k.speed_gbps)
+        elif k.tier == 1:
+            up[k.a_device] = up.get(k.a_device, 0) + k.speed_gbps
+    assert set(by_tray) == trays and all(sorted(v) == tray_ports for v in by_tray.values())
+    hosts = {k.a_device for k in links_on(plan, "storage") if k.tier == 0}
+    assert {d.name for d in plan.devices_with("management-server")} <= hosts
+    tray_leaves = {k.b_device for k in links_on(plan, "storage") if k.tier == 0 and k.a_device in trays}
+    assert all(down[leaf] / up[leaf] == pytest.approx(leaf_ratio, rel=0.03) for leaf in tray_leaves)
+
+
 # ----------------------------------------------------------------------------------------------- planning
 
 
@@ -135,17 +180,12 @@ def gb200_1su():
     return planned("gb200-nvl72-1su")
 
 
-# NVL72 SuperPOD compute fabric. The GB200 SuperPOD RA builds it rail-optimized on NDR QM9700 by SU of 8 racks
-# (576 GPUs); its switch and cable counts were not found in any source (the RA's Figure 9 text is cut), so these are
-# the derived counts: per SU and rail 144 trays on 5 non-blocking leaves (29 hosts, 30 uplinks), the two UFM (two
-# NDR200 ports each) on free leaf ports of SU 1, spines spread evenly, a third tier above 64 leaves with blocks of 32
-# leaves taken in order. SU -> (leaf, spine, core, host-leaf, leaf-spine, spine-core links).
-GB200_SUPERPOD_FABRIC = {
-    1: (20, 10, 0, 576 + 4, 600, 0),
-    2: (40, 29, 0, 1152 + 4, 1160, 0),
-    4: (80, 90, 48, 2304 + 4, 2400, 2880),
-    16: (320, 300, 160, 9216 + 4, 9600, 9600),
-}
+# GB200 SuperPOD RA (RA-11338-001), network fabrics, Table 3 as relayed (the RA's own table was not found in the
+# stored copies; searches in docs/sources/rack-scale.md): per SU 4 spine-leaf groups (one per rail) of 8 leaves (one
+# per compute rack) and 6 spines, cores above. SU -> (leaf, spine, core). 1 SU is not a row of the table: the plan
+# keeps its 9 cores (the per-SU figure of every row) so the four groups are one subnet for the UFM pair.
+GB200_RA_TABLE_3 = {2: (64, 48, 18), 4: (128, 96, 36), 8: (256, 192, 72), 16: (512, 384, 144)}
+GB200_ONE_SU = (32, 24, 9)
 
 
 def _port_use(plan, network="compute"):
@@ -162,31 +202,54 @@ def _port_use(plan, network="compute"):
     ]
 
 
-@pytest.mark.parametrize("scalable_units", sorted(GB200_SUPERPOD_FABRIC))
-def test_a_gb200_superpod_fabric_uses_more_than_half_of_every_switch_above_the_leaves(tmp_path, scalable_units):
-    leaf, spine, core, host_leaf, leaf_spine, spine_core = GB200_SUPERPOD_FABRIC[scalable_units]
-    plan = plan_design(load_design(_nvl72(tmp_path, gpus=576 * scalable_units)))
-    assert plan.totals.scalable_units == scalable_units
-    expected = {"leaf": leaf, "spine": spine} | ({"core": core} if core else {})
-    assert plan.totals.switches["compute"] == expected
-    links = {"host-leaf": host_leaf, "leaf-spine": leaf_spine} | ({"spine-core": spine_core} if core else {})
-    assert plan.totals.links["compute"] == links
-    for tier, used, ports in _port_use(plan):
-        assert used > ports / 2 if tier > 1 else used >= ports * 0.85, (tier, used, ports)
-    # rail-optimized by SU: every leaf serves one rail of one SU, and keeps as much uplink bandwidth as its hosts
-    # bring (the UFM pair's two 200G ports share one split port)
+def _assert_rack_aligned(plan, scalable_units):
+    """Every leaf serves one rail of one rack (18 trays), non-blocking; 8 leaves and 6 spines per rail group; the
+    spines and cores use 48 and 64 of their 64 ports; every spine reaches every core when there is one tier above."""
     hosts: dict[str, list] = {}
-    ups: dict[str, float] = {}
+    ups: dict[str, list] = {}
     for k in links_on(plan, "compute"):
         if k.tier == 0:
             hosts.setdefault(k.b_device, []).append(k)
-        elif k.tier == 1:
-            ups[k.a_device] = ups.get(k.a_device, 0) + k.speed_gbps
-    for switch in plan.switches("compute", 1):
-        trays = [k for k in hosts[switch.name] if k.purpose == "gpu"]
-        assert {k.rail for k in trays} == {switch.rail}
-        assert {plan.devices[k.a_device].su for k in trays} == {switch.su}
-        assert sum(k.speed_gbps for k in hosts[switch.name]) <= ups[switch.name]
+        else:
+            ups.setdefault(k.a_device, []).append(k)
+    groups: dict[tuple, list] = {}
+    for leaf in plan.switches("compute", 1):
+        trays = [k for k in hosts[leaf.name] if k.purpose == "gpu"]
+        assert len(trays) == 18
+        assert {k.rail for k in trays} == {leaf.rail}
+        assert len({plan.devices[k.a_device].nvlink_domain for k in trays}) == 1
+        assert sum(k.speed_gbps for k in trays) <= sum(k.speed_gbps for k in ups[leaf.name])
+        groups.setdefault((leaf.su, leaf.rail), []).append(leaf.name)
+        assert {plan.devices[k.b_device].su for k in ups[leaf.name]} == {leaf.su}
+        assert {plan.devices[k.b_device].rail for k in ups[leaf.name]} == {leaf.rail}
+        assert len({k.b_device for k in ups[leaf.name]}) == 6
+    assert len(groups) == 4 * scalable_units and all(len(v) == 8 for v in groups.values())
+    for tier, used, ports in _port_use(plan):
+        assert used == {2: 48, 3: 64}.get(tier, used) and used <= ports, (tier, used, ports)
+
+
+@pytest.mark.parametrize("scalable_units", sorted(GB200_RA_TABLE_3))
+def test_a_gb200_superpod_fabric_has_the_ra_s_table_3_counts(tmp_path, scalable_units):
+    leaf, spine, core = GB200_RA_TABLE_3[scalable_units]
+    plan = plan_design(load_design(_nvl72(tmp_path, gpus=576 * scalable_units)))
+    assert plan.totals.scalable_units == scalable_units
+    assert plan.totals.switches["compute"] == {"leaf": leaf, "spine": spine, "core": core}
+    trays = 144 * scalable_units * 4
+    ufm = 4  # the UFM pair's four NDR200 ports
+    assert plan.totals.links["compute"] == {"host-leaf": trays + ufm, "leaf-spine": trays, "spine-core": trays}
+    _assert_rack_aligned(plan, scalable_units)
+
+
+def test_a_one_su_gb200_fabric_is_rail_aligned_per_rack_with_a_core_joining_its_groups(gb200_1su):
+    _loaded, plan = gb200_1su
+    assert plan.totals.switches["compute"] == dict(zip(("leaf", "spine", "core"), GB200_ONE_SU, strict=True))
+    _assert_rack_aligned(plan, 1)
+    from gpucluster.analyse.deviations import deviations
+
+    non_blocking = [f for f in plan.findings if f.rule.endswith("compute-fabric-non-blocking")]
+    assert [f.severity for f in non_blocking] == ["ok"]  # the UFM's ports on spare leaf ports are not GPU traffic
+    (found,) = [d for d in deviations(plan) if d.subject == "Compute fabric (1 SU)"]
+    assert "32 leaves, 24 spines, 9 cores" in found.plan and "assumption" in found.note
 
 
 def test_the_gb200_fabric_managers_take_free_leaf_ports_of_su_1_not_a_leaf_of_their_own(tmp_path):
@@ -303,7 +366,7 @@ def test_the_bom_lists_each_rack_s_manifolds_tray_quick_disconnects_and_cdu_hose
     assert all(b.section == "racks-power" and "ships with the rack system" in b.notes for b in lines.values())
     assert lines["uqdb04-coupling-pair"].notes == (
         "18 per DGX GB200 NVL72 rack (1 per compute-tray); 9 per DGX GB200 NVL72 rack (1 per nvlink-switch-tray); "
-        "ships with the rack system"
+        "ships with the rack system: not ordered separately"
     )
 
 
@@ -382,8 +445,10 @@ def test_liquid_cooled_racks_get_coolant_flow_and_n_plus_1_cdus(gb200_1su):
     budget = power_budget(plan)
     assert len(budget.coolant) == 8
     loop = budget.coolant[0]
-    assert loop.flow_l_per_min == pytest.approx(loop.liquid_w / 1000 * 1.083)
-    assert 100 <= loop.flow_l_per_min <= 130  # OCP MGX: up to 130 L/min for a 120 kW rack
+    rack = next(r for r in budget.racks if r.name == loop.rack)
+    # OCP MGX: 130 L/min for a 120 kW rack, per kW of the rack's power (not of its 85 % liquid share)
+    assert loop.flow_l_per_min == pytest.approx(rack.load.max_w / 1000 * 1.083)
+    assert 125 <= loop.flow_l_per_min <= 135
     [group] = budget.cdus
     assert group.racks == 8 and group.units == group.needed + 1 and group.capacity_w >= group.liquid_w
     assert water_flow_l_per_min(100_000, 10) == pytest.approx(144.1, abs=0.1)  # 100 kW / (4.18 x 10) / 0.996 x 60
@@ -395,7 +460,9 @@ def test_the_gb300_flow_follows_the_published_supply_temperature_table(tmp_path)
     path = _nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", cooling_capacity_kw: 150, coolant_supply_c: 37.5")
     plan = plan_design(load_design(path))
     [loop] = power_budget(plan).coolant
-    assert loop.published_flow_l_per_min == pytest.approx((89 + 119) / 2)  # Lenovo LP2357 Table 27, 35-40 °C
+    # one flow: Lenovo LP2357 Table 27 between its 35 and 40 °C points, with the rise it gives for the liquid heat
+    assert loop.flow_l_per_min == pytest.approx((89 + 119) / 2) and loop.supply_c == 37.5
+    assert loop.rise_k == pytest.approx(loop.liquid_w / 1000 / (4.18 * loop.flow_l_per_min / 60 * 0.996))
 
 
 def test_an_air_cooled_site_cannot_take_an_nvl72_rack(tmp_path):
@@ -786,7 +853,7 @@ def test_the_report_shows_each_nvlink_domain_its_shelves_cooling_blocks_and_the_
     assert "512 GPUs in whole segments over the 8 production racks" in text
     assert "132 kW usable of 264 kW nameplate: 8 x 33 kW (6 x 5.5 kW PSUs), N+N" in text
     worst = max(r.load.max_w for r in budget.racks if plan.racks[r.name].rack_system)
-    assert f"Rack load {worst / 1000:,.1f} kW" in text and "below the shelves' usable power" in text
+    assert f"Rack load {worst / 1000:,.1f} kW" in text and "within the shelves' redundant 132 kW" in text
     assert "Cooling 85% of the heat to liquid" in text
     flow = max(c.flow_l_per_min for c in budget.coolant)
     assert f"Coolant flow {flow:,.0f} L/min per rack" in text
@@ -812,3 +879,179 @@ def test_the_report_names_kueue_s_clique_level_for_kubernetes_trays_and_no_secti
     assert slurm_racks == 28 and f"… and {slurm_racks - 12} more blocks" in text  # Kubernetes runs 4 racks
     _loaded, hgx = planned("lab-4-servers")
     assert 'id="rack-scale"' not in report_html(hgx, tmp_path)
+
+
+def test_the_bom_orders_an_nvl72_rack_as_one_system_line_with_what_ships_in_it_included(gb200_1su):
+    """GB200 UG: the rack ships with its trays, switch trays, power shelves, busbar and manifolds; ERA NVL72: its
+    two in-rack SN2201 are DC-fed from the busbar (not the AC SKU). So one order line, the contents marked
+    included, no rails for them, and the loaded rack's 1,360 kg (STH) counted once."""
+    from gpucluster.analyse.bom import build_bom
+
+    _loaded, plan = gb200_1su
+    bom = build_bom(plan)
+    [system] = [b for b in bom.lines if b.kind == "rack-system"]
+    assert system.quantity == 8 and system.weight_kg == 1360 and not system.included_in
+    included = {(b.kind, b.item): b for b in bom.lines if b.included_in == "gb200-nvl72" and b.kind != "coolant-part"}
+    assert {k: b.quantity for k, b in included.items()} == {
+        ("compute-tray", "gb200-compute-tray"): 8 * 18,
+        ("nvlink-switch-tray", "nvlink5-switch-tray"): 8 * 9,
+        ("power-shelf", "nvl72-power-shelf-33kw"): 8 * 8,
+        ("switch", "sn2201"): 8 * 2,
+        ("rack", "nvidia-mgx-rack"): 8,
+    }
+    assert all(b.weight_kg is None and not b.part_number for b in included.values())
+    assert all("not ordered separately" in b.notes for b in included.values())
+    # the SN2201 ordered on their own are the out-of-band leaves outside the NVL72 racks, with their rails: the
+    # network racks' and the control plane's (two in its racks: 48 ports do not hold all its servers' and PDUs')
+    outside = sum(b.quantity for b in bom.lines if b.item == "sn2201" and not b.included_in)
+    racked_outside = sum(1 for d in plan.devices.values() if d.part == "sn2201" and not plan.racks[d.rack].rack_system)
+    assert outside == racked_outside == 3
+    rails = {b.item: b.quantity for b in bom.lines if b.kind == "rail-kit"}
+    assert "nvl72-power-shelf-33kw-rails" not in rails and rails["sn2201-rails"] == outside
+    # the loaded racks weigh once: 8 x 1,360 kg, not again as 144 trays x 32 kg
+    assert bom.total("weight_kg", "compute") == 8 * 1360
+    assert not [f for f in plan.findings if "nvlink5-switch-tray" in f.message or "power-shelf" in f.message]
+
+
+def test_the_coolant_flow_is_one_vendor_figure_at_the_design_s_supply_temperature(gb200_1su, tmp_path):
+    """GB200: OCP MGX's 130 L/min for a 120 kW rack, per kW of the whole rack (not the 85 % liquid share), at the
+    30 °C supply the design states, with the rise that flow gives; GB300 at 25 °C: Lenovo LP2357 Table 27's
+    59 L/min and no second figure beside it."""
+    from gpucluster.analyse.budget import power_budget
+    from gpucluster.artifacts.power import _context
+    from gpucluster.formats.templating import render
+
+    loaded, plan = gb200_1su
+    assert loaded.design.site.coolant_supply_c == 30
+    budget = power_budget(plan)
+    for loop in budget.coolant:
+        rack = next(r for r in budget.racks if r.name == loop.rack)
+        assert loop.flow_l_per_min == pytest.approx(rack.load.max_w / 1000 * 130 / 120, rel=1e-3)
+        assert loop.supply_c == 30 and 8 < loop.rise_k < 14
+    gb300 = plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72, site=", coolant_supply_c: 25")))
+    [loop] = power_budget(gb300).coolant
+    assert loop.flow_l_per_min == 59 and loop.basis == "vendor's flow at 25 °C supply (catalog)"
+    text = render("power-cooling.md.j2", **_context(power_budget(gb300)))
+    row = next(line for line in text.splitlines() if line.startswith(f"| {loop.rack} | gb300-nvl72 |"))
+    assert "| 59 | 25 |" in row and "149" not in row
+
+
+def test_a_liquid_site_counts_only_liquid_heat_against_its_capacity_and_the_air_side_apart(tmp_path):
+    """A GB300 NVL72 rack draws up to ~144 kW, 90 % to liquid (Lenovo): 129 kW of the 140 kW liquid capacity,
+    its ~14 kW to the room air. The rule and the power table give that one verdict (no "over by 3.7 kW"), and
+    an air-cooled network rack on the liquid site is room-air heat, not a share of the liquid capacity."""
+    from gpucluster.analyse.budget import power_budget
+
+    plan = plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72)))
+    budget = power_budget(plan)
+    nvl = next(r for r in budget.racks if plan.racks[r.name].rack_system)
+    assert nvl.load.max_w > 140_000 and nvl.load.liquid_w < 140_000
+    assert nvl.cooling_use == (
+        f"liquid: {nvl.load.liquid_w / 1000:.1f} of 140 kW; room air {nvl.load.air_w / 1000:.1f} kW (air)"
+    )
+    assert not any("over by" in r.cooling_use for r in budget.racks)
+    rules = ("rule:rack-power-and-cooling", "rule:rack-system-power-and-cooling")
+    cooling = [f for f in plan.findings if f.rule in rules]
+    assert not [f for f in cooling if "liquid" in f.message and f.severity != "ok"]
+    network = [r for r in budget.racks if not plan.racks[r.name].rack_system]
+    assert network and all(r.cooling_use.startswith("room air ") for r in network)
+
+
+def test_the_floor_plan_draws_each_su_s_n_plus_1_cdus_in_its_row(gb200_1su):
+    from gpucluster.analyse.budget import power_budget
+    from gpucluster.artifacts.floor_plan import floor_plan
+
+    _loaded, plan = gb200_1su
+    [group] = power_budget(plan).cdus
+    floor = floor_plan(plan)
+    cdus = [r for r in floor.racks if r.name.startswith("CDU")]
+    assert len(cdus) == group.units == group.needed + 1 == 2
+    racks = [r for r in floor.racks if r.name in plan.racks]
+    for cdu in cdus:  # in the row, past its racks, overlapping none
+        assert cdu.y == racks[0].y
+        assert all(cdu.x >= r.x + r.width or cdu.x + cdu.width <= r.x for r in racks)
+    assert "CDU1: coolant distribution unit hpe-inrow-cdu-1300kw for SU 1 (1+1)" in floor.svg()
+
+
+def test_the_report_names_pdus_only_for_racks_without_shelves_and_shows_the_cdus(gb200_1su, tmp_path):
+    """An NVL72 rack's power shelves feed its busbar (BCM power-shelf manual): the report's PDU row names the
+    network and management racks' PDU, not a compute-rack PDU that no rack holds; the floor plan's caption counts
+    the racks and the N+1 in-row CDUs apart."""
+    from gpucluster.artifacts.report import report_html
+
+    _loaded, plan = gb200_1su
+    html = report_html(plan, tmp_path)
+    power = _section_text(html, "power")
+    pdus = sorted({plan.devices[n].part for r in plan.racks.values() for n in r.pdus})
+    assert pdus == ["raritan-px3-5747v-v2"]
+    assert "raritan-px3-5747v-v2 in the racks without power shelves (the rack-scale systems have none)" in power
+    assert plan.settings.pdu not in power
+    floor = _section_text(html, "floor")
+    assert f"{len(plan.racks)} racks at their floor coordinates, and 2 in-row coolant distribution units" in floor
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "expected"),
+    [
+        ("slurm", {"head": 2, "k8s-admin": 3, "slogin": 2}),
+        ("kubernetes", {"head": 2, "k8s-admin": 3, "k8s-user": 3}),
+        ("both", {"head": 2, "k8s-admin": 3, "k8s-user": 3, "slogin": 2}),
+    ],
+)
+def test_an_nvl72_design_gets_the_mission_control_plane_the_ra_lists(tmp_path, scheduler, expected):
+    """DGX SuperPOD RA management servers: two BCM heads in HA, three Kubernetes admin nodes, three Kubernetes user
+    nodes (Run:ai) and two Slurm login nodes (Mission Control's GB200 host names HEAD, K8S-ADMIN, K8U, SLOGIN):
+    each racked, on the in-band and out-of-band networks, in the power budget and on the BOM."""
+    from collections import Counter
+
+    from gpucluster.analyse.bom import build_bom
+    from gpucluster.plan.power.draw import device_powers
+
+    extra = f"scheduler: {{kind: {scheduler}{', kubernetes_servers: 9' if scheduler == 'both' else ''}}}\n"
+    path = _nvl72(tmp_path, extra, gpus=72)
+    plan = plan_design(load_design(path))
+    servers = [d for d in plan.devices.values() if d.role == "management-server"]
+    assert Counter(d.name.rsplit("-", 1)[0] for d in servers) == expected
+    cabled = {(link.a_device, link.network) for link in plan.links} | {
+        (link.b_device, link.network) for link in plan.links
+    }
+    powers = device_powers(plan)
+    # the GB200 RA's one "Storage and In-band Ethernet Fabric": the control plane's in-band ports are on it
+    inband = (
+        "storage"
+        if plan.catalog_part(plan.settings.rack_system, RackSystem).storage_inband_fabric == "combined"
+        else "inband"
+    )
+    for server in servers:
+        assert server.rack and (server.name, inband) in cabled and (server.name, "oob") in cabled
+        assert powers[server.name].max_w > 0
+    [line] = [b for b in build_bom(plan).lines if b.kind == "management-server"]
+    assert line.quantity == sum(expected.values()) and "Base Command Manager head node (HA pair) 2" in line.notes
+    assert plan.devices["head-01"].role == "management-server"  # the Slurm controllers stay on the BCM pair
+
+
+def test_a_design_s_own_management_server_count_overrides_the_control_plane(tmp_path):
+    path = _nvl72(tmp_path, "management: {management_servers: 3}\n", gpus=72)
+    plan = plan_design(load_design(path))
+    assert sorted(d.name for d in plan.devices.values() if d.role == "management-server") == [
+        "head-01",
+        "head-02",
+        "head-03",
+    ]
+
+
+def test_the_floor_plan_judges_an_nvl72_rack_by_its_shelves_as_the_rules_do(gb200_1su, tmp_path):
+    """An NVL72 rack's power is its shelves' (132 kW with N+N), not the 45 kW budget of racks on PDUs: the floor
+    plan's bar and red outline give rule rack-system-power-and-cooling's verdict (a GB300 rack's 143.7 kW peak
+    over 132 kW is its warning, not an error, so no red outline)."""
+    from gpucluster.artifacts.floor_plan import floor_plan
+
+    for plan in (gb200_1su[1], plan_design(load_design(_nvl72(tmp_path, system="gb300-nvl72", gpus=72)))):
+        floor = {r.name: r for r in floor_plan(plan).racks}
+        errors = [f for f in plan.findings if f.rule == "rule:rack-system-power-and-cooling" and f.severity == "error"]
+        assert not errors
+        for rack in plan.racks.values():
+            if rack.rack_system:
+                drawn = floor[rack.name]
+                assert not drawn.over_budget
+                assert drawn.bar_height == round(drawn.depth * min(1.0, rack.power_max_w / 132_000), 1)

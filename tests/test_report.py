@@ -280,3 +280,23 @@ def test_report_shows_the_elevation_the_printouts_drew_for_each_kind_of_rack(bui
         drawn = base64.b64encode((built / "cabling" / "racks" / f"{name}.svg").read_bytes()).decode()
         assert f'src="data:image/svg+xml;base64,{drawn}"' in html, purpose
         assert f'href="cabling/racks/{name}.html"' in html
+
+
+@pytest.mark.external
+@pytest.mark.slow
+@pytest.mark.parametrize("design", ["gb200-nvl72-1su", "superpod-h100-1su"])
+def test_the_deviations_table_stays_within_the_page(design: str, tmp_path: Path) -> None:
+    """The page image (pdftoppm) of the deviations table has nothing in the right margin: its columns wrap
+    inside the page rather than running off it."""
+    _loaded, plan = planned(design)
+    pdf = tmp_path / "report.pdf"
+    write_pdf(for_paper(report_html(plan, tmp_path)), pdf)
+    reader = pypdf.PdfReader(pdf)
+    page = next(i for i, p in enumerate(reader.pages) if "Where this plan differs" in p.extract_text()) + 1
+    subprocess.run(["pdftoppm", "-f", str(page), "-l", str(page), "-r", "60", "-png", str(pdf), str(tmp_path / "d")])
+    [image] = tmp_path.glob("d-*.png")
+    with Image.open(image) as im:
+        grey = im.convert("L")
+        mm = grey.width / 297  # A4 landscape, 12 mm margins, the footer in the bottom 14 mm
+        margin = grey.crop((int(grey.width - 10 * mm), 0, grey.width, int(grey.height - 15 * mm)))
+        assert margin.getextrema()[0] > 240, f"page {page} draws into its right margin"

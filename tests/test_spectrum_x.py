@@ -264,7 +264,11 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
     for document in documents:  # each against the upstream CRD of its apiVersion, as the API server would
         checked = check_custom_resource(document)
         assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
-    trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
+    trees = {
+        name: yaml.safe_load(text)[0]["set"]
+        for name, text in switch_files(plan).items()
+        if name.endswith(".yaml") and "/" not in name
+    }
     leaf_address = {}
     for link in links_on(plan, "compute"):
         if link.tier == 0:
@@ -469,7 +473,11 @@ def test_each_plane_of_each_rail_gets_its_own_pool_device_and_network(tmp_path):
     for document in documents:
         checked = check_custom_resource(document)
         assert checked.schema_errors == [] and checked.cel.failures == [], document["kind"]
-    trees = {name: yaml.safe_load(text)[0]["set"] for name, text in switch_files(plan).items() if ".yaml" in name}
+    trees = {
+        name: yaml.safe_load(text)[0]["set"]
+        for name, text in switch_files(plan).items()
+        if name.endswith(".yaml") and "/" not in name
+    }
     leaf_address = {}
     for link in links_on(plan, "compute"):
         if link.tier == 0:
@@ -515,3 +523,67 @@ def test_plane_netdevs_need_one_name_per_plane(tmp_path):
     broken = PLANES_CATALOG.replace("[r8p1, r8p2]", "[r8p1]")
     with pytest.raises(DesignError, match="plane_netdevs: port 8 lists 1 interfaces for 2 planes"):
         _planes_plan(tmp_path, catalog=broken)
+
+
+def _leaf_addresses(plan: Plan, files: dict[str, str]) -> dict[tuple[str, str], str]:
+    """(host, host port) -> the /31 address its leaf's NVUE configuration gives the leaf port."""
+    trees = {name: yaml.safe_load(text)[0]["set"] for name, text in files.items() if re.fullmatch(r"[^/]+\.yaml", name)}
+    found = {}
+    for link in [*links_on(plan, "compute"), *links_on(plan, "storage")]:
+        if (
+            link.tier == 0
+            and f"{link.b_device}.yaml" in trees
+            and link.b_port in trees[f"{link.b_device}.yaml"]["interface"]
+        ):
+            interface = trees[f"{link.b_device}.yaml"]["interface"][link.b_port]
+            if "ip" in interface:
+                found[(link.a_device, link.a_port)] = next(iter(interface["ip"]["address"]))
+    return found
+
+
+def test_every_host_gets_each_rail_s_address_on_the_31_its_leaf_routes():
+    """Spectrum-X routes each SuperNIC on a /31 to its rail leaf (switches/*.yaml); the host side needs the other
+    half: hosts/rail-addresses.csv gives every host's every rail its address, the leaf as gateway and the MTU."""
+    import csv
+    import io
+
+    from gpucluster.artifacts.switch_config import HOST_RAIL_TABLE, switch_files
+
+    _loaded, plan = planned("b200-roce-2su")
+    files = switch_files(plan)
+    rows = list(csv.DictReader(io.StringIO(files[HOST_RAIL_TABLE])))
+    leaf = _leaf_addresses(plan, files)
+    assert len(rows) == len(leaf) and sum(row["Network"] == "compute" for row in rows) == 64 * 8
+    for row in rows:
+        network = ipaddress.ip_network(leaf[(row["Host"], row["Port"])], strict=False)
+        host = ipaddress.ip_interface(row["Address"])
+        assert network.prefixlen == 31 and host.network == network
+        assert ipaddress.ip_address(row["Gateway"]) in network and str(host.ip) != row["Gateway"]
+        assert host.network.subnet_of(ipaddress.ip_network(row["Rail block"])) and row["MTU"] == "9000"
+    assert {row["Rail"] for row in rows if row["Network"] == "compute"} == {str(r) for r in range(1, 9)}
+    # the OEM server's SuperNIC interface names are not published: the table, no netplan on guessed names
+    assert all(row["Interface"] == "" for row in rows) and not [n for n in files if n.startswith("hosts/netplan/")]
+
+
+def test_a_server_with_named_rail_interfaces_gets_a_netplan_per_host_matching_its_leaves(tmp_path):
+    """DGX H100 (its user guide names the interfaces): hosts/netplan/<host>.yaml puts each rail interface on the
+    /31 its leaf routes, at the in-band MTU, with a route to the rail's block via the leaf."""
+    from gpucluster.artifacts.switch_config import switch_files
+
+    plan = _k8s_roce_plan(tmp_path)
+    files = switch_files(plan)
+    leaf = _leaf_addresses(plan, files)
+    netplans = {n: yaml.safe_load(t) for n, t in files.items() if n.startswith("hosts/netplan/")}
+    assert sorted(netplans) == sorted(f"hosts/netplan/{d.name}.yaml" for d in plan.gpu_nodes())
+    for link in links_on(plan, "compute"):
+        if link.tier:
+            continue
+        ethernets = netplans[f"hosts/netplan/{link.a_device}.yaml"]["network"]["ethernets"]
+        [entry] = [
+            e
+            for e in ethernets.values()
+            if ipaddress.ip_interface(e["addresses"][0]).network
+            == ipaddress.ip_network(leaf[(link.a_device, link.a_port)], strict=False)
+        ]
+        assert entry["mtu"] == 9000
+        assert entry["routes"][0]["via"] == leaf[(link.a_device, link.a_port)].split("/")[0]

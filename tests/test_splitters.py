@@ -6,8 +6,9 @@ each host), or, for a QSFP56 host, a whole port on the RA's 2 x 200G active opti
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES, planned
+from conftest import EXAMPLES, planned, write_design
 
+from gpucluster import load_design, plan_design
 from gpucluster.analyse.deviations import deviations
 from gpucluster.catalog.ports import device_ports
 from gpucluster.catalog.schema import Cable, Transceiver
@@ -78,17 +79,30 @@ def test_the_default_design_runs_every_host_port_at_its_speed() -> None:
     assert objects and all(link.speed_gbps == 200 and link.b_half for link in objects)
 
 
-@pytest.mark.parametrize("name", ["b300-xdr-1su", "gb300-nvl72-4su"])
-def test_200g_hosts_on_whole_xdr_ports_are_a_warning_and_a_deviation_not_a_silent_straight_fibre(name: str) -> None:
-    """No NVIDIA document was found for a 200G host (the UFM's NDR200 ports) on an 800G XDR port: the plan's straight
-    fibre there is unconfirmed, and the rule and the report's deviations say so instead of planning it silently."""
-    _loaded, plan = planned(name)
+def test_200g_hosts_on_whole_xdr_ports_are_a_warning_and_a_deviation_not_a_silent_straight_fibre(tmp_path) -> None:
+    """No NVIDIA document was found for a 200G host (the NDR UFM's NDR200 ports) on an 800G XDR port: the plan's
+    straight fibre there is unconfirmed, and the rule and the report's deviations say so instead of planning it
+    silently (and link-ends-compatible refuses its XDR module: tests/test_link_compatibility.py)."""
+    path = write_design(
+        tmp_path,
+        "name: xdr\nsite: {rack_power_budget_kw: 85, cooling_capacity_kw: 85}\n"
+        "compute: {server: dgx-b300, servers: 71, spare_servers: 0}\n"
+        "compute_fabric: {switch: q3400-ra, scalable_unit_servers: 72, fabric_manager: ufm-enterprise-ndr}\n",
+    )
+    plan = plan_design(load_design(path))
     (record,) = plan.facts["unsplit_half_speed_links"]
     assert (record["link_gbps"], record["port_gbps"], record["links"]) == (200, 800, 4)
     assert record["host_part"].startswith("ufm") and record["cable_part"] == "mfp7e30-smf-xdr"
     (warning,) = [f for f in plan.findings if f.rule == "rule:host-ports-at-full-speed" and "whole 800G" in f.message]
     assert warning.severity == "warning" and "confirm it with NVIDIA" in warning.message
     assert any(d.subject.startswith("200G hosts on 800G") for d in deviations(plan))
+
+
+@pytest.mark.parametrize("name", ["b300-xdr-1su", "gb300-nvl72-4su"])
+def test_the_xdr_examples_ufm_takes_whole_xdr_ports_at_their_speed(name: str) -> None:
+    _loaded, plan = planned(name)
+    assert plan.facts["unsplit_half_speed_links"] == []
+    assert not [f for f in plan.findings if f.rule == "rule:host-ports-at-full-speed" and f.severity != "ok"]
 
 
 def test_no_half_speed_host_takes_a_whole_port_on_a_switch_whose_ports_split() -> None:

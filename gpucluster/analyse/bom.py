@@ -20,12 +20,12 @@ from gpucluster.analyse.totals import link_tier_name, tier_name
 from gpucluster.catalog.schema import Pdu, RackSystem, Transceiver
 from gpucluster.design.load import LoadedDesign
 from gpucluster.inputs.prices import PriceList, load_price_list
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, Plan, Settings
 from gpucluster.plan.power.circuits import OUTLET_FOR_INLET, circuit_kind
 from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_capacity_kw
 from gpucluster.plan.power.cords import PowerCord, power_cords
 from gpucluster.plan.power.draw import cage_modules, device_powers, module_power_w
-from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES
+from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, control_plane_node
 
 # Sections in the order a buyer reads them; (key, title).
 SECTIONS: tuple[tuple[str, str], ...] = (
@@ -66,6 +66,7 @@ class BomLine:
     unit_price: float | None = None
     currency: str = ""
     notes: str = ""
+    included_in: str = ""  # catalog id of the rack-scale system this line ships in (not ordered on its own)
 
     @property
     def key(self) -> tuple[str, str, str, str, str, float]:
@@ -191,11 +192,24 @@ def _to_confirm(notes: str) -> str:
     return f"{notes}; {PART_NUMBER_TO_CONFIRM}" if notes else PART_NUMBER_TO_CONFIRM
 
 
+def _rack_system_of(plan: Plan, device: Device) -> str | None:
+    """The catalog id of the rack-scale system a device ships in (its trays, shelves and in-rack switches), else
+    None: such a device is part of the system's order line, not a line of its own."""
+    return plan.racks[device.rack].rack_system if device.rack else None
+
+
 def _device_lines(plan: Plan) -> list[BomLine]:
-    """One line per (section, network, part); the notes say which tiers a switch line holds."""
-    groups: dict[tuple[str, str, str, str], list[Device]] = defaultdict(list)
+    """One line per (section, network, part); the notes say which tiers a switch line holds. Devices that ship
+    inside a rack-scale system get their own lines, marked as included (for checking and spares: the rack system
+    line is what is ordered); they carry their power but no weight (the system's weight holds them)."""
+    groups: dict[tuple[str, str, str, str, str], list[Device]] = defaultdict(list)
     for device in plan.devices.values():
-        if device.role == "switch":
+        if not ROLES[device.role].bought:  # the site's own (an existing filesystem's hand-off): nothing to order
+            continue
+        system = _rack_system_of(plan, device) or ""
+        if system:
+            section = "compute"
+        elif device.role == "switch":
             section = NETWORK_INFO[device.network or "compute"].bom_section
         elif device.spare:
             section = "spares"
@@ -203,56 +217,77 @@ def _device_lines(plan: Plan) -> list[BomLine]:
             section = NETWORK_INFO[device.network].bom_section
         else:
             section = ROLES[device.role].bom_section
-        groups[(section, device.role, device.network or "", device.part)].append(device)
-    lines = []
-    for (section, role, network, part_id), devices in groups.items():
-        part = plan.catalog_parts[part_id]
-        notes = ""
-        if role == "switch":
-            tiers = Counter(d.tier or 1 for d in devices)
-            notes = ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
-            notes = f"{NETWORK_INFO[network].short}: {notes}"
-        elif ROLES[role].gpu_node:
-            gpus = getattr(getattr(part, "gpu", None), "count", 0)
-            notes = f"{len(devices) * gpus:,} GPUs"
-            if section == "spares":
-                notes += " (hot spares, racked and cabled)"
-        elif role == "pdu":
-            notes = f"in {len({d.rack for d in devices}):,} racks"
-        # a rack-scale system's trays and shelves come with its rack (ordered on the rack-system line)
-        in_rack_system = all(d.rack and plan.racks[d.rack].rack_system for d in devices)
-        if not getattr(part, "part_number", None) and not in_rack_system:
-            notes = _to_confirm(notes)
-        lines.append(
-            BomLine(
-                section=section,
-                kind=role,
-                network=network if role == "switch" else "",
-                item=part_id,
-                quantity=len(devices),
-                power_typical_w=float(getattr(part, "power_typical_w", 0.0)),
-                power_max_w=float(getattr(part, "power_max_w", 0.0)),
-                weight_kg=getattr(part, "weight_kg", None),
-                u_height=float(getattr(part, "u_height", 0.0)),
-                notes=notes,
-                **_facts(part),
-            )
-        )
-    return lines
+        groups[(section, device.role, device.network or "", device.part, system)].append(device)
+    return [_device_line(plan, key, devices) for key, devices in groups.items()]
+
+
+def _device_notes(plan: Plan, role: str, network: str, part: object, devices: list[Device], spares: bool) -> str:
+    if role == "switch":
+        tiers = Counter(d.tier or 1 for d in devices)
+        return f"{NETWORK_INFO[network].short}: " + ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
+    if ROLES[role].gpu_node:
+        gpus = getattr(getattr(part, "gpu", None), "count", 0)
+        notes = f"{len(devices) * gpus:,} GPUs"
+        return notes + " (hot spares, racked and cabled)" if spares else notes
+    if role == "pdu":
+        return f"in {len({d.rack for d in devices}):,} racks"
+    if role == "management-server":
+        kinds = Counter(node.label for d in devices if (node := control_plane_node(d.name)) is not None)
+        if len(kinds) > 1:  # a rack-scale design's control plane: what each server runs
+            return "; ".join(f"{label} {n}" for label, n in kinds.items())
+    return ""
+
+
+def _device_line(plan: Plan, key: tuple[str, str, str, str, str], devices: list[Device]) -> BomLine:
+    section, role, network, part_id, system_id = key
+    part = plan.catalog_parts[part_id]
+    notes = _device_notes(plan, role, network, part, devices, section == "spares")
+    facts = _facts(part)
+    weight = getattr(part, "weight_kg", None)
+    if system_id:
+        system = plan.catalog_part(system_id, RackSystem)
+        racks = len({d.rack for d in devices})
+        per_rack = len(devices) // racks
+        included = f"included in the {system.model} rack system ({per_rack} per rack): not ordered separately"
+        notes = f"{notes}; {included}" if notes else included
+        # the rack ships with them: no separate SKU (an in-rack SN2201 is DC-fed, unlike the AC SKU) and no weight
+        facts["part_number"] = ""
+        weight = None
+    elif not getattr(part, "part_number", None):
+        notes = _to_confirm(notes)
+    return BomLine(
+        section=section,
+        kind=role,
+        network=network if role == "switch" else "",
+        item=part_id,
+        quantity=len(devices),
+        power_typical_w=float(getattr(part, "power_typical_w", 0.0)),
+        power_max_w=float(getattr(part, "power_max_w", 0.0)),
+        weight_kg=weight,
+        u_height=float(getattr(part, "u_height", 0.0)),
+        notes=notes,
+        included_in=system_id,
+        **facts,
+    )
 
 
 def _rack_lines(plan: Plan) -> list[BomLine]:
-    by_part: dict[str, Counter[str]] = defaultdict(Counter)
+    """The racks by part and the rack-scale systems; a system's own rack (MGX, busbar, manifolds) ships with it."""
+    by_part: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     systems: Counter[str] = Counter()
     for rack in plan.racks.values():
-        by_part[rack.part][rack.purpose] += 1
+        by_part[(rack.part, rack.rack_system or "")][rack.purpose] += 1
         if rack.rack_system:
             systems[rack.rack_system] += 1
     lines = [_rack_system_line(plan, system_id, count) for system_id, count in sorted(systems.items())]
     lines += _cdu_lines(plan)
     lines += _coolant_lines(plan, systems)
-    for part_id, purposes in by_part.items():
+    for (part_id, system_id), purposes in by_part.items():
         part = plan.catalog_parts[part_id]
+        notes = ", ".join(f"{purpose} {n}" for purpose, n in sorted(purposes.items()))
+        if system_id:
+            model = plan.catalog_part(system_id, RackSystem).model
+            notes += f"; included in the {model} rack system: not ordered separately"
         lines.append(
             BomLine(
                 section="racks-power",
@@ -260,8 +295,9 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
                 network="",
                 item=part_id,
                 quantity=sum(purposes.values()),
-                weight_kg=getattr(part, "weight_kg", None),
-                notes=", ".join(f"{purpose} {n}" for purpose, n in sorted(purposes.items())),
+                weight_kg=None if system_id else getattr(part, "weight_kg", None),
+                notes=notes,
+                included_in=system_id,
                 **_facts(part),
             )
         )
@@ -269,13 +305,14 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
 
 
 def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
-    """A rack-scale system is ordered as one rack; its trays, shelves and switches are itemised on their own lines
-    (quantity there = racks x per rack), its rack (MGX, with busbar and manifolds) on the racks line."""
+    """A rack-scale system is ordered as one line: its trays, shelves and in-rack switches are itemised on lines
+    marked as included (quantity there = racks x per rack), and its weight is the loaded rack's."""
     system = plan.catalog_part(system_id, RackSystem)
     contents = (
         f"{system.compute_trays} compute trays, {system.nvlink_switch_trays} NVLink switch trays, "
         f"{system.power_shelves} power shelves, {system.management_switches} management switches per rack, "
-        "itemised below; NVLink backplane, busbar, manifolds and blind-mate quick disconnects included"
+        "itemised below as included; NVLink backplane, busbar, rails, manifolds and blind-mate quick disconnects "
+        "included"
     )
     return BomLine(
         section="compute",
@@ -319,9 +356,11 @@ def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
     x per rack, one line per part; they ship with the rack system, so the line is for checking and spares."""
     per_part: Counter[str] = Counter()
     notes: dict[str, list[str]] = defaultdict(list)
+    shipped_in: dict[str, set[str]] = defaultdict(set)
     for system_id, racks in sorted(systems.items()):
         system = plan.catalog_part(system_id, RackSystem)
         for count in system.coolant_parts:
+            shipped_in[count.part].add(system_id)
             per_rack = system.coolant_per_rack(count)
             per_part[count.part] += racks * per_rack
             where = "per rack" if count.per == "rack" else f"{count.count} per {count.per}"
@@ -334,7 +373,8 @@ def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
             item=part_id,
             quantity=n,
             weight_kg=getattr(plan.catalog_parts[part_id], "weight_kg", None),
-            notes="; ".join(notes[part_id]) + "; ships with the rack system",
+            notes="; ".join(notes[part_id]) + "; ships with the rack system: not ordered separately",
+            included_in=" ".join(sorted(shipped_in[part_id])),
             **_facts(plan.catalog_parts[part_id]),
         )
         for part_id, n in sorted(per_part.items())
@@ -509,11 +549,12 @@ def _power_cord_lines(plan: Plan) -> list[BomLine]:
 
 
 def _rail_lines(plan: Plan) -> list[BomLine]:
-    """A rack rail kit per rack-mounted device, by model (a rack-scale system's trays sit in its own rack)."""
+    """A rack rail kit per rack-mounted device, by model; nothing that ships inside a rack-scale system (its
+    trays, power shelves and in-rack switches come mounted in its rack)."""
     models: Counter[str] = Counter(
         d.part
         for d in plan.devices.values()
-        if d.role != "pdu" and d.nvlink_domain is None and float(getattr(plan.part(d.name), "u_height", 0.0)) > 0
+        if d.role != "pdu" and not _rack_system_of(plan, d) and float(getattr(plan.part(d.name), "u_height", 0.0)) > 0
     )
     lines = []
     for part_id, count in sorted(models.items()):
@@ -639,11 +680,7 @@ def _software_lines(plan: Plan) -> list[BomLine]:
                 "support per switch",
             )
         )
-    s = plan.settings
-    for what, block_id, blocks in (
-        ("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks),
-        ("object storage", s.object_storage_block, s.object_storage_blocks),
-    ):
+    for what, block_id, blocks in _storage_blocks(plan.settings):
         if not block_id or not blocks:
             continue
         block = plan.catalog_parts[block_id]
@@ -660,6 +697,15 @@ def _software_lines(plan: Plan) -> list[BomLine]:
             )
         )
     return lines
+
+
+def _storage_blocks(s: Settings) -> list[tuple[str, str, int]]:
+    """Each storage system's blocks (what, block, count): every new filesystem's, then the object store's (an
+    existing filesystem has none to license)."""
+    filesystems = [("parallel filesystem", s.parallel_filesystem_block, s.parallel_filesystem_blocks)]
+    if s.filesystems is not None:
+        filesystems = [(f"filesystem {fs['name']}", fs["block"] or "", fs["blocks"]) for fs in s.filesystems]
+    return [*filesystems, ("object storage", s.object_storage_block or "", s.object_storage_blocks)]
 
 
 def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:

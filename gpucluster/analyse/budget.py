@@ -12,10 +12,11 @@ Formulas and constants (each constant's source is beside it):
   design's temperature rise dT; m³/h = CFM x 60 x 0.0283168.
 * liquid-cooled parts give their catalog ``cooling.liquid_fraction`` of their heat to liquid, the rest
   (and all optics) to the air.
-* coolant flow of a liquid-cooled rack system: with the design's coolant temperature rise dT, water's
-  L/min = kW / (4.18 kJ/kg K x dT) / 0.996 kg/L x 60; without it, the system's published flow per kW of
-  liquid heat (catalog); the published flow at the site's supply temperature beside it where the catalog has
-  a flow-by-supply table (linear between its points).
+* coolant flow of a liquid-cooled rack system, one figure per rack: the vendor's published flow at the site's
+  supply temperature where the catalog has a flow-by-supply table (linear between its points); else, with the
+  design's coolant temperature rise dT, water's L/min = kW / (4.18 kJ/kg K x dT) / 0.996 kg/L x 60; else the
+  system's published flow per kW of rack power (catalog). The rise that flow gives for the liquid heat is
+  stated beside it.
 * coolant distribution units per scalable unit: enough units for its racks (the unit's rack limit) and its
   liquid heat (its capacity), plus one (N+1).
 """
@@ -103,7 +104,8 @@ def flow_at_supply(points: list[FlowPoint], supply_c: float) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class RackCoolant:
-    """The liquid loop of one rack-scale system's rack."""
+    """The liquid loop of one rack-scale system's rack: one flow, at the site's supply temperature, and the
+    temperature rise that flow gives for the rack's liquid heat."""
 
     rack: str
     system: str  # catalog id
@@ -111,8 +113,9 @@ class RackCoolant:
     liquid_w: float
     air_w: float
     flow_l_per_min: float
-    basis: str  # how the flow was found
-    published_flow_l_per_min: float | None  # the vendor's flow at the site's supply temperature, where published
+    basis: str  # where the flow comes from (the vendor's figure, or the design's rise)
+    supply_c: float | None  # the site's coolant supply temperature, where the design states it
+    rise_k: float  # coolant temperature rise across the rack at that flow (water)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,19 +335,30 @@ def _coolant(plan: Plan, racks: list[RackBudget], site: Site) -> list[RackCoolan
             continue
         system = plan.catalog_part(rack.rack_system, RackSystem)
         liquid = budget.load.liquid_w
-        if site.coolant_temperature_rise_k:
-            flow = water_flow_l_per_min(liquid, site.coolant_temperature_rise_k)
-            basis = f"water, {site.coolant_temperature_rise_k:g} K rise"
-        else:
-            flow = liquid / 1000.0 * system.coolant_flow_l_per_min_per_kw
-            basis = f"{system.coolant_flow_l_per_min_per_kw:g} L/min per kW (catalog)"
-        published = (
-            flow_at_supply(system.coolant_flow_by_supply, site.coolant_supply_c)
-            if site.coolant_supply_c is not None
-            else None
+        flow, basis = rack_flow(system, site, budget.load.max_w, liquid)
+        rise = liquid / 1000.0 / (WATER_KJ_PER_KG_K * flow / 60.0 * WATER_KG_PER_L)
+        result.append(
+            RackCoolant(
+                rack.name, system.id, rack.su, liquid, budget.load.air_w, flow, basis, site.coolant_supply_c, rise
+            )
         )
-        result.append(RackCoolant(rack.name, system.id, rack.su, liquid, budget.load.air_w, flow, basis, published))
     return result
+
+
+def rack_flow(system: RackSystem, site: Site, rack_w: float, liquid_w: float) -> tuple[float, str]:
+    """One coolant flow per rack and where it comes from: the vendor's published flow at the site's supply
+    temperature where the catalog has a table for it; else the flow that carries the liquid heat at the design's
+    temperature rise; else the system's published flow per kW of rack power (OCP MGX: 130 L/min for a 120 kW
+    rack, so per kW of the whole rack, not of its liquid share)."""
+    if site.coolant_supply_c is not None:
+        published = flow_at_supply(system.coolant_flow_by_supply, site.coolant_supply_c)
+        if published is not None:
+            return published, f"vendor's flow at {site.coolant_supply_c:g} °C supply (catalog)"
+    if site.coolant_temperature_rise_k:
+        rise = site.coolant_temperature_rise_k
+        return water_flow_l_per_min(liquid_w, rise), f"water at the design's {rise:g} K rise"
+    per_kw = system.coolant_flow_l_per_min_per_kw
+    return rack_w / 1000.0 * per_kw, f"{per_kw:g} L/min per kW of rack power (catalog)"
 
 
 def choose_cdu(plan: Plan, site: Site, racks: int, liquid_w: float) -> Cdu:

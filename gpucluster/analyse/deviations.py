@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpucluster.catalog.schema import RackSystem
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 
 RA_SOURCE = "H100 RA (RA-11333-001) Appendix A, Table 7"
 # H100 RA Table 7 (4 SU, 127 nodes): role -> (count, what the RA lists)
@@ -28,6 +30,7 @@ RA_4SU_RACKS = 38  # Table 7: 38 Legrand NVIDPD13
 RA_4SU_COMPUTE_RACKS = 32  # four DGX per rack (H100 RA: such a rack "exceeds 40 kW")
 RA_4SU_PDUS = (96, 12)  # Table 7: PX3-5878I2R-P1Q2R1A15D5 (3 per compute rack) and PX3-5747V-V2 (2 per other rack)
 RA_SU_SERVERS = 32
+RA_RACK_SYSTEMS_PER_SU = 8  # GB200 RA architecture: "each SU contains 8 DGX GB200 systems" (rack systems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +102,18 @@ def _design_choices(plan: Plan) -> list[Deviation]:
     """The design's own choices against the RA's: scalable unit, oversubscription, servers, power, UFM placement."""
     s = plan.settings
     found: list[Deviation] = []
+    system = plan.catalog_part(s.rack_system, RackSystem) if s.rack_system else None
     su = s.scalable_unit_servers
-    if su != RA_SU_SERVERS:
+    # the GB200 RA's SU is 8 rack systems ("each SU contains 8 DGX GB200 systems"), the H100 RA's 32 servers
+    reference_su = RA_RACK_SYSTEMS_PER_SU * system.compute_trays if system else RA_SU_SERVERS
+    if su != reference_su:
+        unit = "compute trays" if system else "servers"
         found.append(
             Deviation(
-                "Scalable unit", f"{RA_SU_SERVERS} servers", f"{su} servers", "compute_fabric.scalable_unit_servers"
+                "Scalable unit",
+                f"{reference_su} {unit}" + (f" ({RA_RACK_SYSTEMS_PER_SU} racks, GB200 RA)" if system else ""),
+                f"{su} {unit}",
+                "compute_fabric.scalable_unit_servers",
             )
         )
     over = s.compute_oversubscription or 1
@@ -116,26 +126,7 @@ def _design_choices(plan: Plan) -> list[Deviation]:
                 "compute_fabric.oversubscription",
             )
         )
-    server = s.server
-    if not server.startswith("dgx-"):
-        found.append(
-            Deviation(
-                "GPU servers", "NVIDIA DGX systems", server, "an OEM server: the RA's tested figures do not apply"
-            )
-        )
-    redundancy = getattr(getattr(getattr(plan.design, "site", None), "power_feed", None), "redundancy", "N+1")
-    if redundancy != "N+1":
-        found.append(
-            Deviation(
-                "Power distribution",
-                "three PDUs per compute rack, a DGX's six PSUs split 2-2-2: any one PDU or feed lost at full power",
-                f"{redundancy} provisioning",
-                "site.power_feed.redundancy: "
-                + (
-                    "A/B feeds, PSUs 3 + 3: a feed loss caps a DGX" if redundancy == "2N" else "a feed loss stops racks"
-                ),
-            )
-        )
+    found += _system_and_power(plan, system)
     if _count(plan, "fabric-manager") and s.fabric_manager_ports == "own-leaf":
         found.append(
             Deviation(
@@ -147,7 +138,103 @@ def _design_choices(plan: Plan) -> list[Deviation]:
                 "leaf and its uplinks",
             )
         )
+    found += _xdr_manager_slot(plan)
+    found += _one_su_rack_aligned_cores(plan)
     return found
+
+
+def _system_and_power(plan: Plan, system: RackSystem | None) -> list[Deviation]:
+    """GPU systems other than NVIDIA's DGX, and power provisioning other than the RA's. A rack-scale system is
+    judged as the rack it is (a DGX GB200/GB300 NVL72 is the RA's system, its trays are not OEM servers) and its
+    power as its shelves, which the design does not change; only the other racks' PDUs follow the design's feed."""
+    found = []
+    if system is None and not plan.settings.server.startswith("dgx-"):
+        found.append(
+            Deviation(
+                "GPU servers",
+                "NVIDIA DGX systems",
+                plan.settings.server,
+                "an OEM server: the RA's tested figures do not apply",
+            )
+        )
+    elif system is not None and not system.model.startswith("DGX"):
+        found.append(
+            Deviation(
+                "Rack-scale systems",
+                "NVIDIA DGX GB200 / GB300 NVL72",
+                system.model,
+                "an OEM rack system: the RA's tested figures do not apply",
+            )
+        )
+    redundancy = getattr(getattr(getattr(plan.design, "site", None), "power_feed", None), "redundancy", "N+1")
+    if redundancy == "N+1":
+        return found
+    if system is not None:
+        found.append(
+            Deviation(
+                "Power distribution (racks without power shelves)",
+                "PDUs with any one PDU or feed lost at full power (N+1)",
+                f"{redundancy} provisioning",
+                "site.power_feed.redundancy; the rack-scale systems' power shelves stay "
+                f"{system.power_shelf_redundancy} on the busbar",
+            )
+        )
+        return found
+    found.append(
+        Deviation(
+            "Power distribution",
+            "three PDUs per compute rack, a DGX's six PSUs split 2-2-2: any one PDU or feed lost at full power",
+            f"{redundancy} provisioning",
+            "site.power_feed.redundancy: "
+            + ("A/B feeds, PSUs 3 + 3: a feed loss caps a DGX" if redundancy == "2N" else "a feed loss stops racks"),
+        )
+    )
+    return found
+
+
+def _one_su_rack_aligned_cores(plan: Plan) -> list[Deviation]:
+    """The GB200 RA's Table 3 (relayed) starts at 2 SU; at 1 SU the plan keeps the core tier of its per-SU figures
+    so the four rail groups are one InfiniBand subnet: an assumption a reviewer must see."""
+    if not plan.settings.rack_system or plan.totals.scalable_units != 1:
+        return []
+    counts = plan.totals.switches.get("compute", {})
+    if not counts.get("core"):
+        return []
+    return [
+        Deviation(
+            "Compute fabric (1 SU)",
+            "GB200 RA Table 3 (relayed): rows from 2 SU (64 leaves, 48 spines, 18 cores); no 1-SU row found",
+            f"{counts.get('leaf', 0)} leaves, {counts.get('spine', 0)} spines, {counts['core']} cores: the table's "
+            "per-SU figures",
+            "the cores join the four rail groups into one InfiniBand subnet that the UFM pair manages (assumption)",
+        )
+    ]
+
+
+def _xdr_manager_slot(plan: Plan) -> list[Deviation]:
+    """The B300 XDR RA's Table 3 counts 72 nodes per SU, but its fabric (Q3400 leaves of 72 hosts and 72 uplinks,
+    spines full) has no free port for the UFM pair: where the UFM takes server slots of SU 1, say so."""
+    s = plan.settings
+    if s.compute_technology != "infiniband-xdr" or s.fabric_manager_ports == "own-leaf" or s.rack_system:
+        return []
+    managers = [d for d in plan.devices_with("fabric-manager") if (d.network or "compute") == "compute"]
+    names = {d.name for d in managers}
+    manager_ports = sum(1 for k in links_on(plan, "compute") if k.a_device in names)
+    rails = max((k.rail or 0 for k in links_on(plan, "compute") if k.purpose == "gpu"), default=0)
+    slots = -(-manager_ports // rails) if rails else 0
+    first = sum(1 for d in plan.gpu_nodes() if d.su == 1)
+    if not slots or first + slots != s.scalable_unit_servers:  # only where the UFM fills SU 1 up to its size
+        return []
+    return [
+        Deviation(
+            "UFM placement (XDR)",
+            f"B300 XDR RA Table 3: {s.scalable_unit_servers} nodes per SU (8 Q3400 leaves, 4 spines, every port used)",
+            f"SU 1 holds {first} servers: the UFM pair's {manager_ports} ports take {slots} server slot(s), "
+            "as the H100 RA has a DGX removed for UFM connectivity",
+            "compute_fabric.fabric_manager_ports: own-leaf keeps every slot, for one more leaf and the spines its "
+            "uplinks need",
+        )
+    ]
 
 
 def _storage_and_cabling(plan: Plan) -> list[Deviation]:
@@ -199,7 +286,9 @@ def _inband_network(plan: Plan) -> list[Deviation]:
             )
         )
     inband_switch = plan.settings.inband_switch
-    if is_ra_4su_shape(plan) and inband_switch != "sn4600c":
+    if not is_h100_ra_server(plan):
+        return found
+    if plan.switches("inband") and inband_switch != "sn4600c":
         found.append(
             Deviation(
                 f"In-band switch model ({RA_SOURCE})",
@@ -209,7 +298,25 @@ def _inband_network(plan: Plan) -> list[Deviation]:
                 "by 1:2 splitter fibres; SN4600C ports are 100G",
             )
         )
+    aggregation = [d for d in plan.devices.values() if d.role == "switch" and d.network == "oob" and (d.tier or 1) > 1]
+    if aggregation:
+        models = ", ".join(sorted({d.part for d in aggregation}))
+        found.append(
+            Deviation(
+                f"Out-of-band aggregation ({RA_SOURCE})",
+                "the SN2201 uplink into the in-band SN4600C top tier: no switches of their own",
+                f"{len(aggregation)} x {models} aggregating the SN2201",
+                "the in-band top tier's ports are not 100G QSFP28 "
+                f"({inband_switch}), so the out-of-band uplinks go to an aggregation pair "
+                "(management.oob_aggregation_switch): its switches, rails and AOCs are on the order",
+            )
+        )
     return found
+
+
+def is_h100_ra_server(plan: Plan) -> bool:
+    """DGX H100/H200: the servers whose management networks the H100 RA's Tables 7 and 8 describe."""
+    return plan.settings.server in ("dgx-h100", "dgx-h200")
 
 
 def _table_7_counts(plan: Plan) -> list[Deviation]:

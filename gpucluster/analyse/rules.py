@@ -13,10 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster.analyse.burn_in import burn_in_facts
+from gpucluster.analyse.compatibility import SWITCH_FIELD, incompatible_links
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.facts import (
+    FabricFeedLoss,
     FeedLossFacts,
     HalfSpeedLink,
     OverlongCable,
@@ -28,7 +30,7 @@ from gpucluster.plan.facts import (
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
 from gpucluster.plan.power.circuits import rack_circuits
 from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
-from gpucluster.plan.power.cords import feed_loss
+from gpucluster.plan.power.cords import FeedLoss, feed_loss
 from gpucluster.plan.queries import queries
 from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 
@@ -54,6 +56,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
             if b in compute_switches and link.b_port not in _mgmt_ports(catalog_parts.get(compute_switches[b])):
                 foreign += 1
     feed = getattr(site, "power_feed", None)
+    losses = feed_loss(plan, feed) if feed else []
     return {
         "compute_fabric_link_purposes": dict(sorted(purposes.items())),
         "non_compute_links_on_compute_switches": foreign,
@@ -66,6 +69,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "floor_rating_kpa": getattr(site, "floor_load_kpa", None),
         "rack_power_budget_kw": getattr(site, "rack_power_budget_kw", None),
         "power_redundancy": feed.redundancy if feed else None,
+        "fabric_feed_loss": fabric_feed_loss(plan, losses),
         "feed_loss": [
             {
                 "part": loss.part,
@@ -77,7 +81,7 @@ def rule_facts(plan: Plan) -> RuleFacts:
                 "max_kw": round(loss.max_w / 1000, 3),
                 "typical_kw": round(loss.typical_w / 1000, 3),
             }
-            for loss in (feed_loss(plan, feed) if feed else [])
+            for loss in losses
         ],
         "cooling": getattr(site, "cooling", None),
         "cooling_capacity_kw": cooling_capacity_kw(site) if site else None,
@@ -87,9 +91,23 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "checkpoint": plan.settings.checkpoint,
         "slow_host_links": slow_host_links(plan),
         "unsplit_half_speed_links": unsplit_half_speed_links(plan),
+        "incompatible_links": incompatible_links(plan),
         "overlong_cables": overlong_cables(plan),
         "subnet_managers": subnet_manager_facts(plan),
     }
+
+
+def fabric_feed_loss(plan: Plan, losses: list[FeedLoss]) -> list[FabricFeedLoss]:
+    """Networks whose every switch is of a model one feed loss stops (its PSUs left carry less than its typical
+    draw): losing one feed takes the whole fabric down, whatever the other racks' power."""
+    stopping = {loss.part for loss in losses if loss.surviving_w < loss.typical_w}
+    found: list[FabricFeedLoss] = []
+    for network in sorted({d.network for d in plan.devices.values() if d.role == "switch" and d.network}):
+        switches = plan.switches(network)
+        parts = {d.part for d in switches}
+        if switches and parts <= stopping:
+            found.append({"network": network, "part": ", ".join(sorted(parts)), "switches": len(switches)})
+    return found
 
 
 def subnet_manager_facts(plan: Plan) -> list[SubnetManagerFacts]:
@@ -346,8 +364,9 @@ def _oversubscription(facts: RuleFacts) -> list[Finding]:
 
 
 def _rack_power_and_cooling(facts: RuleFacts) -> list[Finding]:
-    """Every watt a rack draws becomes heat: with liquid-cooled parts the site's liquid cooling takes
-    it all, while air or rear-door cooling takes only the air share and cannot serve a liquid loop."""
+    """Every watt a rack draws becomes heat: a liquid site's per-rack capacity takes the liquid share (the rest
+    goes to the room air), while air or rear-door cooling takes only the air share and cannot serve a liquid
+    loop."""
     findings = []
     budget = facts["rack_power_budget_kw"]
     capacity = facts["cooling_capacity_kw"]
@@ -374,7 +393,8 @@ def _rack_power_and_cooling(facts: RuleFacts) -> list[Finding]:
                     rack["name"],
                 )
             )
-        heat = rack["power_max_kw"] if facts["cooling"] == "liquid" else rack["power_max_kw"] - liquid
+        # a liquid site's capacity takes the liquid heat; the air share goes to the room (cooling_against_site)
+        heat = liquid if facts["cooling"] == "liquid" else rack["power_max_kw"] - liquid
         if capacity is not None and heat > capacity + 1e-9:
             findings.append(
                 Finding(
@@ -425,6 +445,18 @@ def _rack_power_distribution(facts: RuleFacts) -> list[Finding]:
                     rack["name"],
                 )
             )
+    for fabric in facts.get("fabric_feed_loss", []):
+        findings.append(
+            Finding(
+                "rack-power-distribution",
+                "error",
+                f"one feed loss stops every {fabric['network']} switch ({fabric['switches']} x {fabric['part']}): "
+                "the PSUs left on the other feeds carry less than its typical draw. Spread each switch's PSUs so "
+                "those left after a feed loss carry it (site.power_feed.redundancy), or correct the model's PSU "
+                "rating in the catalog (psus.rating_w) if it is understated",
+                fabric["part"],
+            )
+        )
     for loss in facts.get("feed_loss", []):
         below_typical = loss["surviving_kw"] < loss["typical_kw"]
         findings.append(
@@ -572,15 +604,6 @@ def _spares(facts: RuleFacts) -> list[Finding]:
     ]
 
 
-# Which design field picks the switch a host's ports land on, per network (what the warning names).
-SWITCH_FIELD = {
-    "compute": "compute_fabric.switch",
-    "storage": "storage_network.switch",
-    "inband": "management.inband_switch",
-    "oob": "management.oob_switch",
-}
-
-
 def _host_ports_at_speed(facts: RuleFacts) -> list[Finding]:
     """A host port linked below its own speed halves (or worse) what that host moves: name both ends and the
     field that picks the switch."""
@@ -610,6 +633,24 @@ def _host_ports_at_speed(facts: RuleFacts) -> list[Finding]:
         for g in facts.get("unsplit_half_speed_links", [])
     ]
     return findings or [Finding(name, "ok", "every host port is linked at its own speed")]
+
+
+def _link_ends_compatible(facts: RuleFacts) -> list[Finding]:
+    """A link whose two ends speak different generations never comes up: an error naming the part, what it meets,
+    how many such links, an example and the fix."""
+    name = "link-ends-compatible"
+    findings = [
+        Finding(
+            name,
+            "error",
+            f"{g['links']} {g['part']} port(s) speaking {g['port_technology']} meet {g['other']} "
+            f"({g['other_technology']}) on {g['cable_part']} ({g['network']} network), e.g. {g['example']}: these "
+            f"links do not come up (LinkX optics do not downshift between generations); {g['fix']}",
+            g["part"],
+        )
+        for g in facts.get("incompatible_links", [])
+    ]
+    return findings or [Finding(name, "ok", "every link's ports, modules and cables speak one generation")]
 
 
 def _cables_at_orderable_length(facts: RuleFacts) -> list[Finding]:
@@ -919,6 +960,11 @@ RULES: list[Rule] = [
         _subnet_manager,
     ),
     Rule("host-ports-at-full-speed", "Every host port is linked at its own speed.", _host_ports_at_speed),
+    Rule(
+        "link-ends-compatible",
+        "Both ends of every link, with their modules and cable, speak one generation.",
+        _link_ends_compatible,
+    ),
     Rule(
         "cables-near-their-run",
         "Every cable is ordered at most twice its routed run (slack included).",

@@ -32,6 +32,7 @@ from gpucluster.artifacts.tables import column_letter as _letter
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power.draw import device_powers
+from gpucluster.plan.racks import loaded_weight_kg
 from gpucluster.runtime.progress import track
 
 LINES_SHEET = "BOM"
@@ -324,6 +325,8 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
         ordered = devices + [plan.devices[n] for n in rack.pdus]
         first = detail_row + 1
         sums = [0.0, 0.0, 0.0]  # U, maximum W, kg
+        # a rack-scale system's loaded weight holds its trays: they weigh nothing more on their own rows
+        system_kg = loaded_weight_kg(plan, rack) if rack.rack_system else None
         models: Counter[str] = Counter()
         for device in ordered:  # a row per device: Book.text's cells, written straight (~70,000 rows at scale)
             model, part_number, (u_height, weight_kg) = facts.of(device.part)
@@ -344,7 +347,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
             write_number(detail_row, 7, max_w, integer)
             sums[0] += u_height
             sums[1] += max_w
-            if weight_kg is not None:
+            if weight_kg is not None and system_kg is None:
                 write_number(detail_row, 8, weight_kg, decimal)
                 sums[2] += weight_kg
             models[model[0] if model else device.part] += 1
@@ -365,7 +368,10 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
         book.formula(summary, row, 5, f"={over(6)}", sums[0], DECIMAL_1)
         book.number(summary, row, 6, rack.power_typical_w / 1000, DECIMAL_1)
         book.formula(summary, row, 7, f"={over(7)}/1000", sums[1] / 1000, DECIMAL_1)
-        book.formula(summary, row, 8, f"={over(8)}", sums[2], DECIMAL_1)
+        if system_kg is None:
+            book.formula(summary, row, 8, f"={over(8)}", sums[2], DECIMAL_1)
+        else:
+            book.number(summary, row, 8, system_kg, DECIMAL_1)
         book.text(summary, row, 9, "; ".join(f"{n} x {model}" for model, n in models.items()))
 
 

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from itertools import groupby
 
 from gpucluster.artifacts.drawings import Label
+from gpucluster.catalog.schema import RackSystem
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
-from gpucluster.plan.registry import purpose_colour, tint
+from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.rack_scale import shelf_capacity_w
+from gpucluster.plan.registry import ROLES, purpose_colour, tint
 
 FLOOR_LABEL_MAX_RACKS = 240  # rack names and loads drawn up to this many racks
 FLOOR_ELEMENT_MAX_RACKS = 1_024  # each rack its own element and tooltip up to this many racks; above, a path a colour
@@ -91,7 +93,8 @@ def floor_plan(plan: Plan) -> FloorPlan:
         width, depth = sizes[rack.name]
         x, y, w, h = (rack.y_mm, rack.x_mm, depth, width) if turned else (rack.x_mm, rack.y_mm, width, depth)
         colour = purpose_colour(rack.purpose)
-        share = min(1.0, rack.power_max_w / budget_w) if budget_w else 0.0
+        limit_w, over = rack_limit(plan, rack, budget_w)
+        share = min(1.0, rack.power_max_w / limit_w) if limit_w else 0.0
         su = f" SU {rack.su}" if rack.su is not None else ""
         load = f"{rack.power_max_w / 1000:,.1f} kW max, {rack.power_typical_w / 1000:,.1f} kW typical"
         drawn.append(
@@ -104,11 +107,12 @@ def floor_plan(plan: Plan) -> FloorPlan:
                 fill=tint(colour, 0.75),
                 stroke=colour,
                 bar_height=round(h * share, 1),
-                over_budget=rack.power_max_w > budget_w,
+                over_budget=over,
                 title=f"{rack.name}: {rack.purpose}{su}, {len(rack.devices)} devices, {load}",
                 lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
             )
         )
+    drawn += _cdus(plan, racks, sizes, turned, labelled)
     rack_width = min((w for w, _d in sizes.values()), default=600.0)
     unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
     if not labelled:  # nothing written in the racks: row and SU labels grow to stay legible on a large hall
@@ -130,7 +134,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
             rows.append(Label(first.x - font * 1.4, first.y + first.depth / 2 + font / 2, letter, "end"))
     sus = []
     segments: dict[tuple[int, float], list[FloorRack]] = defaultdict(list)
-    for rack, shown in zip(racks, drawn, strict=True):
+    for rack, shown in zip(racks, drawn[: len(racks)], strict=True):  # the CDUs after them belong to no SU
         if rack.su is not None:
             segments[(rack.su, row_of(shown))].append(shown)
     for (su_number, _y), segment in sorted(segments.items()):
@@ -156,6 +160,64 @@ def floor_plan(plan: Plan) -> FloorPlan:
         budget_kw=budget_w / 1000,
         turned=turned,
     )
+
+
+def rack_limit(plan: Plan, rack: RackPlan, budget_w: float) -> tuple[float, bool]:
+    """The power a rack's bar is drawn against and whether it is over it, with the rules' verdicts: the rack budget
+    for a rack on PDUs (its maximum above it is an error); a rack-scale system's shelves for its rack (rule
+    rack-system-power-and-cooling: sustained draw above their redundant capacity, or peak above their nameplate,
+    is an error; a peak between the two only a warning)."""
+    system = plan.catalog_parts.get(rack.rack_system or "")
+    if not isinstance(system, RackSystem):
+        return budget_w, rack.power_max_w > budget_w
+    usable_w, nameplate_w = shelf_capacity_w(plan, system)
+    return usable_w, rack.power_typical_w > usable_w + 1e-6 or rack.power_max_w > nameplate_w + 1e-6
+
+
+def _cdus(
+    plan: Plan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
+) -> list[FloorRack]:
+    """The in-row coolant distribution units (analyse/budget.py, N+1 per scalable unit) at the end of the row that
+    holds their scalable unit's last rack, each a rack's footprint (the CDUs' own footprints are not in the
+    catalog), so the floor shows the positions they take."""
+    from gpucluster.analyse.budget import kept_power_budget  # liquid-cooled rack systems only; read on use
+
+    if not any(rack.rack_system for rack in racks):
+        return []
+    colour = ROLES["coolant-distribution-unit"].colour
+    row_end: dict[float, float] = {}
+    for rack in racks:
+        row_end[rack.y_mm] = max(row_end.get(rack.y_mm, rack.x_mm), rack.x_mm + sizes[rack.name][0])
+    drawn = []
+    number = 0
+    for group in kept_power_budget(plan).cdus:
+        members = [r for r in racks if r.rack_system and f"SU {r.su}" == group.name] or [
+            r for r in racks if r.rack_system
+        ]
+        last = max(members, key=lambda r: (r.y_mm, r.x_mm))
+        width, depth = sizes[last.name]
+        for _unit in range(group.units):
+            number += 1
+            x_mm, y_mm = row_end[last.y_mm], last.y_mm
+            row_end[last.y_mm] = x_mm + width
+            x, y, w, h = (y_mm, x_mm, depth, width) if turned else (x_mm, y_mm, width, depth)
+            name = f"CDU{number}"
+            drawn.append(
+                FloorRack(
+                    name=name,
+                    x=x,
+                    y=y,
+                    width=w,
+                    depth=h,
+                    fill=tint(colour, 0.75),
+                    stroke=colour,
+                    bar_height=0.0,
+                    over_budget=False,
+                    title=f"{name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)",
+                    lines=(name, group.name) if labelled else (),
+                )
+            )
+    return drawn
 
 
 def _row_letter(rack: str) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from gpucluster.analyse.scheduling import fabric_tree, nvlink_domains, scheduler_split
 from gpucluster.artifacts.monitoring.targets import counters_csv
+from gpucluster.artifacts.mounts import persistent_volumes
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
@@ -137,6 +138,7 @@ def kubernetes_manifests(plan: Plan) -> dict[str, list[dict]]:
             ),
         ],
         "kueue.yaml": kueue_manifests(plan, servers, server, settings),
+        **({"filesystems.yaml": volumes} if (volumes := persistent_volumes(plan)) else {}),
     }
 
 

@@ -30,11 +30,13 @@ from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing, networks_drawn
 from gpucluster.artifacts.floor_plan import FLOOR_ELEMENT_MAX_RACKS, FLOOR_LABEL_MAX_RACKS, floor_plan
-from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
+from gpucluster.artifacts.summary import filesystem_rows, object_storage_figures
+from gpucluster.catalog.schema import RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import LeafFailure, Plan
-from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, purpose_colour
+from gpucluster.plan.rack_scale import shelf_capacity_w
+from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, ROLES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.runtime import progress
 from gpucluster.training import analyse_checkpoints
@@ -115,7 +117,7 @@ def plan_views(plan: Plan) -> dict:
         "severities": SEVERITIES,
         "networks": [_network(plan, network) for network in networks_drawn(plan)],
         "floor": _floor(plan),
-        "power": _power(budget),
+        "power": _power(plan, budget),
         "schedulers": _schedulers(plan),
         "rack_scale": _rack_scale(plan, budget, checkpoint),
         "checkpoint": _checkpoint(checkpoint),
@@ -193,6 +195,22 @@ def _listed(items: Sequence[int] | Sequence[str]) -> str:
     return str(hostlist.collect_hostlist([str(item) for item in items]))
 
 
+def shelf_verdict(typical_w: float, max_w: float, usable_w: float, nameplate_w: float) -> str:
+    """The rack load against its power shelves in the words of rule rack-system-power-and-cooling (one verdict
+    everywhere): sustained above the redundant capacity or peak above the nameplate is an error, a peak above
+    the redundant capacity a warning (the shelves lose their redundancy at peak)."""
+    if typical_w > usable_w + 1e-6:
+        return f"error: sustained draw above the {usable_w / 1000:,.0f} kW the shelves deliver redundantly"
+    if max_w > nameplate_w + 1e-6:
+        return f"error: peak above the shelves' {nameplate_w / 1000:,.0f} kW nameplate"
+    if max_w > usable_w + 1e-6:
+        return (
+            f"warning: peak {(max_w - usable_w) / 1000:,.1f} kW above the {usable_w / 1000:,.0f} kW the shelves "
+            "deliver redundantly, so at peak they are not redundant; sustained draw within"
+        )
+    return f"within the shelves' redundant {usable_w / 1000:,.0f} kW, {(usable_w - max_w) / 1000:,.1f} kW to spare"
+
+
 def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict | None:
     """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
     against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
@@ -250,19 +268,14 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
         "shelf_nameplate": f"{nameplate_w / 1000:,.0f}",
         "rack_max": f"{worst.load.max_w / 1000:,.1f}",
         "rack_typical": f"{worst.load.typical_w / 1000:,.1f}",
-        "headroom": f"{(usable_w - worst.load.max_w) / 1000:,.1f}",
-        "over": worst.load.max_w > usable_w,
+        "load_verdict": shelf_verdict(worst.load.typical_w, worst.load.max_w, usable_w, nameplate_w),
         "published": f"{system.published_power_w / 1000:,.0f}",
         "liquid_fraction": f"{system.liquid_fraction:.0%}",
         "liquid": f"{max((c.liquid_w for c in coolant), default=0) / 1000:,.1f}",
         "air": f"{max((c.air_w for c in coolant), default=0) / 1000:,.1f}",
         "flow": f"{max((c.flow_l_per_min for c in coolant), default=0):,.0f}",
         "flow_basis": coolant[0].basis if coolant else "",
-        "published_flow": (
-            f"{coolant[0].published_flow_l_per_min:,.0f}"
-            if coolant and coolant[0].published_flow_l_per_min is not None
-            else ""
-        ),
+        "flow_rise": f"{max((c.rise_k for c in coolant), default=0):.1f}",
         "supply_c": budget.site.coolant_supply_c,
         "total_flow": f"{sum(c.flow_l_per_min for c in coolant):,.0f}",
         "cdus": [
@@ -318,7 +331,7 @@ def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> 
             f"at most {hops} switch hops" if hops else "",
         ),
         ("Switches", f"{t.switches_total:,}", "; ".join(f"{n} {sum(v.values()):,}" for n, v in switches.items())),
-        ("Parallel filesystem", f"{s.parallel_filesystem_capacity_tb:,.0f} TB", filesystem_figures(s)),
+        *((title, f"{capacity_tb:,.0f} TB", figures) for title, capacity_tb, figures in filesystem_rows(s)),
         *(
             [("Object storage", f"{s.object_storage_capacity_tb:,.0f} TB", object_storage_figures(s))]
             if object_storage_figures(s)
@@ -450,13 +463,21 @@ def _worst_leaf(worst: LeafFailure) -> str:
 def _floor(plan: Plan) -> dict:
     floor = floor_plan(plan)
     purposes = sorted({r.purpose for r in plan.racks.values()})
+    legend = [(p, purpose_colour(p)) for p in purposes]
+    cdus = len(floor.racks) - len(plan.racks)  # drawn after the racks (floor_plan._cdus)
+    systems = sorted({r.rack_system for r in plan.racks.values() if r.rack_system})
+    shelves = [shelf_capacity_w(plan, plan.catalog_part(s, RackSystem))[0] / 1000 for s in systems]
+    if cdus:
+        legend.append(("coolant distribution unit", ROLES["coolant-distribution-unit"].colour))
     return {
         "svg": Markup(floor.svg()),
         "labelled": floor.labelled,
         "merged": bool(floor.paths),
-        "racks": len(floor.racks),
+        "racks": len(plan.racks),
+        "cdus": cdus,
+        "shelves_kw": ", ".join(f"{kw:g}" for kw in sorted(set(shelves))),
         "budget_kw": f"{floor.budget_kw:g}",
-        "legend": [(p, purpose_colour(p)) for p in purposes],
+        "legend": legend,
         "over_budget": [r.name for r in floor.racks if r.over_budget],
     }
 
@@ -465,7 +486,17 @@ def _kw(watts: float) -> str:
     return f"{watts / 1000:,.1f}"
 
 
-def _power(budget: Budget) -> dict:
+def _pdus(plan: Plan, budget: Budget) -> str:
+    """The PDU models the plan racks; where rack-scale systems stand, only the racks without power shelves have
+    PDUs (an NVL72 rack's shelves feed its busbar), so the line says so rather than naming the compute PDU."""
+    if not any(rack.rack_system for rack in plan.racks.values()):
+        other = budget.non_compute_pdu
+        return budget.pdu + (f"; other racks {other}" if other not in ("", budget.pdu) else "")
+    used = sorted({plan.devices[n].part for rack in plan.racks.values() for n in rack.pdus})
+    return f"{', '.join(used) or 'none'} in the racks without power shelves (the rack-scale systems have none)"
+
+
+def _power(plan: Plan, budget: Budget) -> dict:
     total = budget.total
     rise = budget.rise_k
     cfm = b.airflow_cfm(total.air_w, rise)
@@ -490,8 +521,7 @@ def _power(budget: Budget) -> dict:
         "cooling_capacity": f"{budget.cooling_capacity_kw:g}",
         "cooling_needed": sorted(cooling.items()),
         "rack_budget": f"{budget.site.rack_power_budget_kw:g}",
-        "pdu": budget.pdu
-        + (f"; other racks {budget.non_compute_pdu}" if budget.non_compute_pdu not in ("", budget.pdu) else ""),
+        "pdu": _pdus(plan, budget),
         "circuit_usable": _kw(budget.circuit_usable_w),
         "circuits": [
             {"kind": c.kind, "feed": c.feed, "circuits": f"{c.circuits:,}", "usable": _kw(c.usable_w)}

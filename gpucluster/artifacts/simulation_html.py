@@ -44,7 +44,9 @@ def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
     servers = [d.name for d in plan.gpu_nodes() if not d.spare]
     leaves = sorted(d.name for d in plan.switches("compute", 1))
     spines = sorted(d.name for d in plan.switches("compute", 2))
-    storage = sorted(d.name for d in plan.devices_with("storage"))
+    storage = sorted(
+        d.name for d in plan.devices.values() if plan.settings.is_parallel_filesystem_device(d.name, d.role)
+    )
     horizon = a.run_days * 86400  # the run checkpoint.md simulates
     low = max(a.step.seconds, min(a.interval_s, a.daly_s) / 16, horizon / MAX_TIMELINE_SEGMENTS)
     high = min(max(a.interval_s, a.daly_s) * 16, horizon / 2)
@@ -57,7 +59,7 @@ def page_parameters(plan: Plan, a: CheckpointAnalysis) -> dict:
         "leaves": leaves[:8],
         "spines": spines[:4],
         "storage_names": storage[:4],
-        "storage_label": f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}",
+        "storage_label": plan.settings.parallel_filesystem_label(),
         "fabric_label": f"{len(plan.switches('compute'))} x {plan.settings.compute_switch}",
         "kinds": [
             {"kind": k.kind, "label": rel.KIND_LABELS[k.kind], "per_hour": k.job_failures_per_hour}

@@ -22,6 +22,7 @@ from gpucluster.analyse.scheduling import (
     scheduler_split,
     slurm_partitions,
 )
+from gpucluster.artifacts.mounts import enroot_mounts
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.design.names import slurm_cluster_name
@@ -146,6 +147,8 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     files["cgroup.conf"] = render("slurm/cgroup.conf.j2", design=design)
     if settings.containers == "pyxis":
         files["plugstack.conf"] = render("slurm/plugstack.conf.j2", design=design)
+        if mounts := enroot_mounts(plan):  # the filesystems the design lists, bound into pyxis containers
+            files["enroot-mounts.fstab"] = mounts
     return dict(sorted(files.items()))
 
 

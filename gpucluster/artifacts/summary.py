@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gpucluster.analyse.scheduling import scheduler_sides
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan, Settings
+from gpucluster.plan.model import FilesystemAsked, Plan, Settings
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 
 
@@ -49,7 +49,7 @@ def summary_lines(plan: Plan) -> list[str]:
                 f", at most {hops} switch hops" if hops else ""
             )
         lines.append(f"  {network:8} {switches}; {links:,} links{extra}")
-    lines.append(f"  storage  {filesystem_figures(s)}")
+    lines += [f"  storage  {figures}" for _title, _tb, figures in filesystem_rows(s)]
     if object_storage_figures(s):
         lines.append(f"  object   {object_storage_figures(s)}")
     lines += scheduler_lines(plan)
@@ -85,20 +85,58 @@ def scheduler_lines(plan: Plan) -> list[str]:
 
 
 def filesystem_figures(s: Settings) -> str:
-    """The parallel filesystem as delivered by its blocks, and what the design asked (both named)."""
+    """The parallel filesystem as delivered by its blocks, and what the design asked (both named): a capacity
+    asked alone shows the throughput the blocks give and that no throughput target was set."""
     asked = s.parallel_filesystem_asked
     if asked is None:  # a plan the planner did not resolve (a scratch plan)
         return ""
-    capacity = f"{asked['capacity_tb']:,.0f} TB, " if asked["capacity_tb"] else ""
+    delivered = (
+        s.parallel_filesystem_capacity_tb,
+        s.parallel_filesystem_read_gbytes_per_s,
+        s.parallel_filesystem_write_gbytes_per_s,
+    )
+    return _new_figures(s.parallel_filesystem_blocks, s.parallel_filesystem_block, delivered, asked)
+
+
+def _new_figures(blocks: int, block: str, delivered: tuple[float, float, float], asked: FilesystemAsked) -> str:
+    capacity, read, write = delivered
+    wanted = [f"{asked['capacity_tb']:,.0f} TB"] if asked["capacity_tb"] else []
+    for figure, what in ((asked["read_gbytes_per_s"], "read"), (asked["write_gbytes_per_s"], "write")):
+        if figure is not None:
+            wanted.append(f"{figure:,.0f} GB/s {what}")
     basis = f", from {asked['basis']}" if asked.get("basis") else ""
+    if asked["read_gbytes_per_s"] is None and asked["write_gbytes_per_s"] is None:
+        basis = ", sized by capacity: no throughput target asked"
     derived = f"; {asked['capacity_basis']}" if asked.get("capacity_basis") else ""
     return (
-        f"{s.parallel_filesystem_blocks} x {s.parallel_filesystem_block}: the appliances deliver "
-        f"{s.parallel_filesystem_capacity_tb:,.0f} TB, {s.parallel_filesystem_read_gbytes_per_s:,.0f} GB/s read, "
-        f"{s.parallel_filesystem_write_gbytes_per_s:,.0f} GB/s write (target asked {capacity}"
-        f"{asked['read_gbytes_per_s']:,.0f} GB/s read, {asked['write_gbytes_per_s']:,.0f} GB/s write{basis}"
-        f"{derived})"
+        f"{blocks} x {block}: the appliances deliver {capacity:,.0f} TB, {read:,.0f} GB/s read, {write:,.0f} GB/s "
+        f"write (target asked {', '.join(wanted)}{basis}{derived})"
     )
+
+
+def filesystem_rows(s: Settings) -> list[tuple[str, float, str]]:
+    """Each filesystem the GPU nodes mount: (title, capacity in TB, figures), the parallel filesystem first; a new
+    one as its blocks deliver it and as asked, an existing one as stated, with the links it is reached over."""
+    if s.filesystems is None:
+        return [("Parallel filesystem", s.parallel_filesystem_capacity_tb, filesystem_figures(s))]
+    rows = []
+    for index, fs in enumerate(s.filesystems):
+        title = "Parallel filesystem" if index == 0 else f"Filesystem {fs['name']}"
+        head = f"{fs['name']} ({fs['kind']}, mounted at {fs['mount']})"
+        links, asked = fs["links"], fs["asked"]
+        if links is not None:
+            figures = (
+                f"{head}: the site's existing filesystem, not bought; reached over {links['count']} x "
+                f"{links['speed_gbps']:g}G {links['network']} links ({links['cage_type']}, {links['run_length_m']:g} m "
+                f"run) to the storage leaves; {fs['capacity_tb'] or 0:,.0f} TB as stated, "
+                f"{fs['read_gbytes_per_s'] or 0:,.0f} GB/s read, {fs['write_gbytes_per_s'] or 0:,.0f} GB/s write "
+                f"from {asked['basis']}"
+            )
+        else:
+            delivered = (fs["capacity_tb"] or 0.0, fs["read_gbytes_per_s"] or 0.0, fs["write_gbytes_per_s"] or 0.0)
+            figures = f"{head}: {_new_figures(fs['blocks'], fs['block'] or '', delivered, asked)}"
+        rows.append((title, fs["capacity_tb"] or 0.0, figures))
+    return rows
 
 
 def object_storage_figures(s: Settings) -> str:

@@ -32,25 +32,30 @@ from 10.0.0.0/11 (compute) and 10.32.0.0/13 (storage), the in-band VLAN 10.64.0.
 
 from __future__ import annotations
 
+import io
 import ipaddress
 import json
 import math
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from gpucluster.catalog.ports import device_ports
+from gpucluster.artifacts.tables import GuardedCsvWriter
+from gpucluster.catalog.ports import device_ports, port_details
 from gpucluster.catalog.schema import PortGroup, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
+from gpucluster.formats.yamlout import dump
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.queries import queries
 from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
 CUMULUS_VERSION = "5.14"  # the release the NVIDIA Mission Control N-S guide deploys on SN5600 (NS_GUIDE)
 SWITCH_MTU = 9216  # Cumulus Linux's default port MTU (5.14 "Switch Port Attributes", MTU)
-HOST_MTU = 9000  # in-band bonds, as the EVPN-MH example; RoCE needs only 4096 + headers
+# in-band bonds and their member ports alike (a bond's members carry its MTU), as the EVPN-MH example; the hosts'
+# bonds and the RoCE rails use it too (RoCE needs only 4096 + headers), below the switch ports' 9216
+HOST_MTU = 9000
 PRIVATE_ASN_BASE = 4_200_000_000  # RFC 6996: 4200000000-4294967294 are private four-byte ASNs
 NETWORK_ASN_BLOCK = {"compute": 1, "storage": 2, "inband": 3}  # ASN = base + block x 10^7 + plane x 10^6 + ...
 LOOPBACKS = ipaddress.ip_network("10.255.0.0/16")
@@ -90,6 +95,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "switches"
     out.mkdir(exist_ok=True)
     for name, text in switch_files(plan).items():
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(text, encoding="utf-8")
 
 
@@ -102,6 +108,141 @@ def switch_files(plan: Plan) -> dict[str, str]:
             files[f"{network}-opensm.conf"] = opensm_conf(plan, network)
     for switch, ports in infiniband_split_ports(plan).items():
         files[f"{switch}-split-ports.txt"] = split_ports_commands(plan, switch, ports)
+    rails = host_rail_ports(plan)
+    if rails:
+        files[HOST_RAIL_TABLE] = host_rail_table(rails)
+        files.update(host_netplans(plan, rails))
+    return files
+
+
+HOST_RAIL_TABLE = "hosts/rail-addresses.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class HostRailPort:
+    """A host's port on a routed RoCE network: its /31 with the leaf, as the leaf's configuration routes it."""
+
+    host: str
+    network: str
+    rail: int
+    plane: int  # 0 on a single-plane fabric
+    port: str  # the plan's port name on the host
+    interface: str  # its Linux netdev where the catalog names it, else ""
+    address: str  # the host's side of the /31, with its prefix
+    gateway: str  # the leaf's side
+    leaf: str
+    leaf_port: str
+    block: str  # the rail's (plane's) address block, routed through the leaf
+
+
+def host_rail_ports(plan: Plan) -> list[HostRailPort]:
+    """Every host port of every routed RoCE network, by host, network, rail and plane: the host side of the /31s
+    the leaves' configurations hold (one address plan, _p2p_addresses)."""
+    networks = [n for n in configured_networks(plan) if n in roce_networks(plan)]
+    result = []
+    for network in networks:
+        blocks = rail_blocks(plan, network)
+        names: dict[str, dict[str, str]] = {}
+        for index, (leaf_address, host_address) in _p2p_addresses(plan, network).items():
+            link = plan.links[index]
+            part_id = plan.devices[link.a_device].part
+            interfaces = names.get(part_id)
+            if interfaces is None:
+                interfaces = names[part_id] = _netdevs(plan.catalog_parts[part_id], network)
+            key = (link.plane or 0, link.rail or 0)
+            result.append(
+                HostRailPort(
+                    link.a_device,
+                    network,
+                    link.rail or 0,
+                    link.plane or 0,
+                    link.a_port,
+                    interfaces.get(link.a_port, ""),
+                    f"{host_address}/31",
+                    leaf_address,
+                    link.b_device,
+                    link.b_port,
+                    str(blocks[key]),
+                )
+            )
+    return sorted(result, key=lambda r: (r.host, r.network, r.rail, r.plane, r.port))
+
+
+def _netdevs(part: object, role: str) -> dict[str, str]:
+    """Port name -> the Linux interface the catalog names for it on Ethernet (each plane's PF as port/plane)."""
+    found: dict[str, str] = {}
+    for detail in port_details(part, role):  # type: ignore[arg-type]
+        netdev = detail.netdev_on(True)
+        if netdev:
+            found[detail.name] = netdev
+        for plane, name in enumerate(detail.plane_netdevs or (), start=1):
+            found[f"{detail.name}/{plane}"] = name
+    return found
+
+
+def host_rail_table(rails: list[HostRailPort]) -> str:
+    """hosts/rail-addresses.csv: each host's address on each rail, the gateway the leaf answers on and the MTU, the
+    table a host's network configuration (or its provisioning) takes the addresses from."""
+    buffer = io.StringIO()
+    writer = GuardedCsvWriter(buffer)
+    writer.writerow(
+        [
+            "Host",
+            "Network",
+            "Rail",
+            "Plane",
+            "Port",
+            "Interface",
+            "Address",
+            "Gateway",
+            "Rail block",
+            "Leaf",
+            "Leaf port",
+            "MTU",
+        ]
+    )
+    writer.writerows(
+        [
+            [
+                r.host,
+                r.network,
+                r.rail,
+                r.plane or "",
+                r.port,
+                r.interface,
+                r.address,
+                r.gateway,
+                r.block,
+                r.leaf,
+                r.leaf_port,
+                HOST_MTU,
+            ]
+            for r in rails
+        ]
+    )
+    return buffer.getvalue()
+
+
+def host_netplans(plan: Plan, rails: list[HostRailPort]) -> dict[str, str]:
+    """hosts/netplan/<host>.yaml for each host whose rail ports all have catalog interface names: each rail
+    interface at its /31, the MTU, and a route to its rail's block through its leaf (the block the pods' per-rail
+    networks route too). Hosts whose interfaces the catalog does not name get the table only."""
+    by_host: dict[str, list[HostRailPort]] = defaultdict(list)
+    for rail in rails:
+        by_host[rail.host].append(rail)
+    files = {}
+    for host, ports in by_host.items():
+        if not all(p.interface for p in ports):
+            continue
+        ethernets = {
+            p.interface: {
+                "addresses": [p.address],
+                "mtu": HOST_MTU,
+                "routes": [{"to": p.block, "via": p.gateway}],
+            }
+            for p in ports
+        }
+        files[f"hosts/netplan/{host}.yaml"] = dump({"network": {"version": 2, "ethernets": ethernets}})
     return files
 
 
@@ -243,6 +384,23 @@ class _Interface:
     evpn_uplink: bool
     segment: int | None  # in-band host port: the EVPN-MH bond's local segment ID
     bond_description: str  # quoted
+    bond_members: tuple[str, ...] = ()  # on a segment's first port: every port of the bond on this switch
+
+
+def _bonded(interfaces: list[_Interface]) -> list[_Interface]:
+    """One bond per segment, listing every port of it on this switch (a host with both in-band ports on one leaf
+    bonds both there; writing the bond once per port left all but the last out of it)."""
+    members: dict[int, list[str]] = {}
+    for interface in interfaces:
+        if interface.segment is not None:
+            members.setdefault(interface.segment, []).append(interface.name)
+    result = []
+    for interface in interfaces:
+        segment = interface.segment
+        if segment is not None and members.get(segment, [None])[0] == interface.name:
+            interface = replace(interface, bond_members=tuple(members[segment]))
+        result.append(interface)
+    return result
 
 
 def _context(
@@ -272,6 +430,7 @@ def _context(
         )
         for port in config.ports
     ]
+    interfaces = _bonded(interfaces)
     svi = None
     if evpn and leaf:
         leaf_index = int(ipaddress.ip_address(config.loopback)) - int(LOOPBACKS.network_address)

@@ -548,13 +548,21 @@ class RackSystem(_Part):
     published_power_w: float = Field(
         ge=1, le=10_000_000, description="the vendor's rack power figure (what the parts add up to)"
     )
-    coolant_flow_l_per_min_per_kw: float = Field(ge=0.01, le=100, description="design flow per kW of liquid heat")
+    coolant_flow_l_per_min_per_kw: float = Field(ge=0.01, le=100, description="published flow per kW of rack power")
     coolant_flow_by_supply: list[FlowPoint] = Field(default_factory=list, max_length=64)
     weight_kg: float | None = Field(
         default=None, gt=0, le=100_000, description="the loaded rack: trays, shelves, rack, coolant"
     )
     coolant_parts: list[CoolantCount] = Field(
         default_factory=list, max_length=16, description="its in-rack liquid-cooling parts: manifolds, couplings, hoses"
+    )
+    storage_inband_fabric: Literal["separate", "combined"] = Field(
+        default="separate",
+        description="combined: the trays' storage and in-band ports, and the control plane's, on one Ethernet fabric "
+        "(the GB200 RA's 'Storage and In-band Ethernet Fabric'); separate: a storage and an in-band network",
+    )
+    storage_inband_oversubscription: float | None = Field(
+        default=None, ge=1.0, le=16.0, description="the combined fabric's leaf down:up for the trays' ports"
     )
 
     def coolant_per_rack(self, count: CoolantCount) -> int:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from gpucluster.inputs.limits import (
     MAX_CAPACITY_TB,
     MAX_CATALOG_FILES,
+    MAX_FILESYSTEMS,
     MAX_GPUS,
     MAX_LIST_ITEMS,
     MAX_SERVERS,
@@ -237,32 +238,91 @@ class StorageNetwork(_Section):
 PerformanceLevel = Literal["good", "better", "best"]
 
 
-class ParallelFilesystem(_Section):
-    """The fast tier that training reads from and checkpoints to."""
+FILESYSTEM_NAME = r"^[a-z][a-z0-9]{0,15}$"  # a device-name stem (<name>-01) and a default mount point (/<name>)
+# names the plan's own devices start with: a filesystem of that name would give its blocks their names
+RESERVED_FILESYSTEM_NAMES = ("pfs", "obj", "ufm", "head", "pdu", "cdu")
 
-    kind: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "ontap"] = "lustre"
+
+class ExistingLinks(_Section):
+    """The client-facing links of a filesystem the site already has, as its owner states them: they are cabled
+    to the storage network's leaves, the filesystem itself is not bought, racked or powered by this plan."""
+
+    count: int = Field(ge=1, le=256, description="links from the existing system to the storage network")
+    speed_gbps: Literal[100, 200, 400, 800] = Field(description="per link")
+    network: Literal["infiniband", "ethernet"] = Field(description="what its ports speak")
+    cage_type: Literal["qsfp28", "qsfp56", "qsfp112", "osfp"] | None = Field(
+        None,
+        description="the cage of its ports; default: qsfp28 at 100G, qsfp56 at 200G InfiniBand, qsfp112 at 200G "
+        "Ethernet, osfp at 400G and 800G",
+    )
+    run_length_m: float = Field(
+        30, ge=1, le=2000, description="cable run from the storage leaves' rack to the existing system"
+    )
+
+
+class ParallelFilesystem(_Section):
+    """A filesystem the cluster mounts: new (bought, sized from the catalog's building blocks) or existing (the
+    site's, reached over the storage network through the links its owner states). The parallel filesystem is the
+    fast tier training reads from and checkpoints to."""
+
+    name: str | None = Field(
+        None,
+        pattern=FILESYSTEM_NAME,
+        description="its name (its devices <name>-01 ..., its mount /<name>); required in filesystems; the parallel "
+        "filesystem's defaults to its kind (its blocks are pfs-01 ...)",
+    )
+    kind: Literal["lustre", "gpfs", "weka", "vast", "beegfs", "ontap", "nfs"] = "lustre"
+    existing: bool = Field(False, description="the site's own: not bought; its links are stated under links")
+    links: ExistingLinks | None = Field(None, description="an existing filesystem's client-facing links")
+    mount: str | None = Field(
+        None,
+        pattern=r"^(/[A-Za-z0-9_][A-Za-z0-9._-]{0,63}){1,16}$",
+        description="where the GPU nodes mount it; default /<name>",
+    )
     block: str | None = Field(None, description="building block from the catalog; default fits the kind")
     capacity_tb: float | None = Field(
         None,
         ge=MIN_CAPACITY_TB,
         le=MAX_CAPACITY_TB,
-        description="usable capacity; default: what the building blocks the throughput needs hold",
+        description="usable capacity; given alone, the filesystem is sized by it (the fewest blocks that hold it) "
+        "and no throughput target is set; default: what the building blocks the throughput needs hold",
     )
     performance_level: PerformanceLevel = Field(
-        "better", description="SuperPOD RA storage guideline level for default throughput"
+        "better",
+        description="SuperPOD RA storage guideline level (Table 6, per SU) for a throughput target the design does not "
+        "state; applied when stated, or when neither capacity nor throughput is given",
     )
     read_gbytes_per_s: float | None = Field(
         None,
         ge=MIN_THROUGHPUT_GBYTES_PER_S,
         le=MAX_THROUGHPUT_GBYTES_PER_S,
-        description="aggregate read; default from the level",
+        description="aggregate read target; default from the level (none when only capacity_tb is given)",
     )
     write_gbytes_per_s: float | None = Field(
         None,
         ge=MIN_THROUGHPUT_GBYTES_PER_S,
         le=MAX_THROUGHPUT_GBYTES_PER_S,
-        description="aggregate write; default from the level",
+        description="aggregate write target; default from the level (none when only capacity_tb is given)",
     )
+
+    @model_validator(mode="after")
+    def _existing_has_links(self) -> ParallelFilesystem:
+        if self.existing and self.links is None:
+            raise ValueError(
+                "an existing filesystem needs links: {count, speed_gbps, network} (its client-facing ports), "
+                "so the plan can cable it to the storage network"
+            )
+        if self.existing and self.capacity_tb is None:
+            raise ValueError(
+                "an existing filesystem needs capacity_tb (what it holds for this cluster, as the site knows)"
+            )
+        if self.existing and self.block:
+            raise ValueError("an existing filesystem is not bought: drop block (its links say how it is reached)")
+        if self.existing and "performance_level" in self.model_fields_set:
+            raise ValueError("an existing filesystem is not sized: drop performance_level")
+        if not self.existing and self.links is not None:
+            raise ValueError("links describe an existing filesystem: add existing: true, or drop links")
+        return self
 
 
 class ObjectStorage(_Section):
@@ -702,6 +762,12 @@ class Design(_Section):
     compute_fabric: ComputeFabric = ComputeFabric()
     storage_network: StorageNetwork = StorageNetwork()
     parallel_filesystem: ParallelFilesystem = ParallelFilesystem()
+    filesystems: list[ParallelFilesystem] = Field(
+        default_factory=list,
+        max_length=MAX_FILESYSTEMS,
+        description="further filesystems the GPU nodes mount beside the parallel filesystem (a home, a project "
+        "store, the site's existing one), each new or existing, each with a name",
+    )
     object_storage: ObjectStorage | None = None
     management: Management = Management()
     scheduler: Scheduler = Scheduler()

@@ -32,6 +32,7 @@ MAX_TEXT_CHARS = 2_000  # a description or a citation
 MAX_NAME_CHARS = 200  # a vendor, model or part number
 MAX_LIST_ITEMS = 1_000  # entries in a list the schema allows to grow (teams, lengths, devices)
 MAX_CATALOG_FILES = 32
+MAX_FILESYSTEMS = 16  # filesystems of one design beside the parallel filesystem
 MAX_PORTS_PER_DEVICE = 1_024  # logical ports across a device's port groups (the largest switch has 144)
 
 # Unicode categories no name or free text may hold: controls (Cc: newline, escape ...), format characters (Cf:

@@ -10,16 +10,27 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.cables import NoCableFits, add_cables
 from gpucluster.plan.fabric import ClosResult, merge_planes
 from gpucluster.plan.lock import Lock, keep_locked_cable_ids, keep_locked_ports, place_under_lock
-from gpucluster.plan.model import Device, FilesystemAsked, Finding, ObjectStorageAsked, Plan, Settings
+from gpucluster.plan.model import (
+    Device,
+    ExistingLinksRecord,
+    FilesystemAsked,
+    FilesystemRecord,
+    Finding,
+    ObjectStorageAsked,
+    Plan,
+    Settings,
+)
 from gpucluster.plan.networks import (
     INBAND_LEAF_UPLINKS,
     Resolved,
+    ResolvedFilesystem,
     add_appliances,
     add_gpu_servers,
     build_compute_fabric,
@@ -41,7 +52,7 @@ from gpucluster.plan.racks import (
     rack_inlets,
     servers_per_rack,
 )
-from gpucluster.plan.resolve import resolve, switch_technology
+from gpucluster.plan.resolve import existing_parts, filesystem_entries, resolve, switch_technology
 
 __all__ = ["Progress", "build_physical_plan"]
 
@@ -52,11 +63,12 @@ def build_physical_plan(
     loaded: LoadedDesign, say: Progress, lock: Lock | None = None, linked: Callable[[Plan], None] | None = None
 ) -> Plan:
     """The physical plan of a loaded design: devices, racks, links, cables and device power (complete: no later stage
-    changes them; the graphs are built from it when first used, Plan.graphs). Under a `lock` (plan/lock.py) what the
+    changes them; the graphs are made from it when first read: graphs). Under a `lock` (plan/lock.py) what the
     lock holds keeps its place, ports and cable ids. `linked` is called with the plan once its devices, racks and
     links are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
+    catalog = _with_existing_parts(loaded, catalog)
     plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
     site = design.site
     feed = site.power_feed
@@ -137,6 +149,7 @@ def build_physical_plan(
     slots = {slot.name: slot for reserved in placeholders.values() for slot in reserved}
     add_pdus(plan, count_pdus, feed.redundancy, reserved=slots)
     build_oob_network(plan, planner, r, placeholders, inband_reserved_uplinks)
+    place_existing_hand_offs(plan)  # beside its leaves (a lock then keeps it where it stood)
     if lock is not None:
         say("plan lock")
         pitch_mm = site.rack_pitch_mm or rack_part.width_mm
@@ -146,15 +159,59 @@ def build_physical_plan(
     if linked is not None:
         linked(plan)
     say("cables")
-    try:
-        add_cables(plan, catalog, site.cabling)
-    except NoCableFits as exc:
-        raise DesignError([Problem(*loaded.where("site"), "site", str(exc))]) from None
+    _add_cables(loaded, plan, r, catalog)
     if lock is not None:
         keep_locked_cable_ids(plan, lock)
     plan.device_power = add_optics_power(plan)
     plan.findings += unweighed_parts(plan)
     return plan
+
+
+def _with_existing_parts(loaded: LoadedDesign, catalog: Catalog) -> Catalog:
+    """The catalog with the parts the design's existing filesystems' hand-offs stand for (from the design)."""
+    existing = existing_parts(loaded)
+    if not existing:
+        return catalog
+    origin = {**catalog.origin, **dict.fromkeys(existing, str(loaded.path))}
+    return Catalog({**catalog.parts, **existing}, catalog.source_text, origin)
+
+
+def _add_cables(loaded: LoadedDesign, plan: Plan, r: Resolved, catalog: Catalog) -> None:
+    """Every link's cable; a link no catalog cable reaches is an error where the design can fix it."""
+    try:
+        add_cables(plan, catalog, loaded.design.site.cabling)
+    except NoCableFits as exc:
+        loc = _cable_problem_at(loaded, plan, r, exc)
+        hint = (
+            ""
+            if loc == ("site",)
+            else "; the catalog has no cable between these ports at this length: for an existing filesystem state the "
+            "ports it has (links: speed_gbps, cage_type) or a shorter links.run_length_m; for a new one choose a block "
+            "whose ports the storage leaves' cables reach"
+        )
+        raise DesignError([Problem(*loaded.where(*loc), ".".join(map(str, loc)), f"{exc}{hint}")]) from None
+
+
+def place_existing_hand_offs(plan: Plan) -> None:
+    """An existing filesystem's links arrive at the rack of the storage leaves they join: its hand-off device
+    stands there, zero-U and outside the rack's elevation (the filesystem itself stands where the site has it; its
+    cable run is the design's links.run_length_m)."""
+    for device in plan.devices_with("existing-storage"):
+        leaf = next(link.b_device for link in plan.links if link.a_device == device.name)
+        device.rack = plan.devices[leaf].rack
+
+
+def _cable_problem_at(loaded: LoadedDesign, plan: Plan, r: Resolved, exc: NoCableFits) -> tuple[str | int, ...]:
+    """Where a link no catalog cable reaches is fixed: a filesystem's or object store's link at that storage
+    entry (its block, or an existing one's links), any other at site (its cabling and room)."""
+    for (path, entry), fs in zip(filesystem_entries(loaded.design), r.filesystems, strict=False):
+        if exc.device == fs.device_prefix or exc.device.startswith(f"{fs.device_prefix}-"):
+            if fs.existing:
+                return (*path, "links", "cage_type" if entry.links and entry.links.cage_type else "speed_gbps")
+            return (*path, "block" if entry.block else "kind")
+    if plan.devices.get(exc.device) is not None and plan.devices[exc.device].role == "object-storage":
+        return ("object_storage", "block")
+    return ("site",)
 
 
 def _servers_per_rack(
@@ -292,6 +349,7 @@ def _object_storage_delivered(r: Resolved) -> dict[str, Any]:
     if r.object_capacity_asked_tb is None:
         return {"object_storage_capacity_tb": None, "object_storage_read_gbytes_per_s": None}
     if r.object_shared:
+        assert r.pfs_block is not None  # resolve refuses a shared store on an existing filesystem
         capacity, read = r.object_capacity_asked_tb, r.pfs_blocks * r.pfs_block.read_gbytes_per_s
     else:
         assert r.object_block is not None
@@ -313,6 +371,9 @@ def unweighed_parts(plan: Plan) -> list[Finding]:
     for device in plan.devices.values():
         part = plan.catalog_parts.get(device.part)
         racked = device.rack and part is not None and getattr(part, "u_height", None)
+        system = plan.catalog_parts.get(plan.racks[device.rack].rack_system or "") if device.rack else None
+        if getattr(system, "weight_kg", None):
+            continue  # a rack-scale system's published loaded weight holds its trays and shelves
         if racked and not getattr(part, "weight_kg", None):
             missing[device.part] = missing.get(device.part, 0) + 1
     if not missing:
@@ -329,7 +390,48 @@ def unweighed_parts(plan: Plan) -> list[Finding]:
     ]
 
 
+def filesystem_records(r: Resolved) -> list[FilesystemRecord]:
+    """Every filesystem as delivered (a new one's blocks' figures) or as stated (an existing one's)."""
+    fallback = ResolvedFilesystem("pfs", "", "", "pfs", r.pfs_block, r.pfs_blocks, None, None, None)
+    records = []
+    for fs in r.filesystems or (fallback,):
+        block, links = fs.block, fs.links
+        asked = FilesystemAsked(
+            capacity_tb=fs.capacity_tb,
+            read_gbytes_per_s=fs.read_gbytes_per_s,
+            write_gbytes_per_s=fs.write_gbytes_per_s,
+            basis=fs.throughput_basis,
+            capacity_basis=fs.capacity_basis,
+        )
+        records.append(
+            FilesystemRecord(
+                name=fs.name,
+                kind=fs.kind,
+                mount=fs.mount,
+                existing=block is None,
+                device_prefix=fs.device_prefix,
+                block=block.id if block else None,
+                blocks=fs.blocks,
+                capacity_tb=fs.blocks * block.capacity_tb if block else fs.capacity_tb,
+                read_gbytes_per_s=fs.blocks * block.read_gbytes_per_s if block else fs.read_gbytes_per_s,
+                write_gbytes_per_s=fs.blocks * block.write_gbytes_per_s if block else fs.write_gbytes_per_s,
+                asked=asked,
+                links=ExistingLinksRecord(
+                    count=links.count,
+                    speed_gbps=links.speed_gbps,
+                    network=links.network,
+                    cage_type=fs.cage_type,
+                    run_length_m=links.run_length_m,
+                )
+                if links
+                else None,
+            )
+        )
+    return records
+
+
 def _settings(r: Resolved) -> Settings:
+    delivered = filesystem_records(r)
     return Settings(
         server=r.server.id,
         gpus_per_server=r.server.gpu.count,
@@ -350,12 +452,13 @@ def _settings(r: Resolved) -> Settings:
         storage_fabric_managers=r.storage_fabric_managers,
         storage_technology=r.storage_switch.technology,
         storage_switch=r.storage_switch.id,
-        parallel_filesystem_block=r.pfs_block.id,
+        parallel_filesystem_block=r.pfs_block.id if r.pfs_block else "",
         parallel_filesystem_blocks=r.pfs_blocks,
-        # as delivered: what the planned blocks give (the design's figures are under *_asked)
-        parallel_filesystem_read_gbytes_per_s=r.pfs_blocks * r.pfs_block.read_gbytes_per_s,
-        parallel_filesystem_write_gbytes_per_s=r.pfs_blocks * r.pfs_block.write_gbytes_per_s,
-        parallel_filesystem_capacity_tb=r.pfs_blocks * r.pfs_block.capacity_tb,
+        # as delivered: what the planned blocks give (the design's figures are under *_asked); an existing one's
+        # as stated (its throughput, where not stated, its links' line rate)
+        parallel_filesystem_read_gbytes_per_s=delivered[0]["read_gbytes_per_s"] or 0.0,
+        parallel_filesystem_write_gbytes_per_s=delivered[0]["write_gbytes_per_s"] or 0.0,
+        parallel_filesystem_capacity_tb=delivered[0]["capacity_tb"] or 0.0,
         parallel_filesystem_asked=FilesystemAsked(
             capacity_tb=r.pfs_capacity_asked_tb,
             read_gbytes_per_s=r.pfs_read_gbytes_per_s,
@@ -363,6 +466,7 @@ def _settings(r: Resolved) -> Settings:
             basis=r.pfs_throughput_basis,
             capacity_basis=r.pfs_capacity_basis,
         ),
+        filesystems=delivered if len(delivered) > 1 or delivered[0]["existing"] else None,
         object_storage_block=r.object_block.id if r.object_block else None,
         object_storage_blocks=r.object_blocks,
         object_storage_shared=r.object_shared,

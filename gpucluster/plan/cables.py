@@ -43,7 +43,12 @@ CAGE_ACCEPTS = {
 
 
 class NoCableFits(ValueError):
-    """No catalog cable (with optics) reaches for a link; names the link and what was needed."""
+    """No catalog cable (with optics) reaches for a link; names the link and what was needed, and keeps the
+    link's host end (`device`) so the error can point at the design entry that put it there."""
+
+    def __init__(self, message: str, device: str = "") -> None:
+        super().__init__(message)
+        self.device = device
 
 
 @dataclass(frozen=True, eq=False)
@@ -143,6 +148,21 @@ def run_lengths_m(plan: Plan, links: list[Link], routing: Cabling) -> list[float
     return list(map(rounded.__getitem__, of_link.tolist()))
 
 
+def _stated_runs(plan: Plan, lengths: list[float], routing: Cabling) -> None:
+    """An existing filesystem stands where the site has it, outside the plan's racks: its links' run is the one
+    the design states (links.run_length_m), with the same slack as every other run."""
+    runs = {
+        fs["device_prefix"]: fs["links"]["run_length_m"]
+        for fs in plan.settings.filesystems or ()
+        if fs["existing"] and fs["links"] is not None
+    }
+    if not runs:
+        return
+    for index, link in enumerate(plan.links):
+        if link.a_device in runs:
+            lengths[index] = round(runs[link.a_device] * (1 + routing.slack_fraction) + routing.slack_m, 2)
+
+
 def _port_height_u(device: Device, rack_height_u: int) -> float:
     if device.u_position == 0:  # zero-U PDU: its network port sits about mid-height
         return rack_height_u / 2
@@ -175,9 +195,9 @@ def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
     ends = lookup.link_ends(links, devices, uncabled, by_cage, done)
     choose = _Chooser(parts, catalog.of_kind(Transceiver))
     technology_of = {network: _technology(plan, network) for network in NETWORK_INFO}
-    work = _Work(
-        plan, ends, run_lengths_m(plan, links, routing), choose, technology_of, _Series(), [None] * len(links), done
-    )
+    lengths = run_lengths_m(plan, links, routing)
+    _stated_runs(plan, lengths, routing)
+    work = _Work(plan, ends, lengths, choose, technology_of, _Series(), [None] * len(links), done)
     split_ports = _split_port_groups(links, devices, lookup)
     groups = _two_link_groups(links, ends, by_cage, halves=bool(split_ports))
     for group in split_ports:
@@ -222,7 +242,8 @@ def _cable_split_port(work: _Work, group: tuple[int, ...], parts: list[CablePart
             f"split port) on the {link.network} network; the longest split-port cable in the catalog reaches "
             f"{max((c.reach_m for c in parts if c.splits_port), default=0):g} m: bring the hosts nearer the "
             "central racks' leaves (more racks per row, or more servers per rack with a larger "
-            "site.rack_power_budget_kw)"
+            "site.rack_power_budget_kw)",
+            link.a_device,
         )
     for i in group:
         work.done[i] = 1
@@ -353,7 +374,8 @@ def _no_cable_fits(work: _Work, index: int) -> None:
     raise NoCableFits(
         f"no catalog cable reaches {length:.1f} m for the {link.speed_gbps:g}G {technology} "
         f"link {link.a_device}:{link.a_port} ({end_a.cage_type}) - {link.b_device}:{link.b_port} "
-        f"({end_b.cage_type}) on the {link.network} network"
+        f"({end_b.cage_type}) on the {link.network} network",
+        link.a_device,
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import NamedTuple
 
@@ -237,10 +237,27 @@ def build_clos(
     serve at its final size. The tiers above the leaves are then built for that size, the RA's way of growing
     a SuperPOD: as many spines (and cores) as the final leaves need, each child's uplinks spread over all of
     them on ports that do not depend on how many children there are now, so a phase adds leaves and their
-    uplinks without re-cabling a port. ``final_groups`` is the same reserve for a network whose leaves are not
-    per unit (the in-band leaves packed across the SUs): the groups as they will be at the final size, whose
-    extra leaves the tiers above are sized for.
+    uplinks without re-cabling a port. ``final_groups`` is the stronger form every network with hosts uses: the
+    groups as they will be at the final size (today's host ports among stand-ins for the hosts to come, in the
+    order they will come). The whole final network is built and then cut to the hosts there are now (see
+    _keep_built), so every phase up to the final size is a subset of one plan: a later phase only adds.
     """
+    if final_groups:
+        first_link, first_device = len(plan.links), len(plan.devices)
+        final = build_clos(
+            plan,
+            network=network,
+            groups=final_groups,
+            leaf_part=leaf_part,
+            upper_part=upper_part,
+            leaf_uplinks=leaf_uplinks,
+            min_top_switches=min_top_switches,
+            plane=plane,
+            fewest_upper_switches=fewest_upper_switches,
+            top=top,
+            one_switch=one_switch,
+        )
+        return _keep_built(plan, final, first_link, first_device)
     upper_part = upper_part or leaf_part
     prefix = f"{network}-p{plane}" if plane else network
 
@@ -255,9 +272,8 @@ def build_clos(
     if not groups:
         return result
     units = sorted({g.su for g in groups if g.su is not None})
-    total_ports = sum(len(g.ports) for g in groups)
-    growing = bool(final_units and final_units > len(units)) or sum(len(g.ports) for g in final_groups) > total_ports
-    growth = _Growth(growing, final_units or 0, units, list(final_groups), down_pool)
+    growing = bool(final_units and final_units > len(units))
+    growth = _Growth(growing, final_units or 0, units, down_pool)
 
     # One switch is enough: every host port on a single leaf, no uplinks needed.
     if one_switch and not growing and port_slots([p for g in groups for p in g.ports], down_pool) <= len(down_pool):
@@ -269,11 +285,7 @@ def build_clos(
     )
     if leaves.uplinks > len(up_pool):
         raise ValueError(f"{leaf_part.id}: {leaves.uplinks} uplinks needed, {len(up_pool)} available")
-    up_speed = min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
-    if top:
-        up_speed = min(
-            up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top)
-        )
+    up_speed = _uplink_speed(plan, up_pool, upper_part, top)
     pools = (down_pool, up_pool)
     children = _add_leaves(plan, network, groups, leaf_part, leaves, pools, up_speed, name_of, plane, result)
     reserve = _reserved_leaves(growth, groups, leaves.split, leaves.caps, leaves.capacity)
@@ -281,28 +293,65 @@ def build_clos(
     if top:
         _uplink_to(plan, network, children, list(top), result)
         return result
-    _build_upper_tiers(
-        plan,
-        network,
-        children,
-        upper_part,
-        name_of,
-        result,
-        min_top_switches,
-        plane,
-        not fewest_upper_switches,
-        reserve,
+    above = (min_top_switches, plane, not fewest_upper_switches, reserve)  # top switches, plane, SU-aligned, reserve
+    _build_upper_tiers(plan, network, children, upper_part, name_of, result, *above)
+    return result
+
+
+def _uplink_speed(plan: Plan, up_pool: PortPool, upper_part: Switch, top: Sequence[Device]) -> float:
+    """A leaf uplink's speed: its port's, or the tier above's where that is slower (another network's top)."""
+    if top:
+        return min(up_pool.speed_gbps, *(_pool(plan.catalog_part(d.part, Switch), "fabric").speed_gbps for d in top))
+    return min(up_pool.speed_gbps, _pool(upper_part, "fabric").speed_gbps)
+
+
+def _keep_built(plan: Plan, final: ClosResult, first_link: int, first_device: int) -> ClosResult:
+    """A network built at its final size (its links from ``first_link``, its switches from ``first_device`` on)
+    cut to what is built now: the host links of hosts the plan has (a stand-in for a host to come is no device),
+    the leaves with such a host, and tier by tier the switches a kept switch below uplinks to, with their links.
+    Every port stays where the final plan put it; the tiers' figures count what is kept."""
+    links = plan.links[first_link:]
+    kept: set[str] = set()
+    kept_links: list[Link] = []
+    for tier in sorted({link.tier for link in links}):  # hosts first, then each tier's uplinks
+        for link in links:
+            if link.tier == tier and (link.a_device in kept if tier else link.a_device in plan.devices):
+                kept.add(link.b_device)
+                kept_links.append(link)
+    kept_ids = {id(link) for link in kept_links}
+    plan.links[first_link:] = [link for link in links if id(link) in kept_ids]
+    added = list(plan.devices)[first_device:]
+    for name in added:
+        if name not in kept:
+            del plan.devices[name]
+    leaves = {label: [n for n in names if n in kept] for label, names in final.leaves.items()}
+    result = ClosResult(
+        leaves={label: names for label, names in leaves.items() if names},
+        service_top_switches=final.service_top_switches,
+        reserved_leaves=sum(len(names) for names in final.leaves.values()) - sum(map(len, leaves.values())),
     )
+    for built in final.tiers:
+        down = [link for link in kept_links if link.tier == built.tier - 1]
+        up = [link for link in kept_links if link.tier == built.tier]
+        result.tiers.append(
+            replace(
+                built,
+                switches=sum(1 for name in added if name in kept and plan.devices[name].tier == built.tier),
+                down_links=len(down),
+                up_links=len(up) if built.up_links else 0,
+                down_gbps=sum(link.speed_gbps for link in down),
+                up_gbps=built.up_gbps * len(up) / built.up_links if built.up_links else 0.0,
+            )
+        )
     return result
 
 
 class _Growth(NamedTuple):
-    """A network's growth reserve: the units it will serve at its final size, or its groups at that size."""
+    """A network's growth reserve in whole units: the units it will serve at its final size."""
 
     growing: bool
     final_units: int
     units: list[int]  # the units (groups' su) served now
-    final_groups: list[LeafGroup]
     down_pool: PortPool
 
 
@@ -323,18 +372,9 @@ def _reserved_leaves(
     growth: _Growth, groups: list[LeafGroup], split: dict[int, int], caps: dict[int, int], capacity: int
 ) -> int:
     """The growth reserve's leaves: a unit's leaves (its rails'; a rack-scale fabric's one fabric-manager leaf
-    comes once) for each unit still to come, or the leaves the final groups need beyond today's."""
+    comes once) for each unit still to come."""
     if not growth.growing:
         return 0
-    down_pool = growth.down_pool
-    if growth.final_groups:
-        cap_of = {g.label: caps[id(g)] for g in groups}  # host ports per leaf, as today's leaves take them
-        final = sum(
-            len(_slices(f.ports, math.ceil(port_slots(f.ports, down_pool) / cap_of.get(f.label, capacity)), down_pool))
-            for f in growth.final_groups
-            if f.ports
-        )
-        return max(0, final - sum(split.values()))
     railed = [g for g in groups if g.rail is not None] or groups
     per_unit = max(sum(split[id(g)] for g in railed if g.su == unit) for unit in growth.units)
     return (growth.final_units - len(growth.units)) * per_unit

@@ -60,6 +60,14 @@ class FeedLossFacts(TypedDict):
     typical_kw: float
 
 
+class FabricFeedLoss(TypedDict):
+    """A network whose every switch is of a model that one feed loss stops: the whole fabric goes down with it."""
+
+    network: str
+    part: str
+    switches: int
+
+
 class BurnInFacts(TypedDict):
     """What the burn-in plan tests and covers."""
 
@@ -95,6 +103,21 @@ class HalfSpeedLink(TypedDict):
     cable_part: str
     links: int
     example: str
+
+
+class IncompatibleLink(TypedDict):
+    """One kind of cabled link whose two ends cannot come up together (a port and the module or cable at its end
+    speak different generations, or the two ports do), with a count, one example and the fix."""
+
+    network: str
+    part: str  # the device whose port the mismatch is at
+    port_technology: str
+    other: str  # what it meets: a module, a cable or the far port
+    other_technology: str
+    cable_part: str
+    links: int
+    example: str
+    fix: str
 
 
 class OverlongCable(TypedDict):
@@ -192,6 +215,7 @@ class RuleFacts(TypedDict):
     rack_power_budget_kw: float | None
     power_redundancy: str | None
     feed_loss: list[FeedLossFacts]
+    fabric_feed_loss: list[FabricFeedLoss]
     cooling: str | None
     cooling_capacity_kw: float | None
     spare_servers: int
@@ -200,5 +224,6 @@ class RuleFacts(TypedDict):
     checkpoint: CheckpointFacts | None
     slow_host_links: list[SlowHostLink]
     unsplit_half_speed_links: list[HalfSpeedLink]
+    incompatible_links: list[IncompatibleLink]
     overlong_cables: list[OverlongCable]
     subnet_managers: list[SubnetManagerFacts]

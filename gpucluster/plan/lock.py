@@ -329,6 +329,9 @@ class _Racks:
     floor: _Floor
     final: dict[str, RackPlan] = field(default_factory=dict)
     used_u: dict[str, list[bool]] = field(default_factory=dict)
+    # the most each rack's devices draw: every kept device from the start (whichever planned rack it is met in),
+    # then each new device put there, so a new device is held to the rack's whole budget
+    load_w: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def open(self, spec: RackPlan, template: RackPlan) -> RackPlan:
         """The final rack `spec` describes (created once), with the rack-scale system of its planned rack."""
@@ -383,6 +386,8 @@ def place_under_lock(
     floor.names = {r.name for r in lock.racks}
     racks = _Racks(floor)
     _place_kept(plan, lock, kept, locked_device, racks)
+    for name in kept:
+        racks.load_w[locked_device[name].rack] += power_w(plan.devices[name])
     renames: dict[str, str] = {}
     new_rack_of: dict[str, RackPlan] = {}
     for planned in list(plan.racks.values()):
@@ -458,9 +463,9 @@ def _rack_for_new(
     in) within its power budget, else the one new rack its planned rack becomes, at a free floor position."""
     if target is not None:
         u = racks.free_u(target, device)
-        load = sum(power_w(plan.devices[n]) for n in target.devices)
-        if u is not None and load + power_w(device) <= budget_w:
+        if u is not None and racks.load_w[target.name] + power_w(device) <= budget_w:
             device.u_position = u
+            racks.load_w[target.name] += power_w(device)
             return target
     rack = new_rack_of.get(planned.name)
     if rack is None:

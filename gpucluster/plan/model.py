@@ -139,10 +139,38 @@ class FilesystemAsked(TypedDict):
     """The parallel filesystem the design asked for (its own figures, or the RA's level per SU), and on what basis."""
 
     capacity_tb: float | None
-    read_gbytes_per_s: float
-    write_gbytes_per_s: float
+    read_gbytes_per_s: float | None  # None: no throughput target (a capacity alone was asked)
+    write_gbytes_per_s: float | None
     basis: str
     capacity_basis: str  # how a capacity not asked was derived, with its arithmetic; "" when asked
+
+
+class ExistingLinksRecord(TypedDict):
+    """An existing filesystem's client-facing links as the design states them."""
+
+    count: int
+    speed_gbps: float
+    network: str  # infiniband | ethernet
+    cage_type: str
+    run_length_m: float
+
+
+class FilesystemRecord(TypedDict):
+    """One filesystem the GPU nodes mount: new (its blocks, bought) or existing (the site's, reached over its
+    stated links, not bought); figures as delivered (new) or as stated (existing)."""
+
+    name: str
+    kind: str
+    mount: str
+    existing: bool
+    device_prefix: str  # its blocks are <prefix>-01 ...; an existing one's link hand-off is the device <prefix>
+    block: str | None  # catalog id (new)
+    blocks: int
+    capacity_tb: float | None
+    read_gbytes_per_s: float | None
+    write_gbytes_per_s: float | None
+    asked: FilesystemAsked  # what the design asked (existing: stated) and on what basis
+    links: ExistingLinksRecord | None  # existing: its links
 
 
 class ObjectStorageAsked(TypedDict):
@@ -287,6 +315,9 @@ class Settings:
     object_storage_capacity_tb: float | None = None  # as delivered
     object_storage_read_gbytes_per_s: float | None = None
     object_storage_asked: ObjectStorageAsked | None = None  # the design's figures, when it has object storage
+    # every filesystem mounted, the parallel filesystem first; None (absent from plan.json): the parallel
+    # filesystem alone, new, as the fields above give it
+    filesystems: list[FilesystemRecord] | None = None
     inband_technology: str = ""
     inband_switch: str = ""
     inband_oversubscription: float = 0.0
@@ -307,6 +338,24 @@ class Settings:
     # the checkpoint and failure model's summary (training/checkpoint.py checkpoint_facts), set by the pipeline
     checkpoint: CheckpointFacts | None = None  # plain JSON
 
+    def parallel_filesystem_label(self) -> str:
+        """The parallel filesystem in a few words: its blocks (2 x ddn-ai400x2), or the site's existing one and
+        the links it is reached over."""
+        first = self.filesystems[0] if self.filesystems else None
+        if first is not None and first["links"] is not None:
+            links = first["links"]
+            return f"the existing {first['name']} filesystem, {links['count']} x {links['speed_gbps']:g}G links"
+        return f"{self.parallel_filesystem_blocks} x {self.parallel_filesystem_block}"
+
+    def is_parallel_filesystem_device(self, name: str, role: str) -> bool:
+        """Whether a storage-network host is the parallel filesystem's (a block, or an existing one's hand-off),
+        not another filesystem's."""
+        first = self.filesystems[0] if self.filesystems else None
+        if first is None:
+            return role == "storage"
+        prefix = first["device_prefix"]
+        return name == prefix if first["existing"] else role == "storage" and name.startswith(f"{prefix}-")
+
     def technology(self, network: str) -> str | None:
         """The technology a network's switches and optics speak (None for a network without one, e.g. NVLink)."""
         return {
@@ -326,7 +375,14 @@ class Settings:
 
 
 # Settings fields plan.json leaves out (rather than writing null) for a design without them
-_ABSENT_WHEN_NONE = ("object_storage_asked", "rack_system", "nvlink_domains", "servers_per_rack_fit", "checkpoint")
+_ABSENT_WHEN_NONE = (
+    "object_storage_asked",
+    "filesystems",
+    "rack_system",
+    "nvlink_domains",
+    "servers_per_rack_fit",
+    "checkpoint",
+)
 
 
 @dataclass(slots=True)

@@ -229,9 +229,10 @@ def build_oob_network(
         service = bool(plan.design.compute_fabric.final_scalable_units) and name != f"su{cluster.su or 0:02d}"
         ports = oob_ports(plan, planner.catalog, devices)
         groups.append(LeafGroup(name, ports, su=None if service else cluster.su, service=service))
-    _spill_central(
-        plan, planner.catalog, groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access"))
-    )
+    if not r.final_scalable_units:  # with a growth reserve the SUs' free access ports fill as the SUs grow
+        _spill_central(
+            plan, planner.catalog, groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access"))
+        )
     systems = _system_racks(planner, order)
     for rack in systems:
         devices = [d for d in rack.devices if not d.name.startswith("~")]

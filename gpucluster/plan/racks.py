@@ -324,7 +324,9 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
     central_devices: list[tuple[str, Device]] = []
     for device in plan.devices.values():
         if device.role == "switch" and device.tier == 2 and device.pod is not None and device.name in pod_sus:
-            last = max(pod_sus[device.name])
+            # beside its last SU; with a growth reserve beside its first (the pod's last SU changes as it fills,
+            # its first never does, so the spine racks keep their cluster, floor place and switches' names)
+            last = (min if plan.design.compute_fabric.final_scalable_units else max)(pod_sus[device.name])
             planner.place(planner.cluster(f"su{last:02d}-pod-{device.network}", last), "network", device)
         elif device.role == "switch" and (device.tier != 1 or device.su is None):
             central_devices.append((NETWORK_INFO[device.network or "oob"].rack_purpose, device))

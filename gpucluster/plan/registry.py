@@ -9,6 +9,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+
+@dataclass(frozen=True, slots=True)
+class ControlPlaneNode:
+    """One kind of control-plane node a rack-scale (Mission Control) design gets: its host-name prefix, how many
+    and what it runs. Source: the DGX SuperPOD RA's management-server list (two BCM heads in HA, three Kubernetes
+    admin nodes, three Kubernetes user nodes, two Slurm login nodes) and Mission Control's GB200 host-name schema
+    (HEAD-0[1-2], SLOGIN-0[1-2], K8U-0[1-3], k8s-admin-01..03): docs/sources/rack-scale.md section 5."""
+
+    prefix: str
+    count: int
+    label: str
+    scheduler: str  # the scheduler kind it serves: "" every design, "slurm" or "kubernetes"
+
+
+CONTROL_PLANE: tuple[ControlPlaneNode, ...] = (
+    ControlPlaneNode("head", 2, "Base Command Manager head node (HA pair)", ""),
+    ControlPlaneNode("k8s-admin", 3, "Kubernetes admin node (Mission Control services)", ""),
+    ControlPlaneNode("k8s-user", 3, "Kubernetes user control plane (Run:ai)", "kubernetes"),
+    ControlPlaneNode("slogin", 2, "Slurm login node", "slurm"),
+)
+
+
+def control_plane_names(scheduler: str) -> tuple[str, ...]:
+    """The control-plane host names of a rack-scale design for a scheduler kind (slurm, kubernetes, both)."""
+    return tuple(
+        f"{node.prefix}-{i:02d}"
+        for node in CONTROL_PLANE
+        if not node.scheduler or scheduler in (node.scheduler, "both")
+        for i in range(1, node.count + 1)
+    )
+
+
+def control_plane_node(name: str) -> ControlPlaneNode | None:
+    """The kind of control-plane node a management server's host name says it is."""
+    return next((n for n in CONTROL_PLANE if name.rsplit("-", 1)[0] == n.prefix), None)
+
+
 # Where a rack stands and what it holds (RackPlan.purpose), with the colour the floor plan and the power
 # chart draw it in (the colour of the role that fills such racks).
 RACK_PURPOSES: dict[str, str] = {
@@ -43,6 +80,8 @@ class Role:
     # a GPU node: a host with GPUs and compute-fabric ports, so a Slurm node, a Kubernetes worker, a DCGM scrape
     # target, a burn-in subject, a failure-model unit; every view finds GPU nodes through this, never by role name
     gpu_node: bool = False
+    # False: the site's own device, in the plan for its links only (no BOM line, no power)
+    bought: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "plural", self.plural or self.label + "s")
@@ -57,6 +96,18 @@ _ROLES = (
     Role("nvlink-switch-tray", "NVLink switch tray", "#CCB974", "compute", "compute", drawing_order=2),
     Role("fabric-manager", "fabric manager", "#DD8452", "network", "compute-fabric", drawing_order=3),
     Role("storage", "storage block", "#C44E52", "storage", "storage", drawing_order=4, service="parallel filesystem"),
+    # The site's existing filesystem: the hand-off of the links it is reached over (zero-U, in its storage leaves'
+    # rack); not bought, racked or powered by the plan (no BOM line, no power)
+    Role(
+        "existing-storage",
+        "existing filesystem",
+        "#A0A0A0",
+        "storage",
+        "storage",
+        drawing_order=4,
+        service="existing filesystem",
+        bought=False,
+    ),
     Role(
         "object-storage",
         "object-storage block",

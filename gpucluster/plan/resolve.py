@@ -8,9 +8,18 @@ from typing import NamedTuple
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
+from gpucluster.design.schema import RESERVED_FILESYSTEM_NAMES, Design, ParallelFilesystem
 from gpucluster.errors import DesignError, Problem
 from gpucluster.inputs.limits import MAX_GPUS, MAX_STORAGE_BLOCKS
-from gpucluster.plan.networks import Resolved, inband_oversubscription, manager_slots, technology_of
+from gpucluster.plan.networks import (
+    Resolved,
+    ResolvedFilesystem,
+    existing_part,
+    inband_oversubscription,
+    manager_slots,
+    technology_of,
+)
+from gpucluster.plan.registry import control_plane_names
 
 # DGX SuperPOD H100 RA (RA-11333-001), Table 6 "Guidelines for storage performance": single-SU
 # aggregate read/write in GB/s per level (the 4-SU rows are four times the reads, 60/160/500, and round the writes
@@ -60,19 +69,6 @@ class _StorageNetwork(NamedTuple):
     managers: int
 
 
-class _Filesystem(NamedTuple):
-    """The parallel filesystem's blocks and the throughput and capacity they were sized for."""
-
-    block: StorageBlock
-    blocks: int
-    read: float
-    write: float
-    capacity_tb: float
-    capacity_basis: str
-    throughput_basis: str
-    shared: bool
-
-
 class _Management(NamedTuple):
     """The in-band and out-of-band management switches."""
 
@@ -97,14 +93,19 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         )
     spares = _spares(loaded, compute, fabric)
     storage = _storage_network(loaded, server, fabric)
-    filesystem = _parallel_filesystem(loaded, (production + spares) / su)
+    filesystems, shared = _filesystems(loaded, (production + spares) / su, storage.switch)
+    filesystem = filesystems[0]
     spec = design.object_storage
-    object_block, object_blocks = _object_storage(loaded) if spec and not filesystem.shared else (None, 0)
+    object_block, object_blocks = _object_storage(loaded) if spec and not shared else (None, 0)
     management = _management(loaded, server, object_block)
     check_scheduler(loaded, production, server.gpu.count)
     units, final, storage_final = _scalable_units(loaded, compute, fabric, spares)
     pfs = design.parallel_filesystem
     mgmt = design.management
+    # a rack-scale system runs under Mission Control: its control plane as the RA lists it, unless the design
+    # sets its own count of management servers
+    asked = "management_servers" in mgmt.model_fields_set
+    control_plane = control_plane_names(design.scheduler.kind) if system is not None and not asked else ()
     return Resolved(
         server=server,
         production_servers=production,
@@ -121,13 +122,16 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         storage_fabric_manager=storage.manager,
         storage_fabric_managers=storage.managers if storage.manager else 0,
         storage_switch=storage.switch,
-        storage_server_oversubscription=design.storage_network.server_oversubscription,
+        storage_server_oversubscription=_server_storage_oversubscription(loaded, compute.system),
+        combined_storage_inband=bool(compute.system and compute.system.storage_inband_fabric == "combined"),
         storage_block_oversubscription=design.storage_network.storage_oversubscription,
         pfs_block=filesystem.block,
         pfs_blocks=filesystem.blocks,
-        pfs_read_gbytes_per_s=filesystem.read,
-        pfs_write_gbytes_per_s=filesystem.write,
-        pfs_capacity_tb=filesystem.capacity_tb,
+        pfs_read_gbytes_per_s=filesystem.read_gbytes_per_s,
+        pfs_write_gbytes_per_s=filesystem.write_gbytes_per_s,
+        pfs_capacity_tb=filesystem.blocks * filesystem.block.capacity_tb
+        if filesystem.block
+        else filesystem.capacity_tb or 0.0,
         object_block=object_block,
         object_blocks=object_blocks,
         inband_switch=management.inband,
@@ -135,17 +139,19 @@ def resolve(loaded: LoadedDesign) -> Resolved:
         oob_switch=management.oob,
         oob_aggregation_switch=management.oob_aggregation,
         management_server=catalog.get(mgmt.management_server, Appliance),
-        management_servers=mgmt.management_servers,
+        management_servers=len(control_plane) or mgmt.management_servers,
+        management_server_names=control_plane,
         pfs_capacity_asked_tb=pfs.capacity_tb,
         pfs_throughput_basis=filesystem.throughput_basis,
         pfs_capacity_basis=filesystem.capacity_basis,
         object_capacity_asked_tb=spec.capacity_tb if spec else None,
         object_throughput_asked_gbytes_per_s=spec.throughput_gbytes_per_s if spec else None,
-        object_shared=filesystem.shared,
+        object_shared=shared,
         rack_system=system,
         scalable_units=units,
         final_scalable_units=final,
         storage_final_scalable_units=storage_final,
+        filesystems=tuple(filesystems),
     )
 
 
@@ -200,6 +206,16 @@ def _production_servers(loaded: LoadedDesign, server: GpuServer) -> int:
             f"supported cluster is {MAX_GPUS:,} GPUs ({MAX_GPUS // server.gpu.count:,} of these servers)",
         )
     return production
+
+
+def _server_storage_oversubscription(loaded: LoadedDesign, system: RackSystem | None) -> float:
+    """The servers' storage leaves' down:up: the design's when it sets it, else a combined storage and in-band
+    fabric's own figure from the rack system (the GB200 RA's 5:3), else the design's default."""
+    network = loaded.design.storage_network
+    own = system.storage_inband_oversubscription if system else None
+    if own is not None and "server_oversubscription" not in network.model_fields_set:
+        return own
+    return network.server_oversubscription
 
 
 def _compute_fabric(loaded: LoadedDesign, server: GpuServer) -> _Fabric:
@@ -287,25 +303,83 @@ def _storage_network(loaded: LoadedDesign, server: GpuServer, fabric: _Fabric) -
     return _StorageNetwork(storage_switch, storage_manager, storage_managers)
 
 
-def _parallel_filesystem(loaded: LoadedDesign, su_count: float) -> _Filesystem:
-    """The filesystem's blocks: enough for the throughput asked (the design's, else the RA's level per SU) and the
-    capacity asked, with a shared S3 store's on top."""
-    design = loaded.design
-    pfs = design.parallel_filesystem
-    block = _storage_block(loaded, pfs.block, pfs.kind, "parallel-filesystem", ("parallel_filesystem", "block"))
-    level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
-    read = pfs.read_gbytes_per_s or level_read * su_count
-    write = pfs.write_gbytes_per_s or level_write * su_count
-    spec = design.object_storage
+def filesystem_entries(design: Design) -> list[tuple[tuple[str | int, ...], ParallelFilesystem]]:
+    """Every filesystem of a design with where it stands in the file: the parallel filesystem first."""
+    further = [(("filesystems", i), fs) for i, fs in enumerate(design.filesystems)]
+    return [(("parallel_filesystem",), design.parallel_filesystem), *further]
+
+
+def _filesystems(loaded: LoadedDesign, su_count: float, switch: Switch) -> tuple[list[ResolvedFilesystem], bool]:
+    """Every filesystem planned (new: its blocks; existing: its links) and whether the object store shares the
+    parallel filesystem's blocks."""
+    spec = loaded.design.object_storage
     shared = bool(spec and spec.shared_with_parallel_filesystem)
+    names = _filesystem_names(loaded)
+    result = []
+    for (where, fs), (name, mount) in zip(filesystem_entries(loaded.design), names, strict=True):
+        primary = where == ("parallel_filesystem",)
+        prefix = "pfs" if primary and not fs.existing else name  # new parallel filesystem blocks: pfs-01 ...
+        if fs.existing:
+            if primary and shared:
+                _fail(
+                    loaded,
+                    ("object_storage", "shared_with_parallel_filesystem"),
+                    "the parallel filesystem is the site's existing one, so this plan has no blocks to serve S3 "
+                    "from: drop shared_with_parallel_filesystem (the object store then gets blocks of its own)",
+                )
+            _existing_links_speak(loaded, where, fs, switch)
+            result.append(_existing_filesystem(where, fs, (name, mount, prefix)))
+        else:
+            result.append(
+                _new_filesystem(loaded, where, fs, su_count, switch, (name, mount, prefix), shared and primary)
+            )
+    return result, shared
+
+
+def _filesystem_names(loaded: LoadedDesign) -> list[tuple[str, str]]:
+    """Each filesystem's name and mount point: named (further filesystems must be), unique, not a name the
+    plan's own devices start with."""
+    seen: dict[tuple[str, str], str] = {}
+    result = []
+    for where, fs in filesystem_entries(loaded.design):
+        if fs.name is None and where[0] == "filesystems":
+            _fail(loaded, where, "a further filesystem needs a name (its devices and mount point carry it), e.g. home")
+        name = fs.name or fs.kind
+        mount = fs.mount or f"/{name}"
+        if fs.name in RESERVED_FILESYSTEM_NAMES:
+            allowed = ", ".join(RESERVED_FILESYSTEM_NAMES)
+            _fail(loaded, (*where, "name"), f"{fs.name!r} starts the plan's own device names ({allowed}); use another")
+        for key, value in (("name", name), ("mount", mount)):
+            if (key, value) in seen:
+                _fail(loaded, (*where, key), f"{value!r} is already the {key} of {seen[(key, value)]}; use another")
+            seen[(key, value)] = ".".join(map(str, where))
+        result.append((name, mount))
+    return result
+
+
+def _new_filesystem(
+    loaded: LoadedDesign,
+    where: tuple[str | int, ...],
+    fs: ParallelFilesystem,
+    su_count: float,
+    switch: Switch,
+    names: tuple[str, str, str],
+    shared: bool,
+) -> ResolvedFilesystem:
+    """A new filesystem's blocks: enough for the capacity and the throughput asked, with a shared S3 store's on
+    top, of a block whose ports speak the storage network's kind."""
+    loc = (*where, "block" if fs.block else "kind")
+    block = _storage_block(loaded, fs.block, fs.kind, "parallel-filesystem", loc, switch.technology)
+    _speaks_the_storage_network(loaded, loc, block, fs.kind, switch)
+    read, write, throughput_basis = throughput_target(fs, su_count)
+    spec = loaded.design.object_storage
     if spec and shared:
-        where = ("object_storage", "shared_with_parallel_filesystem")
         if spec.block:
             _fail(loaded, ("object_storage", "block"), "a shared object store has no blocks of its own: drop block")
         if "s3" not in block.filesystems:
             _fail(
                 loaded,
-                where,
+                ("object_storage", "shared_with_parallel_filesystem"),
                 f"{block.id} serves {', '.join(block.filesystems)}, not S3; only a platform that serves files and "
                 "objects from one store (e.g. VAST) can share",
             )
@@ -316,22 +390,144 @@ def _parallel_filesystem(loaded: LoadedDesign, su_count: float) -> _Filesystem:
         loaded,
         block,
         {
-            ("parallel_filesystem", "read_gbytes_per_s"): (read + shared_read) / block.read_gbytes_per_s,
-            ("parallel_filesystem", "write_gbytes_per_s"): write / block.write_gbytes_per_s,
-            ("parallel_filesystem", "capacity_tb"): ((pfs.capacity_tb or 0) + shared_tb) / block.capacity_tb,
+            (*where, "read_gbytes_per_s"): ((read or 0.0) + shared_read) / block.read_gbytes_per_s,
+            (*where, "write_gbytes_per_s"): (write or 0.0) / block.write_gbytes_per_s,
+            (*where, "capacity_tb"): ((fs.capacity_tb or 0) + shared_tb) / block.capacity_tb,
         },
     )
-    capacity = blocks * block.capacity_tb  # as delivered
-    capacity_basis = (
-        "" if pfs.capacity_tb else default_capacity_basis(block, blocks, read + shared_read, write, shared_tb, capacity)
+    capacity_basis = ""
+    if not fs.capacity_tb:
+        needs = ((read or 0.0) + shared_read, write or 0.0, shared_tb, blocks * block.capacity_tb)
+        capacity_basis = default_capacity_basis(
+            block, blocks, *needs, field=".".join(map(str, (*where, "capacity_tb")))
+        )
+    name, mount, prefix = names
+    return ResolvedFilesystem(
+        name, fs.kind, mount, prefix, block, blocks, read, write, fs.capacity_tb, throughput_basis, capacity_basis
     )
-    throughput_basis = (
+
+
+def existing_parts(loaded: LoadedDesign) -> dict[str, StorageBlock]:
+    """The parts the design's existing filesystems' hand-offs stand for (their stated links as ports), beside the
+    catalog's: the plan and a plan lock name them."""
+    parts = {}
+    names = _filesystem_names(loaded)
+    for (where, fs), (name, mount) in zip(filesystem_entries(loaded.design), names, strict=True):
+        if fs.existing:
+            part = existing_part(_existing_filesystem(where, fs, (name, mount, name)))
+            parts[part.id] = part
+    return parts
+
+
+def _existing_links_speak(
+    loaded: LoadedDesign, where: tuple[str | int, ...], fs: ParallelFilesystem, switch: Switch
+) -> None:
+    """An existing filesystem's links join the storage network only if they speak what it speaks."""
+    links = fs.links
+    assert links is not None  # the schema requires links of an existing filesystem
+    network = _family(switch.technology)
+    if links.network != network:
+        _fail(
+            loaded,
+            (*where, "links", "network"),
+            f"the existing {fs.kind} filesystem's links speak {links.network}; the storage network is "
+            f"{switch.technology} ({switch.id}), so they cannot join it. What works: storage_network.technology: "
+            f"{'infiniband-ndr' if links.network == 'infiniband' else 'ethernet'}, or links the filesystem has on "
+            f"{network} (e.g. through its {network} gateways or routers)",
+        )
+
+
+def _existing_filesystem(
+    where: tuple[str | int, ...], fs: ParallelFilesystem, names: tuple[str, str, str]
+) -> ResolvedFilesystem:
+    """The site's existing filesystem: not bought; reached over its stated links. Its throughput is what the
+    design states, else its links' line rate (an upper bound, named so)."""
+    links = fs.links
+    assert links is not None  # the schema requires links of an existing filesystem
+    line_rate = links.count * links.speed_gbps / 8
+    basis = (
         "the design's figures"
-        if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s
-        else f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
-        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})"
+        if fs.read_gbytes_per_s and fs.write_gbytes_per_s
+        else f"its links' line rate ({links.count} x {links.speed_gbps}G = {line_rate:,.0f} GB/s), an upper bound "
+        "where the design states no figure"
     )
-    return _Filesystem(block, blocks, read, write, capacity, capacity_basis, throughput_basis, shared)
+    read = fs.read_gbytes_per_s or line_rate
+    write = fs.write_gbytes_per_s or line_rate
+    cage = links.cage_type or _default_cage(links.speed_gbps, links.network)
+    name, mount, prefix = names
+    return ResolvedFilesystem(
+        name, fs.kind, mount, prefix, None, 0, read, write, fs.capacity_tb, basis, "", links=links, cage_type=cage
+    )
+
+
+def _default_cage(speed_gbps: float, network: str) -> str:
+    """The cage a port of this speed usually has: QSFP28 at 100G, QSFP56 for HDR/NDR200 InfiniBand, QSFP112 for
+    200GbE (as on ConnectX-7 200G adapters), OSFP at 400G and above."""
+    if speed_gbps <= 100:
+        return "qsfp28"
+    if speed_gbps <= 200:
+        return "qsfp56" if network == "infiniband" else "qsfp112"
+    return "osfp"
+
+
+def _family(technology: str | None) -> str:
+    """infiniband or ethernet: what a port or switch of this technology joins."""
+    return "infiniband" if technology and technology.startswith("infiniband") else "ethernet"
+
+
+def _speaks_the_storage_network(
+    loaded: LoadedDesign, loc: tuple[str | int, ...], block: StorageBlock, kind: str, switch: Switch
+) -> None:
+    """A block whose storage ports speak one network kind only (the catalog says which) cannot join a storage
+    network of the other: say so, and what would work."""
+    technology = technology_of(block.port_groups("storage"))
+    network = _family(switch.technology)
+    if technology is None or _family(technology) == network:
+        return
+    ports = ", ".join(f"{g.port_count} x {g.speed_gbps:g}G {g.cage_type}" for g in block.port_groups("storage"))
+    others = [
+        b.id
+        for b in loaded.catalog.of_kind(StorageBlock)
+        if b.tier == "parallel-filesystem"
+        and any(fs.startswith(kind) for fs in b.filesystems)
+        and _family(technology_of(b.port_groups("storage")) or switch.technology) == network
+    ]
+    instead = (
+        f"block: {' or '.join(others)}"
+        if others
+        else f"a {kind} block whose ports speak {network} (the catalog has none: add one in a design catalog file, "
+        "catalog:)"
+    )
+    _fail(
+        loaded,
+        loc,
+        f"{block.id}'s storage ports ({ports}) speak {_family(technology)} only (catalog: {technology}); the storage "
+        f"network is {switch.technology} ({switch.id}). What works: storage_network.technology: {technology}, or "
+        f"{instead}, or, for a filesystem the site has, existing: true with the links it has on {network}",
+    )
+
+
+def throughput_target(pfs: ParallelFilesystem, su_count: float) -> tuple[float | None, float | None, str]:
+    """The read and write target a filesystem is sized for and where it comes from. A performance level stated
+    (or nothing stated at all: the RA gives throughput per SU and no capacity) gives the RA's per-SU figures for
+    what the design does not state; figures stated alone are the target, nothing added beside them; a capacity
+    alone sets no throughput target (the delivered throughput is shown, not a target imposed)."""
+    stated = pfs.model_fields_set & {"read_gbytes_per_s", "write_gbytes_per_s", "performance_level"}
+    if not stated and pfs.capacity_tb:
+        return None, None, ""
+    if stated and "performance_level" not in stated:
+        return pfs.read_gbytes_per_s, pfs.write_gbytes_per_s, "the design's figures"
+    level_read, level_write = SU_STORAGE_GBYTES_PER_S[pfs.performance_level]
+    read = pfs.read_gbytes_per_s or level_read * su_count
+    write = pfs.write_gbytes_per_s or level_write * su_count
+    if pfs.read_gbytes_per_s and pfs.write_gbytes_per_s:
+        return read, write, "the design's figures"
+    return (
+        read,
+        write,
+        f"the RA's '{pfs.performance_level}' level: {level_read:g}/{level_write:g} GB/s per SU "
+        f"x {su_count:.3g} SUs ({SU_STORAGE_SOURCE})",
+    )
 
 
 def _object_storage(loaded: LoadedDesign) -> tuple[StorageBlock, int]:
@@ -404,7 +600,8 @@ def _scalable_units(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric, sp
             loaded,
             ("compute_fabric", "final_scalable_units"),
             f"{final} scalable units of {su} x {server.model} hold {final * su * server.gpu.count:,} GPUs; the "
-            f"largest supported cluster is {MAX_GPUS:,} GPUs",
+            f"largest supported cluster is {MAX_GPUS:,} GPUs: at most {MAX_GPUS // (su * server.gpu.count)} "
+            "scalable units",
         )
     storage_final = _final_units(
         loaded,
@@ -416,7 +613,13 @@ def _scalable_units(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric, sp
 
 
 def default_capacity_basis(
-    block: StorageBlock, blocks: int, read: float, write: float, shared_tb: float, capacity_tb: float
+    block: StorageBlock,
+    blocks: int,
+    read: float,
+    write: float,
+    shared_tb: float,
+    capacity_tb: float,
+    field: str = "parallel_filesystem.capacity_tb",
 ) -> str:
     """How a filesystem without capacity_tb got its capacity: the blocks its throughput needs (the RA gives
     throughput per SU and no capacity), each with the catalog's usable capacity, with the arithmetic."""
@@ -425,7 +628,7 @@ def default_capacity_basis(
     return (
         f"capacity derived, as the RA gives storage throughput per SU and no capacity: {blocks} x {block.id} "
         f"(the blocks the throughput needs: {needs} GB/s per block, rounded up{share}) x {block.capacity_tb:,g} TB "
-        f"usable each = {capacity_tb:,.0f} TB; set parallel_filesystem.capacity_tb for the datasets and checkpoints"
+        f"usable each = {capacity_tb:,.0f} TB; set {field} for the datasets and checkpoints"
     )
 
 
@@ -440,7 +643,9 @@ def _final_units(loaded: LoadedDesign, loc: tuple[str, ...], final: int | None, 
             f"{final} is fewer than the {units} scalable units this design already fills (servers, spares and "
             f"fabric-manager slots); the final size is at least {units}",
         )
-    return final if final > units else 0
+    # kept when the design fills it: the last phase is planned as the earlier ones planned it (a partly filled
+    # last SU, and the floor and the tiers above the leaves as the final hall has them)
+    return final
 
 
 def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
@@ -521,10 +726,20 @@ def _switch(loaded: LoadedDesign, loc: tuple[str, ...], part_id: str) -> Switch:
 
 
 def _storage_block(
-    loaded: LoadedDesign, part_id: str | None, kind: str | None, tier: str, loc: tuple[str, ...]
+    loaded: LoadedDesign,
+    part_id: str | None,
+    kind: str | None,
+    tier: str,
+    loc: tuple[str | int, ...],
+    network: str | None = None,
 ) -> StorageBlock:
+    """The block the design names (of the tier and kind), else the catalog's first that fits, preferring one whose
+    storage ports speak the storage network's kind."""
     catalog: Catalog = loaded.catalog
     if part_id:
+        if not isinstance(catalog.parts.get(part_id), StorageBlock):
+            known = ", ".join(b.id for b in catalog.of_kind(StorageBlock) if b.tier == tier)
+            _fail(loaded, loc, f"storage building block {part_id!r} is not in the catalog; its {tier} blocks: {known}")
         block = catalog.get(part_id, StorageBlock)
         if block.tier != tier:
             _fail(loaded, loc, f"{part_id} is a {block.tier} block, not {tier}")
@@ -538,7 +753,8 @@ def _storage_block(
     ]
     if not fitting:
         _fail(loaded, loc, f"the catalog has no {tier} building block for {kind or 'object storage'}")
-    return fitting[0]
+    speaking = [b for b in fitting if _family(technology_of(b.port_groups("storage")) or network) == _family(network)]
+    return (speaking or fitting)[0]
 
 
 def _has_fabric_ports(loaded: LoadedDesign, loc: tuple[str, ...], switch: Switch, network: str) -> None:
@@ -553,7 +769,7 @@ def _has_fabric_ports(loaded: LoadedDesign, loc: tuple[str, ...], switch: Switch
         )
 
 
-def _blocks(loaded: LoadedDesign, block: StorageBlock, needs: dict[tuple[str, ...], float]) -> int:
+def _blocks(loaded: LoadedDesign, block: StorageBlock, needs: dict[tuple[str | int, ...], float]) -> int:
     """The building blocks that meet every need (capacity, read, write), each need given as blocks; more than
     MAX_STORAGE_BLOCKS is refused at the field that asks for them."""
     loc, most = max(needs.items(), key=lambda item: item[1])
@@ -567,8 +783,8 @@ def _blocks(loaded: LoadedDesign, block: StorageBlock, needs: dict[tuple[str, ..
     return max(1, *(math.ceil(need) for need in needs.values()))
 
 
-def _fail(loaded: LoadedDesign, loc: tuple[str, ...], message: str) -> None:
-    raise DesignError([Problem(*loaded.where(*loc), ".".join(loc), message)])
+def _fail(loaded: LoadedDesign, loc: tuple[str | int, ...], message: str) -> None:
+    raise DesignError([Problem(*loaded.where(*loc), ".".join(map(str, loc)), message)])
 
 
 def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_server: int) -> None:

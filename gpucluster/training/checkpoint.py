@@ -164,6 +164,12 @@ class CheckpointAnalysis:
         return time_to_train_days(self.workload, self.gpus, self.peak_tflops, self.goodput)
 
     @property
+    def expected_interruptions(self) -> float:
+        """Failures that stop the job in a run of `run_days` (the run length over the job's MTBF; 0 where no
+        failure rate applies)."""
+        return self.run_days * 86_400 / self.mtbf_s if math.isfinite(self.mtbf_s) and self.mtbf_s > 0 else 0.0
+
+    @property
     def goodput_at_daly(self) -> float:
         return rel.daly_efficiency(self.daly_s, self.stall_s, self.recovery_s, self.mtbf_s)
 
@@ -447,7 +453,7 @@ def training_facts(plan: Plan, a: CheckpointAnalysis) -> TrainingFacts:
         "sync_seconds": round(a.step.sync_s, 3),
         "dataset_tb": round(dataset_tb, 3) if dataset_tb is not None else None,
         "filesystem_capacity_tb": round(_file_capacity_tb(plan), 3),
-        "filesystem": f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}",
+        "filesystem": plan.settings.parallel_filesystem_label(),
     }
     # what is not known is left out (Pulumi drops None-valued properties; the rule reads absent as unknown): the
     # keys of TrainingFacts, each of its type or None, so what is left is a TrainingFacts
@@ -478,7 +484,7 @@ def _checkpoint_paths(plan: Plan, job_servers: int, spares: set[str]) -> tuple[T
     network = _storage_network_gbytes_per_s(plan, spares)
     write_pfs = float(plan.settings.parallel_filesystem_write_gbytes_per_s)
     read_pfs = float(plan.settings.parallel_filesystem_read_gbytes_per_s)
-    blocks = f"{plan.settings.parallel_filesystem_blocks} x {plan.settings.parallel_filesystem_block}"
+    blocks = plan.settings.parallel_filesystem_label()
     common = (
         Limit("storage network", network, "narrowest of leaf uplinks and storage-block ports (plan links)"),
         Limit("servers' storage ports", ports_gbytes, f"{job_servers} servers x storage ports (catalog)"),
@@ -502,7 +508,7 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
         role = roles.setdefault(host, plan.devices[host].role)
         if is_gpu_node(role) and host not in spares:
             server_leaves.add(leaf)
-        elif role == "storage":
+        elif plan.settings.is_parallel_filesystem_device(host, role):  # not another filesystem's blocks
             storage_leaves.add(leaf)
             block_gbps += link.speed_gbps
     uplinks: dict[str, float] = defaultdict(float)

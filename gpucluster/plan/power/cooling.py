@@ -40,14 +40,23 @@ def cooling_needed(air_kw: float, liquid_kw: float) -> str:
 
 def cooling_against_site(air_kw: float, liquid_kw: float, site_cooling: str, capacity_kw: float) -> str:
     """What a rack needs against what the site gives: the heat its cooling takes of its capacity, and where the
-    rack needs more (or could do with less) than the site's type."""
+    rack needs more (or could do with less) than the site's type. A liquid site's capacity is for liquid heat
+    only: a rack's air-side heat (an NVL72's fans, NICs and drives; an air-cooled network rack) goes to the room
+    air and is stated beside it, never counted against the coolant loop."""
     needed = cooling_needed(air_kw, liquid_kw)
-    heat = air_kw + liquid_kw if site_cooling == "liquid" else air_kw
-    text = f"{site_cooling}: {heat:.1f} of {capacity_kw:g} kW"
-    if liquid_kw > 0 and site_cooling != "liquid":
+    if site_cooling == "liquid":
+        room = f"room air {air_kw:.1f} kW ({cooling_needed(air_kw, 0.0)})"
+        if liquid_kw <= 0:
+            return room
+        text = f"liquid: {liquid_kw:.1f} of {capacity_kw:g} kW; {room}"
+        if liquid_kw > capacity_kw + 1e-9:
+            return f"{text}; over by {liquid_kw - capacity_kw:.1f} kW"
+        return text
+    text = f"{site_cooling}: {air_kw:.1f} of {capacity_kw:g} kW"
+    if liquid_kw > 0:
         return f"{text}; needs a coolant loop for {liquid_kw:.1f} kW"
-    if heat > capacity_kw + 1e-9:
-        return f"{text}; over by {heat - capacity_kw:.1f} kW (needs {needed})"
+    if air_kw > capacity_kw + 1e-9:
+        return f"{text}; over by {air_kw - capacity_kw:.1f} kW (needs {needed})"
     if needed != site_cooling:
         return f"{text} ({needed} alone would do)"
     return text

@@ -1,0 +1,66 @@
+"""Where jobs find the filesystems the design lists: a bind mount per filesystem for Slurm's containers (an enroot
+mounts.d file, which pyxis containers read) and a hostPath PersistentVolume per filesystem for Kubernetes.
+
+The GPU nodes mount each filesystem at its mount point (the site's client set-up: Lustre MGS, NFS export and the
+like are the storage owner's, not in the plan); these files make those mounts reach the jobs. They are written for
+a design that states its filesystems (`filesystems:`, or an existing parallel filesystem), whose mount points it
+names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucluster.plan.model import FilesystemRecord, Plan
+
+# enroot's mounts.d entries are fstab(5) lines read into every container it starts (NVIDIA/enroot, doc/configuration.md
+# "/etc/enroot/mounts.d"; its own hook conf/hooks/20-autorc.sh writes "<src> <dst> none bind,x-create=file,...").
+# x-create=dir makes the mount point inside the image; no nofail: a node without the filesystem fails the job
+# instead of letting it write into the container's own directory.
+ENROOT_MOUNT_OPTIONS = "x-create=dir,bind,nosuid"
+
+
+def stated_filesystems(plan: Plan) -> list[FilesystemRecord]:
+    """The filesystems the design states (none: the parallel filesystem alone, its mount point not stated)."""
+    return list(plan.settings.filesystems or ())
+
+
+def enroot_mounts(plan: Plan) -> str:
+    """An enroot mounts.d file: each filesystem bound into every pyxis container at the same path."""
+    filesystems = stated_filesystems(plan)
+    if not filesystems:
+        return ""
+    lines = [
+        "# Install as /etc/enroot/mounts.d/50-filesystems.fstab on every GPU node: pyxis containers see the",
+        "# filesystems the node mounts, at the same paths.",
+    ]
+    for fs in filesystems:
+        origin = "existing" if fs["existing"] else "new"
+        lines.append(f"# {fs['name']}: {fs['kind']}, {origin}")
+        lines.append(f"{fs['mount']} {fs['mount']} none {ENROOT_MOUNT_OPTIONS}")
+    return "\n".join(lines) + "\n"
+
+
+def persistent_volumes(plan: Plan) -> list[dict[str, Any]]:
+    """A hostPath PersistentVolume per filesystem (ReadWriteMany, retained): pods claim the node's mount."""
+    volumes = []
+    for fs in stated_filesystems(plan):
+        capacity_gb = round((fs["capacity_tb"] or 0.0) * 1000)
+        volumes.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {
+                    "name": f"filesystem-{fs['name']}",
+                    "labels": {"filesystem": fs["name"], "filesystem-kind": fs["kind"]},
+                },
+                "spec": {
+                    "capacity": {"storage": f"{capacity_gb}G"},
+                    "accessModes": ["ReadWriteMany"],
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "storageClassName": "",
+                    "hostPath": {"path": fs["mount"], "type": "Directory"},
+                },
+            }
+        )
+    return volumes
