@@ -68,12 +68,10 @@ class _Timed:
 
     def __init__(self, display: progress_display.Reporter, stopwatch: profiling.Stopwatch):
         self.display, self.stopwatch = display, stopwatch
-        self.sample: Callable[[], None] = lambda: None  # the memory sampler, once there are processes to sum
 
     def __call__(self, stage: str) -> None:
         stop_if_terminated()
         self.stopwatch(stage)
-        self.sample()
         self.display(stage)
 
     def update(self, done: int, total: int | None, unit: str) -> None:
@@ -281,21 +279,9 @@ def build(
                 staged.remove_stale()
                 unstage.callback(staged.remove)  # a build that fails leaves the lock as it was
                 with Writing(loaded.design.name, out_dir, only or None, display, jobs, costs, sampler) as writing:
-                    # memory peaks while the cabling's writer and the analyses run beside planning: sample each stage
-                    timed.sample = lambda: sampler.sample(writing.pids(), force=True)
-                    # the writers of the links alone (LINKED), then of the physical plan alone (EARLY), start on the
-                    # other CPUs while the rest is planned
-                    plan = plan_design(
-                        loaded,
-                        timed,
-                        lock,
-                        kept=True,
-                        physical=lambda physical: writing.start_early(physical, loaded),
-                        jobs=jobs,
-                        linked=lambda linked: writing.start_linked(linked, loaded),
-                    )
+                    plan = plan_design(loaded, timed, lock, kept=True)
                     stopwatch.stop()
-                    sampler.sample(writing.pids(), force=True)
+                    sampler.sample([], force=True)
                     _refuse_rule_errors(plan)
                     # the summary printed at the end, made before the other writers fork: its scheduler sides make the
                     # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and

@@ -7,6 +7,7 @@ import pytest
 from conftest import write_design
 
 from gpucluster import load_design, plan_design
+from gpucluster.plan.analysis import graphs
 from gpucluster.plan.model import Plan
 
 
@@ -80,7 +81,7 @@ def test_one_leaf_failure_cuts_off_its_rail_of_one_su_and_leaves_the_rest_connec
 
 def test_every_network_is_its_own_graph_with_the_plan_links(h200_4su):
     _loaded, plan = h200_4su
-    for network, graph in plan.graphs.items():
+    for network, graph in graphs(plan).items():
         links = [link for link in plan.links if link.network == network]
         assert sum(count for _u, _v, count in graph.edges(data="links")) == len(links)
         assert graph.graph["network"] == network
@@ -88,6 +89,6 @@ def test_every_network_is_its_own_graph_with_the_plan_links(h200_4su):
 
 def test_a_switch_of_another_network_is_a_managed_host_on_the_out_of_band_graph(h100_1su):
     _loaded, plan = h100_1su
-    oob = plan.graphs["oob"]
+    oob = graphs(plan)["oob"]
     assert oob.nodes["compute-leaf-su01-r1"]["role"] == "managed-switch"
     assert plan.analysis["oob"]["single_switch_failure"]["leaf"]["switch"].startswith("oob-leaf")

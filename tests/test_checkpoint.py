@@ -11,6 +11,7 @@ from conftest import planned, write_design
 
 from gpucluster import DesignError, load_design, plan_design
 from gpucluster.analyse.rules import rule_facts
+from gpucluster.plan.analysis import graphs
 from gpucluster.training import analyse_checkpoints
 
 LAB = """
@@ -80,7 +81,7 @@ def test_write_time_is_the_checkpoint_over_the_slowest_stage(h200_4su) -> None:
 def test_storage_network_capacity_equals_the_max_flow_from_servers_to_storage(name: str) -> None:
     _, plan = planned(name)
     a = analyse_checkpoints(plan)
-    graph = plan.graphs["storage"].copy()
+    graph = graphs(plan)["storage"].copy()
     for device in plan.devices.values():
         if device.role == "gpu-server" and not device.spare and device.name in graph:
             graph.add_edge("SOURCE", device.name, bandwidth_gbps=float("inf"))

@@ -10,6 +10,7 @@ from conftest import planned, write_design
 from gpucluster import load_design, plan_design
 from gpucluster.analyse.deviations import RA_4SU_COUNTS, RA_SOURCE, assumptions, deviations, is_ra_4su_shape, used_parts
 from gpucluster.artifacts.report import report_html
+from gpucluster.plan.queries import links_on
 
 RA_DESIGN = Path(__file__).parent / "designs" / "ra-h100-4su.yaml"
 
@@ -53,7 +54,7 @@ def test_the_ra_4su_design_has_table_7s_in_band_and_out_of_band_switches() -> No
     assert plan.totals.links["inband"]["leaf-spine"] == 24
     oob = plan.switches("oob")
     assert len(oob) == 8 and {d.part for d in oob} == {"sn2201"}
-    uplinks = [link for link in plan.links_on("oob") if link.tier == 1]
+    uplinks = [link for link in links_on(plan, "oob") if link.tier == 1]
     assert len(uplinks) == 16 and {plan.devices[link.b_device].network for link in uplinks} == {"inband"}
     assert {plan.devices[link.b_device].tier for link in uplinks} == {2}
     analysis = plan.analysis["oob"]

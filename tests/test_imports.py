@@ -13,43 +13,150 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Each stage may import its own and earlier stages only; a module belongs to its longest matching prefix.
-STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (
-        "inputs",
-        (
-            "gpucluster.errors",
-            "gpucluster.inputs",  # YAML with positions, the bounds every input is held to, the price list
-            "gpucluster.formats",  # the Jinja environment and the YAML dumper every writer shares
-            "gpucluster.runtime",  # progress display, --profile costs, the cycle collector paused
-            "gpucluster.design",
-            "gpucluster.catalog",
-        ),
-    ),
-    ("physical plan", ("gpucluster.plan",)),
-    (
-        "derived models",
-        (
-            "gpucluster.analyse",
-            "gpucluster.training",
-            "gpucluster.verify.expected",  # the links a discovery should find, from the plan
-        ),
-    ),
-    ("design rules", ("gpucluster.analyse.rules",)),
-    ("pipeline", ("gpucluster.pipeline",)),
-    (
-        "views",
-        (
-            "gpucluster.artifacts",
-            "gpucluster.growth",  # the plan lock as written, what changes between two plans, the phase review
-            "gpucluster.cli",
-            "gpucluster.components",
-            "gpucluster.templates",
-            "gpucluster.training.starter",  # `gpucluster size`: plans a starter design (runs the pipeline)
-            "gpucluster.verify",  # the plan against what the cluster reports (a view that reads discovery files)
-        ),
-    ),
-)
+# The stages in order: a module may import modules of its own stage and of earlier ones only.
+STAGES: tuple[str, ...] = ("inputs", "physical plan", "derived models", "design rules", "pipeline", "views")
+
+# Every module's stage, one by one (a new module is placed here by its author: no prefix places it silently).
+# inputs: errors, inputs (YAML with positions, bounds, the price list), formats (Jinja, the YAML dumper), runtime
+# (progress, --profile costs), design, catalog. views: artifacts, growth (the lock as written, plan changes, phases),
+# cli, components, templates, training.starter (`gpucluster size` runs the pipeline), verify (discovery files), bar
+# verify.expected (the links a discovery should find, from the plan: a derived model).
+STAGE_OF: dict[str, str] = {
+    "gpucluster.analyse": "derived models",
+    "gpucluster.analyse.bom": "derived models",
+    "gpucluster.analyse.budget": "derived models",
+    "gpucluster.analyse.burn_in": "derived models",
+    "gpucluster.analyse.compatibility": "derived models",
+    "gpucluster.analyse.deviations": "derived models",
+    "gpucluster.analyse.rules": "design rules",
+    "gpucluster.analyse.scheduling": "derived models",
+    "gpucluster.analyse.totals": "derived models",
+    "gpucluster.artifacts": "views",
+    "gpucluster.artifacts._pdf": "views",
+    "gpucluster.artifacts.bom": "views",
+    "gpucluster.artifacts.bom_diff": "views",
+    "gpucluster.artifacts.burn_in": "views",
+    "gpucluster.artifacts.cabling": "views",
+    "gpucluster.artifacts.checkpoint": "views",
+    "gpucluster.artifacts.burn_in_jobs": "views",
+    "gpucluster.artifacts.compare": "views",
+    "gpucluster.artifacts.decision": "views",
+    "gpucluster.artifacts.drawings": "views",
+    "gpucluster.artifacts.floor_plan": "views",
+    "gpucluster.artifacts.grafana": "views",
+    "gpucluster.artifacts.kubernetes": "views",
+    "gpucluster.artifacts.monitoring": "views",
+    "gpucluster.artifacts.monitoring.alert_rules": "views",
+    "gpucluster.artifacts.monitoring.rule_tests": "views",
+    "gpucluster.artifacts.monitoring.targets": "views",
+    "gpucluster.artifacts.mounts": "views",
+    "gpucluster.artifacts.nccl": "views",
+    "gpucluster.artifacts.netbox": "views",
+    "gpucluster.artifacts.output_folder": "views",
+    "gpucluster.artifacts.plan_json": "views",
+    "gpucluster.artifacts.pool": "views",
+    "gpucluster.artifacts.power": "views",
+    "gpucluster.artifacts.power_workbook": "views",
+    "gpucluster.artifacts.printouts": "views",
+    "gpucluster.artifacts.printouts.pages": "views",
+    "gpucluster.artifacts.printouts.pdf": "views",
+    "gpucluster.artifacts.registry": "views",
+    "gpucluster.artifacts.report": "views",
+    "gpucluster.artifacts.review": "views",
+    "gpucluster.artifacts.simulation_html": "views",
+    "gpucluster.artifacts.slurm": "views",
+    "gpucluster.artifacts.summary": "views",
+    "gpucluster.artifacts.switch_config": "views",
+    "gpucluster.artifacts.tables": "views",
+    "gpucluster.artifacts.tables.csv_writer": "views",
+    "gpucluster.artifacts.tables.fast_sheets": "views",
+    "gpucluster.artifacts.tables.guard": "views",
+    "gpucluster.artifacts.tables.workbook": "views",
+    "gpucluster.artifacts.verify_expected": "views",
+    "gpucluster.catalog": "inputs",
+    "gpucluster.catalog.listing": "inputs",
+    "gpucluster.catalog.load": "inputs",
+    "gpucluster.catalog.ports": "inputs",
+    "gpucluster.catalog.schema": "inputs",
+    "gpucluster.cli": "views",
+    "gpucluster.components": "views",
+    "gpucluster.components._device": "views",
+    "gpucluster.components.cluster": "views",
+    "gpucluster.components.compute": "views",
+    "gpucluster.components.network": "views",
+    "gpucluster.components.offline": "views",
+    "gpucluster.components.outputs": "views",
+    "gpucluster.components.policy": "views",
+    "gpucluster.components.scheduler": "views",
+    "gpucluster.components.site": "views",
+    "gpucluster.components.storage": "views",
+    "gpucluster.design": "inputs",
+    "gpucluster.design.load": "inputs",
+    "gpucluster.design.names": "inputs",
+    "gpucluster.design.schema": "inputs",
+    "gpucluster.errors": "inputs",
+    "gpucluster.formats": "inputs",
+    "gpucluster.formats.templating": "inputs",
+    "gpucluster.formats.yamlout": "inputs",
+    "gpucluster.growth": "views",
+    "gpucluster.growth.changes": "views",
+    "gpucluster.growth.compare": "views",
+    "gpucluster.growth.diff": "views",
+    "gpucluster.growth.phases": "views",
+    "gpucluster.inputs": "inputs",
+    "gpucluster.inputs.jsonsource": "inputs",
+    "gpucluster.inputs.limits": "inputs",
+    "gpucluster.inputs.prices": "inputs",
+    "gpucluster.inputs.yamlsource": "inputs",
+    "gpucluster.pipeline": "pipeline",
+    "gpucluster.plan": "physical plan",
+    "gpucluster.plan.analysis": "physical plan",
+    "gpucluster.plan.build": "physical plan",
+    "gpucluster.plan.cables": "physical plan",
+    "gpucluster.plan.fabric": "physical plan",
+    "gpucluster.plan.facts": "physical plan",
+    "gpucluster.plan.labels": "physical plan",
+    "gpucluster.plan.lock": "physical plan",
+    "gpucluster.plan.memo": "physical plan",
+    "gpucluster.plan.model": "physical plan",
+    "gpucluster.plan.networks": "physical plan",
+    "gpucluster.plan.oob": "physical plan",
+    "gpucluster.plan.power": "physical plan",
+    "gpucluster.plan.power.circuits": "physical plan",
+    "gpucluster.plan.power.cooling": "physical plan",
+    "gpucluster.plan.power.cords": "physical plan",
+    "gpucluster.plan.power.draw": "physical plan",
+    "gpucluster.plan.queries": "physical plan",
+    "gpucluster.plan.rack_fabric": "physical plan",
+    "gpucluster.plan.rack_scale": "physical plan",
+    "gpucluster.plan.racks": "physical plan",
+    "gpucluster.plan.registry": "physical plan",
+    "gpucluster.plan.reserve": "physical plan",
+    "gpucluster.plan.resolve": "physical plan",
+    "gpucluster.plan.roce": "physical plan",
+    "gpucluster.runtime": "inputs",
+    "gpucluster.runtime.collector": "inputs",
+    "gpucluster.runtime.profiling": "inputs",
+    "gpucluster.runtime.progress": "inputs",
+    "gpucluster.templates": "views",
+    "gpucluster.training": "derived models",
+    "gpucluster.training.checkpoint": "derived models",
+    "gpucluster.training.intervals": "derived models",
+    "gpucluster.training.model": "derived models",
+    "gpucluster.training.reliability": "derived models",
+    "gpucluster.training.report": "derived models",
+    "gpucluster.training.simulate": "derived models",
+    "gpucluster.training.sizing": "derived models",
+    "gpucluster.training.starter": "views",
+    "gpucluster.verify": "views",
+    "gpucluster.verify.check": "views",
+    "gpucluster.verify.compare": "views",
+    "gpucluster.verify.discovery": "views",
+    "gpucluster.verify.expected": "derived models",
+    "gpucluster.verify.ibnetdiscover": "views",
+    "gpucluster.verify.lldp": "views",
+    "gpucluster.verify.report": "views",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -66,12 +173,7 @@ def _modules() -> dict[str, Path]:
 
 
 def _stage(module: str) -> int:
-    best, stage = -1, -1
-    for index, (_name, prefixes) in enumerate(STAGES):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
-                best, stage = len(prefix), index
-    return stage
+    return STAGES.index(STAGE_OF[module])
 
 
 def _imports(module: str, path: Path, known: set[str]) -> set[str]:
@@ -105,21 +207,54 @@ def _runtime_nodes(tree: ast.AST):
             stack.append(child)
 
 
-def test_every_module_belongs_to_a_stage():
-    assert [m for m in _modules() if m != "gpucluster" and _stage(m) < 0] == []
+def test_every_module_has_its_own_stage_and_the_map_names_no_other():
+    modules = set(_modules()) - {"gpucluster"}
+    assert sorted(modules - set(STAGE_OF)) == [] and sorted(set(STAGE_OF) - modules) == []
+    assert set(STAGE_OF.values()) <= set(STAGES)
 
 
-def test_no_stage_imports_a_later_one():
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports when it runs; an import of one of its own parent packages is left
+    out (Python runs a package before any module in it, whatever imports it)."""
     modules = _modules()
     known = set(modules)
-    upward = []
+    graph = {}
     for module, path in modules.items():
         if module == "gpucluster":  # the public facade imports from every stage, lazily
             continue
-        for target in _imports(module, path, known):
-            if target != "gpucluster" and _stage(target) > _stage(module):
-                upward.append(f"{module} ({STAGES[_stage(module)][0]}) imports {target} ({STAGES[_stage(target)][0]})")
+        targets = _imports(module, path, known) - {"gpucluster", module}
+        graph[module] = {target for target in targets if not module.startswith(target + ".")}
+    return graph
+
+
+def test_no_module_imports_a_later_stage():
+    upward = [
+        f"{module} ({STAGE_OF[module]}) imports {target} ({STAGE_OF[target]})"
+        for module, targets in _import_graph().items()
+        for target in sorted(targets)
+        if _stage(target) > _stage(module)
+    ]
     assert upward == []
+
+
+def test_the_modules_import_each_other_without_a_circle():
+    graph = _import_graph()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    circles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                circles.append([*path[path.index(target) :], target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert circles == []
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ from conftest import planned, write_design
 
 from gpucluster import load_design, plan_design
 from gpucluster.plan.model import RULE_PREFIX
+from gpucluster.plan.queries import links_on
 
 RULE = RULE_PREFIX + "link-ends-compatible"
 XDR_DESIGN = (
@@ -33,7 +34,7 @@ def test_the_xdr_ufm_appliance_links_to_a_q3400_at_xdr(tmp_path):
     assert plan.facts["incompatible_links"] == []
     managers = [d for d in plan.devices_with("fabric-manager") if (d.network or "compute") == "compute"]
     assert {d.part for d in managers} == {"ufm-enterprise-xdr"}  # the NDR storage fabric keeps its NDR pair
-    links = [k for k in plan.links_on("compute") if k.a_device in {d.name for d in managers}]
+    links = [k for k in links_on(plan, "compute") if k.a_device in {d.name for d in managers}]
     assert len(links) == 4 and {k.speed_gbps for k in links} == {800}
 
 

@@ -293,35 +293,17 @@ def test_the_cluster_pick_list_holds_every_racks_optics_and_cords_and_adds_up_to
     assert "Pick list" in overview
 
 
-def test_the_racks_process_pool_gives_its_processes_sigterms_default_action(tmp_path, monkeypatch):
-    """The pool that renders the racks is ended with SIGTERM when its work is done. Its processes are forks of the
-    build, whose SIGTERM handler raises to unwind; where that raise was lost (in a finalizer) a pool process blocked
-    for ever on its task queue and the build waited for it (a 16,384-GPU printouts build hung): default action."""
-    import signal
-
+def test_printouts_written_as_rack_batches_side_by_side_are_the_same_bytes_as_in_one_process(tmp_path, monkeypatch):
+    """Side by side the racks' files are jobs of the writers' pool, in batches; the cluster's PDF binds them after."""
     import gpucluster.artifacts.printouts as printouts
 
-    monkeypatch.setitem(_RECORDED, "folder", tmp_path)
-    monkeypatch.setitem(_RECORDED, "render", printouts._render_rack)
-    monkeypatch.setattr(printouts, "PARALLEL_MIN_ENDS", 0)
-    monkeypatch.setattr(printouts, "_render_rack", _render_rack_recording_sigterm)
-    monkeypatch.setattr(printouts.os, "cpu_count", lambda: 2)
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # as the build's handler is installed
-    try:
-        loaded, plan = planned("lab-4-servers")
-        write_artifacts(plan, loaded, tmp_path / "out", only=["printouts"])
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    seen = {path.read_text() for path in tmp_path.glob("*.sigterm")}
-    assert seen == {"True"}
-
-
-_RECORDED: dict = {}  # the folder and the real renderer of the test above (a pool's task must be a module's function)
-
-
-def _render_rack_recording_sigterm(name: str) -> None:
-    import signal
-
-    default = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
-    (_RECORDED["folder"] / f"{name}.sigterm").write_text(str(default))
-    _RECORDED["render"](name)
+    monkeypatch.setattr(printouts, "BATCHED_MIN_CABLES", 0)
+    loaded, plan = planned("lab-4-servers")
+    assert printouts.parts(plan) == ["racks-1", "racks-2", "cluster"]  # two racks: a batch each
+    costs: list = []
+    side = write_artifacts(plan, loaded, tmp_path / "side", only=["printouts"], jobs=2, costs=costs)
+    alone = write_artifacts(plan, loaded, tmp_path / "alone", only=["printouts"], jobs=1)
+    files = sorted(p.relative_to(alone).as_posix() for p in alone.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(side).as_posix() for p in side.rglob("*") if p.is_file())
+    assert all((side / name).read_bytes() == (alone / name).read_bytes() for name in files)
+    assert [cost.name for cost in costs][-1] == "printouts:cluster"

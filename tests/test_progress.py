@@ -67,8 +67,8 @@ def test_a_writer_in_a_worker_reports_its_rows_to_the_main_process(recorder, tmp
     assert ("cabling:csv", len(plan.cables), len(plan.cables), "cables") in recorder.updates
     compute = sum(1 for cable in plan.cables if cable.network == "compute")
     assert ("cabling:compute", compute, compute, "cables") in recorder.updates
-    assert ("plan:records", len(plan.cables), len(plan.cables), "cables") in recorder.updates
-    assert {"cabling:csv", "cabling:compute", "plan:records", "plan:head"} <= set(recorder.stages)
+    assert ("plan", len(plan.cables), len(plan.cables), "cables") in recorder.updates
+    assert {"cabling:csv", "cabling:compute", "plan"} <= set(recorder.stages)
 
 
 def test_the_verify_files_and_the_report_show_their_progress(recorder, tmp_path):
@@ -118,6 +118,5 @@ def test_build_on_a_pipe_shows_no_progress_unless_asked(tmp_path):
     lines = CliRunner().invoke(main, ["build", design, "-o", str(tmp_path), "--only", "plan", "--progress"])
     assert lines.exit_code == 0
     stages = [line.split("] ", 1)[1] for line in lines.stderr.splitlines()]
-    assert stages[0] == "load design" and "cables" in stages and stages[-1] == "plan:head"
-    # plan.json's records start as soon as the physical plan is complete, while the analyses run
-    assert stages.index("cables") < stages.index("plan:records") < stages.index("analyses and design rules")
+    assert stages[0] == "load design" and "cables" in stages and stages[-1] == "plan"
+    assert stages.index("cables") < stages.index("analyses and design rules") < stages.index("plan")

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from gpucluster import load_design, plan_design
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
+from gpucluster.plan.queries import links_on
 
 NVL72 = ("gb200-nvl72", "gb300-nvl72")
 # NVIDIA/k8s-dra-driver-gpu v25.12.0 CRDs, copied from the release (first line of each file names the commit)
@@ -146,7 +147,7 @@ def test_storage_and_in_band_share_one_ethernet_fabric_as_the_gb200_ra_builds_it
     by_tray: dict[str, list[float]] = {}
     down: dict[str, float] = {}
     up: dict[str, float] = {}
-    for k in plan.links_on("storage"):
+    for k in links_on(plan, "storage"):
         if k.tier == 0:
             down[k.b_device] = down.get(k.b_device, 0) + k.speed_gbps
             if k.a_device in trays:
@@ -154,9 +155,9 @@ def test_storage_and_in_band_share_one_ethernet_fabric_as_the_gb200_ra_builds_it
         elif k.tier == 1:
             up[k.a_device] = up.get(k.a_device, 0) + k.speed_gbps
     assert set(by_tray) == trays and all(sorted(v) == tray_ports for v in by_tray.values())
-    hosts = {k.a_device for k in plan.links_on("storage") if k.tier == 0}
+    hosts = {k.a_device for k in links_on(plan, "storage") if k.tier == 0}
     assert {d.name for d in plan.devices_with("management-server")} <= hosts
-    tray_leaves = {k.b_device for k in plan.links_on("storage") if k.tier == 0 and k.a_device in trays}
+    tray_leaves = {k.b_device for k in links_on(plan, "storage") if k.tier == 0 and k.a_device in trays}
     assert all(down[leaf] / up[leaf] == pytest.approx(leaf_ratio, rel=0.03) for leaf in tray_leaves)
 
 
@@ -192,7 +193,7 @@ def _port_use(plan, network="compute"):
     from gpucluster.catalog.ports import device_ports
 
     used: dict[str, int] = {}
-    for link in plan.links_on(network):
+    for link in links_on(plan, network):
         used[link.a_device] = used.get(link.a_device, 0) + 1
         used[link.b_device] = used.get(link.b_device, 0) + 1
     return [
@@ -206,7 +207,7 @@ def _assert_rack_aligned(plan, scalable_units):
     spines and cores use 48 and 64 of their 64 ports; every spine reaches every core when there is one tier above."""
     hosts: dict[str, list] = {}
     ups: dict[str, list] = {}
-    for k in plan.links_on("compute"):
+    for k in links_on(plan, "compute"):
         if k.tier == 0:
             hosts.setdefault(k.b_device, []).append(k)
         else:
@@ -255,7 +256,7 @@ def test_the_gb200_fabric_managers_take_free_leaf_ports_of_su_1_not_a_leaf_of_th
     plan = plan_design(load_design(_nvl72(tmp_path)))
     managers = {d.name for d in plan.devices_with("fabric-manager")}
     assert len(managers) == 2
-    leaves = [k.b_device for k in plan.links_on("compute") if k.a_device in managers]
+    leaves = [k.b_device for k in links_on(plan, "compute") if k.a_device in managers]
     assert len(set(leaves)) == 2 and all(plan.devices[n].su == 1 and plan.devices[n].rail for n in leaves)
 
 
@@ -418,10 +419,10 @@ def test_the_in_rack_switches_carry_the_rack_s_out_of_band_ports(gb200_1su):
     rack = next(r for r in plan.racks.values() if r.rack_system)
     in_rack = {n for n in rack.devices if plan.devices[n].role == "switch"}
     managed = {n for n in rack.devices if n not in in_rack}
-    for link in plan.links_on("oob"):
+    for link in links_on(plan, "oob"):
         if link.a_device in managed:
             assert link.b_device in in_rack
-    ports = {(link.a_device, link.a_port) for link in plan.links_on("oob") if link.a_device in managed}
+    ports = {(link.a_device, link.a_port) for link in links_on(plan, "oob") if link.a_device in managed}
     assert len(ports) == 18 + 9 * 3 + 8  # tray BMCs, switch-tray BMC + eth0 + eth1, shelf controllers
 
 
@@ -726,7 +727,7 @@ def test_slurm_26_05_loads_the_nvl72_blocks_one_per_rack(gb200_1su, current_slur
 
 def test_the_nvlink_backplane_is_counted_and_analysed_but_never_cabled(gb200_1su):
     _loaded, plan = gb200_1su
-    links = plan.links_on("nvlink")
+    links = links_on(plan, "nvlink")
     assert len(links) == 8 * 1296  # 72 GPUs x 18 links per rack
     per_gpu: dict[tuple[str, str], set[str]] = {}
     for link in links:

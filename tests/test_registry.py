@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from conftest import planned
 
@@ -12,6 +14,7 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.cables import add_cables
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
+from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, elevation_fill, tint
 
 
@@ -59,39 +62,39 @@ def test_servers_sharing_an_nvlink_domain_are_one_domain_to_the_schedulers():
 
 def test_plan_queries_agree_with_the_links_they_index():
     _, plan = planned("superpod-h100-1su")
-    queries = plan.queries()
+    found_in = queries(plan)
     rails: dict[str, dict[int, int]] = {}
     for i, link in enumerate(plan.links):
         if link.network == "compute" and link.tier == 0 and link.rail is not None:
             rails.setdefault(link.a_device, {})[link.rail] = i
-    assert queries.rail_links == rails
-    for (network, tier), members in queries.links_by_network_tier.items():
+    assert found_in.rail_links == rails
+    for (network, tier), members in found_in.links_by_network_tier.items():
         assert all(plan.links[i].network == network and plan.links[i].tier == tier for i in members)
-    assert sum(len(m) for m in queries.links_by_network_tier.values()) == len(plan.links)
+    assert sum(len(m) for m in found_in.links_by_network_tier.values()) == len(plan.links)
     server = next(iter(rails))
-    assert set(queries.server_leaves[server]["compute"]) == {plan.links[i].b_device for i in rails[server].values()}
-    assert sorted(n for names in queries.devices_by_rack.values() for n in names) == sorted(
+    assert set(found_in.server_leaves[server]["compute"]) == {plan.links[i].b_device for i in rails[server].values()}
+    assert sorted(n for names in found_in.devices_by_rack.values() for n in names) == sorted(
         d.name for d in plan.devices.values() if d.rack
     )
-    assert plan.queries() is queries and plan.queries(refresh=True) is not queries
+    assert queries(plan) is found_in and queries(dataclasses.replace(plan)) is not found_in  # one per plan object
 
 
 def test_plan_queries_give_each_network_its_links_in_plan_order():
     _, plan = planned("superpod-h100-1su")
-    queries = plan.queries()
+    found_in = queries(plan)
     networks = list(dict.fromkeys(link.network for link in plan.links))
-    assert queries.networks() == networks
+    assert found_in.networks() == networks
     for network in networks:
-        assert queries.links(network) == [link for link in plan.links if link.network == network]
-        assert queries.first_link(network) is next(link for link in plan.links if link.network == network)
+        assert found_in.links(network) == [link for link in plan.links if link.network == network]
+        assert found_in.first_link(network) is next(link for link in plan.links if link.network == network)
         tier0 = [i for i, link in enumerate(plan.links) if link.network == network and link.tier == 0]
-        assert list(queries.link_indexes(network, 0)) == tier0
+        assert list(found_in.link_indexes(network, 0)) == tier0
         leaves: dict[str, set[str]] = {}
         for i in tier0:
             leaves.setdefault(plan.links[i].a_device, set()).add(plan.links[i].b_device)
-        assert queries.host_leaves(network) == leaves and list(queries.host_leaves(network)) == list(leaves)
-    assert queries.links("no-such-network") == [] and queries.first_link("no-such-network") is None
-    by_device = queries.links_by_device
+        assert found_in.host_leaves(network) == leaves and list(found_in.host_leaves(network)) == list(leaves)
+    assert found_in.links("no-such-network") == [] and found_in.first_link("no-such-network") is None
+    by_device = found_in.links_by_device
     server = plan.devices_with("gpu-server")[0].name
     assert list(by_device[server]) == [i for i, k in enumerate(plan.links) if server in (k.a_device, k.b_device)]
 

@@ -22,6 +22,7 @@ from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.drawings import DETAIL_MAX_PER_LEVEL, MAX_BOXES_PER_LEVEL, network_drawing
 from gpucluster.artifacts.floor_plan import floor_plan
 from gpucluster.artifacts.report import for_paper, report_html
+from gpucluster.plan.analysis import graphs
 from gpucluster.plan.model import NETWORKS
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.runtime.profiling import Cost
@@ -197,7 +198,7 @@ def test_report_prepares_its_plan_views_beside_the_other_writers_and_only_its_pa
 def test_small_networks_draw_every_device_and_every_cable_run() -> None:
     _loaded, plan = planned("superpod-h100-1su")
     drawing = network_drawing(plan, "compute")
-    graph = plan.graphs["compute"]
+    graph = graphs(plan)["compute"]
     assert drawing.detailed
     assert len(drawing.boxes) == graph.number_of_nodes() and {b.devices for b in drawing.boxes} == {1}
     assert len(drawing.bundles) == graph.number_of_edges()
@@ -209,7 +210,7 @@ def test_small_networks_draw_every_device_and_every_cable_run() -> None:
 def test_large_networks_draw_counted_groups_that_add_up_to_the_graph(network: str) -> None:
     _loaded, plan = planned("h100-16k-3tier")
     drawing = network_drawing(plan, network)
-    graph = plan.graphs[network]
+    graph = graphs(plan)[network]
     assert not drawing.detailed
     rows: dict[float, int] = {}
     for box in drawing.boxes:

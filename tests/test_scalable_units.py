@@ -13,6 +13,7 @@ from conftest import write_design
 from gpucluster import load_design, plan_design
 from gpucluster.analyse.deviations import deviations
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 
 
 def _plan(tmp_path: Path, servers: int, fabric: str = "") -> Plan:
@@ -30,7 +31,7 @@ def _servers_per_su(plan: Plan) -> dict[int, int]:
 
 
 def _hosts_per_leaf(plan: Plan) -> dict[str, int]:
-    down = Counter(link.b_device for link in plan.links_on("compute") if link.tier == 0)
+    down = Counter(link.b_device for link in links_on(plan, "compute") if link.tier == 0)
     return {leaf.name: down[leaf.name] for leaf in plan.switches("compute", 1)}
 
 
@@ -44,7 +45,7 @@ def test_1000_gpus_as_the_ra_builds_them_end_in_a_partial_fourth_su_with_its_own
     su4 = [leaf for leaf in plan.switches("compute", 1) if leaf.su == 4]
     assert len(su4) == 8 and {_hosts_per_leaf(plan)[leaf.name] for leaf in su4} == {30}
     assert plan.totals.links["compute"] == {"host-leaf": 125 * 8 + 4, "leaf-spine": 1024}  # + 2 UFM x 2 ports
-    ufm_leaves = {link.b_device for link in plan.links_on("compute") if link.a_device.startswith("ufm-")}
+    ufm_leaves = {link.b_device for link in links_on(plan, "compute") if link.a_device.startswith("ufm-")}
     assert {plan.devices[leaf].su for leaf in ufm_leaves} == {1}
 
 
@@ -59,7 +60,7 @@ def test_fabric_managers_on_their_own_leaf_leave_every_su_its_32_servers(tmp_pat
     (fm_leaf,) = [leaf for leaf in leaves if leaf.name == "compute-leaf-fm"]
     assert fm_leaf.su is None and fm_leaf.rail is None
     assert _hosts_per_leaf(plan)["compute-leaf-fm"] == 4  # 2 UFM x 2 NDR200 ports, on two split ports
-    assert sum(1 for link in plan.links_on("compute") if link.a_device == fm_leaf.name and link.tier == 1) == 2
+    assert sum(1 for link in links_on(plan, "compute") if link.a_device == fm_leaf.name and link.tier == 1) == 2
     su4 = [leaf for leaf in leaves if leaf.su == 4]
     assert len(su4) == 8 and {_hosts_per_leaf(plan)[leaf.name] for leaf in su4} == {29}
     assert plan.totals.switches["compute"] == {"leaf": 33, "spine": 32}
@@ -81,7 +82,7 @@ def test_fabric_managers_on_their_own_leaf_cost_one_leaf_where_the_spines_have_f
     assert plan.totals.switches["compute"] == {"leaf": 25, "spine": 16}
     assert not [f for f in plan.findings if "own leaf needs" in f.message]
     assert plan.analysis["compute"]["all_hosts_reach_each_other"]
-    spine_ports = Counter(link.b_device for link in plan.links_on("compute") if link.tier == 1)
+    spine_ports = Counter(link.b_device for link in links_on(plan, "compute") if link.tier == 1)
     assert max(spine_ports.values()) <= 64
 
 

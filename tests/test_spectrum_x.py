@@ -20,6 +20,7 @@ from gpucluster.catalog.schema import Switch
 from gpucluster.errors import DesignError
 from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos, leaf_host_ports
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 
 # DGX SuperPOD B300 (Spectrum-X) RA Table 3, 64 nodes per SU, two planes:
 # SU -> (nodes, leaf, spine, node-leaf, leaf-spine). Leaf and spine count both planes.
@@ -191,7 +192,7 @@ def test_connectx_8_on_spectrum_x_builds_two_planes_each_gpu_one_400g_port_on_ea
     assert mine[:2] == [("OSFP1/1", 1, 1), ("OSFP1/2", 2, 2)]
     for switch in plan.switches("compute"):
         assert switch.plane in (1, 2) and switch.name.startswith(f"compute-p{switch.plane}-")
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier:
             assert plan.devices[link.a_device].plane == plan.devices[link.b_device].plane == link.plane
 
@@ -269,7 +270,7 @@ def test_each_rail_gets_a_secondary_network_with_the_routed_31_its_leaf_is_confi
         if name.endswith(".yaml") and "/" not in name
     }
     leaf_address = {}
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier == 0:
             address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
             leaf_address[(link.a_device, link.rail)] = address
@@ -480,7 +481,7 @@ def test_each_plane_of_each_rail_gets_its_own_pool_device_and_network(tmp_path):
         if name.endswith(".yaml") and "/" not in name
     }
     leaf_address = {}
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier == 0:
             address = next(iter(trees[f"{link.b_device}.yaml"]["interface"][link.b_port]["ip"]["address"]))
             leaf_address[(link.a_device, link.rail, link.plane)] = (address, plan.devices[link.b_device].plane)
@@ -530,7 +531,7 @@ def _leaf_addresses(plan: Plan, files: dict[str, str]) -> dict[tuple[str, str], 
     """(host, host port) -> the /31 address its leaf's NVUE configuration gives the leaf port."""
     trees = {name: yaml.safe_load(text)[0]["set"] for name, text in files.items() if re.fullmatch(r"[^/]+\.yaml", name)}
     found = {}
-    for link in [*plan.links_on("compute"), *plan.links_on("storage")]:
+    for link in [*links_on(plan, "compute"), *links_on(plan, "storage")]:
         if (
             link.tier == 0
             and f"{link.b_device}.yaml" in trees
@@ -576,7 +577,7 @@ def test_a_server_with_named_rail_interfaces_gets_a_netplan_per_host_matching_it
     leaf = _leaf_addresses(plan, files)
     netplans = {n: yaml.safe_load(t) for n, t in files.items() if n.startswith("hosts/netplan/")}
     assert sorted(netplans) == sorted(f"hosts/netplan/{d.name}.yaml" for d in plan.gpu_nodes())
-    for link in plan.links_on("compute"):
+    for link in links_on(plan, "compute"):
         if link.tier:
             continue
         ethernets = netplans[f"hosts/netplan/{link.a_device}.yaml"]["network"]["ethernets"]

@@ -18,6 +18,7 @@ from gpucluster.artifacts.switch_config import (
     switch_files,
 )
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 
 
 def _parsed(plan: Plan) -> dict[str, dict]:
@@ -95,7 +96,7 @@ def test_roce_compute_fabric_is_lossless_with_adaptive_routing_and_routed_host_p
     _, plan = planned("b200-roce-2su")
     trees = _parsed(plan)
     addresses = host_addresses(plan, "compute")
-    host_links = {(link.b_device, link.b_port): link for link in plan.links_on("compute") if link.tier == 0}
+    host_links = {(link.b_device, link.b_port): link for link in links_on(plan, "compute") if link.tier == 0}
     for switch in plan.switches("compute"):
         tree = trees[switch.name]
         assert tree["qos"]["roce"] == {"enable": True, "mode": "lossless"}
@@ -137,7 +138,7 @@ def test_inband_hosts_get_one_evpn_multihomed_segment_on_both_leaves():
 def test_the_management_port_names_the_out_of_band_switch_port_it_is_cabled_to():
     _, plan = planned("b200-roce-2su")
     trees = _parsed(plan)
-    for link in plan.links_on("oob"):
+    for link in links_on(plan, "oob"):
         if link.a_device in trees:
             eth0 = trees[link.a_device]["interface"][link.a_port]
             assert eth0["description"] == f"oob {link.b_device} {link.b_port}"

@@ -24,6 +24,7 @@ from gpucluster.cli import main
 from gpucluster.errors import DesignError
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 from gpucluster.verify.check import verify
 from gpucluster.verify.discovery import MAX_DISCOVERY_BYTES
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
@@ -65,7 +66,7 @@ def test_clean_simulated_fabric_matches_the_plan(tmp_path):
     assert result.network == "compute"
     # every compute link; the UFM pair's four on split ports only to the switch (how a switch numbers a split port's
     # halves is not in NVIDIA's documents), and the summary says so
-    assert result.checked_links == result.planned_links == len(plan.links_on("compute"))
+    assert result.checked_links == result.planned_links == len(links_on(plan, "compute"))
     assert result.findings == []
     assert result.unknown_nodes == []
     assert sorted(p.a.device for p in result.split_unchecked) == ["ufm-01", "ufm-01", "ufm-02", "ufm-02"]
@@ -174,7 +175,7 @@ def test_four_su_fabric_fits_ibsim_and_matches(tmp_path):
     _loaded, plan = planned("superpod-h200-4su")
     found = discover(one_generation(expected_net(plan, "compute"), DOWN), tmp_path / "sim")
     (result,) = verify(plan, [_write(tmp_path, "found.txt", one_generation(found, UP))], [])
-    assert result.findings == [] and result.checked_links == len(plan.links_on("compute"))
+    assert result.findings == [] and result.checked_links == len(links_on(plan, "compute"))
     assert len(result.split_unchecked) == 4
 
 
@@ -350,7 +351,7 @@ def test_clean_lldp_matches_the_plan(tmp_path, h100_1su, json0):
     results = verify(plan, [], [folder])
     assert [r.network for r in results] == ["inband", "oob"]
     assert _findings(results) == []
-    assert results[0].checked_links == len(plan.links_on("inband"))
+    assert results[0].checked_links == len(links_on(plan, "inband"))
 
 
 def test_single_neighbour_object_quirk_is_read(tmp_path, h100_1su):
@@ -581,7 +582,7 @@ def test_ibsim_port_options_enable_exactly_the_planned_width_and_rate(rate, opti
 def test_every_port_line_of_the_expected_net_carries_its_rate_as_ibsim_options():
     _loaded, plan = planned("superpod-h100-1su")
     ports = [line for line in expected_net(plan, "compute").splitlines() if line.startswith("[")]
-    assert len(ports) == 2 * len(plan.links_on("compute"))
+    assert len(ports) == 2 * len(links_on(plan, "compute"))
     assert all(f"]\t{ibsim_port_options(line.rsplit(' ', 1)[1])}\t#" in line for line in ports)
     assert Counter(line.rsplit(" ", 1)[1] for line in ports) == {"4xNDR": 1008, "2xNDR": 8}
 

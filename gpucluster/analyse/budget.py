@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from gpucluster.catalog.schema import Cdu, FlowPoint, Pdu, RackSystem
 from gpucluster.design.schema import Site
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import RULE_PREFIX, Finding, Plan
 from gpucluster.plan.power.circuits import RackCircuits, circuit_kind, circuit_kva, circuit_w, rack_circuits
 from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_against_site, cooling_capacity_kw, cooling_needed
@@ -257,15 +258,11 @@ class Budget:
         return self.total.max_w
 
 
+@per_plan
 def kept_power_budget(plan: Plan) -> Budget:
-    """power_budget(plan), made once per plan and kept with its queries (plan/queries.py ``views``) for the writers,
-    which read a planned plan and change nothing: the power writer's jobs and the report's views, one after another in
-    one worker, read it again. A budget to read, not to change."""
-    views = plan.queries().views
-    made = views.get("budget.power")
-    if not isinstance(made, Budget):
-        made = views["budget.power"] = power_budget(plan)
-    return made
+    """power_budget(plan), made once per plan (memo.per_plan) for the writers, which read a planned plan and change
+    nothing: the power writer's jobs and the report's views read it again. A budget to read, not to change."""
+    return power_budget(plan)
 
 
 def power_budget(plan: Plan) -> Budget:

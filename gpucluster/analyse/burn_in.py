@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from operator import attrgetter
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.facts import BurnInFacts
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
 
@@ -166,7 +168,7 @@ def _numbered(test: BurnInTest, stage: int) -> BurnInTest:
 
 def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
     """server -> rail -> index into plan.links of its tier-0 compute link on that rail (plan queries)."""
-    return plan.queries().rail_links
+    return queries(plan).rail_links
 
 
 def burn_in_plan(plan: Plan) -> list[BurnInTest]:
@@ -368,7 +370,7 @@ def cabling_networks(plan: Plan) -> list[str]:
 
 def discovery_port(plan: Plan, network: str) -> tuple[str, str | None]:
     """(GPU server, RDMA device) ibnetdiscover runs from on an InfiniBand network: the first server's port on it."""
-    for link in plan.queries().links(network):
+    for link in queries(plan).links(network):
         if is_gpu_node(plan.devices[link.a_device].role):
             return link.a_device, port_info(plan, link.a_device, link.a_port).os_device
     return "", None
@@ -473,8 +475,8 @@ def _multi_node_tests(
 
 def rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, RailPort]]:
     """server -> rail -> its compute port, HCA, leaf and cable."""
-    queries = plan.queries()
-    links = queries.rail_links
+    found_in = queries(plan)
+    links = found_in.rail_links
     ports: dict[str, dict[int, RailPort]] = {}
     hcas: dict[str, dict[int, str | None]] = {}
     for node in servers:
@@ -482,20 +484,17 @@ def rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, RailPort]]
         if part_id not in hcas:
             hcas[part_id] = {d.rail: d.os_device for d in port_details(plan.part(node), "compute") if d.rail}
         ports[node] = {
-            rail: _rail_port(rail, hcas[part_id].get(rail), plan.links[index], queries.cable_id(index))
+            rail: _rail_port(rail, hcas[part_id].get(rail), plan.links[index], found_in.cable_id(index))
             for rail, index in links.get(node, {}).items()
         }
     return ports
 
 
+@per_plan
 def server_rail_ports(plan: Plan) -> dict[str, dict[int, RailPort]]:
-    """rail_ports of every GPU server, made once per plan and kept with its queries (the burn-in plan and its artifact
-    read it: 131,072 ports at 131,072 GPUs); a table to read, not to change."""
-    views = plan.queries().views
-    made = views.get("burn_in.rail_ports")
-    if made is None:
-        made = views["burn_in.rail_ports"] = rail_ports(plan, sorted(d.name for d in plan.gpu_nodes()))
-    return cast(dict[str, dict[int, RailPort]], made)
+    """rail_ports of every GPU server, made once per plan (memo.per_plan: the burn-in plan and its artifact read it:
+    131,072 ports at 131,072 GPUs); a table to read, not to change."""
+    return rail_ports(plan, sorted(d.name for d in plan.gpu_nodes()))
 
 
 def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> RailPort:

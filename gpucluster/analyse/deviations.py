@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import links_on
 
 RA_SOURCE = "H100 RA (RA-11333-001) Appendix A, Table 7"
 # H100 RA Table 7 (4 SU, 127 nodes): role -> (count, what the RA lists)
@@ -218,8 +219,8 @@ def _xdr_manager_slot(plan: Plan) -> list[Deviation]:
         return []
     managers = [d for d in plan.devices_with("fabric-manager") if (d.network or "compute") == "compute"]
     names = {d.name for d in managers}
-    manager_ports = sum(1 for k in plan.links_on("compute") if k.a_device in names)
-    rails = max((k.rail or 0 for k in plan.links_on("compute") if k.purpose == "gpu"), default=0)
+    manager_ports = sum(1 for k in links_on(plan, "compute") if k.a_device in names)
+    rails = max((k.rail or 0 for k in links_on(plan, "compute") if k.purpose == "gpu"), default=0)
     slots = -(-manager_ports // rails) if rails else 0
     first = sum(1 for d in plan.gpu_nodes() if d.su == 1)
     if not slots or first + slots != s.scalable_unit_servers:  # only where the UFM fills SU 1 up to its size

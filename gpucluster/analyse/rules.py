@@ -31,6 +31,7 @@ from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
 from gpucluster.plan.power.circuits import rack_circuits
 from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
 from gpucluster.plan.power.cords import FeedLoss, feed_loss
+from gpucluster.plan.queries import queries
 from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
@@ -42,13 +43,13 @@ def rule_facts(plan: Plan) -> RuleFacts:
     site = getattr(design, "site", None)
     compute_switches = {d.name: d.part for d in plan.switches("compute")}
     catalog_parts = plan.catalog_parts
-    queries = plan.queries()
-    purposes: Counter[str] = Counter(link.purpose for link in queries.links("compute"))
+    found_in = queries(plan)
+    purposes: Counter[str] = Counter(link.purpose for link in found_in.links("compute"))
     foreign = 0
-    for network in queries.networks():
+    for network in found_in.networks():
         if network == "compute":
             continue
-        for link in queries.links(network):  # most join no compute switch: two lookups each
+        for link in found_in.links(network):  # most join no compute switch: two lookups each
             a, b = link.a_device, link.b_device
             if a in compute_switches and link.a_port not in _mgmt_ports(catalog_parts.get(compute_switches[a])):
                 foreign += 1
@@ -142,8 +143,8 @@ def slow_host_links(plan: Plan) -> list[SlowHostLink]:
     # does not list (PDUs): looked up once per host, not per link
     host_speeds: dict[str, dict[str, float] | None] = {}
     groups: dict[tuple[str, str, float, str, float], SlowHostLink] = {}
-    queries = plan.queries()
-    for link in (link for network in queries.networks() for link in queries.links(network, 0)):
+    found_in = queries(plan)
+    for link in (link for network in found_in.networks() for link in found_in.links(network, 0)):
         by_name = host_speeds.get(link.a_device, _UNSEEN)
         if by_name is _UNSEEN:
             by_name = host_speeds[link.a_device] = _port_speeds(plan, link.a_device, speeds)
@@ -201,9 +202,9 @@ def unsplit_half_speed_links(plan: Plan) -> list[HalfSpeedLink]:
     one record per kind of such link, with a count and one example naming both ends."""
     candidates: list[int] = []
     pools: dict[str, PortPool | None] = {}  # switch part -> its fabric ports when they do not split, else None
-    queries = plan.queries()
-    for network in queries.networks():
-        for index in queries.link_indexes(network, 0):
+    found_in = queries(plan)
+    for network in found_in.networks():
+        for index in found_in.link_indexes(network, 0):
             link = plan.links[index]
             if link.b_half:
                 continue

@@ -15,6 +15,8 @@ from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.design.schema import SlurmPartition
 from gpucluster.errors import DesignError, Problem
+from gpucluster.plan.analysis import graphs
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node
 
@@ -284,16 +286,13 @@ class _Fabric:
     below: dict[int, dict[str, set[str]]]  # tier -> upper switch -> the leaf groups and switches right below it
 
 
+@per_plan
 def _fabric(plan: Plan) -> _Fabric:
-    """The plan's _Fabric, made once per plan (kept with its queries, plan/queries.py): Slurm, Kubernetes, NCCL, the
-    summary and the report each read it, and at 131,072 GPUs it is a pass over half a million edges."""
-    views = plan.queries().views
-    made = views.get("scheduling.fabric")
-    if isinstance(made, _Fabric):
-        return made
+    """The plan's _Fabric, made once per plan (memo.per_plan): Slurm, Kubernetes, NCCL, the summary and the report
+    each read it, and at 131,072 GPUs it is a pass over half a million edges."""
     parents: dict[str, set[str]] = defaultdict(set)
     leaf_nodes: dict[str, set[str]] = defaultdict(set)
-    graph = plan.graphs["compute"]  # the fabric's topology: one edge per pair of devices, with its link tier
+    graph = graphs(plan)["compute"]  # the fabric's topology: one edge per pair of devices, with its link tier
     role = nx.get_node_attributes(graph, "role")
     switch_tier = nx.get_node_attributes(graph, "tier")
     edges: Iterable[tuple[str, str, int | None]] = graph.edges(data="tier")
@@ -312,14 +311,12 @@ def _fabric(plan: Plan) -> _Fabric:
         name = group_of.get(child, child)
         for up in ups:
             below[plan.devices[up].tier or 0][up].add(name)
-    made = _Fabric(
+    return _Fabric(
         {t.tier: t.name for t in plan.tiers if t.network == "compute"},
         dict(leaf_nodes),
         groups,
         {tier: dict(ups) for tier, ups in below.items()},
     )
-    views["scheduling.fabric"] = made
-    return made
 
 
 def fabric_tree(plan: Plan, servers: tuple[str, ...] | list[str]) -> FabricTree:

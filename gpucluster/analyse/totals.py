@@ -6,6 +6,7 @@ from collections import Counter
 
 from gpucluster.plan.fabric import TIER_NAMES
 from gpucluster.plan.model import Plan, Totals
+from gpucluster.plan.queries import queries
 
 
 def tier_name(tier: int) -> str:
@@ -28,7 +29,7 @@ def totals(plan: Plan) -> Totals:
             per = switches[device.network]
             per[tier_name(device.tier)] = per.get(tier_name(device.tier), 0) + 1
     links: dict[str, dict[str, int]] = {n: {} for n in networks}
-    for (network, tier), members in plan.queries().links_by_network_tier.items():
+    for (network, tier), members in queries(plan).links_by_network_tier.items():
         links[network][link_tier_name(tier)] = len(members)
     cables_by_media: Counter[str] = Counter(c.media for c in plan.cables)
     racks_by_purpose: Counter[str] = Counter(r.purpose for r in plan.racks.values())

@@ -16,7 +16,6 @@ from pathlib import Path
 from xlsxwriter.worksheet import Worksheet
 
 from gpucluster.analyse.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for
-from gpucluster.artifacts import share
 from gpucluster.artifacts.tables import (
     DECIMAL_1,
     DECIMAL_2,
@@ -87,7 +86,6 @@ def _fields(priced: bool) -> list[_Field]:
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     bom = bom_for(plan, loaded)
-    share("bom", bom)  # the report shows its totals
     write_csv(bom, folder / "bom.csv")
     write_xlsx(bom, plan, folder / "bom.xlsx")
 

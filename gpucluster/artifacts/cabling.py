@@ -249,7 +249,7 @@ def _workbooks(plan: Plan) -> list[WorkbookPart]:
 
 def parts(plan: Plan) -> list[str]:
     """The schedule's independent files, biggest first: its workbooks and the CSV (the writers run them side by
-    side; see gpucluster/artifacts/_workers.py)."""
+    side; see gpucluster/artifacts/pool.py)."""
     return [*(part.name for part in _workbooks(plan)), "csv"]
 
 

@@ -18,7 +18,6 @@ from markupsafe import Markup
 from gpucluster.analyse.bom import SECTIONS, Bom, bom_for
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import deviations
-from gpucluster.artifacts import shared
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.floor_plan import rack_span_mm
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
@@ -41,8 +40,7 @@ BOM_LINES_LISTED = 3  # the largest lines (by quantity) of each main section
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     """summary.html, then summary.pdf rendered from it."""
-    bom = shared("bom")  # the BOM writer's, when it ran earlier in this process
-    html = summary_html(plan, bom if isinstance(bom, Bom) else bom_for(plan, loaded))
+    html = summary_html(plan, bom_for(plan, loaded))
     (folder / HTML).write_text(html, encoding="utf-8")
     write_pdf(html, folder / PDF)
 
@@ -54,9 +52,7 @@ def paper_size(plan: Plan) -> str:
 
 def summary_html(plan: Plan, bom: Bom) -> str:
     """The decision summary page of a plan, priced by `bom` where its lines carry prices."""
-    budget = shared("power:budget")
-    if not isinstance(budget, Budget):
-        budget = kept_power_budget(plan)
+    budget = kept_power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
     return render(
         "report/summary.html",

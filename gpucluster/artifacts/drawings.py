@@ -20,6 +20,7 @@ import networkx as nx
 
 from gpucluster.analyse.totals import link_tier_name, tier_name
 from gpucluster.formats.templating import render
+from gpucluster.plan.analysis import graphs
 from gpucluster.plan.model import Device, Plan
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, tint
 
@@ -110,7 +111,7 @@ class _Group:
 
 def network_drawing(plan: Plan, network: str) -> Drawing:
     """The tiers of one network from its graph: every device while the levels are small, groups above."""
-    graph = plan.graphs[network]
+    graph = graphs(plan)[network]
     levels: dict[str, int] = {node: _level(plan.devices[node], network) for node in graph.nodes}
     per_level: dict[int, int] = defaultdict(int)
     for level in levels.values():
@@ -288,7 +289,7 @@ def _colour(group: _Group) -> str:
 
 
 def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detailed: bool) -> Drawing:
-    graph = plan.graphs[network]
+    graph = graphs(plan)[network]
     top = max(by_level, default=0)
     widest = max((len(groups) for groups in by_level.values()), default=1)
     slot_min = 26.0 if detailed else 58.0
@@ -452,4 +453,4 @@ def _bundles(graph: nx.Graph[str], anchor: dict[str, tuple[float, float, float]]
 
 def networks_drawn(plan: Plan) -> Iterable[str]:
     """The networks the plan has graphs for, in the order the report shows them."""
-    return [n for n in plan.networks() if n in plan.graphs and plan.graphs[n].number_of_nodes()]
+    return [n for n in plan.networks() if n in graphs(plan) and graphs(plan)[n].number_of_nodes()]

@@ -4,68 +4,25 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.plan.model import Cable, Device, Link, Plan, RackPlan, Tier
+from gpucluster.plan.queries import queries
 from gpucluster.runtime.progress import track
 
 SCHEMA_VERSION = 1
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
-# With writers side by side plan.json is written in two parts: the records (racks, devices, links, cables: most of
-# the file, from the physical plan alone, so they may start while planning goes on: artifacts EARLY) into a file of
-# their own, then the head (settings, totals, analyses, findings) followed by those records.
-PART_NEEDS = {"head": ("records",)}
-_RECORDS = ".plan.json.records"
-
-
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     with open(folder / "plan.json", "wb") as out:
         for chunk in plan_chunks(plan, loaded):
             out.write(chunk)
-
-
-def parts(plan: Plan) -> list[str]:
-    return ["records", "head"]
-
-
-def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
-    records = folder / _RECORDS
-    if part == "records":
-        with open(records, "wb") as out:
-            for chunk in record_chunks(plan):
-                out.write(chunk)
-        return
-    with open(folder / "plan.json", "wb") as out:
-        for chunk in head_chunks(plan, loaded):
-            out.write(chunk)
-        _append(records, out)
-    records.unlink()
-
-
-def _append(source: Path, out: BinaryIO) -> None:
-    """Append a file's bytes to `out`, copied by the kernel (os.copy_file_range) where it can."""
-    out.flush()
-    with open(source, "rb") as tail:
-        size, done = os.fstat(tail.fileno()).st_size, 0
-        try:
-            while done < size:
-                copied = os.copy_file_range(tail.fileno(), out.fileno(), size - done, done)
-                if not copied:
-                    break
-                done += copied
-        except (AttributeError, OSError):  # not on this system or between these files: Python copies the rest
-            pass
-        tail.seek(done)
-        shutil.copyfileobj(tail, out, 1 << 20)
 
 
 def plan_document(plan: Plan, loaded: LoadedDesign) -> dict[str, Any]:
@@ -105,7 +62,7 @@ def record_chunks(plan: Plan) -> Iterator[bytes]:
     yield b",\n"
     yield from _records("devices", (_device(d) for d in track(plan.devices.values(), len(plan.devices), "devices")))
     yield b",\n"
-    positions, cables = plan.queries().link_cables, plan.cables  # link -> its cable's position (-1: none)
+    positions, cables = queries(plan).link_cables, plan.cables  # link -> its cable's position (-1: none)
     links = track(enumerate(plan.links), len(plan.links), "links")
     yield from _records(
         "links", (_link(i, link, cables[positions[i]].id if positions[i] >= 0 else None) for i, link in links)

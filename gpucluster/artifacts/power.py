@@ -3,7 +3,6 @@ rack loads against their limits (power-racks.png and .svg)."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -18,7 +17,6 @@ from matplotlib.typing import RcKeyType
 
 from gpucluster.analyse import budget as b
 from gpucluster.analyse.budget import Budget, kept_power_budget
-from gpucluster.artifacts import share
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
@@ -60,9 +58,6 @@ def _write(budget: Budget, folder: Path, part: str) -> None:
     if part == "workbook":
         write_workbook(budget, folder / "power.xlsx")
     else:
-        # the report's views (report:prepare, which starts later) read the budget's racks, groups and totals, not its
-        # device rows: shared, the budget is not computed again there
-        share("power:budget", dataclasses.replace(budget, devices=[]))
         write_chart(budget, folder)
         (folder / "power-cooling.md").write_text(render("power-cooling.md.j2", **_context(budget)), encoding="utf-8")
 

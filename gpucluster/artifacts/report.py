@@ -26,7 +26,6 @@ from gpucluster.analyse.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import Assumption, Deviation, assumptions, deviations
 from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
-from gpucluster.artifacts import share, shared
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
 from gpucluster.artifacts.decision import paper_size
@@ -58,7 +57,6 @@ FOLDER_FILES_LISTED = 24  # a folder with more files is listed as one row
 RACK_ELEVATIONS = f"{CABLING_FOLDER}/racks"  # each rack's front and rear elevations, drawn by the printouts writer
 
 
-PREPARED = "report:plan-views"  # the key its prepare() shares its views of the plan under (artifacts.share)
 PAGE_TEMPLATES = ("report/report.html", "report/style.css")
 
 # The page's templates compiled with this module: the writers side by side import a writer's module in the main process
@@ -67,24 +65,19 @@ for _template in PAGE_TEMPLATES:
     environment().get_template(_template)
 
 
-def prepare(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    """The report's work that reads no other file (figures, drawings, floor plan, tables), done side by side with
-    the other writers (artifacts.RUNS_LAST runs this first): its views of the plan are shared for `write`, which then
-    only reads the other files, fills the page and renders the PDF."""
-    share(PREPARED, plan_views(plan))
+def prepare(plan: Plan, loaded: LoadedDesign) -> tuple[dict[str, Any], Bom]:
+    """The report's work that reads no other file (figures, drawings, floor plan, tables, the priced BOM), done side
+    by side with the other writers (artifacts.PREPARED): `write` is handed it and then only reads the other files,
+    fills the page and renders the PDF."""
+    return plan_views(plan), bom_for(plan, loaded)
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: Plan, loaded: LoadedDesign, folder: Path, prepared: tuple[dict[str, Any], Bom] | None = None) -> None:
     """report.html, then report.pdf; the progress display counts the steps (figures and HTML, PDF layout, drawing)."""
     say = progress.current()
     say.update(0, 3, "steps")
-    views = shared(PREPARED)  # prepare()'s, when it ran earlier in this build
-    bom = shared("bom")  # the BOM writer's, when it ran earlier in this build: counting it is seconds at scale
-    html = _page(
-        folder,
-        views if isinstance(views, dict) else plan_views(plan),
-        bom if isinstance(bom, Bom) else bom_for(plan, loaded),
-    )
+    views, bom = prepared or prepare(plan, loaded)
+    html = _page(folder, views, bom)
     (folder / HTML).write_text(html, encoding="utf-8")
     say.update(1, 3, "steps")
     write_pdf(for_paper(html), folder / PDF, laid_out=lambda: say.update(2, 3, "steps"))
@@ -111,10 +104,7 @@ def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
 
 def plan_views(plan: Plan) -> dict[str, Any]:
     """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
-    # the power writer's, when it ran in this process or before this one was forked (shared without its devices)
-    budget = shared("power:budget")
-    if not isinstance(budget, Budget):
-        budget = kept_power_budget(plan)
+    budget = kept_power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
     return {
         "name": plan.name,

@@ -49,6 +49,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
 from gpucluster.formats.yamlout import dump
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.queries import queries
 from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
 CUMULUS_VERSION = "5.14"  # the release the NVIDIA Mission Control N-S guide deploys on SN5600 (NS_GUIDE)
@@ -306,10 +307,10 @@ def switch_asn(switch: Device, leaf_number: int) -> int:
 
 def _switch_ports(plan: Plan, names: set[str]) -> dict[str, list[_Port]]:
     """Switch -> its ports on its own network, in link order (each network's links from the plan queries)."""
-    links, devices, queries = plan.links, plan.devices, plan.queries()
+    links, devices, found_in = plan.links, plan.devices, queries(plan)
     ports: dict[str, list[_Port]] = defaultdict(list)
     for network in sorted({devices[name].network or "" for name in names}):
-        for index in queries.link_indexes(network):
+        for index in found_in.link_indexes(network):
             link = links[index]
             if link.a_device in names and devices[link.a_device].network == network:
                 ports[link.a_device].append(
@@ -326,7 +327,7 @@ def _management_ports(plan: Plan) -> dict[str, tuple[str, str, str]]:
     """Switch -> (its management port, the out-of-band switch and port it is cabled to)."""
     return {
         link.a_device: (link.a_port, link.b_device, link.b_port)
-        for link in plan.queries().links("oob", 0)
+        for link in queries(plan).links("oob", 0)
         if plan.devices[link.a_device].role == "switch"
     }
 
@@ -334,7 +335,7 @@ def _management_ports(plan: Plan) -> dict[str, tuple[str, str, str]]:
 def rail_blocks(plan: Plan, network: str) -> dict[tuple[int, int], ipaddress.IPv4Network]:
     """(plane, rail) -> the block of the network's /31 pool its host links take (0 where there is none): each rail
     of each plane its own subnet, so a pod's rail interface routes its rail's block through its leaf."""
-    keys = sorted({(link.plane or 0, link.rail or 0) for link in plan.queries().links(network, 0)})
+    keys = sorted({(link.plane or 0, link.rail or 0) for link in queries(plan).links(network, 0)})
     pool = P2P_POOLS[network]
     bits = max(0, math.ceil(math.log2(len(keys)))) if keys else 0
     return dict(zip(keys, pool.subnets(prefixlen_diff=bits), strict=False))
@@ -346,7 +347,7 @@ def _p2p_addresses(plan: Plan, network: str) -> dict[int, tuple[str, str]]:
     used: dict[tuple[int, int], int] = defaultdict(int)
     result = {}
     links = plan.links
-    for index in plan.queries().link_indexes(network, 0):
+    for index in queries(plan).link_indexes(network, 0):
         link = links[index]
         key = (link.plane or 0, link.rail or 0)
         block = blocks[key]
@@ -367,7 +368,7 @@ def host_addresses(plan: Plan, network: str) -> dict[tuple[str, str], tuple[str,
 
 def _segment_ids(plan: Plan) -> dict[str, int]:
     """In-band host -> its EVPN-MH local segment ID, one per host and the same on every leaf it reaches."""
-    hosts = sorted(plan.queries().host_leaves("inband"))
+    hosts = sorted(queries(plan).host_leaves("inband"))
     return {host: index for index, host in enumerate(hosts, start=1)}
 
 

@@ -25,6 +25,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render_to
 from gpucluster.plan.labels import Locator
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import queries
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track
 from gpucluster.verify.expected import (
@@ -272,12 +273,12 @@ def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[Planned
 
 def _infiniband_planned(plan: Plan, network: str) -> Iterator[PlannedLink]:
     """_infiniband_links of one network, as a stream (with its progress)."""
-    total = sum(len(plan.queries().link_indexes(network, tier)) for tier in _tiers(plan, network))
+    total = sum(len(queries(plan).link_indexes(network, tier)) for tier in _tiers(plan, network))
     return (p for p in track(planned_links(plan, network), total, "links") if p.lane)
 
 
 def _tiers(plan: Plan, network: str) -> set[int]:
-    return {tier for name, tier in plan.queries().links_by_network_tier if name == network}
+    return {tier for name, tier in queries(plan).links_by_network_tier if name == network}
 
 
 def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None) -> str:

@@ -21,7 +21,8 @@ import hostlist
 
 from gpucluster.analyse.budget import power_budget
 from gpucluster.analyse.totals import link_tier_name
-from gpucluster.artifacts import ARTIFACTS, RUNS_LAST, write_artifacts
+from gpucluster.artifacts import ARTIFACTS, write_artifacts
+from gpucluster.artifacts.registry import RUNS_LAST
 from gpucluster.design.load import LoadedDesign
 from gpucluster.growth.diff import PlanDiff, diff_plans
 from gpucluster.plan.model import NETWORKS, Link, Plan

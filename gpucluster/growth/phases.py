@@ -20,6 +20,7 @@ import orjson
 from gpucluster.artifacts.cabling import cable_rows
 from gpucluster.plan.lock import LOCK_SCHEMA, Lock, link_key, locked_key
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import queries
 
 
 def lock_records(plan: Plan) -> dict[str, Iterator[Mapping[str, object]]]:
@@ -44,7 +45,7 @@ def lock_records(plan: Plan) -> dict[str, Iterator[Mapping[str, object]]]:
         {"name": d.name, "part": d.part, "rack": d.rack, "u": d.u_position}
         for d in sorted(plan.devices.values(), key=attrgetter("name"))
     )
-    links, queries = plan.links, plan.queries()
+    links, found_in = plan.links, queries(plan)
     by_ends = sorted(
         range(len(links)),
         key=lambda i: (links[i].network, links[i].a_device, links[i].a_port, links[i].b_device, links[i].b_port),
@@ -54,7 +55,7 @@ def lock_records(plan: Plan) -> dict[str, Iterator[Mapping[str, object]]]:
             "network": link.network,
             "a": [link.a_device, link.a_port],
             "b": [link.b_device, link.b_port],
-            "cable": queries.cable_id(i),
+            "cable": found_in.cable_id(i),
         }
         for i in by_ends
         for link in (links[i],)

@@ -12,6 +12,7 @@ from collections import Counter
 import networkx as nx
 
 from gpucluster.plan import registry
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import (
     Hops,
     LeafFailure,
@@ -25,10 +26,13 @@ from gpucluster.plan.model import (
     Tier,
     TierSummary,
 )
+from gpucluster.plan.queries import queries
 
 
-def build_graphs(plan: Plan) -> dict[str, nx.Graph[str]]:
-    """One graph per network: devices as nodes, parallel links merged into one edge with a count."""
+@per_plan
+def graphs(plan: Plan) -> dict[str, nx.Graph[str]]:
+    """One graph per network: devices as nodes, parallel links merged into one edge with a count. Made once per
+    complete plan (memo.per_plan): the analyses, drawings and the schedulers' view read the same graphs."""
     merged: dict[str, dict[tuple[str, str], list[float]]] = {network: {} for network in plan.networks()}
     # a switch that forwards another network's traffic (the in-band top tier taking the out-of-band uplinks, as the
     # RA cables them) is the upper end of that network's switch-to-switch links: a switch of it too
@@ -49,7 +53,7 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph[str]]:
                 edge[2] = tier
         if tier >= 1:
             carriers[link.network].add(b)
-    graphs = {}
+    built = {}
     for network, edges in merged.items():
         graph: nx.Graph[str] = nx.Graph(network=network)
         graph.add_edges_from(
@@ -63,8 +67,8 @@ def build_graphs(plan: Plan) -> dict[str, nx.Graph[str]]:
             data["role"] = "managed-switch" if device.role == "switch" and foreign else device.role
             data["tier"] = device.tier
             data["plane"] = device.plane if not foreign else None
-        graphs[network] = graph
-    return graphs
+        built[network] = graph
+    return built
 
 
 def _switch_graph(graph: nx.Graph[str]) -> nx.Graph[str]:
@@ -86,7 +90,7 @@ def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
     gains what losing a whole plane costs."""
     results: dict[str, NetworkAnalysis] = {}
     for network in plan.networks():
-        graph = plan.graphs[network]
+        graph = graphs(plan)[network]
         tiers = [t for t in plan.tiers if t.network == network]
         if graph.number_of_nodes() == 0:
             continue
@@ -162,7 +166,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph[str], planes: list[int]) -> Plane
     B300 RA: "continue to operate on 1/2 of the original bandwidth" with two planes)."""
     lost = planes[0]
     hosts = {n for n, role in graph.nodes(data="role") if registry.is_gpu_node(str(role))}
-    ports = plan.queries().links(graph.graph["network"], 0)
+    ports = queries(plan).links(graph.graph["network"], 0)
     on_lost = [link for link in ports if link.plane == lost]
     keeping = {link.a_device for link in ports if link.plane != lost}
     return {
@@ -175,7 +179,7 @@ def _plane_failure(plan: Plan, graph: nx.Graph[str], planes: list[int]) -> Plane
 
 def _host_leaves(plan: Plan, graph: nx.Graph[str]) -> dict[str, int]:
     """Leaf switch -> host ports it carries."""
-    return dict(plan.queries().host_ports_by_leaf.get(graph.graph["network"], {}))
+    return dict(queries(plan).host_ports_by_leaf.get(graph.graph["network"], {}))
 
 
 def _reachability(switches: nx.Graph[str], host_leaves: dict[str, int]) -> Reachability:
@@ -282,7 +286,7 @@ def _still_connected(switches: nx.Graph[str], failed: str, host_leaves: dict[str
 
 def _leaves_of_hosts(plan: Plan, network: str) -> dict[str, set[str]]:
     """Host -> the leaves its ports on this network land on (plan queries: built once per network)."""
-    return plan.queries().host_leaves(network)
+    return queries(plan).host_leaves(network)
 
 
 def _hosts_cut_off(plan: Plan, network: str, failed: str) -> list[str]:

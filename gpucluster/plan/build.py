@@ -59,18 +59,11 @@ __all__ = ["Progress", "build_physical_plan"]
 Progress = Callable[[str], None]
 
 
-def build_physical_plan(
-    loaded: LoadedDesign, say: Progress, lock: Lock | None = None, linked: Callable[[Plan], None] | None = None
-) -> Plan:
-    """The physical plan of a loaded design: devices, racks, links, cables and device power (complete: no later stage
-    changes them; the graphs are built from it when first used, Plan.graphs). Under a `lock` (plan/lock.py) what the
-    lock holds keeps its place, ports and cable ids. `linked` is called with the plan once its devices, racks and
-    links are complete, before its cables are chosen."""
-    design, catalog = loaded.design, loaded.catalog
-    r = resolve(loaded)
-    catalog = _with_existing_parts(loaded, catalog)
-    plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
-    site = design.site
+def _pdus(loaded: LoadedDesign, catalog: Catalog) -> tuple[Pdu, Pdu]:
+    """The PDU of the racks with GPU servers, from the site's feed (a located error when none takes it), and the PDU
+    of the other racks: the one made for them (the RA's PX3-5747V-V2: many C13 outlets
+    for C14 inlets), else the same."""
+    site = loaded.design.site
     feed = site.power_feed
     pdu = choose_pdu(catalog, feed, site.pdu)
     if pdu is None:
@@ -84,8 +77,23 @@ def build_physical_plan(
                 )
             ]
         )
-    # racks without GPU servers take the PDU made for them (the RA's PX3-5747V-V2: many C13 outlets for C14 inlets)
-    other_pdu = choose_pdu(catalog, feed, site.non_compute_pdu, compute=False) or pdu
+    return pdu, choose_pdu(catalog, feed, site.non_compute_pdu, compute=False) or pdu
+
+
+def build_physical_plan(
+    loaded: LoadedDesign, say: Progress, lock: Lock | None = None, linked: Callable[[Plan], None] | None = None
+) -> Plan:
+    """The physical plan of a loaded design: devices, racks, links, cables and device power (complete: no later stage
+    changes them; the graphs are made from it when first read: graphs). Under a `lock` (plan/lock.py) what the
+    lock holds keeps its place, ports and cable ids. `linked` is called with the plan once its devices, racks and
+    links are complete, before its cables are chosen."""
+    design, catalog = loaded.design, loaded.catalog
+    r = resolve(loaded)
+    catalog = _with_existing_parts(loaded, catalog)
+    plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
+    site = design.site
+    feed = site.power_feed
+    pdu, other_pdu = _pdus(loaded, catalog)
     plan.settings.pdu = pdu.id
     plan.settings.non_compute_pdu = other_pdu.id
 

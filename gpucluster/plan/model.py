@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar
 
-import networkx as nx
-
 from gpucluster.catalog.schema import AnyPart
 from gpucluster.design.schema import Compute, Design
 from gpucluster.plan.facts import CheckpointFacts, RuleFacts
@@ -20,7 +18,6 @@ from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, is_gpu_
 if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
     from gpucluster.analyse.burn_in import BurnInTest
     from gpucluster.plan.power.draw import DevicePower
-    from gpucluster.plan.queries import PlanQueries
 
 PartT = TypeVar("PartT")
 
@@ -414,7 +411,7 @@ class Totals:
         return asdict(self)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Plan:
     """The whole physical plan of one design."""
 
@@ -435,35 +432,6 @@ class Plan:
     device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
     # the burn-in tests in the order to run them (gpucluster/analyse/burn_in.py), computed once with the plan
     burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
-    _queries: PlanQueries | None = field(default=None, init=False, repr=False, compare=False)  # not copied by replace()
-    _graphs: dict[str, nx.Graph[str]] | None = field(default=None, init=False, repr=False, compare=False)
-
-    @property
-    def graphs(self) -> dict[str, nx.Graph[str]]:
-        """One networkx graph per network (plan/analysis.py build_graphs: devices as nodes, parallel links merged into
-        one edge with a count), built on first use from the complete plan and kept. Planning reads none itself (its
-        graph analyses may run in a process of their own, which builds its own)."""
-        if self._graphs is None:
-            from gpucluster.plan.analysis import build_graphs
-
-            self._graphs = build_graphs(self)
-        return self._graphs
-
-    @graphs.setter
-    def graphs(self, graphs: dict[str, nx.Graph[str]]) -> None:
-        self._graphs = graphs
-
-    def graphs_built(self) -> bool:
-        """Whether the graphs have been built (or set)."""
-        return self._graphs is not None
-
-    def queries(self, refresh: bool = False) -> PlanQueries:
-        """The plan's link and device indexes (plan/queries.py), built once: views look things up there."""
-        if self._queries is None or refresh:
-            from gpucluster.plan.queries import PlanQueries
-
-            self._queries = PlanQueries(self)
-        return self._queries
 
     @classmethod
     def scratch(cls, name: str) -> Plan:
@@ -517,7 +485,3 @@ class Plan:
         """The plan's networks in registry order: those every design has, and any other that has links."""
         used = {link.network for link in self.links}
         return [name for name in NETWORKS if NETWORK_INFO[name].every_design or name in used]
-
-    def links_on(self, network: str) -> list[Link]:
-        """A network's links in plan order (from the plan queries: build the plan's links first)."""
-        return self.queries().links(network)

@@ -1,8 +1,7 @@
 """Plan queries built once: the indexes views look links and devices up by, instead of each view looping over
 ``plan.links`` again. Each index is built on first use (a 131,072-GPU plan has millions of links, and most builds
-need only some of them) and kept on the plan (``Plan.queries()``); a plan changed after that builds new ones with
-``Plan.queries(refresh=True)``. Link indexes are kept as compact arrays of positions in ``plan.links`` (a list of
-Python ints would cost 28 bytes a link more).
+need only some of them) and kept while the plan lives (``queries(plan)``, memo.per_plan). Link indexes are kept as
+compact arrays of positions in ``plan.links`` (a list of Python ints would cost 28 bytes a link more).
 
 The physical plan must be complete before the first query (plan/build.py never asks one): the derived models
 (analyses, burn-in, checkpoint model), the design rules and the views do.
@@ -18,6 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gpucluster.plan.memo import per_plan
+
 if TYPE_CHECKING:
     from gpucluster.plan.model import Link, Plan
 
@@ -32,9 +33,6 @@ class PlanQueries:
     def __init__(self, plan: Plan) -> None:
         self._plan = plan
         self._host_leaves: dict[str, dict[str, set[str]]] = {}
-        # derived views several writers read (the scheduling module's compute fabric), each made once by its module
-        # under a key of its own: kept here, so a plan changed after that (refresh=True) makes them again
-        self.views: dict[str, object] = {}
 
     @cached_property
     def links_by_network_tier(self) -> dict[tuple[str, int], array[int]]:
@@ -178,3 +176,14 @@ class PlanQueries:
             if device.su is not None:
                 index.setdefault(device.su, []).append(device.name)
         return index
+
+
+@per_plan
+def queries(plan: Plan) -> PlanQueries:
+    """The plan's link and device indexes, made once per complete plan: views look things up there."""
+    return PlanQueries(plan)
+
+
+def links_on(plan: Plan, network: str) -> list[Link]:
+    """A network's links in plan order."""
+    return queries(plan).links(network)

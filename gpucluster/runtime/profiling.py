@@ -110,19 +110,6 @@ class Stopwatch:
             self._name = ""
 
 
-# Processes a planning stage forks beside the main one (pipeline's graph analyses), counted in the sampled total while
-# they live: they are not writers, so the writers' pool does not know them.
-_SIDE_PROCESSES: set[int] = set()
-
-
-def side_process_started(pid: int) -> None:
-    _SIDE_PROCESSES.add(pid)
-
-
-def side_process_ended(pid: int) -> None:
-    _SIDE_PROCESSES.discard(pid)
-
-
 class PeakSampler:
     """The peak of the build's summed proportional set size, sampled when asked at most every 5 s (and when planning
     ends). Off unless enabled (for --profile): the kernel walks every page table to sum it, which
@@ -139,7 +126,7 @@ class PeakSampler:
         now = time.monotonic()
         if force or now - self._last >= self.interval_s:
             self._last = now
-            self.peak_mib = max(self.peak_mib, pss_mib([os.getpid(), *workers, *_SIDE_PROCESSES]))
+            self.peak_mib = max(self.peak_mib, pss_mib([os.getpid(), *workers]))
 
 
 def profile_lines(costs: list[Cost], wall_s: float, peak_total_mib: float, jobs: int) -> list[str]:

@@ -5,7 +5,7 @@ Planning stages and writers announce themselves by calling the reporter with the
 their items in :func:`track`, which reports to the reporter of the current process. The command line
 installs a reporter that draws rich progress bars (count, rate, time left) when stderr is a terminal,
 prints one line per stage when asked to on a pipe, and nothing otherwise; a writer running in a worker
-process reports through a pipe to the parent, which draws for it (gpucluster/artifacts/_workers.py).
+process reports through a pipe to the parent, which draws for it (gpucluster/artifacts/pool.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from gpucluster.catalog.schema import GpuServer, RackMounted, StorageBlock
 from gpucluster.design.schema import Workload
 from gpucluster.plan.facts import CheckpointFacts, TrainingFacts
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.training import reliability as rel
 from gpucluster.training.model import (
@@ -501,8 +502,8 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
     server_leaves: set[str] = set()
     storage_leaves: set[str] = set()
     block_gbps = 0.0
-    queries = plan.queries()
-    for link in queries.links("storage", 0):
+    found_in = queries(plan)
+    for link in found_in.links("storage", 0):
         host, leaf = (link.a_device, link.b_device)
         role = roles.setdefault(host, plan.devices[host].role)
         if is_gpu_node(role) and host not in spares:
@@ -511,7 +512,7 @@ def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
             storage_leaves.add(leaf)
             block_gbps += link.speed_gbps
     uplinks: dict[str, float] = defaultdict(float)
-    for link in queries.links("storage", 1):
+    for link in found_in.links("storage", 1):
         uplinks[link.a_device] += link.speed_gbps
     limits = [block_gbps]
     if server_leaves - storage_leaves and storage_leaves - server_leaves and uplinks:
@@ -529,8 +530,8 @@ def _staging_paths(
         return None, None
     block = plan.catalog_part(str(block_id), StorageBlock)
     count = int(plan.settings.object_storage_blocks)
-    queries = plan.queries()
-    host_links = (link for network in queries.networks() for link in queries.links(network, 0))
+    found_in = queries(plan)
+    host_links = (link for network in found_in.networks() for link in found_in.links(network, 0))
     ports = sum(link.speed_gbps for link in host_links if plan.devices[link.a_device].role == "object-storage") / 8
     server_part = plan.catalog_part(plan.settings.server, GpuServer)
     servers = sum(1 for d in plan.gpu_nodes() if not d.spare)

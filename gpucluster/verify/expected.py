@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.queries import queries
 
 IB_NODE_DESCRIPTION_BYTES = 64  # NodeDescription is 64 bytes (IBA NodeDescription attribute)
 
@@ -175,8 +176,8 @@ def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
     The ends are named by _ib_node and _lldp_port, with each device's port table and role looked up once per
     device rather than once per port (a 131,072-GPU compute fabric has half a million links), and the named tuples
     made by tuple.__new__ as their _make does (their own __new__ is Python, which took a fifth of the time)."""
-    queries = plan.queries()
-    positions, plan_cables = queries.link_cables, plan.cables
+    found_in = queries(plan)
+    positions, plan_cables = found_in.link_cables, plan.cables
     devices, links = plan.devices, plan.links
     tables: dict[str, tuple[dict[str, PortInfo], bool]] = {}  # device -> (its port table, is a switch)
     new = tuple.__new__
@@ -185,7 +186,7 @@ def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
         found = tables[device] = (_part_ports(plan.part(device)), devices[device].role == "switch")
         return found
 
-    for index in queries.link_indexes(network):
+    for index in found_in.link_indexes(network):
         link = links[index]
         a_device, a_port, b_device, b_port = link.a_device, link.a_port, link.b_device, link.b_port
         a_ports, a_switch = tables.get(a_device) or table(a_device)
@@ -209,11 +210,11 @@ def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
 
 def infiniband_networks(plan: Plan) -> list[str]:
     """The plan's networks whose links are InfiniBand, in plan order."""
-    queries = plan.queries()
-    return [n for n in queries.networks() if (link := queries.first_link(n)) and is_infiniband(plan, link)]
+    found_in = queries(plan)
+    return [n for n in found_in.networks() if (link := found_in.first_link(n)) and is_infiniband(plan, link)]
 
 
 def ethernet_networks(plan: Plan) -> list[str]:
     """The plan's networks whose links are Ethernet, in plan order."""
-    queries = plan.queries()
-    return [n for n in queries.networks() if (link := queries.first_link(n)) and not is_infiniband(plan, link)]
+    found_in = queries(plan)
+    return [n for n in found_in.networks() if (link := found_in.first_link(n)) and not is_infiniband(plan, link)]

@@ -23,6 +23,7 @@ from gpucluster.artifacts.monitoring.targets import (
 )
 from gpucluster.catalog.schema import GpuServer
 from gpucluster.plan.model import Plan
+from gpucluster.plan.queries import queries
 from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
 RULES_FILE = Path(__file__).with_name("alert_rules.yaml")
@@ -89,7 +90,7 @@ def rule_figures(plan: Plan) -> dict[str, str]:
     servers = plan.gpu_nodes()
     first = min(servers, key=lambda d: d.name) if servers else None
     tdp_w = plan.part_as(first.name, GpuServer).gpu.tdp_w if first else 0
-    speed_gbps = min((link.speed_gbps for link in plan.queries().links("compute", 0)), default=0)
+    speed_gbps = min((link.speed_gbps for link in queries(plan).links("compute", 0)), default=0)
     rate = speed_gbps * 1e9 / 8
     roles = gpu_roles_regex(plan)
     return {

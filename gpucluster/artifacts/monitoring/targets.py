@@ -15,6 +15,7 @@ from gpucluster.analyse.burn_in import rail_links
 from gpucluster.artifacts.switch_config import configured_networks
 from gpucluster.catalog.ports import port_details
 from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.queries import links_on
 from gpucluster.plan.registry import is_gpu_node
 
 # dcgm-exporter serves :9400/metrics (NVIDIA/dcgm-exporter README).
@@ -96,7 +97,7 @@ def rack_system_bmcs(plan: Plan) -> list[dict[str, Any]]:
     the alerts read); NVOS and the trays' and shelves' BMCs (Redfish) expose them, as they do the rack's coolant
     and leak sensors."""
     peers: dict[str, dict[str, str]] = {}  # device -> its port -> the switch port it is cabled to
-    for link in plan.links_on("oob"):
+    for link in links_on(plan, "oob"):
         peers.setdefault(link.a_device, {})[link.a_port] = f"{link.b_device}:{link.b_port}"
     result = []
     for rack in sorted(plan.racks.values(), key=lambda r: r.name):

@@ -15,8 +15,6 @@ templates, the PDF drawn with ReportLab (:mod:`.pdf`). This module writes the fi
 from __future__ import annotations
 
 import io
-import multiprocessing
-import os
 from pathlib import Path
 
 from markupsafe import Markup
@@ -35,7 +33,6 @@ from gpucluster.artifacts.printouts.pages import (
 from gpucluster.artifacts.printouts.pdf import overview_pdf, rack_pdf
 from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.design.load import LoadedDesign
-from gpucluster.errors import sigterm_default
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.runtime.progress import track
@@ -44,15 +41,51 @@ PICK_LIST = "pick-list.csv"  # the cluster's pick list, rack by rack (cabling/)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    out = folder / FOLDER
-    (out / "racks").mkdir(parents=True, exist_ok=True)
+    """Every rack's files, then the cluster's (one after another: the rack pages made once)."""
     pages = rack_pages(plan)
+    _write_racks(pages, folder, plan.design.site.paper)
+    _write_cluster(plan, pages, folder)
+
+
+def parts(plan: Plan) -> list[str]:
+    """The racks' files in batches (side by side, each batch a job), then the cluster's files, which bind the racks'
+    PDFs into one."""
+    return [*(f"racks-{batch}" for batch in range(1, len(_batches(plan)) + 1)), "cluster"]
+
+
+def part_needs(plan: Plan, part: str) -> tuple[str, ...]:
+    return tuple(parts(plan)[:-1]) if part == "cluster" else ()
+
+
+def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+    if part == "cluster":
+        _write_cluster(plan, rack_pages(plan), folder)
+    else:
+        racks = _batches(plan)[int(part.removeprefix("racks-")) - 1]
+        _write_racks(rack_pages(plan, set(racks)), folder, plan.design.site.paper)
+
+
+RACK_BATCHES = 4  # jobs the racks' files are split into, on a plan with more than BATCHED_MIN_CABLES cables
+BATCHED_MIN_CABLES = 1000
+
+
+def _batches(plan: Plan) -> list[list[str]]:
+    """The racks in turn among the batches (neighbouring racks hold alike loads, so the batches come out even)."""
+    batches = RACK_BATCHES if len(plan.cables) > BATCHED_MIN_CABLES else 1
+    names = list(plan.racks)
+    return [names[batch::batches] for batch in range(min(batches, len(names)) or 1)]
+
+
+def _write_cluster(plan: Plan, pages: dict[str, RackPage], folder: Path) -> None:
+    """The cluster's pick list, its HTML page and its PDF: an overview, then the racks' own pages (the PDFs the racks'
+    batches wrote), so the two can never differ."""
+    out = folder / FOLDER
     paper = plan.design.site.paper
     picks = pick_list(plan, pages)
     with open(out / PICK_LIST, "w", encoding="utf-8", newline="") as handle:
-        writer = GuardedCsvWriter(handle)
-        writer.writerow(PICK_COLUMNS)
-        writer.writerows(picks)
+        rows = GuardedCsvWriter(handle)
+        rows.writerow(PICK_COLUMNS)
+        rows.writerows(picks)
     (out / "cluster.html").write_text(
         render(
             "cabling-cluster.html.j2",
@@ -66,7 +99,25 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         ),
         encoding="utf-8",
     )
-    _write_racks(plan, pages, out, paper, picks)
+    writer = PdfWriter()
+    writer.append(io.BytesIO(overview_pdf(plan, pages, paper, picks)), outline_item="Overview")
+    for name in pages:
+        writer.append(out / "racks" / f"{name}.pdf", outline_item=f"Rack {name}")
+    writer.add_metadata({"/Title": f"{plan.name} rack cabling", "/Creator": "gpucluster"})
+    writer._ID = None  # no random file identifier: same design, same bytes
+    with open(out / "cluster.pdf", "wb") as handle:
+        writer.write(handle)
+
+
+def _write_racks(pages: dict[str, RackPage], folder: Path, paper: str) -> None:
+    """Each rack's SVG, HTML and PDF."""
+    out = folder / FOLDER / "racks"
+    out.mkdir(parents=True, exist_ok=True)
+    for page in track(pages.values(), len(pages), "racks"):
+        svg = render("rack-elevation.svg.j2", page=page)
+        (out / f"{page.rack.name}.svg").write_text(svg, encoding="utf-8")
+        (out / f"{page.rack.name}.html").write_text(rack_html(page, paper, svg), encoding="utf-8")
+        (out / f"{page.rack.name}.pdf").write_bytes(rack_pdf(page, paper))
 
 
 def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
@@ -78,47 +129,3 @@ def rack_html(page: RackPage, paper: str, elevation_svg: str) -> str:
         columns=CABLE_COLUMNS,
         label_columns=LABEL_COLUMNS,
     )
-
-
-PARALLEL_MIN_ENDS = 2000  # cable ends in all the racks' pages above which the racks are rendered in a process pool
-_JOBS: tuple[dict[str, RackPage], str, Path] | None = None  # handed to forked workers without pickling
-
-
-def _write_racks(
-    plan: Plan, pages: dict[str, RackPage], out: Path, paper: str, picks: list[tuple[str, str, str, str, int]]
-) -> None:
-    """Each rack's SVG, HTML and PDF (in parallel on a large plan), then the cluster PDF: an overview,
-    then the racks' own pages, so the two can never differ."""
-    global _JOBS
-    names = sorted(pages, key=lambda n: -len(pages[n].ends))  # largest first balances the workers
-    workers = min(os.cpu_count() or 1, len(names))
-    total_ends = sum(len(p.ends) for p in pages.values())
-    _JOBS = (pages, paper, out / "racks")
-    try:
-        if workers > 1 and total_ends > PARALLEL_MIN_ENDS and "fork" in multiprocessing.get_all_start_methods():
-            with multiprocessing.get_context("fork").Pool(workers, initializer=sigterm_default) as pool:
-                for _done in track(pool.imap_unordered(_render_rack, names), len(names), "racks"):
-                    pass
-        else:
-            for name in track(names, len(names), "racks"):
-                _render_rack(name)
-    finally:
-        _JOBS = None
-    writer = PdfWriter()
-    writer.append(io.BytesIO(overview_pdf(plan, pages, paper, picks)), outline_item="Overview")
-    for name in pages:
-        writer.append(out / "racks" / f"{name}.pdf", outline_item=f"Rack {name}")
-    writer.add_metadata({"/Title": f"{plan.name} rack cabling", "/Creator": "gpucluster"})
-    writer._ID = None  # no random file identifier: same design, same bytes
-    with open(out / "cluster.pdf", "wb") as handle:
-        writer.write(handle)
-
-
-def _render_rack(name: str) -> None:
-    assert _JOBS is not None
-    pages, paper, folder = _JOBS
-    page = pages[name]
-    svg = render("rack-elevation.svg.j2", page=page)
-    (folder / f"{name}.svg").write_text(svg, encoding="utf-8")
-    (folder / f"{name}.html").write_text(rack_html(page, paper, svg), encoding="utf-8")
-    (folder / f"{name}.pdf").write_bytes(rack_pdf(page, paper))

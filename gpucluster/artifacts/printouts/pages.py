@@ -6,6 +6,7 @@ render alike."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from gpucluster.analyse.bom import cord_model
@@ -150,13 +151,16 @@ def cord_cells(cord: PowerCord) -> tuple[str, ...]:
     return (cord.device, str(cord.psu), cord.feed, cord.pdu, cord.outlet)
 
 
-def rack_pages(plan: Plan) -> dict[str, RackPage]:
-    """The page model of every rack: its elevation and its cable ends in working order."""
+def rack_pages(plan: Plan, racks: Collection[str] | None = None) -> dict[str, RackPage]:
+    """The page model of every rack (or of the `racks` named, in plan order): its elevation and its cable ends in
+    working order."""
     design = plan.design
     locate = Locator(plan)
     parts = plan.catalog_parts
     pages: dict[str, RackPage] = {}
     for rack in plan.racks.values():
+        if racks is not None and rack.name not in racks:
+            continue
         what = rack.purpose + (f", SU {rack.su}" if rack.su else "")
         page = pages[rack.name] = RackPage(rack, f"{design.name} · {design.site.name} · rack {rack.name} ({what})")
         for name in [*rack.devices, *rack.pdus]:
@@ -167,6 +171,9 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
     order = _port_order(plan)
     keyed: dict[str, list[tuple[tuple[int, str, int, str], EndRow]]] = defaultdict(list)  # rack -> (order, row)
     for cable in plan.cables:
+        ends = ((plan.links[i].a_device, plan.links[i].b_device) for i in cable.links)
+        if racks is not None and not any(plan.devices[end].rack in pages for pair in ends for end in pair):
+            continue
         a, bs = cable_connectors(plan, cable)
         part_number = cable.part_number or parts[cable.cable_part].model
         connectors = [(a, bs), *((b, (a,)) for b in bs)]
@@ -189,15 +196,17 @@ def rack_pages(plan: Plan) -> dict[str, RackPage]:
                 JOIN.join(locate.identifier(f) for f in fars),
             )
             key = (-device.u_position, near.device, order[device.part].get(near.ports[0], 1 << 20), near.ports[0])
-            keyed[device.rack].append((key, row))
+            if device.rack in pages:
+                keyed[device.rack].append((key, row))
     for rack_name, rows in keyed.items():
         rows.sort(key=lambda item: item[0])
         pages[rack_name].ends = [row for _, row in rows]
     for cord in power_cords(plan):
-        pages[plan.devices[cord.device].rack].cords.append(cord)
+        if plan.devices[cord.device].rack in pages:
+            pages[plan.devices[cord.device].rack].cords.append(cord)
     picks: dict[tuple[str, str], list[int]] = defaultdict(list)
     for (holder, cage), module in cage_modules(plan).items():
-        if module.transceiver and plan.devices[holder].rack:
+        if module.transceiver and plan.devices[holder].rack in pages:
             picks[(holder, module.part)].append(cage)
     for (holder, optic), cages in picks.items():
         pages[plan.devices[holder].rack].optics.append(

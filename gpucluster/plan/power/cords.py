@@ -9,6 +9,7 @@ from typing import cast
 
 from gpucluster.catalog.schema import Pdu, Psus, RackMounted
 from gpucluster.design.schema import PowerFeed
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import Plan, RackPlan
 from gpucluster.plan.power.circuits import OUTLET_FOR_INLET
 from gpucluster.plan.racks import pdu_feeds
@@ -65,6 +66,7 @@ class _FreeOutlets:
         return free.popleft()[1]
 
 
+@per_plan
 def power_cords(plan: Plan) -> list[PowerCord]:
     """Every PSU's cord to a PDU outlet of its rack, in rack and device order.
 
@@ -73,16 +75,8 @@ def power_cords(plan: Plan) -> list[PowerCord]:
     six PSUs split 2-2-2 over three PDUs and losing any one PDU or feed leaves four. N: the PDUs in turn.
     Each cord takes the outlet type that mates with the inlet (C20 -> C19), else any free outlet, as pdus_needed
     counted them (adapter cord). A PSU for which no outlet is left gets no cord (the outlet design rule reports
-    that rack). Made once per plan and kept with its queries (the design rules, the BOM, NetBox and the printouts read
+    that rack). Made once per plan (memo.per_plan: the design rules, the BOM, NetBox and the printouts read
     it: 150,000 cords at 131,072 GPUs); a list to read, not to change."""
-    views = plan.queries().views
-    made = views.get("power.cords")
-    if made is None:
-        made = views["power.cords"] = _power_cords(plan)
-    return cast(list[PowerCord], made)
-
-
-def _power_cords(plan: Plan) -> list[PowerCord]:
     redundancy = plan.design.site.power_feed.redundancy
     cords: list[PowerCord] = []
     devices, parts = plan.devices, plan.catalog_parts

@@ -1,5 +1,5 @@
-"""Writers started on the physical plan while planning goes on (artifacts EARLY) when planning then stops: an
-interrupt (Ctrl-C) or a failure in a later stage ends them at once, leaves no process behind and writes nothing."""
+"""Writers running in the pool when the build stops in the main process (an interrupt, Ctrl-C, or a failure there):
+they end at once, no process is left behind and nothing is written."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from conftest import DESIGNS
 
 import gpucluster.artifacts as artifacts
-from gpucluster import load_design, pipeline, plan_design
+from gpucluster import load_design, plan_design
 from gpucluster.artifacts import Writing
 
 
@@ -20,8 +20,9 @@ def _slow_writer(plan, loaded, staging):
 
 
 @pytest.mark.parametrize("stop", [KeyboardInterrupt, MemoryError])
-def test_planning_stopped_after_writers_started_ends_them_and_writes_nothing(tmp_path, monkeypatch, stop):
+def test_the_build_stopped_while_writers_run_ends_them_and_writes_nothing(tmp_path, monkeypatch, stop):
     loaded = load_design(DESIGNS / "lab-4-servers.yaml")
+    plan = plan_design(loaded)
     forked: list[int] = []
     real_fork = os.fork
 
@@ -31,20 +32,18 @@ def test_planning_stopped_after_writers_started_ends_them_and_writes_nothing(tmp
             forked.append(pid)
         return pid
 
-    def later_stage(plan):
+    def main_process_work() -> None:  # runs once every job is handed out (the build writes its lock there)
+        time.sleep(0.5)
         raise stop()
 
     monkeypatch.setattr(os, "fork", fork)
     monkeypatch.setitem(artifacts.ARTIFACTS, "nccl", _slow_writer)
-    monkeypatch.setattr(artifacts, "EARLY", ("nccl",))
-    monkeypatch.setattr(artifacts, "LINKED", ())
-    monkeypatch.setattr(pipeline, "totals", later_stage)
     out = tmp_path / "out"
     began = time.monotonic()
     with pytest.raises(stop), Writing(loaded.design.name, out, ["nccl", "summary"], jobs=2) as writing:
-        plan_design(loaded, physical=lambda physical: writing.start_early(physical, loaded))
+        writing.finish(plan, loaded, main_process_work)
     assert time.monotonic() - began < 60  # the sleeping writer was ended, not waited for
-    assert forked, "no writer was started early"
+    assert forked, "no writer process was started"
     for pid in forked:  # each reaped: none left running or as a zombie
         with pytest.raises(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
