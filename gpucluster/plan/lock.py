@@ -541,7 +541,8 @@ def _pdus_for(plan: Plan, rack: RackPlan, locked: list[str]) -> tuple[str, list[
     parts = plan.catalog_parts
     model = plan.settings.pdu if rack.purpose == "compute" else plan.settings.non_compute_pdu
     pdu = parts[model]
-    assert isinstance(pdu, Pdu)
+    if not isinstance(pdu, Pdu):
+        raise ValueError(f"the plan's PDU model {model} is not a PDU of the catalog")
     devices = [plan.devices[n] for n in rack.devices]
     spread = max((pdus_to_keep_psus(parts.get(p)) for p in {d.part for d in devices}), default=1)
     feed = plan.design.site.power_feed
