@@ -114,6 +114,19 @@ def test_every_phase_up_to_the_final_size_only_adds(tmp_path: Path, kind: str) -
     assert _top_switches(locks[0], "compute") == _top_switches(locks[-1], "compute")
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="limit left (docs/growth.md): a phase that ends on an odd server inside an SU leaves its last server's "
+    "in-band 1:2 splitter with one leg, cabled host to switch; the next phase's second leg makes it a two-leg cable "
+    "from the switch cage, with another id and labels (a replaced cable). Keeping the first phase's id and labels "
+    "needs the cable's printed labels kept in the plan (plan/model.py Cable), beyond this change's files",
+)
+def test_growth_by_an_odd_number_of_servers_only_adds(tmp_path: Path) -> None:
+    # 8 DGX H100 and a spare (9 servers, odd) grown by one: the last in-band splitter gets its second leg
+    phases = [{"servers": n, "spare_servers": 1} for n in (8, 9)]
+    _assert_only_additions(_grow(tmp_path, "superpod-h100-1su", 2, phases, {}))
+
+
 SLOW_KINDS = {
     # rack-scale GB200 NVL72: one SU of 8 racks grown to three, the filesystem's throughput stated for the final size
     "rack-scale-gb200": (

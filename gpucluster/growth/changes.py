@@ -36,6 +36,7 @@ Kind = TypeVar("Kind", str, tuple[int, int])  # what _counted counts: a role or 
 MAX_DIFF_LINES = 60  # of a changed text file's unified diff shown in the review
 MAX_DIFF_BYTES = 4_000_000  # larger text files are compared, not diffed (difflib is quadratic at worst)
 MAX_FILE_DIFFS = 40  # changed files whose diff is shown; the others are listed
+MAX_FOLDER_DIFFS = 8  # of them in one top-level folder: a folder of many generated files hides no other's diffs
 MAX_LISTED = 200  # devices, links or racks named one by one before the list is only counted
 _BINARY_SUFFIXES = {".xlsx", ".pdf", ".png", ".svg"}  # drawings: a text diff of their paths says nothing
 
@@ -264,7 +265,7 @@ def compare_folders(old: Path, new: Path) -> FileChanges:
     old_files, new_files = _files(old), _files(new)
     changed = []
     unchanged = 0
-    diffs = 0
+    diffs: Counter[str] = Counter()  # shown diffs per top-level folder ("" for the output folder's own files)
     for path in sorted(old_files | new_files):
         a, b = old / path, new / path
         if path not in new_files:
@@ -276,8 +277,10 @@ def compare_folders(old: Path, new: Path) -> FileChanges:
             if before == after:
                 unchanged += 1
                 continue
-            change = _file_change(path, before, after, show=diffs < MAX_FILE_DIFFS)
-            diffs += bool(change.diff)
+            folder = path.split("/", 1)[0] if "/" in path else ""
+            show = diffs.total() < MAX_FILE_DIFFS and diffs[folder] < MAX_FOLDER_DIFFS
+            change = _file_change(path, before, after, show=show)
+            diffs[folder] += bool(change.diff)
             changed.append(change)
     return FileChanges(changed, unchanged)
 
@@ -294,7 +297,7 @@ def _file_change(path: str, before: bytes, after: bytes, show: bool) -> FileChan
     added = sum(1 for line in diff[2:] if line.startswith("+"))
     removed = sum(1 for line in diff[2:] if line.startswith("-"))
     shown = tuple(_clip(line) for line in diff[:MAX_DIFF_LINES]) if show else ()
-    note = "" if show else f"diffs shown for the first {MAX_FILE_DIFFS} changed files"
+    note = "" if show else f"diffs shown for {MAX_FILE_DIFFS} changed files, {MAX_FOLDER_DIFFS} of a folder at most"
     if show and len(diff) > MAX_DIFF_LINES:
         note = f"first {MAX_DIFF_LINES} of {len(diff):,} diff lines"
     return FileChange(path, "changed", *sizes, diff=shown, lines_added=added, lines_removed=removed, note=note)

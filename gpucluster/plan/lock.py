@@ -18,7 +18,7 @@ import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -30,7 +30,9 @@ from gpucluster.errors import MAX_REPORTED, DesignError, Problem
 from gpucluster.inputs.jsonsource import json_position
 from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
+from gpucluster.plan.power.circuits import pdus_needed, pdus_to_keep_psus
 from gpucluster.plan.rack_scale import is_nvlink_port
+from gpucluster.plan.racks import pdu_suffixes, rack_inlets
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
 LOCK_SCHEMA = "gpucluster-lock/1"
@@ -388,7 +390,7 @@ def place_under_lock(
     _place_kept(plan, lock, kept, locked_device, racks)
     for name in kept:
         racks.load_w[locked_device[name].rack] += power_w(plan.devices[name])
-    renames: dict[str, str] = {}
+    carried: defaultdict[str, list[str]] = defaultdict(list)  # final rack -> the planned PDUs brought to it
     new_rack_of: dict[str, RackPlan] = {}
     for planned in list(plan.racks.values()):
         votes = Counter(locked_device[n].rack for n in planned.devices if n in kept)
@@ -405,13 +407,9 @@ def place_under_lock(
             racks.occupy(rack, device, device.u_position)
             home[rack.name] += 1
         if planned.pdus and home:
-            host = racks.final[min(home, key=lambda r: (-home[r], r))]
-            _move_pdus(planned, host, renames)
-    _rename_devices(plan, renames)
-    for name, device in plan.devices.items():
-        if device.role == "pdu":
-            device.rack = name.rsplit("-pdu-", 1)[0]
+            carried[min(home, key=lambda r: (-home[r], r))] += planned.pdus
     _total_rack_power(plan, racks.final.values(), power_w)
+    _settle_pdus(plan, lock, racks.final, carried)
     plan.racks = {
         r.name: r for r in sorted(racks.final.values(), key=lambda r: (r.row, r.position)) if r.devices or r.pdus
     }
@@ -495,18 +493,100 @@ def _rack_for_new(
     return rack
 
 
-def _move_pdus(planned: RackPlan, host: RackPlan, renames: dict[str, str]) -> None:
-    """A planned rack's PDUs go to the final rack most of its devices went to, named after it (a PDU's name
-    says which rack it feeds); `renames` records each old name."""
-    for pdu in planned.pdus:
-        suffix = pdu.removeprefix(f"{planned.name}-")
-        name = f"{host.name}-{suffix}"
-        n = 1
-        while name in host.pdus:
-            n += 1
-            name = f"{host.name}-{suffix}-{n}"
-        renames[pdu] = name
-        host.pdus.append(name)
+def _settle_pdus(plan: Plan, lock: Lock, final: dict[str, RackPlan], carried: dict[str, list[str]]) -> None:
+    """Every final rack gets the PDUs its whole load needs (counted as the racks were: plan/power/circuits.py),
+    the lock's PDUs of that rack first under their locked names, then new ones named after their feeds. Each is a
+    planned PDU renamed (its out-of-band link comes with it): the ones brought to the rack most of their planned
+    rack's devices went to, then the ones other racks had over; a rack still short takes a new PDU, linked where the
+    lock links it or beside its rack-mates. Planned PDUs no rack needs are dropped with their links."""
+    locked_pdus: defaultdict[str, list[str]] = defaultdict(list)
+    for entry in lock.devices:
+        if entry.name.startswith(f"{entry.rack}-pdu-"):
+            locked_pdus[entry.rack].append(entry.name)
+    renames: dict[str, str] = {}
+    spare: list[str] = []  # planned PDUs their rack does not need, in rack order
+    short: list[tuple[RackPlan, str, str]] = []  # (rack, PDU name, model) still to find a PDU for
+    for rack in sorted(final.values(), key=lambda r: (r.row, r.position)):
+        model, names = _pdus_for(plan, rack, locked_pdus[rack.name])
+        given = carried.get(rack.name, [])
+        for old, new in zip(given, names, strict=False):
+            renames[old] = new
+            plan.devices[old].part = model
+        spare += given[len(names) :]
+        short += [(rack, name, model) for name in names[len(given) :]]
+        rack.pdus = names
+    filled = min(len(short), len(spare))
+    for (_rack, name, model), old in zip(short[:filled], spare[:filled], strict=True):
+        renames[old] = name
+        plan.devices[old].part = model
+    if len(spare) > filled:
+        dropped = set(spare[filled:])
+        plan.links = [link for link in plan.links if link.a_device not in dropped and link.b_device not in dropped]
+        for name in dropped:
+            del plan.devices[name]
+    _rename_devices(plan, renames)
+    for name, device in plan.devices.items():
+        if device.role == "pdu":
+            device.rack = name.rsplit("-pdu-", 1)[0]
+    for rack, name, model in short[filled:]:  # added once the planned PDUs have their final names
+        _add_pdu(plan, lock, rack, name, model)
+
+
+def _pdus_for(plan: Plan, rack: RackPlan, locked: list[str]) -> tuple[str, list[str]]:
+    """The PDU model a final rack takes and the names of the PDUs its load needs: the lock's PDUs of the rack first
+    (in the order their feeds name them), then the feeds' names not yet taken. None in a rack-scale system's rack
+    (power shelves on its busbar)."""
+    if rack.rack_system or not rack.devices:
+        return "", []
+    parts = plan.catalog_parts
+    model = plan.settings.pdu if rack.purpose == "compute" else plan.settings.non_compute_pdu
+    pdu = parts[model]
+    if not isinstance(pdu, Pdu):
+        raise ValueError(f"the plan's PDU model {model} is not a PDU of the catalog")
+    devices = [plan.devices[n] for n in rack.devices]
+    spread = max((pdus_to_keep_psus(parts.get(p)) for p in {d.part for d in devices}), default=1)
+    feed = plan.design.site.power_feed
+    count = pdus_needed(rack.power_max_w, rack_inlets(parts, devices), pdu, feed, spread)
+    by_feed = [f"{rack.name}-pdu-{suffix}" for suffix in pdu_suffixes(count, feed.redundancy)]
+    names = sorted(locked, key=lambda n: (n not in by_feed, by_feed.index(n) if n in by_feed else 0, n))[:count]
+    names += [n for n in by_feed if n not in names][: count - len(names)]
+    return model, names
+
+
+def _add_pdu(plan: Plan, lock: Lock, rack: RackPlan, name: str, model: str) -> None:
+    """A PDU no planned one stands for, with its out-of-band link: on the access switch port the lock links it to,
+    else on a free port of the access switch its rack's devices use (or of another access switch with room)."""
+    template = next((link for link in plan.links if plan.devices[link.a_device].role == "pdu"), None)
+    if template is None:
+        raise ValueError(f"rack {rack.name} needs PDU {name}, and the plan links no PDU to copy its link from")
+    plan.add(Device(name, model, "pdu", rack=rack.name))
+    link = replace(template, a_device=name)
+    plan.links.append(link)
+    entry = next((e for e in lock.links if e.a[0] == name and e.b[0] in plan.devices), None)
+    if entry is not None:
+        link.b_device = entry.b[0]
+        _set_port(plan, link, "b", entry.b[1], force=True)
+        return
+    used: defaultdict[str, set[str]] = defaultdict(set)
+    for other in plan.links:
+        used[other.b_device].add(other.b_port)
+    for e in lock.links:
+        used[e.b[0]].add(e.b[1])
+    near = Counter(
+        other.b_device
+        for other in plan.links
+        if other.network == template.network and plan.devices[other.a_device].rack == rack.name and other.tier == 0
+    )
+    leaves = sorted((d.name for d in plan.switches(template.network, 1)), key=lambda n: (-near[n], n))
+    role = next(r for r, pool in device_ports(plan.part(template.b_device)).items() if template.b_port in pool.names)
+    for switch in leaves:
+        pool = device_ports(plan.part(switch)).get(role)
+        free = [n for n in pool.names if n not in used[switch]] if pool is not None else []
+        if free:
+            link.b_device = switch
+            _set_port(plan, link, "b", free[0], force=True)
+            return
+    raise ValueError(f"no free {role} port left on the {template.network} access switches for PDU {name}")
 
 
 def _total_rack_power(plan: Plan, racks: Iterable[RackPlan], power_w: Callable[[Device], float]) -> None:
