@@ -54,7 +54,10 @@ def summary_lines(plan: Plan) -> list[str]:
         lines.append(f"  object   {object_storage_figures(s)}")
     lines += scheduler_lines(plan)
     racks = ", ".join(f"{n} {k}" for k, n in t.racks_by_purpose.items())
-    per = "trays per rack-scale system" if system else "servers per compute rack"
+    one = s.servers_per_rack == 1
+    per = (
+        f"tray{'' if one else 's'} per rack-scale system" if system else f"server{'' if one else 's'} per compute rack"
+    )
     lines.append(f"  racks    {t.racks} ({racks}), {s.servers_per_rack} {per}")
     lines.append(
         f"  power    IT {t.it_power_max_kw:,.1f} kW maximum, {t.it_power_typical_kw:,.1f} kW typical; "
