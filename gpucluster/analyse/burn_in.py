@@ -10,7 +10,7 @@ node-acceptance checks, NVIDIA DCGM, nccl-tests, gpu-burn) or its derivation fro
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -18,6 +18,7 @@ from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.facts import BurnInFacts
+from gpucluster.plan.facts import BurnInTest as BurnInTest
 from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import Link, Plan
 from gpucluster.plan.queries import queries
@@ -121,27 +122,6 @@ CABLING_SOURCE = (
     "the plan's links, cable labels and node descriptions (gpucluster verify; verify/expected-<network>.net, "
     "verify/node-descriptions.csv): no miswired, swapped, missing, unexpected or degraded link"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class BurnInTest:
-    """One acceptance test with its pass threshold, as the expected-results list holds it."""
-
-    id: str
-    stage: int
-    test: str
-    scope: str
-    subject: str
-    nodes: tuple[str, ...]
-    racks: tuple[str, ...]
-    metric: str
-    comparison: str  # ">=" or "=="
-    threshold: float | str
-    unit: str
-    source: str
-    command: str
-    rail: int | None = None  # link and rail tests: the rail
-    links: tuple[str, ...] = ()  # compute links the test measures: "server port -> leaf port (cable)"
 
 
 class RailPort(NamedTuple):

@@ -1,12 +1,15 @@
-"""The design-rule facts: the plain-data summary of a plan the rules read (rules.py builds it, plan.json "facts"
-holds it, the Pulumi policy pack receives it as the cluster component's properties). Typed here, beside the plan,
-so the rules, the checkpoint model and the burn-in plan that fill it agree on every key.
+"""Plain-data records the plan holds for later stages, typed here below the plan so that plan/model.py names them
+without importing the stages that fill them. The design-rule facts: the summary of a plan the rules read (rules.py
+builds it, plan.json "facts" holds it, the Pulumi policy pack receives it as the cluster component's properties),
+so the rules, the checkpoint model and the burn-in plan that fill it agree on every key; the burn-in tests; each
+device's draw.
 
 A key marked NotRequired is left out rather than set to None where its value is unknown or does not apply: Pulumi
 drops None-valued properties, and a rule reads an absent key as unknown."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal, NotRequired, TypedDict
 
 
@@ -227,3 +230,41 @@ class RuleFacts(TypedDict):
     incompatible_links: list[IncompatibleLink]
     overlong_cables: list[OverlongCable]
     subnet_managers: list[SubnetManagerFacts]
+
+
+# Records of later stages that the plan holds (burn-in tests, each device's draw): typed here, below the plan, so
+# plan/model.py names them without importing the stages that make them.
+
+
+@dataclass(frozen=True, slots=True)
+class BurnInTest:
+    """One acceptance test with its pass threshold, as the expected-results list holds it."""
+
+    id: str
+    stage: int
+    test: str
+    scope: str
+    subject: str
+    nodes: tuple[str, ...]
+    racks: tuple[str, ...]
+    metric: str
+    comparison: str  # ">=" or "=="
+    threshold: float | str
+    unit: str
+    source: str
+    command: str
+    rail: int | None = None  # link and rail tests: the rail
+    links: tuple[str, ...] = ()  # compute links the test measures: "server port -> leaf port (cable)"
+
+
+@dataclass(frozen=True, slots=True)
+class DevicePower:
+    """One device's draw in watts, its optics shown apart."""
+
+    typical_w: float
+    max_w: float
+    catalog_typical_w: float
+    catalog_max_w: float
+    optics_typical_w: float  # modules and active-cable ends in its cages
+    optics_max_w: float
+    optics_in_catalog_max: bool  # the catalog maximum already covers the optics

@@ -8,16 +8,12 @@ backplane links have none). The networkx graphs are derived from the links, one 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar
+from typing import Literal, TypedDict, TypeVar
 
 from gpucluster.catalog.schema import AnyPart
 from gpucluster.design.schema import Compute, Design
-from gpucluster.plan.facts import CheckpointFacts, RuleFacts
+from gpucluster.plan.facts import BurnInTest, CheckpointFacts, DevicePower, RuleFacts
 from gpucluster.plan.registry import NETWORK_INFO, NETWORK_NAMES, ROLES, is_gpu_node
-
-if TYPE_CHECKING:  # later stages' types, for annotations only (they import this module)
-    from gpucluster.analyse.burn_in import BurnInTest
-    from gpucluster.plan.power.draw import DevicePower
 
 PartT = TypeVar("PartT")
 

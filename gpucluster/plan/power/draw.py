@@ -20,20 +20,8 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import Transceiver
 from gpucluster.plan.cables import CAGE_ACCEPTS, cable_ends
+from gpucluster.plan.facts import DevicePower as DevicePower
 from gpucluster.plan.model import Plan, RackPlan
-
-
-@dataclass(frozen=True, slots=True)
-class DevicePower:
-    """One device's draw in watts, its optics shown apart."""
-
-    typical_w: float
-    max_w: float
-    catalog_typical_w: float
-    catalog_max_w: float
-    optics_typical_w: float  # modules and active-cable ends in its cages
-    optics_max_w: float
-    optics_in_catalog_max: bool  # the catalog maximum already covers the optics
 
 
 @dataclass(frozen=True, slots=True)
