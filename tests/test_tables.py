@@ -1,4 +1,4 @@
-"""The table-output layer (gpucluster/artifacts/tables/): the formula guard, CSV through it, and the fast sheets on
+"""The table-output layer (gpucluster/formats/tables/): the formula guard, CSV through it, and the fast sheets on
 XlsxWriter's internals. The workbooks are read back with openpyxl, as a spreadsheet would read them: each fast path
 must give the cells (values, types, formulas, number formats, quote prefixes) that XlsxWriter's public writers give,
 and no text may come back as a formula. An XlsxWriter upgrade that changes the internals fails here."""
@@ -21,7 +21,7 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import RE_LEADING_WHITESPACE, RE_TRAILING_WHITESPACE
 from xlsxwriter.worksheet import Worksheet
 
-from gpucluster.artifacts.tables import (
+from gpucluster.formats.tables import (
     Book,
     FormulaSheet,
     GuardedCsvWriter,

@@ -16,7 +16,8 @@ from pathlib import Path
 from xlsxwriter.worksheet import Worksheet
 
 from gpucluster.analyse.bom import OPTICS_INCLUDED, SECTION_TITLES, SECTIONS, Bom, BomLine, bom_for
-from gpucluster.artifacts.tables import (
+from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import (
     DECIMAL_1,
     DECIMAL_2,
     INTEGER,
@@ -28,8 +29,7 @@ from gpucluster.artifacts.tables import (
     column_range,
     fit_row_height,
 )
-from gpucluster.artifacts.tables import column_letter as _letter
-from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import column_letter as _letter
 from gpucluster.plan.model import Plan
 from gpucluster.plan.power.draw import device_powers
 from gpucluster.plan.racks import loaded_weight_kg

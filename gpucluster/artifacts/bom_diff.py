@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster.analyse.bom import SECTION_TITLES
-from gpucluster.artifacts.tables import DECIMAL_1, DECIMAL_2, INTEGER, PAPER_A3, Book, Column, signed
-from gpucluster.artifacts.tables import column_letter as _letter
+from gpucluster.formats.tables import DECIMAL_1, DECIMAL_2, INTEGER, PAPER_A3, Book, Column, signed
+from gpucluster.formats.tables import column_letter as _letter
 from gpucluster.growth.diff import LineChange, PlanDiff
 
 FIGURE_COLUMNS = [Column("Figure", 30), Column("Old", 14, DECIMAL_1), Column("New", 14, DECIMAL_1)]

@@ -31,8 +31,8 @@ from gpucluster.analyse.burn_in import (
 )
 from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.artifacts.nccl import RENDEZVOUS_PORT
-from gpucluster.artifacts.tables import GuardedCsvWriter, csv_safe
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import GuardedCsvWriter, csv_safe
 from gpucluster.formats.templating import environment, render
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import is_gpu_node

@@ -25,8 +25,8 @@ from operator import itemgetter
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
-from gpucluster.artifacts.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
 from gpucluster.plan.model import NETWORKS, Plan
 from gpucluster.runtime.progress import track

@@ -3,7 +3,7 @@ per figure with each design's value and its delta against the first (gpucluster/
 
 The four files are written into a staging folder that replaces OUT/compare-<names>/ whole once all are written (the
 build's swap, artifacts/output_folder.py), so a failed comparison leaves the previous one as it was. Cells go through
-the table layer's formula guard (artifacts/tables/), the page through the autoescaping templates, the PDF through the
+the table layer's formula guard (formats/tables/), the page through the autoescaping templates, the PDF through the
 review documents' WeasyPrint settings (artifacts/_pdf.py)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from gpucluster.artifacts import output_folder
 from gpucluster.artifacts._pdf import write_pdf
-from gpucluster.artifacts.tables import DECIMAL_1, DECIMAL_2, INTEGER, Book, Column, GuardedCsvWriter, signed
+from gpucluster.formats.tables import DECIMAL_1, DECIMAL_2, INTEGER, Book, Column, GuardedCsvWriter, signed
 from gpucluster.formats.templating import render
 from gpucluster.growth.compare import Comparison, Row, Value
 

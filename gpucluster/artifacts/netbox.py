@@ -29,12 +29,12 @@ from functools import cache
 from itertools import islice
 from pathlib import Path
 
-from gpucluster.artifacts.tables import GuardedCsvWriter, csv_safe
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import AnyPart, Pdu, RackMounted
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats import yamlout
+from gpucluster.formats.tables import GuardedCsvWriter, csv_safe
 from gpucluster.plan.labels import link_label
 from gpucluster.plan.model import Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT

@@ -19,7 +19,7 @@ from xlsxwriter.worksheet import Worksheet
 
 from gpucluster.analyse import budget as b
 from gpucluster.analyse.budget import Budget
-from gpucluster.artifacts.tables import FormulaSheet, cell_writers, new_workbook
+from gpucluster.formats.tables import FormulaSheet, cell_writers, new_workbook
 from gpucluster.runtime.progress import track
 
 _INPUT_ROW0 = 3  # first row (0-based) of the inputs block

@@ -42,10 +42,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.catalog.ports import device_ports, port_details
 from gpucluster.catalog.schema import PortGroup, Switch
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
 from gpucluster.formats.yamlout import dump
 from gpucluster.plan.model import Device, Plan

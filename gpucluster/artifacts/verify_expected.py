@@ -19,9 +19,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.catalog.schema import RackMounted
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render_to
 from gpucluster.plan.labels import Locator
 from gpucluster.plan.model import Plan

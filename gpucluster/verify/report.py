@@ -9,7 +9,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from gpucluster.artifacts.tables import GuardedCsvWriter
+from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
 from gpucluster.verify.compare import COLUMNS, KINDS, Finding, NetworkResult
 

@@ -31,8 +31,8 @@ from gpucluster.artifacts.printouts.pages import (
     rack_pages,
 )
 from gpucluster.artifacts.printouts.pdf import overview_pdf, rack_pdf
-from gpucluster.artifacts.tables import GuardedCsvWriter
 from gpucluster.design.load import LoadedDesign
+from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
 from gpucluster.plan.model import Plan
 from gpucluster.runtime.progress import track

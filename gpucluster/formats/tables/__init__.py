@@ -6,10 +6,10 @@
 - fast_sheets.py: the one module on XlsxWriter's internals (pinned in pyproject.toml), for the largest workbooks.
 """
 
-from gpucluster.artifacts.tables.csv_writer import GuardedCsvWriter
-from gpucluster.artifacts.tables.fast_sheets import CellWriters, FormulaSheet, InlineTextSheet, cell_writers
-from gpucluster.artifacts.tables.guard import FORMULA_TRIGGERS, csv_safe, guarded_row, needs_quote
-from gpucluster.artifacts.tables.workbook import (
+from gpucluster.formats.tables.csv_writer import GuardedCsvWriter
+from gpucluster.formats.tables.fast_sheets import CellWriters, FormulaSheet, InlineTextSheet, cell_writers
+from gpucluster.formats.tables.guard import FORMULA_TRIGGERS, csv_safe, guarded_row, needs_quote
+from gpucluster.formats.tables.workbook import (
     CREATED,
     DECIMAL_1,
     DECIMAL_2,

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 from typing import TextIO
 
-from gpucluster.artifacts.tables.guard import guarded_row, needs_quote
+from gpucluster.formats.tables.guard import guarded_row, needs_quote
 
 
 class GuardedCsvWriter:

@@ -16,7 +16,7 @@ from xlsxwriter.format import Format
 from xlsxwriter.utility import xl_col_to_name, xl_rowcol_to_cell_fast
 from xlsxwriter.worksheet import CellBooleanTuple, CellFormulaTuple, CellNumberTuple, CellStringTuple, Worksheet
 
-from gpucluster.artifacts.tables.guard import needs_quote
+from gpucluster.formats.tables.guard import needs_quote
 
 
 class CellWriters(NamedTuple):

@@ -15,8 +15,8 @@ from xlsxwriter.utility import xl_col_to_name
 from xlsxwriter.workbook import Workbook
 from xlsxwriter.worksheet import Worksheet
 
-from gpucluster.artifacts.tables.fast_sheets import FormulaSheet
-from gpucluster.artifacts.tables.guard import needs_quote
+from gpucluster.formats.tables.fast_sheets import FormulaSheet
+from gpucluster.formats.tables.guard import needs_quote
 
 # Document timestamp: fixed, so a workbook depends on its design only (XlsxWriter already fixes the zip entries'
 # dates to 1980-01-01).
