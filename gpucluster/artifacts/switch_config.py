@@ -225,16 +225,17 @@ def host_rail_table(rails: list[HostRailPort]) -> str:
 
 
 def host_netplans(plan: Plan, rails: list[HostRailPort]) -> dict[str, str]:
-    """hosts/netplan/<host>.yaml for each host whose rail ports all have catalog interface names: each rail
-    interface at its /31, the MTU, and a route to its rail's block through its leaf (the block the pods' per-rail
-    networks route too). Hosts whose interfaces the catalog does not name get the table only."""
+    """hosts/netplan/<host>.yaml for each host with a network whose rail ports all have interface names (the
+    catalog's or the design's compute.rail_interfaces): each rail interface at its /31, the MTU, and a route to its
+    rail's block through its leaf (the block the pods' per-rail networks route too). A network whose interfaces are
+    not named is in the table only."""
+    unnamed = {(rail.host, rail.network) for rail in rails if not rail.interface}
     by_host: dict[str, list[HostRailPort]] = defaultdict(list)
     for rail in rails:
-        by_host[rail.host].append(rail)
+        if (rail.host, rail.network) not in unnamed:
+            by_host[rail.host].append(rail)
     files = {}
     for host, ports in by_host.items():
-        if not all(p.interface for p in ports):
-            continue
         ethernets = {
             p.interface: {
                 "addresses": [p.address],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -19,6 +19,7 @@ from gpucluster.inputs.limits import (
     MAX_FILESYSTEMS,
     MAX_GPUS,
     MAX_LIST_ITEMS,
+    MAX_PORTS_PER_DEVICE,
     MAX_SERVERS,
     MAX_THROUGHPUT_GBYTES_PER_S,
     MIN_CAPACITY_TB,
@@ -27,6 +28,10 @@ from gpucluster.inputs.limits import (
     Text,
     visible_strings,
 )
+
+# A Linux network interface name as netplan and the Network Operator's selectors take it (at most 15 characters)
+InterfaceName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")]
+_PlaneInterfaces = Annotated[list[InterfaceName], Field(min_length=2, max_length=4)]  # one per plane, plane 1 first
 
 
 class _Section(BaseModel):
@@ -161,6 +166,13 @@ class Compute(_Section):
         description="hot spares, racked and cabled; default one per scalable unit where the units have a free slot",
     )
     hostname_prefix: str = Field("gpu", pattern=r"^[a-z][a-z0-9-]{0,15}$")
+    rail_interfaces: list[InterfaceName | _PlaneInterfaces] | None = Field(
+        None,
+        max_length=MAX_PORTS_PER_DEVICE,
+        description="the server's compute interfaces in rail order, as `ip link` shows them on one server, where "
+        "its catalog entry does not name them (OEM servers): hosts' netplan and, on RoCE, the pods' per-rail "
+        "networks need them; on a multi-plane fabric a list per rail, one name per plane",
+    )
 
     @model_validator(mode="after")
     def _gpus_or_servers(self) -> Compute:

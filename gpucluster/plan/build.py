@@ -11,7 +11,8 @@ from functools import cache
 from typing import Any
 
 from gpucluster.catalog.load import Catalog
-from gpucluster.catalog.schema import Pdu, Rack
+from gpucluster.catalog.ports import port_details
+from gpucluster.catalog.schema import AnyPart, GpuServer, Pdu, Rack
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.cables import NoCableFits, add_cables
@@ -89,7 +90,7 @@ def build_physical_plan(
     links are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
-    catalog = _with_existing_parts(loaded, catalog)
+    catalog = _with_existing_parts(loaded, catalog, r.server)
     plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
     site = design.site
     feed = site.power_feed
@@ -108,7 +109,7 @@ def build_physical_plan(
     else:
         add_gpu_servers(plan, r, design.compute.hostname_prefix)
     add_appliances(plan, r)
-    plan.findings += _scalable_unit_warnings(plan, r)
+    plan.findings += _scalable_unit_warnings(plan, r) + _unnamed_rail_interfaces(r)
     say("compute fabric")
     fabric = build_compute_fabric(plan, r, catalog)
     plan.tiers += merge_planes(fabric)
@@ -175,9 +176,12 @@ def build_physical_plan(
     return plan
 
 
-def _with_existing_parts(loaded: LoadedDesign, catalog: Catalog) -> Catalog:
-    """The catalog with the parts the design's existing filesystems' hand-offs stand for (from the design)."""
-    existing = existing_parts(loaded)
+def _with_existing_parts(loaded: LoadedDesign, catalog: Catalog, server: GpuServer) -> Catalog:
+    """The catalog with the parts the design's existing filesystems' hand-offs stand for and the server as the design
+    names its interfaces (compute.rail_interfaces), both from the design."""
+    existing: dict[str, AnyPart] = {**existing_parts(loaded)}
+    if server != catalog.parts[server.id]:
+        existing[server.id] = server
     if not existing:
         return catalog
     origin = {**catalog.origin, **dict.fromkeys(existing, str(loaded.path))}
@@ -330,6 +334,24 @@ def _scalable_unit_warnings(plan: Plan, r: Resolved) -> list[Finding]:
             + f"{production + spares + taken}). To fill {last - 1} units exactly, set "
             + ("; or ".join(fixes) if fixes else "fewer servers or spares"),
             f"su{last:02d}",
+        )
+    ]
+
+
+def _unnamed_rail_interfaces(r: Resolved) -> list[Finding]:
+    """RoCE in a pod needs each rail's interface by name (its network's device selector, its netplan); a server
+    whose catalog entry names none (OEM servers) gets one shared RDMA resource and the address table only."""
+    named = [d.plane_netdevs if r.planes > 1 else d.netdev_on(True) for d in port_details(r.server, "compute")]
+    if r.compute_technology != "roce" or all(named):
+        return []
+    return [
+        Finding(
+            "planning",
+            "warning",
+            f"the catalog does not name {r.server.id}'s compute interfaces, so pods get one shared RDMA resource "
+            "without per-rail networks or addresses, and hosts get switches/hosts/rail-addresses.csv without "
+            "netplan: set compute.rail_interfaces to the names `ip link` shows on one server, in rail order",
+            "compute",
         )
     ]
 

@@ -83,6 +83,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     compute = _compute(loaded)
     system, server, rails, production, su = compute
     fabric = _compute_fabric(loaded, server)
+    server = _with_rail_interfaces(loaded, server, fabric.planes, fabric.technology == "roce")
     manager, managers, own_leaf = fabric.manager, fabric.managers, fabric.own_leaf
     if manager is not None and not own_leaf and manager_slots(manager, managers, rails) >= su:
         _fail(
@@ -179,6 +180,46 @@ def _compute(loaded: LoadedDesign) -> _Compute:
     if system is not None:
         su = _rack_system_sizes(loaded, system, server, production)
     return _Compute(system, server, rails, production, su)
+
+
+def _with_rail_interfaces(loaded: LoadedDesign, server: GpuServer, planes: int, ethernet: bool) -> GpuServer:
+    """The server with the compute interface names the design gives (compute.rail_interfaces): an OEM server's names
+    are not published, so the site reads them off one server and every view (netplan, per-rail networks) takes them
+    from the plan's copy of the part, as it takes a catalog's."""
+    names = loaded.design.compute.rail_interfaces
+    if names is None:
+        return server
+    rails = sum(g.port_count for g in server.port_groups("compute"))
+    where = ("compute", "rail_interfaces")
+    if len(names) != rails:
+        _fail(
+            loaded,
+            where,
+            f"{server.id} has {rails} compute ports: name {rails} interfaces in rail order, not {len(names)}",
+        )
+    for index, entry in enumerate(names):
+        if planes > 1 and (isinstance(entry, str) or len(entry) != planes):
+            _fail(
+                loaded,
+                (*where, index),
+                f"the compute fabric has {planes} planes: give each rail a list of {planes} names",
+            )
+        if planes == 1 and not isinstance(entry, str):
+            _fail(loaded, (*where, index), "the compute fabric has one plane: give each rail one name")
+    flat = [name for entry in names for name in ([entry] if isinstance(entry, str) else entry)]
+    if len(set(flat)) != len(flat):
+        _fail(loaded, where, "each interface name may be given once")
+    ports, seen = [], 0
+    for group in server.ports:
+        if group.role == "compute":
+            rails_of = group.rails or list(range(seen + 1, seen + group.port_count + 1))
+            seen += group.port_count
+            field = "netdevs" if not ethernet or group.technology == "ethernet" else "ethernet_netdevs"
+            group = group.model_copy(
+                update={"plane_netdevs" if planes > 1 else field: [names[r - 1] for r in rails_of]}
+            )
+        ports.append(group)
+    return server.model_copy(update={"ports": ports})
 
 
 def _production_servers(loaded: LoadedDesign, server: GpuServer) -> int:
