@@ -1,20 +1,6 @@
-"""Kubernetes configuration from the plan, for the GPU servers Kubernetes runs (``kubernetes/``):
-
-* ``nodes.yaml``: each server's topology labels (the fabric tiers and NVLink domain as topograph 1.0 writes them,
-  ``fabric.topograph.run/tier-N`` from the leaf up and ``accelerator.topograph.run/domain``, or topograph 0.5's
-  ``<prefix>/leaf|spine|core|accelerator``; scalable unit and rack under our own prefix) and taints (GPU servers,
-  hot spares), for ``kubectl apply --server-side``;
-* ``gpu-operator-values.yaml`` and ``dcgm-metrics.yaml``: NVIDIA GPU Operator Helm values (chart v26.7.0) and the
-  DCGM exporter's counters;
-* ``network-operator-values.yaml`` and ``network-operator.yaml``: the NVIDIA Network Operator's Helm values (chart
-  v26.4.1; Node Feature Discovery off, since the GPU Operator deploys it) and its NicClusterPolicy giving pods the
-  compute HCAs;
-* ``kueue.yaml``: Kueue (v1beta2, or v1beta1 for older Kueue) Topology, ResourceFlavor, Cohort, and per team a
-  Namespace, ClusterQueue and LocalQueue;
-* ``dra-driver-values.yaml`` (multi-node NVLink systems: GB200/GB300 NVL72): the NVIDIA DRA driver's Helm values
-  (chart v25.12.0) for ComputeDomains, the IMEX channels a training job's pods claim.
-
-Nothing is written when Slurm runs every server.
+"""Kubernetes configuration for the GPU servers Kubernetes runs (``kubernetes/``): the nodes' topology labels and
+taints, Helm values of the GPU Operator, Network Operator and (multi-node NVLink) DRA driver, the DCGM counters,
+the NicClusterPolicy and Kueue's topology-aware queues. Nothing is written when Slurm runs every server.
 """
 
 from __future__ import annotations
@@ -64,34 +50,23 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 # label) takes no job placed by NVLink domain.
 CLIQUE_LABEL = "nvidia.com/gpu.clique"
 
-# NicClusterPolicy component images: the ones Network Operator v26.4.1 releases with (Mellanox/network-operator
-# hack/release.yaml at tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd: RdmaSharedDevicePlugin and
-# SriovDevicePlugin, nvcr.io/nvidia/mellanox, version network-operator-v26.4.1).
+# NicClusterPolicy component images (device plugins, NV-IPAM, Multus, CNI plugins): the ones Network Operator v26.4.1
+# releases with (Mellanox/network-operator at tag v26.4.1, commit 85afd6d9c6978eb871a3292b9897f49746cc43cd:
+# hack/release.yaml and example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml).
 NETWORK_OPERATOR_RELEASE = "v26.4.1"
-RDMA_SHARED_DEVICE_PLUGIN = {
-    "image": "k8s-rdma-shared-dev-plugin",
-    "repository": "nvcr.io/nvidia/mellanox",
-    "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
-}
-SRIOV_DEVICE_PLUGIN = {
-    "image": "sriov-network-device-plugin",
-    "repository": "nvcr.io/nvidia/mellanox",
-    "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
-}
-MELLANOX_VENDOR_ID = "15b3"  # PCI vendor ID of NVIDIA (Mellanox) NICs, as in the same example
-# NV-IPAM and the secondary-network components (Multus, CNI plugins) at the release the shared NicClusterPolicy CRD
-# is from: Mellanox/network-operator example/crs/mellanox.com_v1alpha1_nicclusterpolicy_cr-full.yaml at tag v26.4.1
-# (commit 85afd6d9c6978eb871a3292b9897f49746cc43cd).
 NETWORK_OPERATOR_IMAGES = {
     "repository": "nvcr.io/nvidia/mellanox",
     "version": f"network-operator-{NETWORK_OPERATOR_RELEASE}",
 }
+RDMA_SHARED_DEVICE_PLUGIN = {"image": "k8s-rdma-shared-dev-plugin", **NETWORK_OPERATOR_IMAGES}
+SRIOV_DEVICE_PLUGIN = {"image": "sriov-network-device-plugin", **NETWORK_OPERATOR_IMAGES}
+MELLANOX_VENDOR_ID = "15b3"  # PCI vendor ID of NVIDIA (Mellanox) NICs, as in the same example
 NETWORK_OPERATOR_NAMESPACE = "nvidia-network-operator"  # where NV-IPAM's controller reads its pools
 
 
 @dataclass(frozen=True)
 class _PerGpu:
-    """What one GPU's share of a server is, for quotas that count cores, memory and RDMA too."""
+    """One GPU's share of a server, for quotas that count cores, memory and RDMA too."""
 
     cpus: int
     memory_mib: int
@@ -110,7 +85,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def file_headers(plan: Plan) -> dict[str, str]:
-    """Comment lines written above a file's YAML: how to use it, where the YAML alone does not say."""
+    """Comment lines above a file's YAML: how to use it, where the YAML alone does not say."""
     servers = scheduler_split(plan).kubernetes
     server = plan.part_as(servers[0], GpuServer)
     if not is_mnnvl(server):
@@ -172,8 +147,7 @@ def _legacy_prefix(settings: object) -> str:
 
 
 def topology_labels(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, dict[str, str]]:
-    """Server -> its topology labels: the compute fabric's tiers (the leaf group, then the switches above it, as
-    topograph labels them), the NVLink domain where servers share one, and (our own keys) scalable unit and rack."""
+    """Server -> its labels: fabric tiers and shared NVLink domain as topograph writes them, our SU and rack."""
     tree = fabric_tree(plan, servers)
     tier_of = {name: tier for tier, name in tree.tier_names.items()}
     domain_of = {name: f"nvl{i:03d}" for i, domain in enumerate(nvlink_domains(plan, servers), 1) for name in domain}
@@ -199,9 +173,8 @@ def _tier_number(tier_name: str) -> int:
 
 
 def topology_levels(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[str]:
-    """Kueue Topology levels, coarse to fine: the fabric tiers from the top down, the NVLink domain (GFD's clique
-    label) below them, the host. A level with one value on every server is left out: it tells Kueue nothing (a 1-SU
-    cluster's leaf group, a cluster of one NVLink domain)."""
+    """Kueue Topology levels, coarse to fine: fabric tiers top down, the NVLink clique, the host; a level with one
+    value on every server is left out (it tells Kueue nothing)."""
     tree = fabric_tree(plan, servers)
     tiers = sorted({s.tier for s in tree.switches}, reverse=True)
     levels = [fabric_label(plan, t, tree.tier_names.get(t, f"tier{t}")) for t in tiers]
@@ -213,8 +186,7 @@ def topology_levels(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[st
 
 
 def nvlink_topology_level(plan: Plan, servers: tuple[str, ...] | list[str]) -> str | None:
-    """The Topology level of the NVLink domain (the clique label), or None when the servers share one domain or
-    have none (HGX boards: every server its own NVLink domain)."""
+    """The clique level, or None when the servers share one NVLink domain or each is its own (HGX)."""
     return CLIQUE_LABEL if CLIQUE_LABEL in topology_levels(plan, servers) else None
 
 
@@ -224,8 +196,7 @@ def is_mnnvl(server: GpuServer) -> bool:
 
 
 def job_topology_level(plan: Plan, servers: tuple[str, ...] | list[str]) -> str | None:
-    """The Topology level a training job prefers to stay within: its servers' leaf group (one switch hop apart on
-    every rail). None when every server shares one leaf group, so the Topology has no such level."""
+    """The level a training job prefers to stay within (the leaf group: one switch hop on every rail), if any."""
     tree = fabric_tree(plan, servers)
     leaf = fabric_label(plan, 1, tree.tier_names.get(1, "leaf"))
     return leaf if leaf in topology_levels(plan, servers) else None
@@ -258,8 +229,7 @@ def uses_host_driver(server: GpuServer, choices: GpuOperatorSettings) -> bool:
 
 
 def gpu_operator_values(plan: Plan, server: GpuServer, choices: GpuOperatorSettings) -> dict[str, Any]:
-    """Helm values for the NVIDIA GPU Operator chart (v26.7.0's values.yaml). The GPU Operator deploys Node Feature
-    Discovery for both operators (the Network Operator's values turn its copy off)."""
+    """GPU Operator chart v26.7.0 values; its Node Feature Discovery serves both operators."""
     host_driver = uses_host_driver(server, choices)
     mig = choices.mig_strategy
     values: dict[str, object] = {
@@ -316,10 +286,8 @@ DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
 
 
 def dra_driver_values(server: GpuServer, choices: GpuOperatorSettings) -> dict[str, Any]:
-    """Helm values for the NVIDIA DRA driver (chart v25.12.0) running ComputeDomains only: GPUs stay with the GPU
-    Operator's device plugin (Kueue's quotas count nvidia.com/gpu); the driver root where the driver is; and the
-    kubelet plugin tolerates the GPU nodes' taint (the chart's default tolerations are none, so without this it
-    never runs on a tainted GPU node and no pod gets its IMEX channel)."""
+    """DRA driver chart v25.12.0 values, ComputeDomains only (GPUs stay with the device plugin Kueue counts); the
+    kubelet plugin tolerates the GPU taint (the chart tolerates none, so no pod would get its IMEX channel)."""
     return {
         "nvidiaDriverRoot": "/" if uses_host_driver(server, choices) else OPERATOR_DRIVER_ROOT,
         "resources": {"gpus": {"enabled": False}, "computeDomains": {"enabled": True}},
@@ -347,9 +315,8 @@ def dra_driver_header(server: GpuServer, choices: GpuOperatorSettings) -> str:
 
 
 def network_operator_values() -> dict[str, Any]:
-    """Helm values for the NVIDIA Network Operator chart (v26.4.1's values.yaml): its Node Feature Discovery off,
-    since the GPU Operator's runs on the same nodes (two NFD deployments fight over the same labels); its node
-    feature rules stay on, for NFD to label the NICs. The host's DOCA/MOFED driver is used (no ofedDriver)."""
+    """Network Operator chart v26.4.1 values: its NFD off (the GPU Operator's runs; two fight over the labels), its
+    node feature rules on, to label the NICs."""
     return {"nfd": {"enabled": False, "deployNodeFeatureRules": True}, "sriovNetworkOperator": {"enabled": False}}
 
 
@@ -370,9 +337,8 @@ def compute_hcas(server: GpuServer) -> list[tuple[int, str | None, str | None]]:
 
 @dataclass(frozen=True)
 class RailInterface:
-    """One compute port of a server on a RoCE fabric as a pod's secondary network takes it: a rail's port, or on a
-    multi-plane fabric one plane's PF of it (Spectrum-X software multiplane splits each ConnectX-8 into one PF per
-    plane, each on its own plane's rail leaf)."""
+    """A RoCE compute port as a pod's secondary network takes it; on a multi-plane fabric one plane's PF of it
+    (Spectrum-X software multiplane: one PF per plane, each on its plane's rail leaf)."""
 
     rail: int
     plane: int | None  # None on a single-plane fabric
@@ -386,9 +352,8 @@ class RailInterface:
 
 
 def rail_interfaces(plan: Plan, server: GpuServer) -> list[RailInterface]:
-    """Each compute port (each plane of it on a multi-plane fabric) on a RoCE fabric, in rail then plane order, when
-    the catalog names every one's interface (netdevs; plane_netdevs per plane): what per-rail (per-plane) secondary
-    networks need. Empty otherwise."""
+    """Each RoCE compute port (or plane of it) in rail, plane order when the catalog names every interface, as the
+    per-rail networks need; else empty."""
     if plan.settings.compute_fabric != "roce":
         return []
     planes = plan.settings.compute_planes
@@ -407,9 +372,7 @@ def rail_interfaces(plan: Plan, server: GpuServer) -> list[RailInterface]:
 
 
 def rdma_resources(server: GpuServer, mode: str, rails: list[RailInterface] | None = None) -> list[str]:
-    """The extended resources a training pod requests for the compute HCAs: one shared resource covering all
-    of them, (SR-IOV) one VF resource per rail (per rail and plane), or (RoCE rails with their own networks) each
-    rail's (each plane's) port."""
+    """What a training pod requests for the compute HCAs: one shared resource, a VF per rail, or each rail's port."""
     if rails:
         return [f"nvidia.com/{'' if mode == 'sriov' else 'hostdev-'}{port.key}" for port in rails]
     if mode == "sriov":
@@ -418,14 +381,12 @@ def rdma_resources(server: GpuServer, mode: str, rails: list[RailInterface] | No
 
 
 def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict[str, Any]:
-    """NicClusterPolicy: the host's MOFED/DOCA driver is used (no ofedDriver). Pods get the compute HCAs through
-    the RDMA shared device plugin (one resource with every compute HCA), SR-IOV VFs per rail, or on a RoCE fabric
-    whose ports the catalog names, each rail's port itself (host-device) with NV-IPAM and Multus for its network.
-    Selectors name the compute interfaces; without names, the compute adapters' PCI device ID."""
+    """NicClusterPolicy on the host's DOCA driver: pods get the compute HCAs shared, as SR-IOV VFs, or (named RoCE
+    ports) each rail's port with NV-IPAM and Multus; selectors by interface name, else PCI device ID."""
     roce = plan.settings.compute_fabric == "roce"
     details = port_details(server, "compute")
     netdevs = [d.netdev_on(roce) for d in details]
-    device_id = _compute_device_id(server)
+    device_id = compute_device_id(server)
     link_type = "ether" if roce else "infiniband"
     rails = rail_interfaces(plan, server)
     spec: dict[str, object] = {}
@@ -463,27 +424,24 @@ def nic_cluster_policy(plan: Plan, server: GpuServer, mode: str) -> dict[str, An
     }
 
 
-def _compute_device_id(server: GpuServer) -> str | None:
-    """The compute adapters' PCI device ID when no other port group of the server shares it."""
+def compute_device_id(server: GpuServer) -> str | None:
+    """The compute adapters' PCI device ID when no other port group shares it (then it picks exactly the compute
+    HCAs: DGX B200's ConnectX-7 1021 against its BlueField-3 a2dc)."""
     ids = {g.role: g.pci_device_id for g in server.ports}
     compute = ids.get("compute")
     return compute if compute and compute not in {i for role, i in ids.items() if role != "compute"} else None
 
 
 def rail_network_names(plan: Plan, server: GpuServer, namespace: str) -> list[str]:
-    """The secondary networks a training pod in a namespace attaches, in rail (then plane) order."""
     return [f"{namespace}-{port.key}" for port in rail_interfaces(plan, server)]
 
 
 def rail_networks(
     plan: Plan, servers: tuple[str, ...], server: GpuServer, namespaces: list[str], mode: str
 ) -> list[dict[str, Any]]:
-    """A secondary network per rail (per rail and plane on a multi-plane fabric, each plane's PF its own network, as
-    Spectrum-X software multiplane lays them out) on a RoCE fabric, as the switches route it: each node's rail port
-    is a /31 to its leaf (switches/<leaf>.yaml), so per rail (and plane) an NV-IPAM CIDRPool hands each node its
-    cabled /31 (static allocations; gateway index 0, the leaf) with a route to the rail's block, and a
-    HostDeviceNetwork per team namespace moves the port (or, with SR-IOV, one of its VFs) into the pod (the Network
-    Operator's host-device network)."""
+    """A RoCE secondary network per rail (and plane) as the switches route it: an NV-IPAM CIDRPool hands each node
+    the /31 to its leaf (gateway index 0) with a route to the rail's block; a HostDeviceNetwork per team namespace
+    moves the port (or an SR-IOV VF) into the pod."""
     rails = rail_interfaces(plan, server)
     if not rails:
         return []
@@ -549,8 +507,8 @@ def _quota(gpus: int, per: _PerGpu, gpus_per_server: int) -> dict[str, object]:
 
 
 def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, settings: object) -> list[dict[str, Any]]:
-    """Topology-aware Kueue: one ResourceFlavor (the server model) on the fabric Topology, a Cohort for the
-    cluster, and per team a Namespace, a ClusterQueue (quota, borrowing and lending limits) and a LocalQueue."""
+    """Topology-aware Kueue: a ResourceFlavor on the fabric Topology, a Cohort, and per team a Namespace, a
+    ClusterQueue (quota, borrowing and lending limits) and a LocalQueue."""
     api_version = getattr(settings, "kueue_api", "v1beta2")
     api = f"{KUEUE_GROUP}/{api_version}"
     cohort = plan.name
@@ -572,7 +530,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
             "spec": {
                 "nodeLabels": {f"{OWN_PREFIX}/server": server.id},
                 "nodeTaints": [dict(GPU_TAINT)],
-                "tolerations": [{**{k: GPU_TAINT[k] for k in ("key", "value", "effect")}, "operator": "Equal"}],
+                "tolerations": [{**GPU_TAINT, "operator": "Equal"}],
                 "topologyName": "fabric",
             },
         },
@@ -620,7 +578,7 @@ def kueue_manifests(plan: Plan, servers: tuple[str, ...], server: GpuServer, set
 
 
 def kubernetes_teams(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> list[Team | _DefaultTeam]:
-    """The design's teams, or the one queue a design without teams gets (every production GPU)."""
+    """The design's teams, or one team of every production GPU."""
     teams = list(getattr(_settings(plan), "teams", []))
     if teams:
         return teams
@@ -630,8 +588,6 @@ def kubernetes_teams(plan: Plan, servers: tuple[str, ...], server: GpuServer) ->
 
 @dataclass(frozen=True)
 class _DefaultTeam:
-    """The one queue a design without teams gets: every production GPU, nothing to borrow from."""
-
     name: str
     gpus: int
     borrowing_limit_gpus: int | None = None
@@ -639,5 +595,5 @@ class _DefaultTeam:
 
 
 def dump_yaml(documents: list[dict[str, Any]]) -> str:
-    """Kubernetes YAML documents, keys in the order written, no anchors (a repeated pod template in full)."""
+    """Keys in the order written, no anchors (a repeated pod template in full)."""
     return yamlout.dump_all(documents, width=120)

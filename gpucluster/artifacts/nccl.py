@@ -14,6 +14,7 @@ from gpucluster.analyse.scheduling import domain_servers, fabric_tree, nvlink_do
 from gpucluster.artifacts.kubernetes import (
     CLIQUE_LABEL,
     GPU_RESOURCE,
+    compute_device_id,
     dump_yaml,
     is_mnnvl,
     job_topology_level,
@@ -290,15 +291,6 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
         domain_gpus=server.gpu.nvlink_domain_gpus,
         domain_servers=domain,
     )
-
-
-def compute_device_id(server: GpuServer) -> str | None:
-    """The PCI device ID of the server's compute adapters when no other port group shares it (then it picks
-    exactly the compute HCAs: DGX B200's ConnectX-7 1021 against its BlueField-3 a2dc)."""
-    ids = {g.role: g.pci_device_id for g in server.ports}
-    compute = ids.get("compute")
-    others = {i for role, i in ids.items() if role != "compute"}
-    return compute if compute and compute not in others else None
 
 
 def compute_device_and_rate(server: GpuServer) -> tuple[str, str] | None:
