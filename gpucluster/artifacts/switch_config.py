@@ -1,33 +1,14 @@
-"""Switch configuration from the plan: one NVUE startup configuration per Ethernet switch (compute on RoCE, storage
-and in-band) in ``switches/<switch>.yaml``, and for InfiniBand fabrics the subnet-manager settings UFM runs with
-(``switches/<network>-opensm.conf``).
+"""Switch configuration (docs/artifacts.md, "Switch configuration"): an NVUE startup file per Ethernet switch
+(``switches/<switch>.yaml``), the hosts' rail addresses, and for InfiniBand the subnet-manager settings and
+split-port commands.
 
-Every NVUE file is the ``/etc/nvue.d/startup.yaml`` form Cumulus Linux 5.14 writes (a list holding one ``set:``
-tree; layout as the startup.yaml examples of the Cumulus Linux 5.14 user guide, e.g. "EVPN Multihoming", GitHub
-CumulusNetworks/docs content/cumulus-linux-514/Network-Virtualization/Ethernet-Virtual-Private-Network-EVPN/
-EVPN-Multihoming.md): load it with ``nv config replace <file>`` then ``nv config apply``. What it sets, per switch:
-
-* every port the plan cables, once, with its speed, the MTU and a description naming the far end; an 800G cage
-  carrying two 400G ports is broken out 2x (``nv set interface swpN link breakout 2x``, sub-ports swpNs0/s1:
-  Cumulus Linux 5.14 "Switch Port Attributes", Breakout Ports);
-* a BGP-unnumbered underlay (``neighbor <port> type unnumbered`` in peer group ``underlay``, ``remote-as
-  external``) with private four-byte ASNs (RFC 6996) assigned per tier as RFC 7938 section 5.2.1 does: every leaf
-  its own ASN, the switches of one upper-tier pod one shared ASN, the top tier of a fabric (plane) one ASN;
-* host ports: RoCE networks (compute, Ethernet storage) route each host port as a /31 point-to-point link, the
-  Spectrum-X way (no L2 between GPUs); in-band ports are EVPN-multihomed bonds in one VLAN (VNI) across the
-  leaf pair each server's two in-band ports reach, so the server's bond0 is active-active without a peer link
-  (Cumulus Linux 5.14 "EVPN Multihoming");
-* RoCE QoS on RoCE networks: ``qos roce mode lossless`` (PFC on switch priority 3, ECN on traffic class 3, CNPs on
-  priority 6: Cumulus Linux 5.14 "RDMA over Converged Ethernet - RoCE", Default RoCE Configuration), matching the
-  DSCP 26 / traffic class NCCL uses (both from gpucluster.plan.roce);
-* adaptive routing on the compute fabric's switch-to-switch ports (Spectrum-4 supports it from Cumulus Linux 5.6;
-  ``router adaptive-routing enable on``: NVUE reference, Adaptive Routing; Cumulus Linux 5.15 renamed ``enable
-  on`` to ``state enabled``);
-* the management port eth0 in the mgmt VRF on DHCP, described with the out-of-band switch port the plan cables
-  it to.
-
-Addresses are a plan of this module (labelled in each file): loopbacks 10.255.0.0/16, RoCE point-to-point /31s
-from 10.0.0.0/11 (compute) and 10.32.0.0/13 (storage), the in-band VLAN 10.64.0.0/15 with gateway 10.64.0.1.
+The NVUE files are the ``/etc/nvue.d/startup.yaml`` form Cumulus Linux 5.14 writes (the user guide's startup.yaml
+examples, e.g. "EVPN Multihoming", GitHub CumulusNetworks/docs content/cumulus-linux-514/Network-Virtualization/
+Ethernet-Virtual-Private-Network-EVPN/EVPN-Multihoming.md). Sources of what they set: breakouts, Cumulus Linux 5.14
+"Switch Port Attributes", Breakout Ports; the BGP-unnumbered underlay's private ASNs, RFC 6996 and RFC 7938 section
+5.2.1; RoCE QoS, "RDMA over Converged Ethernet - RoCE", Default RoCE Configuration (gpucluster.plan.roce);
+adaptive routing, the NVUE reference, Adaptive Routing (Spectrum-4 from 5.6; 5.15 renamed ``enable on`` to
+``state enabled``); in-band bonds, "EVPN Multihoming". The addresses are this module's plan, labelled in each file.
 """
 
 from __future__ import annotations
@@ -43,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster.catalog.ports import device_ports, port_details
-from gpucluster.catalog.schema import PortGroup, Switch
+from gpucluster.catalog.schema import Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
@@ -82,8 +63,6 @@ class _Port:
 
 @dataclass
 class SwitchConfig:
-    """What one switch's startup configuration says, for the file and for the tests."""
-
     name: str
     network: str
     asn: int
@@ -101,7 +80,6 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def switch_files(plan: Plan) -> dict[str, str]:
-    """File name -> text: an NVUE startup.yaml per Ethernet switch, an OpenSM settings file per InfiniBand fabric."""
     files = {f"{c.name}.yaml": _render(plan, c) for c in switch_configs(plan)}
     for network in ("compute", "storage"):
         switches = plan.switches(network)
@@ -117,6 +95,10 @@ def switch_files(plan: Plan) -> dict[str, str]:
 
 
 HOST_RAIL_TABLE = "hosts/rail-addresses.csv"
+RAIL_TABLE_COLUMNS = (
+    *("Host", "Network", "Rail", "Plane", "Port", "Interface"),
+    *("Address", "Gateway", "Rail block", "Leaf", "Leaf port", "MTU"),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,8 +119,7 @@ class HostRailPort:
 
 
 def host_rail_ports(plan: Plan) -> list[HostRailPort]:
-    """Every host port of every routed RoCE network, by host, network, rail and plane: the host side of the /31s
-    the leaves' configurations hold (one address plan, _p2p_addresses)."""
+    """The host side of every /31 the leaves of routed RoCE networks hold (one address plan, _p2p_addresses)."""
     networks = [n for n in configured_networks(plan) if n in roce_networks(plan)]
     result = []
     for network in networks:
@@ -182,53 +163,19 @@ def _netdevs(part: object, role: str) -> dict[str, str]:
 
 
 def host_rail_table(rails: list[HostRailPort]) -> str:
-    """hosts/rail-addresses.csv: each host's address on each rail, the gateway the leaf answers on and the MTU, the
-    table a host's network configuration (or its provisioning) takes the addresses from."""
+    """hosts/rail-addresses.csv: what a host's network configuration (or its provisioning) takes its addresses from."""
     buffer = io.StringIO()
     writer = GuardedCsvWriter(buffer)
-    writer.writerow(
-        [
-            "Host",
-            "Network",
-            "Rail",
-            "Plane",
-            "Port",
-            "Interface",
-            "Address",
-            "Gateway",
-            "Rail block",
-            "Leaf",
-            "Leaf port",
-            "MTU",
-        ]
-    )
-    writer.writerows(
-        [
-            [
-                r.host,
-                r.network,
-                r.rail,
-                r.plane or "",
-                r.port,
-                r.interface,
-                r.address,
-                r.gateway,
-                r.block,
-                r.leaf,
-                r.leaf_port,
-                HOST_MTU,
-            ]
-            for r in rails
-        ]
-    )
+    writer.writerow(RAIL_TABLE_COLUMNS)
+    for r in rails:
+        where = (r.host, r.network, r.rail, r.plane or "", r.port, r.interface)
+        writer.writerow([*where, r.address, r.gateway, r.block, r.leaf, r.leaf_port, HOST_MTU])
     return buffer.getvalue()
 
 
 def host_netplans(plan: Plan, rails: list[HostRailPort]) -> dict[str, str]:
-    """hosts/netplan/<host>.yaml for each host with a network whose rail ports all have interface names (the
-    catalog's or the design's compute.rail_interfaces): each rail interface at its /31, the MTU, and a route to its
-    rail's block through its leaf (the block the pods' per-rail networks route too). A network whose interfaces are
-    not named is in the table only."""
+    """hosts/netplan/<host>.yaml for each network of a host whose rail interfaces are all named (by the catalog or
+    the design's compute.rail_interfaces), never on guessed names; the others are in the table only."""
     unnamed = {(rail.host, rail.network) for rail in rails if not rail.interface}
     by_host: dict[str, list[HostRailPort]] = defaultdict(list)
     for rail in rails:
@@ -249,8 +196,7 @@ def host_netplans(plan: Plan, rails: list[HostRailPort]) -> dict[str, str]:
 
 
 def configured_networks(plan: Plan) -> list[str]:
-    """The networks whose switches are Ethernet and get an NVUE configuration (the out-of-band network's
-    access switches keep their factory layer-2 setup)."""
+    """The Ethernet networks configured with NVUE (out-of-band access switches keep their factory layer-2 setup)."""
     return [
         n
         for n in ("compute", "storage", "inband")
@@ -290,8 +236,7 @@ def switch_configs(plan: Plan) -> list[SwitchConfig]:
 
 
 def switch_port_names(plan: Plan, switch: str) -> list[str]:
-    """One switch's cabled ports on its network, in the order its configuration lists them (without making every
-    switch's configuration)."""
+    """One switch's cabled ports in its configuration's order, without making every switch's configuration."""
     return [port.name for port in _in_port_order(_switch_ports(plan, {switch}).get(switch, []))]
 
 
@@ -334,8 +279,7 @@ def _management_ports(plan: Plan) -> dict[str, tuple[str, str, str]]:
 
 
 def rail_blocks(plan: Plan, network: str) -> dict[tuple[int, int], ipaddress.IPv4Network]:
-    """(plane, rail) -> the block of the network's /31 pool its host links take (0 where there is none): each rail
-    of each plane its own subnet, so a pod's rail interface routes its rail's block through its leaf."""
+    """(plane, rail) -> its own block of the /31 pool, so a rail interface routes its rail's block via its leaf."""
     keys = sorted({(link.plane or 0, link.rail or 0) for link in queries(plan).links(network, 0)})
     pool = P2P_POOLS[network]
     bits = max(0, math.ceil(math.log2(len(keys)))) if keys else 0
@@ -390,8 +334,7 @@ class _Interface:
 
 
 def _bonded(interfaces: list[_Interface]) -> list[_Interface]:
-    """One bond per segment, listing every port of it on this switch (a host with both in-band ports on one leaf
-    bonds both there; writing the bond once per port left all but the last out of it)."""
+    """One bond per segment with all its ports on this switch (a bond written per port kept only the last)."""
     members: dict[int, list[str]] = {}
     for interface in interfaces:
         if interface.segment is not None:
@@ -422,7 +365,7 @@ def _context(
         _Interface(
             port.name,
             json.dumps(f"{port.far_device} {port.far_port}"),  # a JSON string is a YAML double-quoted scalar
-            _speed(port.speed_gbps),
+            f"{port.speed_gbps:g}G",
             f"{p2p[port.link_index][0]}/31" if not port.tier and roce else None,
             bool(port.tier),
             bool(port.tier) and network == "compute",
@@ -460,8 +403,7 @@ def _context(
 
 
 def _broken_out_cages(part: Switch, ports: list[_Port]) -> list[tuple[str, str]]:
-    """(parent name, breakout) of the multi-port cages the plan uses: each is broken out into its sub-ports, 2x
-    (two 400G ports) or, where a port is split in two for 1:2 splitter fibres, 4x (four 200G ports)."""
+    """(cage, breakout) of the multi-port cages in use: 2x, or 4x where a port is split for 1:2 splitter fibres."""
     used = {p.name for p in ports if not p.half}
     halves = {p.name for p in ports if p.half}
     cages = []
@@ -470,21 +412,15 @@ def _broken_out_cages(part: Switch, ports: list[_Port]) -> list[tuple[str, str]]
             continue
         split = dict(zip(group.port_names(), group.split_port_names(), strict=False))
         for offset, number in enumerate(range(group.number_from, group.number_from + group.cages)):
-            subs = {_sub_name(group, number, sub) for sub in range(group.ports_per_cage)}
+            subs = {
+                group.name_format.format(cage=number, sub=i + 1, sub0=i, index=0) for i in range(group.ports_per_cage)
+            }
             quarters = {half for (_name, cage), pair in split.items() if cage == offset + 1 for half in pair}
             if quarters & halves:
                 cages.append((f"swp{number}", "4x"))
             elif subs & used:
                 cages.append((f"swp{number}", "2x"))
     return cages
-
-
-def _sub_name(group: PortGroup, number: int, sub: int) -> str:
-    return group.name_format.format(cage=number, sub=sub + 1, sub0=sub, index=0)
-
-
-def _speed(gbps: float) -> str:
-    return f"{gbps:g}G"
 
 
 def _port_key(name: str) -> list[int | str]:
@@ -514,8 +450,7 @@ def _render(plan: Plan, config: SwitchConfig) -> str:
 
 
 def opensm_conf(plan: Plan, network: str) -> str:
-    """Subnet-manager settings for an InfiniBand fat tree as UFM runs it: adaptive-routing up/down routing rooted
-    at the top tier, and the top-tier switches listed for the root GUID file."""
+    """UFM's subnet-manager settings: adaptive up/down routing rooted at the top tier (its switches listed)."""
     tiers = sorted({d.tier or 1 for d in plan.switches(network)})
     top = sorted(d.name for d in plan.switches(network, tiers[-1]))
     return render(
@@ -556,8 +491,7 @@ class SplitPort:
 
 
 def infiniband_split_ports(plan: Plan) -> dict[str, list[SplitPort]]:
-    """InfiniBand switch -> the ports of it that carry a 1:2 splitter fibre's halves (``Link.b_half``), in port
-    order. Only these may be split: a split port runs at most half its speed on each half."""
+    """InfiniBand switch -> its ports carrying a 1:2 splitter's halves; only these are split (half speed each)."""
     halves: dict[str, dict[str, str]] = defaultdict(dict)
     devices = plan.devices
     for link in plan.links:
@@ -586,8 +520,8 @@ def mlnxos_interface(port: str) -> str:
 
 
 def split_ports_commands(plan: Plan, switch: str, ports: list[SplitPort]) -> str:
-    """The MLNX-OS commands that split the switch's ports the plan cables with 1:2 splitter fibres (or, for an
-    externally managed switch, the list of ports to split with NVIDIA's firmware tools)."""
+    """MLNX-OS commands splitting the ports (for an externally managed switch, the list to split with NVIDIA's
+    firmware tools)."""
     device = plan.devices[switch]
     part = _part(plan, device)
     return render(
