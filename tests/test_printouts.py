@@ -236,9 +236,9 @@ def test_each_rack_has_an_optics_pick_list_that_adds_up_to_the_bom():
 
 
 def test_cage_ranges_read_at_a_glance():
-    from gpucluster.artifacts.printouts.pages import _ranges
+    from gpucluster.artifacts.printouts.pages import number_ranges
 
-    assert _ranges([3, 1, 2, 5, 7, 8]) == "1-3, 5, 7-8"
+    assert number_ranges([3, 1, 2, 5, 7, 8]) == "1-3, 5, 7-8"
 
 
 def test_each_rack_has_a_rear_elevation_with_its_pdus_psus_and_cable_side():

@@ -1,16 +1,12 @@
-"""report.html and report.pdf: the design review in one document.
-
-Every figure is read from the plan's own views (totals, tiers, analyses, findings, racks), the power budget
-(gpucluster/analyse/budget.py) and the checkpoint analysis (gpucluster/training/); the drawings are SVG made from
-the network graphs and the rack coordinates (gpucluster/artifacts/drawings.py). The writer runs after every other
-artifact (artifacts.RUNS_LAST) so it can link to the files the build actually wrote and show the charts they
-drew. The HTML is self-contained (inline CSS and SVG, charts as data: URLs, no script, nothing fetched); the
-PDF is rendered from the same HTML with WeasyPrint.
+"""report.html and report.pdf: the design review in one document, every figure read from the plan, its power
+budget and checkpoint analysis. It runs after every other writer (artifacts.RUNS_LAST) to link to the files the build
+wrote and show their charts. The HTML is self-contained (no script, nothing fetched); the PDF is rendered from it.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import math
 import re
 from collections import Counter, defaultdict
@@ -24,7 +20,7 @@ from markupsafe import Markup
 from gpucluster.analyse import budget as b
 from gpucluster.analyse.bom import SECTIONS, Bom, bom_for, build_bom
 from gpucluster.analyse.budget import Budget, kept_power_budget
-from gpucluster.analyse.deviations import Assumption, Deviation, assumptions, deviations
+from gpucluster.analyse.deviations import assumptions, deviations
 from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
 from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.cabling import FOLDER as CABLING_FOLDER
@@ -66,14 +62,12 @@ for _template in PAGE_TEMPLATES:
 
 
 def prepare(plan: Plan, loaded: LoadedDesign) -> tuple[dict[str, Any], Bom]:
-    """The report's work that reads no other file (figures, drawings, floor plan, tables, the priced BOM), done side
-    by side with the other writers (artifacts.PREPARED): `write` is handed it and then only reads the other files,
-    fills the page and renders the PDF."""
+    """The report's work that reads no other file, done side by side with the other writers (artifacts.PREPARED)."""
     return plan_views(plan), bom_for(plan, loaded)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path, prepared: tuple[dict[str, Any], Bom] | None = None) -> None:
-    """report.html, then report.pdf; the progress display counts the steps (figures and HTML, PDF layout, drawing)."""
+    """report.html, then report.pdf, in three progress steps (figures and HTML, PDF layout, drawing)."""
     say = progress.current()
     say.update(0, 3, "steps")
     views, bom = prepared or prepare(plan, loaded)
@@ -91,19 +85,17 @@ SVG_TOOLTIP = re.compile(r"<title>[^<]*</title>")
 
 
 def for_paper(html: str) -> str:
-    """The report page as the PDF is rendered from: without the drawings' tooltips."""
     head, end, body = html.partition("</head>")
     return head + end + SVG_TOOLTIP.sub("", body)
 
 
 def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
-    """The report page for a plan whose other artifacts are in `folder` (priced from the design's price list
-    when `bom` is given, else unpriced)."""
+    """The report page for a plan whose other artifacts are in `folder` (unpriced without `bom`)."""
     return _page(folder, plan_views(plan), bom or build_bom(plan))
 
 
 def plan_views(plan: Plan) -> dict[str, Any]:
-    """Everything on the page that is read from the plan alone (no other file, no BOM): the template's values."""
+    """The template's values read from the plan alone (no other file, no BOM)."""
     budget = kept_power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
     return {
@@ -113,8 +105,8 @@ def plan_views(plan: Plan) -> dict[str, Any]:
         "figures": _key_figures(plan, budget, checkpoint),
         "rules_figure": _rules_figure(plan),
         "findings": _findings(plan),
-        "deviations": [vars_of(d) for d in deviations(plan)],
-        "assumptions": [vars_of(a) for a in assumptions(plan)],
+        "deviations": [dataclasses.asdict(d) for d in deviations(plan)],
+        "assumptions": [dataclasses.asdict(a) for a in assumptions(plan)],
         "severity_counts": Counter(f.severity for f in plan.findings),
         "severities": SEVERITIES,
         "networks": [_network(plan, network) for network in networks_drawn(plan)],
@@ -134,7 +126,6 @@ def plan_views(plan: Plan) -> dict[str, Any]:
 
 
 def _page(folder: Path, views: dict[str, Any], bom: Bom) -> str:
-    """The report page: the plan's views, the BOM's, and what reads the other files of the build in `folder`."""
     artifacts = _artifacts(folder)
     values = dict(views)
     values["figures"] = [*views["figures"], _bom_figure(bom), values.pop("rules_figure")]
@@ -150,13 +141,7 @@ def _page(folder: Path, views: dict[str, Any], bom: Bom) -> str:
     )
 
 
-def vars_of(record: Deviation | Assumption) -> dict[str, str]:
-    """A slotted record's fields, for the template."""
-    return {name: getattr(record, name) for name in record.__slots__}
-
-
 def _schedulers(plan: Plan) -> list[dict[str, Any]]:
-    """Each scheduler's servers, their place on the fabric and its partitions or team queues."""
     return [
         {
             "name": side.scheduler,
@@ -187,13 +172,9 @@ def _listed(items: Sequence[int] | Sequence[str]) -> str:
     if len(items) <= SCHEDULER_UNITS_LISTED:
         return ", ".join(str(item) for item in items)
     if all(isinstance(item, int) for item in items):
-        runs: list[list[int]] = []
-        for n in sorted(int(item) for item in items):
-            if runs and n == runs[-1][-1] + 1:
-                runs[-1].append(n)
-            else:
-                runs.append([n])
-        return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
+        from gpucluster.artifacts.printouts.pages import number_ranges  # only for a hall this large: ReportLab
+
+        return number_ranges([int(item) for item in items])
     return str(hostlist.collect_hostlist([str(item) for item in items]))
 
 
@@ -214,17 +195,15 @@ def shelf_verdict(typical_w: float, max_w: float, usable_w: float, nameplate_w: 
 
 
 def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict[str, Any] | None:
-    """Rack-scale NVLink systems (GB200/GB300 NVL72): the NVLink domains, their trays and GPUs, the power shelves
-    against the rack's load, the liquid loop and its CDUs, the Slurm blocks (or Kueue's clique level) and the
-    largest job one domain holds; None for a plan without them."""
+    """Rack-scale NVLink systems (GB200/GB300 NVL72): domains, power shelves against the load, the liquid loop,
+    Slurm blocks or Kueue's clique level; None for a plan without them."""
     system_id = plan.settings.rack_system
     if not system_id:
         return None
     # imported here, for the plans that have them (the Kubernetes writer's module is half a second to import)
     from gpucluster.artifacts.kubernetes import nvlink_topology_level
     from gpucluster.artifacts.slurm import block_name, block_sizes
-    from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem
-    from gpucluster.plan.rack_scale import shelf_capacity_w
+    from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf
     from gpucluster.training.report import failover_lines
 
     system = plan.catalog_part(system_id, RackSystem)
@@ -305,8 +284,7 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
 
 
 def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> list[tuple[str, str, str]]:
-    """(label, value, note) for the first page, what a reviewer checks first: those read from the plan (the BOM's
-    and the design rules' follow)."""
+    """(label, value, note) for the first page, what a reviewer checks first (the BOM's and rules' are added later)."""
     t = plan.totals
     s = plan.settings
     compute = plan.analysis_of("compute")
@@ -406,20 +384,19 @@ def _network(plan: Plan, network: str) -> dict[str, Any]:
     drawing = network_drawing(plan, network)
     analysis = plan.analysis_of(network)
     tiers = [t for t in plan.tiers if t.network == network]
-    failures = []
-    for tier, result in analysis.get("single_switch_failure", {}).items():
-        failures.append(
-            {
-                "tier": tier,
-                "switch": result["switch"],
-                "cut_off": f"{result['host_ports_cut_off']:,}",
-                "hosts": f"{result['hosts_losing_a_port']:,}",
-                "hosts_cut_off": f"{result.get('hosts_cut_off', 0):,}",
-                "connected": "yes" if result["still_connected"] else "NO",
-                "services_lost": ", ".join(result.get("services_lost", [])) or "none",
-                "lost": f"{result['tier_bandwidth_lost_fraction']:.1%}",
-            }
-        )
+    failures = [
+        {
+            "tier": tier,
+            "switch": result["switch"],
+            "cut_off": f"{result['host_ports_cut_off']:,}",
+            "hosts": f"{result['hosts_losing_a_port']:,}",
+            "hosts_cut_off": f"{result.get('hosts_cut_off', 0):,}",
+            "connected": "yes" if result["still_connected"] else "NO",
+            "services_lost": ", ".join(result.get("services_lost", [])) or "none",
+            "lost": f"{result['tier_bandwidth_lost_fraction']:.1%}",
+        }
+        for tier, result in analysis.get("single_switch_failure", {}).items()
+    ]
     hops = analysis.get("hops", {})
     return {
         "id": network,
@@ -449,7 +426,7 @@ def _network(plan: Plan, network: str) -> dict[str, Any]:
 
 
 def _worst_leaf(worst: LeafFailure) -> str:
-    """One sentence on the leaf whose failure costs most, over every leaf of the network."""
+    """One sentence on the leaf whose failure costs most."""
     if not worst:
         return ""
     services = worst["services_lost"]
@@ -489,8 +466,7 @@ def _kw(watts: float) -> str:
 
 
 def _pdus(plan: Plan, budget: Budget) -> str:
-    """The PDU models the plan racks; where rack-scale systems stand, only the racks without power shelves have
-    PDUs (an NVL72 rack's shelves feed its busbar), so the line says so rather than naming the compute PDU."""
+    """The PDU models; with rack-scale systems only the racks without power shelves have PDUs, and it says so."""
     if not any(rack.rack_system for rack in plan.racks.values()):
         other = budget.non_compute_pdu
         return budget.pdu + (f"; other racks {other}" if other not in ("", budget.pdu) else "")
@@ -536,8 +512,7 @@ def _power(plan: Plan, budget: Budget) -> dict[str, Any]:
 
 
 def _groups(groups: list[b.GroupBudget], sheet: str) -> dict[str, Any]:
-    """A table of rows or SUs: every one up to GROUPS_LISTED, else the GROUPS_SHOWN heaviest (by maximum load, in
-    plan order) and the range of the others; the power workbook's sheet lists them all."""
+    """Rows or SUs: all up to GROUPS_LISTED, else the GROUPS_SHOWN heaviest in plan order and the others' range."""
     shown = groups
     if len(groups) > GROUPS_LISTED:
         heaviest = sorted(range(len(groups)), key=lambda i: -groups[i].load.max_w)[:GROUPS_SHOWN]
@@ -642,7 +617,7 @@ def _bom(bom: Bom) -> dict[str, Any]:
 
 
 def _elevation_racks(plan: Plan) -> list[tuple[str, str]]:
-    """(purpose, rack) of the first rack of each purpose (compute, network, storage, management), in that order."""
+    """(purpose, rack) of the first rack of each purpose, in the registry's order."""
     first: dict[str, str] = {}
     for rack in sorted(plan.racks.values(), key=lambda r: r.name):
         first.setdefault(rack.purpose, rack.name)
@@ -651,27 +626,25 @@ def _elevation_racks(plan: Plan) -> list[tuple[str, str]]:
 
 
 def _elevations(racks: list[tuple[str, str]], folder: Path) -> list[dict[str, str]]:
-    """The front and rear elevations of `racks` ((purpose, rack), _elevation_racks) as the printouts writer drew
-    them in this build (none when it did not run)."""
-    shown = []
-    for purpose, name in racks:
-        path = folder / RACK_ELEVATIONS / f"{name}.svg"
-        if path.is_file():
-            data = base64.b64encode(path.read_bytes()).decode("ascii")
-            shown.append(
-                {
-                    "rack": name,
-                    "purpose": purpose,
-                    "src": f"data:image/svg+xml;base64,{data}",
-                    "page": f"{RACK_ELEVATIONS}/{name}.html",
-                }
-            )
-    return shown
+    """The elevations of `racks` the printouts writer drew in this build (none when it did not run)."""
+    return [
+        {
+            "rack": name,
+            "purpose": purpose,
+            "src": _data_url(folder / RACK_ELEVATIONS / f"{name}.svg", "image/svg+xml"),
+            "page": f"{RACK_ELEVATIONS}/{name}.html",
+        }
+        for purpose, name in racks
+        if (folder / RACK_ELEVATIONS / f"{name}.svg").is_file()
+    ]
+
+
+def _data_url(path: Path, mime: str) -> str:
+    return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
 
 
 def _chart(folder: Path, stem: str) -> dict[str, str] | None:
-    """A chart another writer drew in this build, as a data: URL and the file it links to (None when the build
-    did not write it)."""
+    """A chart another writer drew in this build, as a data: URL and the file it links to (None if not written)."""
     svg, png = folder / f"{stem}.svg", folder / f"{stem}.png"
     if svg.is_file() and svg.stat().st_size <= MAX_SVG_CHART_BYTES:
         path, mime = svg, "image/svg+xml"
@@ -679,13 +652,11 @@ def _chart(folder: Path, stem: str) -> dict[str, str] | None:
         path, mime = png, "image/png"
     else:
         return None
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return {"src": f"data:{mime};base64,{data}", "file": path.name}
+    return {"src": _data_url(path, mime), "file": path.name}
 
 
 def _artifacts(folder: Path) -> list[dict[str, str]]:
-    """Every file the build wrote before the report, and the report's own two; a folder of more than
-    FOLDER_FILES_LISTED files (a checklist per rack) is one row linking to the folder."""
+    """Every file of the build and the report's own two; a folder of more than FOLDER_FILES_LISTED files is one row."""
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     files = [path for path in files if path not in (HTML, PDF)]
     by_folder: dict[str, list[str]] = defaultdict(list)

@@ -132,8 +132,8 @@ class RackPage:
 OPTICS_COLUMNS = ("Device", "Part number", "Model", "Modules", "Cages")
 
 
-def _ranges(numbers: list[int]) -> str:
-    """1, 2, 3, 5 -> '1-3, 5': a device's cages in a line an installer reads at a glance."""
+def number_ranges(numbers: list[int]) -> str:
+    """1, 2, 3, 5 -> '1-3, 5': a device's cages, or SUs, read at a glance."""
     runs: list[list[int]] = []
     for n in sorted(numbers):
         if runs and n == runs[-1][-1] + 1:
@@ -215,7 +215,7 @@ def rack_pages(plan: Plan, racks: Collection[str] | None = None) -> dict[str, Ra
                 getattr(parts[optic], "part_number", None) or "",
                 getattr(parts[optic], "model", optic),
                 str(len(cages)),
-                _ranges(cages),
+                number_ranges(cages),
             )
         )
     slot_order = {name: i for page in pages.values() for i, name in enumerate(s.name for s in page.slots)}
