@@ -1,9 +1,6 @@
-"""NCCL settings and training launch templates from the plan: ``nccl/nccl.env`` (compute HCAs in rail order,
-the in-band interface for bootstrap, RoCE GID index and traffic class), ``launch/train.sbatch`` (torchrun across
-servers under Slurm) and ``launch/trainjob.yaml`` (the same as a Kubeflow Trainer v2 TrainJob queued by Kueue,
-with, on multi-node NVLink systems, the TrainingRuntime whose pods claim the IMEX channel of
-``launch/compute-domain.yaml``; or ``launch/pytorchjob.yaml``, a Training Operator v1 PyTorchJob, for clusters that
-still run it)."""
+"""NCCL settings (``nccl/nccl.env``) and training launch templates from the plan: ``launch/train.sbatch`` for
+Slurm, and for Kubernetes a Kubeflow Trainer v2 TrainJob (or a Training Operator v1 PyTorchJob) queued by Kueue,
+with the ComputeDomain whose IMEX channel multi-node NVLink jobs claim."""
 
 from __future__ import annotations
 
@@ -14,6 +11,9 @@ from gpucluster.analyse.scheduling import domain_servers, fabric_tree, nvlink_do
 from gpucluster.artifacts.kubernetes import (
     CLIQUE_LABEL,
     GPU_RESOURCE,
+    GPU_TAINT,
+    SPARE_TAINT,
+    accelerator_label,
     compute_device_id,
     dump_yaml,
     is_mnnvl,
@@ -23,6 +23,7 @@ from gpucluster.artifacts.kubernetes import (
     rail_interfaces,
     rail_network_names,
     rdma_resources,
+    topology_labels,
 )
 from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import GpuServer
@@ -117,11 +118,8 @@ JOB_NAME_LABEL = "batch.kubernetes.io/job-name"  # Kubernetes labels a Job's pod
 
 
 def imex_check_jobs(plan: Plan, server: GpuServer, servers: tuple[str, ...], namespace: str) -> list[dict[str, Any]]:
-    """Per NVLink domain of the Kubernetes servers: a ComputeDomain and an indexed Job of one pod per tray, pinned
-    to the domain by its topology label (nodes.yaml) and spread one pod to a tray, each pod claiming the channel
-    and every GPU of its tray, tolerating the GPU and hot-spare taints."""
-    from gpucluster.artifacts.kubernetes import GPU_TAINT, SPARE_TAINT, accelerator_label, topology_labels
-
+    """Per NVLink domain: a ComputeDomain and an indexed Job of one pod per tray (spares too), each claiming the
+    channel and every GPU of its tray."""
     key = accelerator_label(plan)
     labels = topology_labels(plan, servers)
     documents: list[dict[str, Any]] = []
@@ -188,8 +186,7 @@ COMPUTE_DOMAIN_HEADER = f"""\
 
 
 def compute_domain(namespace: str) -> dict[str, Any]:
-    """The job's ComputeDomain: numNodes 0, as the driver recommends with IMEX daemons on DNS names (its default);
-    the controller creates the ResourceClaimTemplate the job's pods claim their IMEX channel from."""
+    """numNodes 0, as the driver recommends with IMEX daemons on DNS names (its default)."""
     return {
         "apiVersion": COMPUTE_DOMAIN_API,
         "kind": "ComputeDomain",
@@ -199,8 +196,7 @@ def compute_domain(namespace: str) -> dict[str, Any]:
 
 
 def imex_claims() -> list[dict[str, str]]:
-    """The pod's claim on the ComputeDomain's channel template (pod spec resourceClaims), as the DRA driver's
-    docs/install.md and demo/specs/imex/ write it."""
+    """The pod's claim on the channel template, as the DRA driver's docs/install.md and demo/specs/imex/ write it."""
     return [{"name": IMEX_CLAIM, "resourceClaimTemplateName": IMEX_CLAIM_TEMPLATE}]
 
 
@@ -230,9 +226,8 @@ def clique_pod_affinity(job_label: str, job_name: str) -> dict[str, Any]:
 
 
 def nvlink_slices(plan: Plan, servers: tuple[str, ...], server: GpuServer, nodes: int) -> dict[str, str]:
-    """Kueue annotations keeping a multi-node NVLink job's pods in NVLink domains: slices of the Slurm segment (16 of
-    an NVL72's 18 trays), or one slice of the whole job when it is smaller, each inside one clique. Empty when the
-    servers have no NVLink-domain level (one domain, or HGX boards)."""
+    """Kueue annotations keeping a multi-node NVLink job in cliques: slices of the Slurm segment (or the whole job
+    when smaller); empty without an NVLink-domain level."""
     level = nvlink_topology_level(plan, servers)
     segment = slurm_segment(domain_servers(server))
     if level is None or segment is None:
@@ -241,7 +236,7 @@ def nvlink_slices(plan: Plan, servers: tuple[str, ...], server: GpuServer, nodes
 
 
 def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
-    """The NCCL environment; in a pod, bootstrap traffic goes over the pod's own interface (eth0)."""
+    """The NCCL environment; in a pod, bootstrap goes over the pod's eth0."""
     compute = port_details(server, "compute")
     devices = [d.os_device for d in compute]
     inband = port_details(server, "inband")
@@ -294,9 +289,8 @@ def nccl_env(plan: Plan, server: GpuServer, pod: bool) -> str:
 
 
 def compute_device_and_rate(server: GpuServer) -> tuple[str, str] | None:
-    """(PCI device ID, port rate in Gb/s) that pick exactly the compute HCAs where other port groups share their
-    device ID but none their speed (the OEM HGX H100: ConnectX-7 1021 on every port group, compute 400G, storage
-    200G, in-band 100G). None when the ID is the compute adapters' own, or a group with that ID runs at their speed."""
+    """(PCI device ID, rate in Gb/s) picking exactly the compute HCAs where other port groups share their ID but
+    not their speed (OEM HGX H100: ConnectX-7 everywhere, compute 400G); else None."""
     compute = server.port_groups("compute")
     ids = {g.pci_device_id for g in compute}
     speeds = {g.speed_gbps for g in compute}
@@ -320,18 +314,15 @@ def _env_pairs(env: str) -> dict[str, str]:
 
 
 def _job_servers(plan: Plan, servers: tuple[str, ...]) -> int:
-    """The template's size: the production servers under the first leaf group, a job that stays one switch hop
-    apart on every rail."""
+    """The production servers under the first leaf group: a job one switch hop apart on every rail."""
     production = [n for n in servers if not plan.devices[n].spare]
     first = next(s for s in fabric_tree(plan, production).switches if s.tier == 1)
     return len(first.nodes)
 
 
 def _job_team(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> tuple[str, int]:
-    """The queue the Kubernetes template goes to and its size in servers: the team with the largest guaranteed
-    quota, and no more servers than the first leaf group holds or that quota admits (at least one server: a team
-    whose quota holds less than a server's GPUs admits the job only by borrowing). A multi-node NVLink job larger
-    than a segment takes whole segments, as the Slurm template does."""
+    """(team, servers) of the Kubernetes template: the largest quota's team, at most the first leaf group or what
+    the quota admits (at least one: a smaller quota borrows), whole segments above one segment."""
     team = max(kubernetes_teams(plan, servers, server), key=lambda t: t.gpus)
     admitted = team.gpus // server.gpu.count
     nodes = max(1, min(_job_servers(plan, servers), admitted))
@@ -342,7 +333,7 @@ def _job_team(plan: Plan, servers: tuple[str, ...], server: GpuServer) -> tuple[
 
 
 def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) -> dict[str, str]:
-    """The Kubernetes launch template of the design's generation (TrainJob, or PyTorchJob with its env ConfigMap)."""
+    """A TrainJob, or a PyTorchJob with its env ConfigMap."""
     namespace, nodes = _job_team(plan, servers, server)
     level = job_topology_level(plan, servers)
     kind = plan.design.scheduler.kubernetes.training_job
@@ -364,7 +355,7 @@ def training_job_files(plan: Plan, server: GpuServer, servers: tuple[str, ...]) 
 
 
 def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
-    """A whole server per node: every GPU and the compute HCAs (quantities as strings, as the API types them)."""
+    """A whole server per node (quantities as strings, as the API types them)."""
     limits = {GPU_RESOURCE: str(server.gpu.count)}
     mode = plan.design.scheduler.kubernetes.rdma
     for resource in rdma_resources(server, mode, rail_interfaces(plan, server)):
@@ -373,15 +364,13 @@ def _limits(plan: Plan, server: GpuServer) -> dict[str, str]:
 
 
 def _rail_annotations(plan: Plan, server: GpuServer, namespace: str) -> dict[str, str]:
-    """On a RoCE fabric with per-rail networks: every rail's (every plane's) port with its routed /31
-    (kubernetes/network-operator.yaml), as Multus reads the pod annotation."""
+    """Multus's annotation attaching every rail's network (kubernetes/network-operator.yaml), if any."""
     names = rail_network_names(plan, server, namespace)
     return {"k8s.v1.cni.cncf.io/networks": ",".join(names)} if names else {}
 
 
 def _pod_basics() -> tuple[dict[str, Any], dict[str, Any]]:
-    """The training container's RDMA and NCCL needs (IPC_LOCK for RDMA's pinned memory, a memory-backed /dev/shm)
-    and the pod's volume for it."""
+    """The container's IPC_LOCK (RDMA's pinned memory) and memory-backed /dev/shm (NCCL), and the pod's volume."""
     container = {
         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
         "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
@@ -390,9 +379,8 @@ def _pod_basics() -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def training_runtime(plan: Plan, server: GpuServer, namespace: str) -> dict[str, Any]:
-    """A TrainingRuntime (Trainer v2, trainer.kubeflow.org/v1alpha1) in the team's namespace for multi-node NVLink
-    jobs: torch-distributed's one replicated job, whose pod claims the ComputeDomain's IMEX channel and takes whole
-    trays (every GPU, the compute HCAs), only on nodes with an NVLink clique label."""
+    """The team's TrainingRuntime for multi-node NVLink jobs: torch-distributed whose pod claims the IMEX channel
+    and whole trays, only on nodes with a clique label."""
     container, volumes = _pod_basics()
     resources = {"limits": _limits(plan, server), "claims": [{"name": IMEX_CLAIM}]}
     pod_spec = {
@@ -433,12 +421,8 @@ def train_job(
     level: str | None,
     env: dict[str, str],
 ) -> dict[str, Any]:
-    """A TrainJob (Kubeflow Trainer v2, trainer.kubeflow.org/v1alpha1) on whole servers, queued to a team's
-    LocalQueue. Its nodes are one PodSet, so Kueue keeps them together under one leaf group where it can (preferred
-    topology); the runtime patch adds that annotation. On HGX servers it runs the torch-distributed runtime, the
-    patch adding IPC_LOCK for RDMA's pinned memory and a memory-backed /dev/shm for NCCL. A multi-node NVLink job
-    runs the namespace's MNNVL runtime (which claims the IMEX channel and sets the resources), its pods in slices of
-    one NVLink domain each and, by preference, in the clique of the job's other pods."""
+    """A TrainJob on whole servers in a team's LocalQueue: one PodSet Kueue keeps under one leaf group where it can
+    (the runtime patch's annotation); a multi-node NVLink job runs the MNNVL runtime, in slices of one clique."""
     mnnvl = is_mnnvl(server)
     annotations = {
         **({KUEUE_PREFERRED_TOPOLOGY: level} if level else {}),
@@ -490,10 +474,8 @@ def train_job(
 def pytorch_job(
     plan: Plan, server: GpuServer, servers: tuple[str, ...], nodes: int, namespace: str, level: str | None
 ) -> dict[str, Any]:
-    """A PyTorchJob (Kubeflow Training Operator v1, kubeflow.org/v1) on whole servers, queued to a team's
-    LocalQueue; master and workers are two PodSets of one group, so Kueue places them under one domain. On a
-    multi-node NVLink system each pod claims the ComputeDomain's IMEX channel, and the group prefers one NVLink
-    domain when the job fits in one (Kueue allows no slices in a PodSet group)."""
+    """A PyTorchJob on whole servers: master and workers one PodSet group Kueue places in one domain (one clique
+    when a multi-node NVLink job fits: Kueue allows no slices in a group)."""
     mnnvl = is_mnnvl(server)
     annotations = {KUEUE_PODSET_GROUP: "train"}
     nvlink_level = nvlink_topology_level(plan, servers) if mnnvl else None
