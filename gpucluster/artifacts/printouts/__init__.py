@@ -1,15 +1,6 @@
-"""Rack cabling printouts for the technicians who cable the cluster.
-
-For every rack: its front elevation (every device at its U with its name) and rear elevation (the zero-U PDUs
-with their feeds, each device's power supplies by PDU and the face its cables plug into), its cable ends in the
-order a technician works (device by device from the top, then port by port) with both ends, media, length and part
-numbers, its optics pick list and power cords, and a sheet of cable labels (one per cable end in the rack).
-Written as ``cabling/racks/<rack>.pdf``, ``.html`` and ``.svg`` (the elevations), plus ``cabling/cluster.pdf``
-(an overview and the cluster's pick list, then every rack's pages, with a bookmark per rack),
-``cabling/cluster.html`` and ``cabling/pick-list.csv`` (every rack's transceivers and power cords).
-
-Both renderings come from one page model (:mod:`.pages`, :func:`rack_pages`): the HTML and SVG from Jinja
-templates, the PDF drawn with ReportLab (:mod:`.pdf`). This module writes the files.
+"""Rack cabling printouts for the technicians who cable the cluster: per rack ``cabling/racks/<rack>.pdf``,
+``.html`` and ``.svg`` (the elevations), and ``cabling/cluster.pdf``, ``cluster.html`` and ``pick-list.csv``.
+One page model (:mod:`.pages`) renders as HTML and SVG (Jinja) and as PDF (ReportLab, :mod:`.pdf`).
 """
 
 from __future__ import annotations
@@ -41,15 +32,13 @@ PICK_LIST = "pick-list.csv"  # the cluster's pick list, rack by rack (cabling/)
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    """Every rack's files, then the cluster's (one after another: the rack pages made once)."""
     pages = rack_pages(plan)
     _write_racks(pages, folder, plan.design.site.paper)
     _write_cluster(plan, pages, folder)
 
 
 def parts(plan: Plan) -> list[str]:
-    """The racks' files in batches (side by side, each batch a job), then the cluster's files, which bind the racks'
-    PDFs into one."""
+    """The racks' files in batches (a job each), then the cluster's, which binds the racks' PDFs into one."""
     return [*(f"racks-{batch}" for batch in range(1, len(_batches(plan)) + 1)), "cluster"]
 
 
@@ -77,8 +66,7 @@ def _batches(plan: Plan) -> list[list[str]]:
 
 
 def _write_cluster(plan: Plan, pages: dict[str, RackPage], folder: Path) -> None:
-    """The cluster's pick list, its HTML page and its PDF: an overview, then the racks' own pages (the PDFs the racks'
-    batches wrote), so the two can never differ."""
+    """The cluster's pick list, HTML page and PDF: an overview, then the racks' own PDFs, so the two never differ."""
     out = folder / FOLDER
     paper = plan.design.site.paper
     picks = pick_list(plan, pages)
@@ -110,7 +98,6 @@ def _write_cluster(plan: Plan, pages: dict[str, RackPage], folder: Path) -> None
 
 
 def _write_racks(pages: dict[str, RackPage], folder: Path, paper: str) -> None:
-    """Each rack's SVG, HTML and PDF."""
     out = folder / FOLDER / "racks"
     out.mkdir(parents=True, exist_ok=True)
     for page in track(pages.values(), len(pages), "racks"):

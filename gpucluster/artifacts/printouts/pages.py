@@ -1,7 +1,5 @@
-"""The page model of the rack printouts: what each rack's printout holds (its front and rear elevation rows, its
-cable ends in the order a technician works, its optics pick list per cage, its PSU -> PDU outlet map) and the
-cluster's pick list, as plain typed data that the HTML and SVG templates and the PDF drawing (printouts/pdf.py)
-render alike."""
+"""The page model of the rack printouts, plain typed data the HTML and SVG templates and the PDF drawing
+(printouts/pdf.py) render alike."""
 
 from __future__ import annotations
 
@@ -32,7 +30,6 @@ class Slot:
 
     @property
     def fill(self) -> str:
-        """Its box's colour: the role's, tinted (plan/registry.py), in the SVG and the PDF alike."""
         return elevation_fill(self.role)
 
 
@@ -106,9 +103,8 @@ class RearPdu:
 
 
 def cable_side(part: object, role: str) -> str:
-    """The rack face a device's ports are on. Servers and appliances have their network ports at the rear; a
-    switch's catalog airflow names its port side the front (NVIDIA P2C = rear-to-front), and a P2C switch is mounted
-    ports to the hot aisle, the rack's rear, so its air flows with the servers'; a C2P switch faces the cold aisle."""
+    """The rack face a device's ports are on: the rear, but for a C2P switch (airflow front-to-rear: its ports face
+    the cold aisle; a P2C switch is mounted ports to the hot aisle, so its air flows with the servers')."""
     if role == "switch" and getattr(part, "airflow", "") == "front-to-rear":
         return "front"
     return "rear"
@@ -147,13 +143,11 @@ CORD_COLUMNS = ("Device", "PSU", "Feed", "PDU", "Outlet")
 
 
 def cord_cells(cord: PowerCord) -> tuple[str, ...]:
-    """One power cord's row, as the HTML and PDF printouts show it."""
     return (cord.device, str(cord.psu), cord.feed, cord.pdu, cord.outlet)
 
 
 def rack_pages(plan: Plan, racks: Collection[str] | None = None) -> dict[str, RackPage]:
-    """The page model of every rack (or of the `racks` named, in plan order): its elevation and its cable ends in
-    working order."""
+    """The page model of every rack (or of the `racks` named, in plan order)."""
     design = plan.design
     locate = Locator(plan)
     parts = plan.catalog_parts
@@ -226,7 +220,6 @@ def rack_pages(plan: Plan, racks: Collection[str] | None = None) -> dict[str, Ra
 
 
 def _rear(plan: Plan, page: RackPage) -> None:
-    """The rear elevation: every PDU with its feed and cords, every device with its PSUs' PDUs and its cable side."""
     by_device: dict[str, dict[str, int]] = defaultdict(dict)
     by_pdu: dict[str, int] = defaultdict(int)
     for cord in page.cords:
@@ -257,9 +250,7 @@ PICK_COLUMNS = ("Rack", "Kind", "Part number", "Model", "Quantity")
 
 
 def pick_list(plan: Plan, pages: dict[str, RackPage]) -> list[tuple[str, str, str, str, int]]:
-    """The whole cluster's pick list, rack by rack: each rack's transceivers by part (its optics pick list summed
-    over its devices) and its power cords by type; over all racks it adds up to the BOM's transceiver and power
-    cord lines."""
+    """Each rack's transceivers by part and power cords by type: over all racks, the BOM's lines of them."""
     rows: list[tuple[str, str, str, str, int]] = []
     for name, page in pages.items():
         optics: dict[tuple[str, str], int] = defaultdict(int)

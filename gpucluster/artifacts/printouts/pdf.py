@@ -1,12 +1,6 @@
-"""The rack printouts drawn as PDF with ReportLab: each rack's pages (front and rear elevation, device list,
-cable ends, optics pick list, power cords, a sheet of cable labels) and the cluster overview, from the page model
-(printouts/pages.py).
-
-WeasyPrint, rendering the printouts' HTML instead, is far too slow for a large hall's racks (its table layout
-grows faster than the table: a network rack has thousands of cable ends); ReportLab draws the same pages in a
-small fraction of its time (figures: docs/performance.md). Fonts are DejaVu, as shipped with matplotlib,
-embedded as subsets; pages are A4 or US Letter (``site.paper``); a table row is never split
-across pages and the column headers repeat.
+"""The rack printouts drawn as PDF with ReportLab from the page model (printouts/pages.py): WeasyPrint's table
+layout is far too slow for a network rack's thousands of cable ends (figures: docs/performance.md). Fonts are
+DejaVu, as shipped with matplotlib, embedded as subsets.
 """
 
 from __future__ import annotations
@@ -80,27 +74,15 @@ def rack_pdf(page: RackPage, paper: str) -> bytes:
     story.append(PageBreak())
     story.append(Paragraph(f"Rack {page.rack.name}: {len(page.ends)} cable ends, top device first", _STYLES["h2"]))
     if page.ends:
-        rows = [CABLE_COLUMNS, *(end.cells() for end in page.ends)]
-        font_pt, widths = _fit(rows, width)
-        table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
-        table.setStyle(_table_style(font_pt))
-        story.append(table)
+        story.append(_fitted_table([CABLE_COLUMNS, *(end.cells() for end in page.ends)], width))
     if page.optics:
         story.append(Paragraph(f"Rack {page.rack.name}: optics pick list, one module per occupied cage", _STYLES["h2"]))
-        rows = [OPTICS_COLUMNS, *page.optics]
-        font_pt, widths = _fit(rows, width)
-        table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
-        table.setStyle(_table_style(font_pt))
-        story.append(table)
+        story.append(_fitted_table([OPTICS_COLUMNS, *page.optics], width))
     if page.cords:
         story.append(
             Paragraph(f"Rack {page.rack.name}: {len(page.cords)} power cords, PSU to PDU outlet", _STYLES["h2"])
         )
-        rows = [CORD_COLUMNS, *(cord_cells(c) for c in page.cords)]
-        font_pt, widths = _fit(rows, width)
-        table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
-        table.setStyle(_table_style(font_pt))
-        story.append(table)
+        story.append(_fitted_table([CORD_COLUMNS, *(cord_cells(c) for c in page.cords)], width))
     if page.ends:
         story.append(PageBreak())
         story.append(Paragraph(f"Rack {page.rack.name}: cable labels, one per cable end", _STYLES["h2"]))
@@ -146,13 +128,10 @@ def overview_pdf(
     if picks:
         pick_rows: list[tuple[str, ...]] = [PICK_COLUMNS]
         pick_rows += [(rack, kind, pn, model, f"{n:,}") for rack, kind, pn, model, n in picks]
-        font_pt, widths = _fit(pick_rows, doc.width)
-        pick_table = LongTable(pick_rows, colWidths=widths, repeatRows=1, splitByRow=1)
-        pick_table.setStyle(_table_style(font_pt))
         story += [
             PageBreak(),
             Paragraph("Pick list: every rack's transceivers and power cords", _STYLES["h2"]),
-            pick_table,
+            _fitted_table(pick_rows, doc.width),
         ]
     doc.build(story, canvasmaker=_NumberedCanvas)
     return buffer.getvalue()
@@ -237,6 +216,14 @@ def _table_style(font_pt: float) -> TableStyle:
     )
 
 
+def _fitted_table(rows: list[tuple[str, ...]], width: float) -> LongTable:
+    """A table whose header repeats on each page and whose rows are never split, fitted to the width."""
+    font_pt, widths = _fit(rows, width)
+    table = LongTable(rows, colWidths=widths, repeatRows=1, splitByRow=1)
+    table.setStyle(_table_style(font_pt))
+    return table
+
+
 def _fit(rows: list[tuple[str, ...]], width: float) -> tuple[float, list[float]]:
     """Column widths from the widest text of each column, at the largest font size (down to 5 pt)
     at which the table fits the page width, so no cell is cut or wrapped."""
@@ -296,6 +283,15 @@ class _RackView(Flowable):
     def wrap(self, available_width: float, available_height: float) -> tuple[float, float]:
         return self.width, self.height
 
+    def _frame(self, title: str, left: float, rail: float, unit: float) -> None:
+        """The title above the rack and the rack's outline."""
+        c = self.canv
+        c.setFont(BOLD, 7)
+        c.drawString(left, self.height - 7, title)
+        c.setStrokeColor(colors.black)
+        c.setLineWidth(0.6)
+        c.rect(left, 0, rail, self.page.rack.height_u * unit)
+
 
 class _Elevation(_RackView):
     """The rack's front view: a unit scale, and every device as a box at its U with its name."""
@@ -305,11 +301,7 @@ class _Elevation(_RackView):
         units = page.rack.height_u
         unit = (self.height - 10) / units
         left, rail = 14.0, self.width - 16.0
-        c.setFont(BOLD, 7)
-        c.drawString(left, self.height - 7, f"{page.rack.name} front, {units} U")
-        c.setStrokeColor(colors.black)
-        c.setLineWidth(0.6)
-        c.rect(left, 0, rail, units * unit)
+        self._frame(f"{page.rack.name} front, {units} U", left, rail, unit)
         c.setFont(FONT, min(5.5, unit * 0.75))
         for u in range(1, units + 1):
             c.drawRightString(left - 2, (u - 1) * unit + unit * 0.2, str(u))
@@ -338,11 +330,7 @@ class _RearElevation(_RackView):
         left_n, right_n = (len(page.rear_pdus) + 1) // 2, len(page.rear_pdus) // 2
         left = left_n * (bar + 1) + 2
         rail = self.width - left - right_n * (bar + 1) - 2
-        c.setFont(BOLD, 7)
-        c.drawString(left, self.height - 7, f"{page.rack.name} rear, {units} U: PDUs, PSUs, cable side")
-        c.setStrokeColor(colors.black)
-        c.setLineWidth(0.6)
-        c.rect(left, 0, rail, units * unit)
+        self._frame(f"{page.rack.name} rear, {units} U: PDUs, PSUs, cable side", left, rail, unit)
         for i, pdu in enumerate(page.rear_pdus):
             x = left - (i // 2 + 1) * (bar + 1) if i % 2 == 0 else left + rail + 1 + (i // 2) * (bar + 1)
             c.setFillColor(colors.HexColor("#f3e9dc"))
