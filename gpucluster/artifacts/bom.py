@@ -1,9 +1,5 @@
-"""bom.xlsx and bom.csv: the bill of materials a buyer orders from (see gpucluster/analyse/bom.py for what is
-counted and how).
-
-The workbook has a summary (totals per section as formulas, headline figures, cables by type and
-length, unpriced parts), the line items, one row per rack and every device in every rack. Each
-formula carries its computed value, so viewers that do not recalculate show numbers too.
+"""bom.xlsx and bom.csv: the bill of materials a buyer orders from (what is counted: gpucluster/analyse/bom.py).
+Each formula carries its computed value, so viewers that do not recalculate show numbers too.
 """
 
 from __future__ import annotations
@@ -12,6 +8,7 @@ import functools
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from xlsxwriter.worksheet import Worksheet
 
@@ -39,14 +36,13 @@ LINES_SHEET = "BOM"
 CONTENTS_SHEET = "Rack contents"
 
 
-class _Field:
+class _Field(NamedTuple):
     """A line-item column: its header and how to get the value of one line."""
 
-    def __init__(self, key: str, column: Column, value: Callable[[BomLine], object], per_unit: str = ""):
-        self.key = key
-        self.column = column
-        self.value = value
-        self.per_unit = per_unit  # for extended columns: the key of the per-unit column they multiply
+    key: str
+    column: Column
+    value: Callable[[BomLine], object]
+    per_unit: str = ""  # for extended columns: the key of the per-unit column they multiply
 
 
 def _fields(priced: bool) -> list[_Field]:
@@ -91,7 +87,6 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def write_csv(bom: Bom, path: Path) -> None:
-    """The line items as CSV (extended values computed; formula-like text quoted with an apostrophe)."""
     fields = _fields(bom.price_list is not None)
     with open(path, "w", encoding="utf-8", newline="") as out:
         writer = GuardedCsvWriter(out)
@@ -137,8 +132,7 @@ def _lines(book: Book, bom: Bom, fields: list[_Field], column_of: dict[str, int]
 
 
 def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
-    """Totals per section (SUMIF formulas over the line items), headline figures, cables by type
-    and length, and the parts the price list does not price, one block under the other."""
+    """Totals per section, headline figures, cables by length and the unpriced parts, one block under another."""
     sheet = book.sheet("Summary", f"{bom.name}: summary")
     currencies = sorted({line.currency for line in bom.lines if line.currency})
     widths = [26, 10, 12, 12, 12, 12, 10] + [16] * len(currencies)
@@ -164,8 +158,7 @@ def _summary(book: Book, bom: Bom, column_of: dict[str, int]) -> None:
 def _section_totals(
     book: Book, sheet: Worksheet, bom: Bom, currencies: list[str], lines_range: Callable[[str], str]
 ) -> tuple[int, float]:
-    """The table of totals per section from row 4 (0-based) and its total row; returns that row and the total
-    maximum power in kW (the headline figures subtract the included optics from it)."""
+    """Totals per section from row 4 (0-based); returns the total row and the maximum kW the headline figures use."""
     row = 4
     headers = ["Section", "Lines", "Quantity", "Typical kW", "Maximum kW", "Weight kg", "U"]
     book.headers(sheet, row, headers + [f"Price ({currency})" for currency in currencies])
@@ -223,8 +216,8 @@ def _headline_figures(
     maximum_kw: float,
     lines_range: Callable[[str], str],
 ) -> int:
-    """The headline figures from `row`; counts by kind are formulas over the line items, and the IT power one over
-    the section totals' row (`total_row`, 1-based) less the included optics. Returns the last row written."""
+    """The headline figures from `row`, the IT power over the totals' row (`total_row`, 1-based) less the included
+    optics; returns the last row."""
     book.headers(sheet, row, ("Figure", "Value"))
     included_row = 0
     for label, value in bom.counts.items():
@@ -246,7 +239,7 @@ def _headline_figures(
 
 
 def _cables_by_length(book: Book, sheet: Worksheet, bom: Bom, row: int, lines_range: Callable[[str], str]) -> int:
-    """Cables by media and length from `row`, each count a formula over the line items; returns the last row."""
+    """Cables by media and length from `row`; returns the last row."""
     book.headers(sheet, row, ("Cables by media", "Length (m)", "Cables"))
     by_length: Counter[tuple[str, float]] = Counter()
     for line in bom.lines:
@@ -265,7 +258,6 @@ def _cables_by_length(book: Book, sheet: Worksheet, bom: Bom, row: int, lines_ra
 
 
 def _unpriced(book: Book, sheet: Worksheet, bom: Bom, row: int) -> None:
-    """The lines the price list does not price, from `row` (nothing if it prices them all)."""
     unpriced = bom.unpriced()
     if not unpriced:
         return
@@ -305,10 +297,8 @@ CONTENT_COLUMNS = [
 
 
 def _racks(book: Book, plan: Plan, name: str) -> None:
-    """One row per rack (U, maximum power and weight as sums over its contents rows), then every
-    device in every rack, bottom U first, zero-U PDUs last, each with its maximum draw including the
-    optics in its cages (the power budget's rule, so a rack's sum is its planned load). The
-    131,072-GPU design has ~70,000 such rows, so part facts are looked up once per part."""
+    """A row per rack (sums over its contents rows), then every device in it, bottom U first, its maximum draw with
+    its optics (the power budget's rule, so a rack's sum is its planned load); ~70,000 rows at 131,072 GPUs."""
     powers = device_powers(plan)
     racks = sorted(plan.racks.values(), key=lambda r: (r.row, r.position))
     total_rows = sum(len(r.devices) + len(r.pdus) for r in racks)

@@ -1,22 +1,10 @@
-"""NetBox 4.6 import files, so the plan loads into a DCIM, several clusters into one NetBox (``netbox/``):
-
-* ``netbox/shared/``: what every cluster shares, imported **once per NetBox**: manufacturers, device roles and the
-  device types of every rack-mounted part of the packaged catalog, with their interface, power-port and
-  power-outlet templates (``03-device-types.yaml``, NetBox's device-type YAML import, as the devicetype-library
-  writes it). Every design on the packaged catalog writes these files byte for byte alike.
-* ``netbox/NN-*.csv``: this cluster, numbered in import order: its site (one per cluster, so two clusters'
-  racks, devices and power panels never meet; the design's site is its ``facility``), racks, power panels and
-  feeds, devices (their interfaces, power ports and outlets come from the device types' templates), network cables
-  (``side_a_site``/``side_b_site`` name the cluster's site) and power cables (each PSU to its PDU outlet, each PDU to
-  its feed). Parts a design's own catalog files add come as ``00-manufacturers.csv`` and ``00-device-types.yaml``.
-
-Large files are split into parts (``06-cables-01.csv`` ...) of at most :data:`ROWS_PER_FILE` rows, so each
-imports within NetBox's default 120 s request timeout.
+"""NetBox 4.6 import files (``netbox/``, docs/artifacts.md): ``shared/``, imported once per NetBox (manufacturers,
+roles, the packaged catalog's device types, alike for every design), then this cluster's numbered files in import
+order, one site per cluster so several clusters share one NetBox.
 
 Columns are the fields of NetBox's import forms and choices NetBox's choice sets (netbox-community/netbox v4.6.8
-``netbox/dcim/forms/bulk_import.py``, ``object_import.py``, ``netbox/dcim/choices.py``). NetBox's CSV cable import
-takes one termination per side, so a cable carrying two links (a twin-port cable or a 1:2 splitter) becomes one
-NetBox cable per link, labelled with the schedule's cable ID and the link (``C0042/1``, ``C0042/2``).
+``netbox/dcim/forms/bulk_import.py``, ``object_import.py``, ``netbox/dcim/choices.py``). Its CSV cable import takes
+one termination per side, so a twin-port cable or a 1:2 splitter becomes a NetBox cable per link (``C0042/1``).
 """
 
 from __future__ import annotations
@@ -109,21 +97,19 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
 
 
 def _device_role(name: str) -> list[str]:
-    """A DeviceRoleImportForm row: name, slug and colour (six hex digits, no '#') from the role registry."""
+    """A DeviceRoleImportForm row (colour: six hex digits, no '#')."""
     entry = ROLES[name]
     return [entry.netbox_role, entry.netbox_role, entry.colour.removeprefix("#").lower()]
 
 
 def netbox_files(plan: Plan) -> dict[str, str]:
-    """File name (under netbox/) -> its text."""
     files: dict[str, str] = {}
     emit_netbox_files(plan, files.__setitem__)
     return files
 
 
 def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
-    """Hand each file (name under netbox/, text) to ``emit`` in import order; the large tables go a part at a time,
-    so memory stays bounded by one part however large the cluster."""
+    """Hand each file (name under netbox/, text) to ``emit`` in import order, the large tables a part at a time."""
     packaged = _packaged_device_parts()
     used = sorted({d.part for d in plan.devices.values()})
     own = [p for p in used if p not in packaged or packaged[p] != _device_type(plan.catalog_parts[p])]
@@ -175,8 +161,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
 
 
 def cluster_site(plan: Plan) -> str:
-    """The cluster's NetBox site: the design's site and the cluster's name (one site per cluster keeps two clusters'
-    device, rack and panel names apart, and every import form finds a device by name within its site)."""
+    """One site per cluster keeps two clusters' names apart (import forms find a device by name within its site)."""
     return f"{plan.design.site.name} {plan.name}"
 
 
@@ -223,7 +208,7 @@ class DeviceType:
 
 @cache
 def _packaged_device_parts() -> dict[str, DeviceType]:
-    """Device types of every rack-mounted part of the packaged catalog (the shared, once-per-NetBox set)."""
+    """Device types of every rack-mounted part of the packaged catalog (the shared set)."""
     catalog = load_catalog()
     return {
         pid: _device_type(part) for pid, part in catalog.parts.items() if getattr(part, "kind", None) in _DEVICE_KINDS
@@ -231,8 +216,7 @@ def _packaged_device_parts() -> dict[str, DeviceType]:
 
 
 def interface_type(technology: str | None, cage: str, speed_gbps: float, host: bool) -> str:
-    """The NetBox interface type of a port: InfiniBand by generation; Ethernet by cage and the speed it runs at
-    (the cage's class at or below that speed), flat-top OSFP on host adapters."""
+    """InfiniBand by generation; Ethernet by cage and the class at or below its speed, flat-top OSFP on hosts."""
     if technology in _INFINIBAND_TYPE:
         return _INFINIBAND_TYPE[technology]
     classes = sorted((speed, slug) for (kind, speed), slug in _ETHERNET_TYPE.items() if kind == cage)
@@ -336,12 +320,7 @@ def _device_types_yaml(types: Iterable[DeviceType]) -> str:
             ]
         if t.power_outlets:
             document["power-outlets"] = [
-                {
-                    "name": o.name,
-                    "type": o.type,
-                    "power_port": PDU_INPUT,
-                }
-                for o in t.power_outlets
+                {"name": o.name, "type": o.type, "power_port": PDU_INPUT} for o in t.power_outlets
             ]
         documents.append(document)
     return yamlout.dump_all(documents, explicit_start=True, allow_unicode=True, width=120)
@@ -355,8 +334,8 @@ def _manufacturers_csv(names: list[str]) -> str:
 
 
 def _power_panels_and_feeds(plan: Plan, site: str) -> tuple[Sequence[Sequence[object]], Sequence[Sequence[object]]]:
-    """One power panel per feed of the site (A, and B with 2N) and one power feed per PDU: the PDU's circuit at the
-    site's voltage and breaker, its continuous-load fraction as the maximum utilisation."""
+    """A power panel per feed of the site and a power feed per PDU (its circuit; the continuous-load fraction as
+    maximum utilisation)."""
     supply = plan.design.site.power_feed
     feeds_used: set[str] = set()
     rows: list[list[object]] = []
@@ -393,19 +372,8 @@ def _devices(plan: Plan, site: str) -> Iterator[list[object]]:
     for d in plan.devices.values():
         part = plan.catalog_parts[d.part]
         mounted = bool(d.u_position)
-        yield (
-            [
-                d.name,
-                ROLES[d.role].netbox_role,
-                part.vendor,
-                part.model,
-                "planned",
-                site,
-                d.rack,
-                d.u_position if mounted else "",
-                "front" if mounted else "",
-            ]
-        )
+        position = (d.u_position, "front") if mounted else ("", "")
+        yield [d.name, ROLES[d.role].netbox_role, part.vendor, part.model, "planned", site, d.rack, *position]
 
 
 def _part_number(plan: Plan, part_id: str | None) -> str:
@@ -416,10 +384,8 @@ def _part_number(plan: Plan, part_id: str | None) -> str:
 
 
 def _network_cables(plan: Plan, site: str) -> Iterator[Sequence[object]]:
-    """One row per link (one per cable; a twin-port cable or splitter gives a row per link, its label the cable
-    ID and the link); the description carries the orderable part numbers of the cable and its optics. The catalog's
-    text (port names, the description) comes guarded (csv_safe), each distinct text once: a few dozen port names
-    and kinds of cable make the 760,000 rows of a 131,072-GPU cluster."""
+    """A row per link, described by the part numbers of the cable and its optics; the catalog's text guarded
+    (csv_safe) once per distinct text: a few dozen make the 760,000 rows of a 131,072-GPU cluster."""
     descriptions: dict[tuple[str, str | None, str | None], str] = {}  # a few kinds of cable and optics
     guarded: dict[str, object] = {}
     lengths: dict[float, object] = {}
@@ -469,23 +435,19 @@ def _network_cables(plan: Plan, site: str) -> Iterator[Sequence[object]]:
 def _power_cables(plan: Plan, site: str) -> Iterator[list[object]]:
     """Each PSU's cord to its PDU outlet (plan.power.power_cords), then each PDU's input to its power feed."""
     for cord in power_cords(plan):
-        yield (
-            [
-                *(site, cord.device, "", "dcim.powerport", f"PSU{cord.psu}"),
-                *(site, cord.pdu, "", "dcim.poweroutlet", cord.outlet),
-                *("power", "planned", "", "", "", f"feed {cord.feed}"),
-            ]
-        )
+        yield [
+            *(site, cord.device, "", "dcim.powerport", f"PSU{cord.psu}"),
+            *(site, cord.pdu, "", "dcim.poweroutlet", cord.outlet),
+            *("power", "planned", "", "", "", f"feed {cord.feed}"),
+        ]
     for rack in plan.racks.values():
         for feed, pdus in rack_feeds(plan, rack).items():
             for name in pdus:
-                yield (
-                    [
-                        *(site, name, "", "dcim.powerport", PDU_INPUT),
-                        *(site, "", _panel(feed), "dcim.powerfeed", name),
-                        *("power", "planned", "", "", "", f"feed {feed}"),
-                    ]
-                )
+                yield [
+                    *(site, name, "", "dcim.powerport", PDU_INPUT),
+                    *(site, "", _panel(feed), "dcim.powerfeed", name),
+                    *("power", "planned", "", "", "", f"feed {feed}"),
+                ]
 
 
 # ------------------------------------------------------------------------------------------------- helpers
@@ -498,8 +460,8 @@ def _split(
     rows: Iterable[Sequence[object]],
     guarded: Sequence[int] | None = None,
 ) -> None:
-    """One file, or numbered parts of at most ROWS_PER_FILE rows each (import them in order), made one part at a
-    time from the rows as they come; `guarded`: the columns that may hold text that looks like a formula (None: all)."""
+    """One file, or numbered parts of at most ROWS_PER_FILE rows, a part at a time; `guarded`: the columns that may
+    hold formula-like text (None: all)."""
     iterator = iter(rows)
     held: list[Sequence[object]] | None = None
     number = 0
@@ -528,5 +490,5 @@ def _slug(text: str) -> str:
 
 
 def _number(value: object) -> object:
-    """Whole numbers without a trailing .0 (NetBox reads either; the files read better)."""
+    """Whole numbers without a trailing .0 (NetBox reads either; people read this better)."""
     return int(value) if isinstance(value, float) and value.is_integer() else value
