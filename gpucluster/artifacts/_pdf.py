@@ -26,11 +26,9 @@ with contextlib.suppress(OSError):
 
 
 def write_pdf(html: str, path: Path, laid_out: Callable[[], object] | None = None) -> None:
-    """Render `html` (self-contained: inline CSS, inline SVG, data: images) to `path`.
-
-    With no base URL WeasyPrint keeps relative links as written, so the PDF's links to the other artifacts
-    resolve beside it; only data: URLs may be fetched, so a page that reaches out fails here rather than
-    rendering differently offline. `laid_out` is called between laying out the pages and drawing them (progress)."""
+    """Render self-contained `html` to `path`. Without a base URL relative links stay relative (they resolve beside
+    the PDF); only data: URLs may be fetched, so a page that reaches out fails rather than rendering differently
+    offline. `laid_out` is called between layout and drawing (progress)."""
     try:
         import weasyprint
         from weasyprint.urls import URLFetcher
@@ -48,8 +46,7 @@ def write_pdf(html: str, path: Path, laid_out: Callable[[], object] | None = Non
 
 @contextlib.contextmanager
 def _fixed_font_timestamp() -> Iterator[None]:
-    """SOURCE_DATE_EPOCH pinned while the fonts are subset and written, then as it was (a build starts no
-    threads, so nothing else reads the environment meanwhile)."""
+    """SOURCE_DATE_EPOCH pinned while fonts are subset (a build starts no threads to read the environment)."""
     before = os.environ.get("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = FONT_TIMESTAMP
     try:

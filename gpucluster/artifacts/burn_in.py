@@ -1,9 +1,5 @@
-"""Burn-in: the acceptance tests of every GPU server, compute link, rail and scalable unit, with pass
-thresholds, as Slurm batch scripts the operator runs, a machine-readable list of expected results and a
-printable checklist per rack.
-
-The tests, their thresholds and the thresholds' sources are the plan's (gpucluster/analyse/burn_in.py, computed
-once per plan); this module renders them.
+"""Burn-in: the plan's acceptance tests (gpucluster/analyse/burn_in.py) rendered as Slurm batch scripts (or
+Kubernetes Jobs), the expected results and a printable checklist per rack.
 """
 
 from __future__ import annotations
@@ -101,8 +97,7 @@ def _write_jobs(
     context: dict[str, Any],
     out: Path,
 ) -> dict[str, Any] | None:
-    """burn-in/kubernetes/: the Kubernetes side's tests as Jobs (burn_in_jobs), and what the README says of them;
-    None without a Kubernetes side."""
+    """burn-in/kubernetes/: the Kubernetes side's tests as Jobs, and the README's values (None without that side)."""
     if not servers:
         return None
     from gpucluster.artifacts import burn_in_jobs as jobs
@@ -138,15 +133,13 @@ _CSV_HEADER = (*_CSV_COLUMNS, "threshold", "unit", "command", "links", "source")
 
 
 def write_expected_results_csv(handle: TextIO, tests: list[BurnInTest]) -> None:
-    """The expected results as CSV, written into `handle` a row at a time."""
     writer = GuardedCsvWriter(handle, ())  # the rows come guarded
     writer.writerow(_CSV_HEADER)
     writer.writerows(_expected_rows(tests))
 
 
 def _expected_rows(tests: list[BurnInTest]) -> Iterator[tuple[object, ...]]:
-    """A row per test, the comparison, command and source guarded once per distinct text (115,000 tests share a few
-    dozen), the links as they come."""
+    """A row per test, each distinct text guarded once (115,000 tests share a few dozen)."""
     hostlists: dict[tuple[str, ...], str] = {}  # a pair of servers has a link test per rail
     guarded: dict[str, object] = {}
 
@@ -179,10 +172,9 @@ _EMPTY_TESTS_END = b'"tests": []\n}'
 
 
 def expected_results_json(plan: Plan, tests: list[BurnInTest]) -> Iterator[bytes]:
-    """expected-results.json a batch of tests at a time: the bytes orjson gives the whole document (indented, keys
-    sorted), without holding that text and a copy of it. "tests" sorts last, so the document
-    dumped with no tests ends with their empty list; each batch, dumped as a list, goes in its place a level deeper
-    (every line break of orjson's text is between tokens: a string's are escaped)."""
+    """expected-results.json a batch of tests at a time, the bytes orjson gives the whole document without holding
+    it: "tests" sorts last, so each batch, dumped as a list, goes in place of the empty list a level deeper
+    (orjson breaks lines only between tokens)."""
     document = _expected_document(plan, tests)
     head = orjson.dumps({**document, "tests": []}, option=_JSON_OPTIONS)
     if not tests or not head.endswith(_EMPTY_TESTS_END):
@@ -210,7 +202,6 @@ def _expected_document(plan: Plan, tests: list[BurnInTest]) -> dict[str, Any]:
 
 
 def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[int, RailPort]]) -> dict[str, Any]:
-    """What the script and README templates need: node lists, pairs, rails and each stage's threshold."""
     by_name: dict[str, list[BurnInTest]] = {}
     for t in tests:
         by_name.setdefault(t.test, []).append(t)
@@ -262,8 +253,7 @@ def _script_context(plan: Plan, tests: list[BurnInTest], ports: dict[str, dict[i
 
 
 def _cabling_context(plan: Plan, tests: list[BurnInTest]) -> dict[str, Any]:
-    """Stage 0: where ibnetdiscover runs on each InfiniBand network, and the switches whose LLDP neighbours
-    are collected on the others."""
+    """Stage 0: where ibnetdiscover runs on each InfiniBand network, and the switches whose LLDP is read elsewhere."""
     networks = [t.subject for t in tests]
     infiniband = [n for n in infiniband_networks(plan) if n in networks]
     ethernet = [n for n in networks if n not in infiniband]
@@ -276,7 +266,7 @@ def _cabling_context(plan: Plan, tests: list[BurnInTest]) -> dict[str, Any]:
 
 
 def _threshold_table(tests: list[BurnInTest]) -> list[dict[str, Any]]:
-    """One row per distinct threshold of each test kind: what the README and the checklists print."""
+    """A row per distinct threshold of each test kind, for the README and the checklists."""
     rows: dict[tuple[int, float | str, str], dict[str, Any]] = {}  # (stage, threshold, source) -> row
     for t in tests:
         key = (t.stage, t.threshold, t.source)
@@ -296,8 +286,7 @@ def checklists(
     ports: dict[str, dict[int, RailPort]],
     thresholds: list[dict[str, Any]] | None = None,
 ) -> Iterator[tuple[str, str]]:
-    """(rack, printable HTML acceptance checklist of the GPU servers in it, top of the rack first), a rack at a time by
-    name; `thresholds` is _threshold_table(tests) where the caller has it already."""
+    """(rack, HTML checklist of its GPU servers, top first) a rack at a time; `thresholds`: _threshold_table(tests)."""
     by_node: dict[str, list[BurnInTest]] = {}
     link_test: dict[tuple[str, int], BurnInTest] = {}
     for t in tests:
@@ -349,8 +338,8 @@ def checklists(
 
 
 class _Once:
-    """The template's {% call once(key...) %}: the text of a block that prints the same on many pages, made the first
-    time and kept (a 131,072-GPU cluster has 4,096 racks whose pages share most of their rows)."""
+    """The template's {% call once(key...) %}: a block printed alike on many pages, made once (4,096 racks at
+    131,072 GPUs share most rows)."""
 
     def __init__(self) -> None:
         self.made: dict[tuple[object, ...], str] = {}
@@ -368,12 +357,11 @@ def _row_key(test: BurnInTest) -> tuple[object, ...]:
 
 
 def _pass_when(test: BurnInTest | None) -> tuple[float | str | None, str]:
-    """A link test's threshold and unit (None: no test)."""
     return (None, "") if test is None else (test.threshold, test.unit)
 
 
 def _partners(test: BurnInTest | None, server: str) -> str:
-    """The servers a link test pairs `server` with (all of its servers when it names only this one)."""
+    """The servers a link test pairs `server` with (all when it names only this one)."""
     if test is None:
         return ""
     return ", ".join([node for node in test.nodes if node != server] or test.nodes)

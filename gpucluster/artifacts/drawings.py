@@ -1,18 +1,15 @@
-"""SVG drawings of each network's tiers for the design review, drawn from its graph (the floor plan is in
-floor_plan.py).
+"""SVG drawings of each network's tiers for the design review, from its graph.
 
-A network is drawn device by device while no level (hosts, leaves, spines ...) holds more than
-DETAIL_MAX_PER_LEVEL devices. Above that each box stands for a group with its count (the hosts of one kind in
-one scalable unit, the switches of one tier in one SU or pod, the central ones) and each line for the bundle of
-links between two boxes, labelled with its link count. A level that still has more than MAX_BOXES_PER_LEVEL
-boxes first puts each SU's kinds of host in one box, then merges neighbouring SUs or pods into ranges
-(SU 1-4), so a 131,072-GPU fabric draws as readably as a 4-SU one.
+A network is drawn device by device while no level holds more than DETAIL_MAX_PER_LEVEL devices. Above that a box
+is a group with its count (a kind of host in an SU, a tier's switches in an SU or pod, the central ones) and a line
+the bundle of links between two boxes; a level of more than MAX_BOXES_PER_LEVEL boxes first merges each SU's kinds,
+then neighbouring SUs or pods into ranges, so a 131,072-GPU fabric draws as readably as a 4-SU one.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -110,13 +107,9 @@ class _Group:
 
 
 def network_drawing(plan: Plan, network: str) -> Drawing:
-    """The tiers of one network from its graph: every device while the levels are small, groups above."""
     graph = graphs(plan)[network]
     levels: dict[str, int] = {node: _level(plan.devices[node], network) for node in graph.nodes}
-    per_level: dict[int, int] = defaultdict(int)
-    for level in levels.values():
-        per_level[level] += 1
-    detailed = max(per_level.values(), default=0) <= DETAIL_MAX_PER_LEVEL
+    detailed = max(Counter(levels.values()).values(), default=0) <= DETAIL_MAX_PER_LEVEL
     if detailed:
         groups = [_device_group(plan, plan.devices[node], levels[node], network) for node in graph.nodes]
     else:
@@ -195,8 +188,7 @@ _Family = tuple[str, tuple[str, ...]]
 
 
 def _merge_kinds(groups: list[_Group]) -> list[_Group]:
-    """One box per SU (or pod) holding every kind of device in it, and one for the central ones; the management
-    ports of other networks' switches count together as switches."""
+    """One box per SU (or pod) and one for the central ones; other networks' switches count together."""
     merged: dict[tuple[str, int | None], _Group] = {}  # (scope, number)
     for group in sorted(groups, key=_order):
         key = (group.scope, group.numbers[0] if group.numbers else None)
@@ -225,8 +217,7 @@ def _range_sizes(groups: list[_Group]) -> dict[str, int]:
 
 
 def _merge_ranges(groups: list[_Group], sizes: dict[str, int]) -> list[_Group]:
-    """SUs (or pods) merge into ranges of the same size on every level (SUs 1-6, 7-12 ...), so the lines
-    between levels join boxes that hold the same SUs."""
+    """SUs (or pods) merge into ranges of the same size on every level, so lines join boxes of the same SUs."""
     result = [g for g in groups if not g.numbers]
     merged: dict[tuple[_Family, int], _Group] = {}  # (family, range)
     for group in sorted((g for g in groups if g.numbers), key=_order):
@@ -379,7 +370,6 @@ def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detaile
 
 
 def _box_lines(plan: Plan, group: _Group, level: int, detailed: bool) -> tuple[tuple[str, ...], str]:
-    """A box's text lines and its tooltip."""
     if detailed:
         return (group.name,), f"{group.name} ({plan.devices[group.name].part})"
     scope = _scope_text(group)
@@ -409,7 +399,7 @@ def _font_size(width: float, height: float, lines: tuple[str, ...], rotate: bool
 
 
 def _tier_gbps(plan: Plan, network: str, link_tier: int) -> str:
-    """The bandwidth of one tier of links, from the plan's tiers (the down side of the tier above)."""
+    """The bandwidth of one tier of links: the down side of the tier above."""
     tier = next((t for t in plan.tiers if t.network == network and t.tier == link_tier + 1), None)
     if tier is None:
         return ""

@@ -1,9 +1,6 @@
-"""power.xlsx: the power-and-cooling budget as a live workbook.
-
-The design's inputs (PUE, electricity price, temperature rise, the feed) and the constants stand on
-the Summary sheet as named cells; every derived figure is a formula over them and the device and
-rack loads, so an architect can change an input and read the result. Each formula also carries the
-value this tool computed, so the file reads correctly before any recalculation.
+"""power.xlsx: the power-and-cooling budget as a live workbook. The design's inputs and the constants are named
+cells on the Summary sheet and every derived figure a formula over them, so an architect can change an input and
+read the result; each formula carries its computed value, so the file reads correctly before recalculation.
 """
 
 from __future__ import annotations
@@ -250,10 +247,7 @@ def _write_summary(sheet: Worksheet, f: _Formats, budget: Budget, values: dict[s
     for i, (label, formula, value, unit) in enumerate(rows):
         row = start + i
         sheet.write(row, 0, label)
-        if value == "":
-            sheet.write_formula(row, 1, formula.format(**refs), f.kw, "")
-        else:
-            sheet.write_formula(row, 1, formula.format(**refs), f.kw, value)
+        sheet.write_formula(row, 1, formula.format(**refs), f.kw, value)
         sheet.write(row, 2, unit)
 
 
