@@ -304,7 +304,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
     total_rows = sum(len(r.devices) + len(r.pdus) for r in racks)
     summary = book.table_sheet("Racks", RACK_COLUMNS, len(racks), f"{name}: racks")
     detail = book.table_sheet(CONTENTS_SHEET, CONTENT_COLUMNS, total_rows, f"{name}: rack contents")
-    facts = _PartFacts(book, plan)
+    facts = _part_facts(book, plan)
     integer, decimal = book.format(INTEGER), book.format(DECIMAL_1)
     cells = cell_writers(detail)  # ~70,000 rows at scale: no A1-notation decorator
     write_string, write_number = cells.text, cells.number
@@ -319,7 +319,7 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
         system_kg = loaded_weight_kg(plan, rack) if rack.rack_system else None
         models: Counter[str] = Counter()
         for device in ordered:  # a row per device: Book.text's cells, written straight (~70,000 rows at scale)
-            model, part_number, (u_height, weight_kg) = facts.of(device.part)
+            model, part_number, (u_height, weight_kg) = facts(device.part)
             if rack.name:
                 write_string(detail_row, 0, rack.name, text_format(rack.name))
             if device.u_position:
@@ -365,27 +365,20 @@ def _racks(book: Book, plan: Plan, name: str) -> None:
         book.text(summary, row, 9, "; ".join(f"{n} x {model}" for model, n in models.items()))
 
 
-# a part's (model, format), (part number, format) and (U, kg): _PartFacts
+# a part's (model, format), (part number, format) and (U, kg)
 _Facts = tuple[tuple[str, object] | None, tuple[str, object] | None, tuple[float, float | None]]
 
 
-class _PartFacts:
-    """Per catalog part, once: (model, format), (part number, format) and (U, kg)."""
+def _part_facts(book: Book, plan: Plan) -> Callable[[str], _Facts]:
+    """A part's facts for the rack contents, looked up once per part (~70,000 rows at scale)."""
 
-    def __init__(self, book: Book, plan: Plan):
-        self.book = book
-        self.parts = plan.catalog_parts
-        self.cache: dict[str, _Facts] = {}
+    def text(value: str) -> tuple[str, object] | None:
+        return (value, book.text_format(value)) if value else None
 
-    def of(self, part_id: str) -> _Facts:
-        facts = self.cache.get(part_id)
-        if facts is None:
-            part = self.parts[part_id]
-            model = str(getattr(part, "model", ""))
-            part_number = str(getattr(part, "part_number", None) or "")
-            figures = (float(getattr(part, "u_height", 0.0)), getattr(part, "weight_kg", None))
-            facts = self.cache[part_id] = (self._text(model), self._text(part_number), figures)
-        return facts
+    @functools.cache
+    def facts(part_id: str) -> _Facts:
+        part = plan.catalog_parts[part_id]
+        figures = (float(getattr(part, "u_height", 0.0)), getattr(part, "weight_kg", None))
+        return text(str(getattr(part, "model", ""))), text(str(getattr(part, "part_number", None) or "")), figures
 
-    def _text(self, text: str) -> tuple[str, object] | None:
-        return (text, self.book.text_format(text)) if text else None
+    return facts

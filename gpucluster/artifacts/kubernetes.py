@@ -155,7 +155,8 @@ def topology_labels(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[st
     for name in servers:
         device = plan.devices[name]
         own = {
-            fabric_label(plan, tier_of.get(tier_name, 0) or _tier_number(tier_name), tier_name): group
+            # fabric_tree names a tier without a plan name tierN
+            fabric_label(plan, tier_of.get(tier_name, 0) or int(tier_name.removeprefix("tier")), tier_name): group
             for tier_name, group in tree.paths.get(name, {}).items()
         }
         if name in domain_of:
@@ -165,11 +166,6 @@ def topology_labels(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[st
         own[f"{OWN_PREFIX}/rack"] = device.rack
         labels[name] = own
     return labels
-
-
-def _tier_number(tier_name: str) -> int:
-    """fabric_tree names a tier without a plan name tierN."""
-    return int(tier_name.removeprefix("tier"))
 
 
 def topology_levels(plan: Plan, servers: tuple[str, ...] | list[str]) -> list[str]:

@@ -305,12 +305,7 @@ def compute_device_and_rate(server: GpuServer) -> tuple[str, str] | None:
 
 
 def _env_pairs(env: str) -> dict[str, str]:
-    pairs = {}
-    for line in env.splitlines():
-        if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
-            pairs[key] = value
-    return pairs
+    return dict(line.split("=", 1) for line in env.splitlines() if line and not line.startswith("#"))
 
 
 def _job_servers(plan: Plan, servers: tuple[str, ...]) -> int:

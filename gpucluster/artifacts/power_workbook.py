@@ -113,34 +113,13 @@ def _write_inputs(workbook: Workbook, sheet: Worksheet, f: _Formats, values: dic
     sheet.set_column(2, 2, 22)
 
 
-# Racks sheet columns: (header, key); formulas reference these letters.
+# Racks sheet headers in column order, A to Z (the formulas below name the columns by letter)
 _RACK_COLUMNS = [
-    ("Rack", "A"),
-    ("Row", "B"),
-    ("Purpose", "C"),
-    ("SU", "D"),
-    ("Devices", "E"),
-    ("IT typical kW", "F"),
-    ("IT max kW", "G"),
-    ("Optics kW (in max)", "H"),
-    ("To liquid kW", "I"),
-    ("To air kW", "J"),
-    ("Rack budget kW", "K"),
-    ("Feeds (2 = A/B, 3 = A/B/C)", "L"),
-    ("Circuits per feed", "M"),
-    ("Circuits", "N"),
-    ("Usable kW per circuit", "O"),
-    ("Capacity kW (a feed lost)", "P"),
-    ("Headroom kW", "Q"),
-    ("kW per circuit, all feeds up", "R"),
-    ("kW per circuit, a feed lost", "S"),
-    ("A per line, a feed lost", "T"),
-    ("Heat BTU/h", "U"),
-    ("Refrigeration tons", "V"),
-    ("Airflow CFM", "W"),
-    ("Airflow m³/h", "X"),
-    ("Cooling needed", "Y"),
-    ("Findings", "Z"),
+    *("Rack", "Row", "Purpose", "SU", "Devices", "IT typical kW", "IT max kW", "Optics kW (in max)"),
+    *("To liquid kW", "To air kW", "Rack budget kW", "Feeds (2 = A/B, 3 = A/B/C)", "Circuits per feed", "Circuits"),
+    *("Usable kW per circuit", "Capacity kW (a feed lost)", "Headroom kW", "kW per circuit, all feeds up"),
+    *("kW per circuit, a feed lost", "A per line, a feed lost", "Heat BTU/h", "Refrigeration tons", "Airflow CFM"),
+    *("Airflow m³/h", "Cooling needed", "Findings"),
 ]
 
 
@@ -150,7 +129,7 @@ def _phase_factor(phases: int) -> float:
 
 def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict[str, Any]) -> int:
     """One row per rack; returns the last data row (1-based, for ranges)."""
-    for col, (header, _letter) in enumerate(_RACK_COLUMNS):
+    for col, header in enumerate(_RACK_COLUMNS):
         sheet.write(0, col, header, f.head)
     feed = budget.site.power_feed
     rise = budget.rise_k
