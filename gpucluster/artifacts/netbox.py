@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 
 from gpucluster.catalog.load import load_catalog
@@ -463,17 +463,13 @@ def _split(
     """One file, or numbered parts of at most ROWS_PER_FILE rows, a part at a time; `guarded`: the columns that may
     hold formula-like text (None: all)."""
     iterator = iter(rows)
-    held: list[Sequence[object]] | None = None
-    number = 0
-    while chunk := list(islice(iterator, ROWS_PER_FILE)):
-        if held is not None:
-            number += 1
-            emit(f"{stem}-{number:02d}.csv", _csv(header, held, guarded))
-        held = chunk
-    if held is None or number == 0:
-        emit(f"{stem}.csv", _csv(header, held or [], guarded))
-    else:
-        emit(f"{stem}-{number + 1:02d}.csv", _csv(header, held, guarded))
+    parts = iter(lambda: list(islice(iterator, ROWS_PER_FILE)), [])  # a part at a time, until one is empty
+    first, second = next(parts, []), next(parts, None)
+    if second is None:
+        emit(f"{stem}.csv", _csv(header, first, guarded))
+        return
+    for number, part in enumerate(chain([first, second], parts), start=1):
+        emit(f"{stem}-{number:02d}.csv", _csv(header, part, guarded))
 
 
 def _csv(header: list[str], rows: Sequence[Sequence[object]], guarded: Sequence[int] | None = None) -> str:
