@@ -127,14 +127,7 @@ def imex_check_jobs(plan: Plan, server: GpuServer, servers: tuple[str, ...], nam
         domain = labels[members[0]][key]
         name = f"imex-check-{domain}"
         template = f"{name}-channel"
-        documents.append(
-            {
-                "apiVersion": COMPUTE_DOMAIN_API,
-                "kind": "ComputeDomain",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}},
-            }
-        )
+        documents.append(compute_domain(namespace, name, template))
         container = {
             "name": "imex-check",
             "image": PYTORCH_IMAGE,
@@ -185,13 +178,13 @@ COMPUTE_DOMAIN_HEADER = f"""\
 """
 
 
-def compute_domain(namespace: str) -> dict[str, Any]:
+def compute_domain(namespace: str, name: str = COMPUTE_DOMAIN, template: str = IMEX_CLAIM_TEMPLATE) -> dict[str, Any]:
     """numNodes 0, as the driver recommends with IMEX daemons on DNS names (its default)."""
     return {
         "apiVersion": COMPUTE_DOMAIN_API,
         "kind": "ComputeDomain",
-        "metadata": {"name": COMPUTE_DOMAIN, "namespace": namespace},
-        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": IMEX_CLAIM_TEMPLATE}}},
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"numNodes": 0, "channel": {"resourceClaimTemplate": {"name": template}}},
     }
 
 
