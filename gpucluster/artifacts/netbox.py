@@ -12,10 +12,10 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 from itertools import chain, islice
 from pathlib import Path
+from typing import Any
 
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.ports import port_details
@@ -114,7 +114,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
     used = sorted({d.part for d in plan.devices.values()})
     own = [p for p in used if p not in packaged or packaged[p] != _device_type(plan.catalog_parts[p])]
     files = {
-        f"{SHARED}/01-manufacturers.csv": _manufacturers_csv(sorted({t.manufacturer for t in packaged.values()})),
+        f"{SHARED}/01-manufacturers.csv": _manufacturers_csv(sorted({t["manufacturer"] for t in packaged.values()})),
         f"{SHARED}/02-device-roles.csv": _csv(
             ["name", "slug", "color"], [_device_role(entry.name) for entry in ROLES.values()]
         ),
@@ -122,7 +122,7 @@ def emit_netbox_files(plan: Plan, emit: Callable[[str, str], None]) -> None:
     }
     if own:
         types = [_device_type(plan.catalog_parts[p]) for p in own]
-        new_makers = sorted({t.manufacturer for t in types} - {t.manufacturer for t in packaged.values()})
+        new_makers = sorted({t["manufacturer"] for t in types} - {t["manufacturer"] for t in packaged.values()})
         if new_makers:
             files["00-manufacturers.csv"] = _manufacturers_csv(new_makers)
         files["00-device-types.yaml"] = _device_types_yaml(types)
@@ -168,42 +168,8 @@ def cluster_site(plan: Plan) -> str:
 # ------------------------------------------------------------------------------------------------- device types
 
 
-@dataclass(frozen=True)
-class InterfaceTemplate:
-    name: str
-    type: str
-    mgmt_only: bool
-
-
-@dataclass(frozen=True)
-class PowerPortTemplate:
-    name: str
-    type: str
-    maximum_draw: int  # W
-    allocated_draw: int  # W
-
-
-@dataclass(frozen=True)
-class PowerOutletTemplate:
-    name: str
-    type: str
-
-
-@dataclass(frozen=True)
-class DeviceType:
-    """A NetBox device type with its component templates, from one catalog part."""
-
-    manufacturer: str
-    model: str
-    slug: str
-    part_number: str
-    u_height: float
-    is_full_depth: bool
-    airflow: str
-    weight_kg: float | None
-    interfaces: tuple[InterfaceTemplate, ...]
-    power_ports: tuple[PowerPortTemplate, ...]
-    power_outlets: tuple[PowerOutletTemplate, ...]
+# A NetBox device type: the document of NetBox's device-type YAML import, component templates as lists
+DeviceType = dict[str, Any]
 
 
 @cache
@@ -226,104 +192,65 @@ def interface_type(technology: str | None, cage: str, speed_gbps: float, host: b
 
 
 def _device_type(part: AnyPart) -> DeviceType:
-    kind = part.kind
-    interfaces: list[InterfaceTemplate] = []
+    u_height = float(getattr(part, "u_height", 0))
+    airflow = getattr(part, "airflow", "")
+    weight_kg = getattr(part, "weight_kg", None)
+    document: DeviceType = {
+        "manufacturer": part.vendor,
+        "model": part.model,
+        "slug": _slug(part.id),
+        "part_number": getattr(part, "part_number", None) or "",
+        "u_height": _number(u_height),
+        "is_full_depth": u_height > 0,
+        **({"airflow": airflow} if airflow in _AIRFLOW else {}),
+        **({"weight": _number(weight_kg), "weight_unit": "kg"} if weight_kg else {}),
+    }
+    interfaces = _interfaces(part)
+    power_ports: list[dict[str, object]] = []
+    outlets: list[dict[str, object]] = []
+    psus = getattr(part, "psus", None)
+    if psus and isinstance(part, RackMounted):
+        for n in range(1, psus.count + 1):  # each PSU's share of the device's draw (derived: total / PSUs)
+            port: dict[str, object] = {"name": f"PSU{n}", "type": f"iec-60320-{psus.inlet.lower()}"}
+            if maximum_draw := round(part.power_max_w / psus.count):
+                port |= {"maximum_draw": maximum_draw, "allocated_draw": round(part.power_typical_w / psus.count)}
+                port["description"] = "derived: the device's maximum and typical draw over its PSUs"
+            power_ports.append(port)
+    if isinstance(part, Pdu):
+        interfaces.append({"name": PDU_NETWORK_PORT, "type": "1000base-t", "mgmt_only": True})
+        power_ports.append({"name": PDU_INPUT})  # the catalog does not name the input plug
+        for name, outlet in pdu_outlet_names(part):  # which phase each outlet is on: not in the catalog, left unset
+            outlets.append({"name": name, "type": f"iec-60320-{outlet.lower()}", "power_port": PDU_INPUT})
+    for key, templates in (("interfaces", interfaces), ("power-ports", power_ports), ("power-outlets", outlets)):
+        if templates:
+            document[key] = templates
+    return document
+
+
+def _interfaces(part: AnyPart) -> list[dict[str, object]]:
+    """Each port once; a switch port split in two by a 1:2 splitter fibre has its halves as interfaces too (NetBox
+    has no breakout modes; where a half reuses a whole port's name, as Cumulus's swp1s0-s1, one serves both)."""
+    interfaces: list[dict[str, object]] = []
     seen: set[str] = set()
     for group in getattr(part, "ports", []):
         for detail in port_details(part, group.role):
-            if detail.name in seen:
-                continue
-            seen.add(detail.name)
-            slug = interface_type(group.technology, group.cage_type, group.speed_gbps, host=kind != "switch")
-            interfaces.append(InterfaceTemplate(detail.name, slug, group.role in ("bmc", "mgmt")))
+            if detail.name not in seen:
+                seen.add(detail.name)
+                slug = interface_type(group.technology, group.cage_type, group.speed_gbps, host=part.kind != "switch")
+                mgmt = {"mgmt_only": True} if group.role in ("bmc", "mgmt") else {}
+                interfaces.append({"name": detail.name, "type": slug, **mgmt})
     for group in getattr(part, "ports", []):
-        # a switch port split in two by a 1:2 splitter fibre: its halves are interfaces too (NetBox has no breakout
-        # modes; where a half reuses a whole port's name, as Cumulus's swp1s0-s1, the one interface serves both)
         slug = interface_type(group.technology, group.cage_type, group.speed_gbps / 2, host=False)
         for pair in group.split_port_names():
             for half in pair:
                 if half not in seen:
                     seen.add(half)
-                    interfaces.append(InterfaceTemplate(half, slug, False))
-    power_ports: list[PowerPortTemplate] = []
-    outlets: list[PowerOutletTemplate] = []
-    psus = getattr(part, "psus", None)
-    if psus and isinstance(part, RackMounted):
-        for n in range(1, psus.count + 1):  # each PSU's share of the device's draw (derived: total / PSUs)
-            power_ports.append(
-                PowerPortTemplate(
-                    f"PSU{n}",
-                    f"iec-60320-{psus.inlet.lower()}",
-                    round(part.power_max_w / psus.count),
-                    round(part.power_typical_w / psus.count),
-                )
-            )
-    if isinstance(part, Pdu):
-        pdu = part
-        interfaces.append(InterfaceTemplate(PDU_NETWORK_PORT, "1000base-t", True))
-        power_ports.append(PowerPortTemplate(PDU_INPUT, "", 0, 0))  # the catalog does not name the input plug
-        for name, outlet in pdu_outlet_names(pdu):  # which phase each outlet is on: not in the catalog, left unset
-            outlets.append(PowerOutletTemplate(name, f"iec-60320-{outlet.lower()}"))
-    u_height = float(getattr(part, "u_height", 0))
-    airflow = getattr(part, "airflow", "")
-    return DeviceType(
-        manufacturer=part.vendor,
-        model=part.model,
-        slug=_slug(part.id),
-        part_number=getattr(part, "part_number", None) or "",
-        u_height=u_height,
-        is_full_depth=u_height > 0,
-        airflow=airflow if airflow in _AIRFLOW else "",
-        weight_kg=getattr(part, "weight_kg", None),
-        interfaces=tuple(interfaces),
-        power_ports=tuple(power_ports),
-        power_outlets=tuple(outlets),
-    )
+                    interfaces.append({"name": half, "type": slug})
+    return interfaces
 
 
 def _device_types_yaml(types: Iterable[DeviceType]) -> str:
-    """NetBox's device-type YAML import (one document per type, component templates as lists)."""
-    documents = []
-    for t in types:
-        document: dict[str, object] = {
-            "manufacturer": t.manufacturer,
-            "model": t.model,
-            "slug": t.slug,
-            "part_number": t.part_number,
-            "u_height": _number(t.u_height),
-            "is_full_depth": t.is_full_depth,
-        }
-        if t.airflow:
-            document["airflow"] = t.airflow
-        if t.weight_kg:
-            document |= {"weight": _number(t.weight_kg), "weight_unit": "kg"}
-        if t.interfaces:
-            document["interfaces"] = [
-                {"name": i.name, "type": i.type, **({"mgmt_only": True} if i.mgmt_only else {})} for i in t.interfaces
-            ]
-        if t.power_ports:
-            document["power-ports"] = [
-                {
-                    "name": p.name,
-                    **({"type": p.type} if p.type else {}),
-                    **(
-                        {
-                            "maximum_draw": p.maximum_draw,
-                            "allocated_draw": p.allocated_draw,
-                            "description": "derived: the device's maximum and typical draw over its PSUs",
-                        }
-                        if p.maximum_draw
-                        else {}
-                    ),
-                }
-                for p in t.power_ports
-            ]
-        if t.power_outlets:
-            document["power-outlets"] = [
-                {"name": o.name, "type": o.type, "power_port": PDU_INPUT} for o in t.power_outlets
-            ]
-        documents.append(document)
-    return yamlout.dump_all(documents, explicit_start=True, allow_unicode=True, width=120)
+    return yamlout.dump_all(list(types), explicit_start=True, allow_unicode=True, width=120)
 
 
 def _manufacturers_csv(names: list[str]) -> str:
