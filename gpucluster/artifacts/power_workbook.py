@@ -129,8 +129,7 @@ def _phase_factor(phases: int) -> float:
 
 def _write_racks(sheet: Worksheet, f: _Formats, budget: Budget, values: dict[str, Any]) -> int:
     """One row per rack; returns the last data row (1-based, for ranges)."""
-    for col, header in enumerate(_RACK_COLUMNS):
-        sheet.write(0, col, header, f.head)
+    sheet.write_row(0, 0, _RACK_COLUMNS, f.head)
     feed = budget.site.power_feed
     rise = budget.rise_k
     cells = cell_writers(sheet)  # a row per rack, 26 cells each: no A1-notation decorator
@@ -243,8 +242,7 @@ def _write_groups(
     headers = [label, "Racks", "IT typical kW", "IT max kW", "To liquid kW", "To air kW", "Circuits", "Heat BTU/h"]
     headers += ["Refrigeration tons", "Airflow CFM", "Airflow m³/h", "GPU servers", "Servers, catalog max kW"]
     headers += ["Servers with optics kW"]
-    for col, header in enumerate(headers):
-        sheet.write(0, col, header, f.head)
+    sheet.write_row(0, 0, headers, f.head)
     keys = f"Racks!{column}2:{column}{last}"
     for i, group in enumerate(groups):
         r = i + 2
@@ -281,8 +279,7 @@ def _write_devices(sheet: Worksheet, f: _Formats, budget: Budget) -> None:
     headers = ["Device", "Part", "Role", "Rack", "Catalog typical W", "Catalog max W", "Optics typical W"]
     headers += ["Optics max W", "Catalog max includes optics", "Typical W", "Max W", "Cooling", "Liquid fraction"]
     headers += ["To liquid W"]
-    for col, header in enumerate(headers):
-        sheet.write(0, col, header, f.head)
+    sheet.write_row(0, 0, headers, f.head)
     cells = cell_writers(sheet)  # a row per device: no A1-notation decorator
     write_string, write_number, write_formula, write_boolean = cells
     for i, device in enumerate(track(budget.devices, len(budget.devices), "devices")):
@@ -313,8 +310,7 @@ def _write_devices(sheet: Worksheet, f: _Formats, budget: Budget) -> None:
 
 def _write_circuits(sheet: Worksheet, f: _Formats, budget: Budget) -> None:
     headers = ["Circuit", "Feed", "Circuits", "Usable kW each", "Usable kW in total"]
-    for col, header in enumerate(headers):
-        sheet.write(0, col, header, f.head)
+    sheet.write_row(0, 0, headers, f.head)
     for i, kind in enumerate(budget.circuit_kinds):
         r = i + 2
         sheet.write_string(r - 1, 0, kind.kind)
@@ -327,8 +323,7 @@ def _write_circuits(sheet: Worksheet, f: _Formats, budget: Budget) -> None:
 
 
 def _write_sources(sheet: Worksheet, f: _Formats) -> None:
-    sheet.write(0, 0, "Constant or rule", f.head)
-    sheet.write(0, 1, "Source", f.head)
+    sheet.write_row(0, 0, ("Constant or rule", "Source"), f.head)
     for i, (name, source) in enumerate(b.SOURCES.items()):
         sheet.write_string(i + 1, 0, name)
         sheet.write_string(i + 1, 1, source, f.wrap)
