@@ -127,23 +127,21 @@ def _settings(plan: Plan) -> KubernetesSettings:
 
 def fabric_label(plan: Plan, tier: int, tier_name: str) -> str:
     """The node label key of a compute-fabric tier (1 = leaf) in the design's label generation."""
-    settings = _settings(plan)
-    if settings.topology_labels == "topograph-1":
+    if _settings(plan).topology_labels == "topograph-1":
         return TOPOGRAPH_FABRIC_TIER.format(n=tier - 1)
-    return f"{_legacy_prefix(settings)}/{tier_name}"
+    return f"{_legacy_prefix(plan)}/{tier_name}"
 
 
 def accelerator_label(plan: Plan) -> str:
     """The node label key of the NVLink domain in the design's label generation."""
-    settings = _settings(plan)
-    if settings.topology_labels == "topograph-1":
+    if _settings(plan).topology_labels == "topograph-1":
         return TOPOGRAPH_ACCELERATOR
-    return f"{_legacy_prefix(settings)}/accelerator"
+    return f"{_legacy_prefix(plan)}/accelerator"
 
 
-def _legacy_prefix(settings: object) -> str:
+def _legacy_prefix(plan: Plan) -> str:
     """topograph 0.5's label prefix: the design's, else topograph's default."""
-    return getattr(settings, "topology_label_prefix", None) or TOPOGRAPH_0_PREFIX
+    return _settings(plan).topology_label_prefix or TOPOGRAPH_0_PREFIX
 
 
 def topology_labels(plan: Plan, servers: tuple[str, ...] | list[str]) -> dict[str, dict[str, str]]:
