@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import functools
-import io
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -170,32 +169,25 @@ def net_blocks(records: list[dict[str, Any]]) -> Iterator[str]:
     for r in records:
         if r["kind"] == "Switch":
             head = f'\nSwitch\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}" enhanced port 0 lid 0 lmc 0\n'
-            lines = [
-                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
-                f'# "{peer_node}" lid 0 {rate}\n'
-                for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
-            ]
+            own = ""
         else:
             head = f'\nCa\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}"\n'
-            lines = [
-                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
-                f'# lid 0 lmc 0 "{peer_node}" lid 0 {rate}\n'
-                for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
-            ]
+            own = "lid 0 lmc 0 "
+        lines = [
+            f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
+            f'# {own}"{peer_node}" lid 0 {rate}\n'
+            for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
+        ]
         yield head + "".join(lines)
 
 
-def net_context(plan: Plan, network: str, links: list[PlannedLink]) -> dict[str, object]:
-    """What verify/expected.net.j2 renders for one network's InfiniBand links."""
-    return _net_context(plan, network, net_records(plan, links), len(links))
-
-
-def _net_context(plan: Plan, network: str, records: list[dict[str, Any]], links: int) -> dict[str, object]:
+def net_context(plan: Plan, network: str, records: list[dict[str, Any]]) -> dict[str, object]:
+    """What verify/expected.net.j2 renders for one network's records (net_records)."""
     return {
         "design": plan.name,
         "network": network,
         "nodes": len(records),
-        "links": links,
+        "links": sum(len(record["lines"]) for record in records) // 2,  # a line at each end of each link
         "blocks": net_blocks(records),
     }
 
@@ -211,16 +203,13 @@ def _ib_ports(plan: Plan, device: str) -> list[int]:
     return numbers
 
 
-def node_description_rows(
-    plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None
-) -> list[tuple[str, ...]]:
-    """One row per InfiniBand node of each network; `planned` is each network's InfiniBand planned links where the
-    caller has them already."""
+def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ...]]:
+    """One row per InfiniBand node of each network."""
     locate = Locator(plan)
-    planned = planned if planned is not None else _infiniband_links(plan, networks)
     rows: list[tuple[str, ...]] = []
     for network in networks:
-        rows += _node_rows(plan, network, (end for link in planned[network] for end in (link.a, link.b)), locate)
+        records = net_records(plan, _infiniband_planned(plan, network))
+        rows += _node_rows(plan, network, (record["end"] for record in records), locate)
     return sorted(rows, key=_row_order)
 
 
@@ -265,31 +254,17 @@ def _row_order(row: tuple[str, ...]) -> tuple[str, bool, str, str]:
     return row[0], row[2] != "switch", row[1], row[5]
 
 
-def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[PlannedLink]]:
-    """Each network's links with InfiniBand ports at both ends: what ibnetdiscover sees (a generic port cabled to
-    an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
-    return {network: list(_infiniband_planned(plan, network)) for network in networks}
-
-
 def _infiniband_planned(plan: Plan, network: str) -> Iterator[PlannedLink]:
-    """_infiniband_links of one network, as a stream (with its progress)."""
-    total = sum(len(queries(plan).link_indexes(network, tier)) for tier in _tiers(plan, network))
+    """A network's links with InfiniBand ports at both ends, streamed: what ibnetdiscover sees (a generic port cabled
+    to an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
+    by_tier = queries(plan).links_by_network_tier.items()
+    total = sum(len(members) for (name, _tier), members in by_tier if name == network)
     return (p for p in track(planned_links(plan, network), total, "links") if p.lane)
 
 
-def _tiers(plan: Plan, network: str) -> set[int]:
-    return {tier for name, tier in queries(plan).links_by_network_tier if name == network}
-
-
-def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None) -> str:
-    """The node descriptions as CSV; only the port column holds catalog text that could look like a formula (the
-    others are names the planner makes, RDMA device names the catalog's pattern limits, and our own sentences)."""
-    handle = io.StringIO()
-    _node_descriptions(handle, node_description_rows(plan, networks, planned))
-    return handle.getvalue()
-
-
 def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
+    """Only the port column holds catalog text that could look like a formula (the others are names the planner
+    makes, RDMA device names the catalog's pattern limits, and our own sentences)."""
     writer = GuardedCsvWriter(handle, (NODE_DESCRIPTION_COLUMNS.index("port"),))
     writer.writerow(NODE_DESCRIPTION_COLUMNS)
     writer.writerows(rows)
@@ -307,10 +282,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     locate = Locator(plan)
     for network in networks:
         records = net_records(plan, _infiniband_planned(plan, network))  # the links streamed: the records hold them
-        count = sum(len(record["lines"]) for record in records) // 2  # a line at each end of each link
-        render_to(
-            out / f"expected-{network}.net", "verify/expected.net.j2", **_net_context(plan, network, records, count)
-        )
+        render_to(out / f"expected-{network}.net", "verify/expected.net.j2", **net_context(plan, network, records))
         rows += _node_rows(plan, network, (record["end"] for record in records), locate)
         del records
     with open(out / "node-descriptions.csv", "w", encoding="utf-8") as handle:
