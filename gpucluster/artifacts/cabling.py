@@ -77,14 +77,12 @@ def _picked(plan: Plan, network: str | None, rows: frozenset[int] | None) -> Ite
     writer touches no cable but its own (a forked writer copies every page of the plan it touches)."""
     if network is None and rows is None:
         return iter(range(len(plan.cables)))
-    networks, a_rows = _cable_places(plan)
-    if rows is None:
-        code = NETWORKS.index(network or "")
-        return (i for i, n in enumerate(networks) if n == code)
-    if network is None:
-        return (i for i, row in enumerate(a_rows) if row in rows)
-    code = NETWORKS.index(network)
-    return (i for i, (n, row) in enumerate(zip(networks, a_rows, strict=True)) if n == code and row in rows)
+    code = NETWORKS.index(network) if network is not None else None
+    return (
+        i
+        for i, (n, row) in enumerate(zip(*_cable_places(plan), strict=True))
+        if (code is None or n == code) and (rows is None or row in rows)
+    )
 
 
 def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
@@ -324,7 +322,6 @@ XLSX_COLUMNS: tuple[tuple[str, float], ...] = (
     ("cable_part_number", 18),
 )
 _XLSX_FIELDS = tuple(COLUMNS.index(name) for name, _width in XLSX_COLUMNS)
-_NUMERIC = frozenset(i for i, name in enumerate(COLUMNS) if name in ("length_m", "run_length_m", "speed_gbps", "links"))
 # Columns whose text comes from a catalog (port names from its name formats, part numbers) and so may look like a
 # formula; every other text is an id, name or label the planner makes from patterns that start with a letter or
 # digit (site, hostname prefix, rack names, catalog ids), or one of a fixed vocabulary (network, media).
