@@ -55,9 +55,7 @@ NSENTER = "nsenter --target 1 --mount --uts --ipc --net --pid --"
 POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
 SERVER_TESTS = ("dcgm-diag", "gpu-burn", "nccl-in-server")
 NCCL_GROUP_TESTS = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
-RAIL_HCAS = (
-    "RAIL_HCAS"  # the ConfigMap key (and pod variable) naming each rail's RDMA device where the catalog does not
-)
+RAIL_HCAS = "RAIL_HCAS"  # the ConfigMap key (and pod variable) naming each rail's RDMA device (if not in the catalog)
 NCCL_ENV = "nccl.env"  # the host's NCCL environment (nccl/nccl.env), in the scripts' ConfigMap
 NODES_LISTED = 8  # an NCCL test's result line names its servers up to this many, else counts them
 JOB_NAME_MAX = 63  # a Job's name is a pod label value (job-name): at most 63 characters

@@ -24,7 +24,6 @@ from gpucluster.formats.templating import render
 from gpucluster.growth.compare import Comparison, Row, Value
 
 CSV, XLSX, HTML, PDF = "compare.csv", "compare.xlsx", "compare.html", "compare.pdf"
-FILES = (CSV, XLSX, HTML, PDF)
 MAX_FOLDER_NAME = 120  # characters of OUT/compare-a-vs-b...; longer lists of names are cut and given a digest
 _FORMATS = {0: INTEGER, 1: DECIMAL_1, 2: DECIMAL_2}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.plan.model import FilesystemRecord, Plan
+from gpucluster.plan.model import Plan
 
 # enroot's mounts.d entries are fstab(5) lines read into every container it starts (NVIDIA/enroot, doc/configuration.md
 # "/etc/enroot/mounts.d"; its own hook conf/hooks/20-autorc.sh writes "<src> <dst> none bind,x-create=file,...").
@@ -20,14 +20,9 @@ from gpucluster.plan.model import FilesystemRecord, Plan
 ENROOT_MOUNT_OPTIONS = "x-create=dir,bind,nosuid"
 
 
-def stated_filesystems(plan: Plan) -> list[FilesystemRecord]:
-    """The filesystems the design states (none: the parallel filesystem alone, its mount point not stated)."""
-    return list(plan.settings.filesystems or ())
-
-
 def enroot_mounts(plan: Plan) -> str:
     """An enroot mounts.d file: each filesystem bound into every pyxis container at the same path."""
-    filesystems = stated_filesystems(plan)
+    filesystems = plan.settings.filesystems  # None: the parallel filesystem alone, its mount point not stated
     if not filesystems:
         return ""
     lines = [
@@ -44,7 +39,7 @@ def enroot_mounts(plan: Plan) -> str:
 def persistent_volumes(plan: Plan) -> list[dict[str, Any]]:
     """A hostPath PersistentVolume per filesystem (ReadWriteMany, retained): pods claim the node's mount."""
     volumes = []
-    for fs in stated_filesystems(plan):
+    for fs in plan.settings.filesystems or ():
         capacity_gb = round((fs["capacity_tb"] or 0.0) * 1000)
         volumes.append(
             {

@@ -33,9 +33,8 @@ GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 
 UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure customTests/azure_gpu_ecc.nhc: fail above 512
 LINK_FLAP_WINDOW = "6h"  # Azure check_ib_link_flapping 6 (hours) in conf/nd96isr_h100_v5.conf
 IDLE_IN_JOB_FOR = "1h"  # half the 2 h after which Princeton Research Computing kills zero-utilisation GPU jobs
-ECN_MARKED_FRACTION = (
-    0.05  # gpu-cluster's threshold: a twentieth of RoCE frames marked for 10 minutes is persistent congestion
-)
+# gpu-cluster's threshold: a twentieth of RoCE frames marked for 10 minutes is persistent congestion
+ECN_MARKED_FRACTION = 0.05
 
 Severity = Literal["warning", "critical"]
 # What an alert's test samples belong to (rule_tests.subjects gives each its failing and healthy series' labels).
