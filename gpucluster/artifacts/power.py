@@ -32,10 +32,7 @@ _RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 9,
 }
-_METADATA = {
-    "png": {"Software": None},
-    "svg": {"Date": None, "Creator": None, "Format": None, "Type": None},
-}
+_METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None, "Format": None, "Type": None}}
 
 
 def parts(plan: Plan) -> list[str]:

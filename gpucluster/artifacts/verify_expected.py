@@ -27,13 +27,7 @@ from gpucluster.plan.model import Plan
 from gpucluster.plan.queries import queries
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track
-from gpucluster.verify.expected import (
-    PlannedEnd,
-    PlannedLink,
-    infiniband_networks,
-    planned_links,
-    port_info,
-)
+from gpucluster.verify.expected import PlannedEnd, PlannedLink, infiniband_networks, planned_links, port_info
 
 FOLDER = "verify"
 NODE_ID_CHARACTERS = 60  # ibsim keeps node ids of up to 64 characters (NODEIDLEN 65)

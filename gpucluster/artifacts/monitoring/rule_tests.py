@@ -108,10 +108,7 @@ _TEMPLATE_LABEL = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
 
 def _annotations(rule: AlertRule, labels: Labels) -> dict[str, str]:
     """The annotations as Prometheus renders them for these labels (the templates only use $labels.X)."""
-    return {
-        "summary": _TEMPLATE_LABEL.sub(lambda m: labels.get(m.group(1), ""), rule.summary),
-        "source": rule.source,
-    }
+    return {"summary": _TEMPLATE_LABEL.sub(lambda m: labels.get(m.group(1), ""), rule.summary), "source": rule.source}
 
 
 def _series(metric: str, labels: Labels, values: str) -> dict[str, Any]:

@@ -107,11 +107,7 @@ def rack_system_bmcs(plan: Plan) -> list[dict[str, Any]]:
         for role, key in (("nvlink-switch-tray", "nvlink_switch_trays"), ("power-shelf", "power_shelves")):
             devices = [plan.devices[n] for n in rack.devices if plan.devices[n].role == role]
             entry[key] = [
-                {
-                    "name": d.name,
-                    "u": d.u_position,
-                    "ports": dict(sorted(peers.get(d.name, {}).items())),
-                }
+                {"name": d.name, "u": d.u_position, "ports": dict(sorted(peers.get(d.name, {}).items()))}
                 for d in sorted(devices, key=lambda d: d.u_position)
             ]
         result.append(entry)
