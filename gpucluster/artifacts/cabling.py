@@ -1,16 +1,10 @@
-"""The cable schedule: one row per physical cable of every network, with both ends (rack, U,
-device, port), a TIA-606 style label for each end, media, orderable length, routed length and the
-part numbers of the cable and of the optics at each end. Written as ``cabling/cabling.csv`` (every column)
-and a workbook per network, ``cabling/cabling-<network>.xlsx``, with the columns an installer filters on
-(each end's rack, U, device and port, media, length, cable part number; filters on). One workbook per
-network keeps each within Excel's 1,048,576 rows at 131,072 GPUs and lets them be written side by side.
+"""The cable schedule: one row per physical cable, with both ends (rack, U, device, port and the plan's TIA-606-B
+label, gpucluster/plan/labels.py), media, orderable and routed length, and the part numbers of the cable and of the
+optics at each end. Written as ``cabling/cabling.csv`` (every column) and a workbook per network (per range of rows
+of racks for a large one) with the columns an installer filters on: each within Excel's rows, written side by side.
 
-A cable's A end is one connector. Its B end is one connector too, except for a 1:2 splitter,
-whose B end is two connectors (two hosts); multi-valued cells then join the connectors with
-" + " in the same order. A connector that carries two ports (a twin-port cage) names both ports
-joined with "+".
-
-Each end's label is the plan's (gpucluster/plan/labels.py): TIA-606-B identifiers, near end first.
+A 1:2 splitter's B end is two connectors (two hosts): its multi-valued cells join them with " + " in order. A
+connector that carries two ports (a twin-port cage) names both joined with "+".
 """
 
 from __future__ import annotations
@@ -65,9 +59,8 @@ COLUMNS: tuple[str, ...] = CableRow._fields
 
 
 def cable_rows(plan: Plan, network: str | None = None, rows: frozenset[int] | None = None) -> Iterator[CableRow]:
-    """The schedule's rows in cable order (optionally one network's, and of those only the cables whose A end
-    stands in the given rows of racks), generated one at a time so the largest plans are written without holding
-    the whole schedule in memory."""
+    """The schedule's rows in cable order (optionally one network's, and only the cables whose A end stands in the
+    given rows of racks), generated: the largest schedules are written without holding them in memory."""
     return _rows_of(plan, _picked(plan, network, rows))
 
 
@@ -86,8 +79,7 @@ def _picked(plan: Plan, network: str | None, rows: frozenset[int] | None) -> Ite
 
 
 def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
-    """The rows of the cables at `indices` (positions in plan.cables), in that order. Where a device stands and its
-    ports' identifier prefix are worked out once per device, not once per cable end."""
+    """The rows of the cables at `indices` (positions in plan.cables); each device's place worked out once."""
     locate = Locator(plan)
     devices, links, cables = plan.devices, plan.links, plan.cables
     part_numbers = _part_numbers(plan)
@@ -176,10 +168,9 @@ class WorkbookPart:
 
 
 def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[WorkbookPart]:
-    """The schedule's workbooks, biggest first: one per network that has cables, and for a network of more than
-    `max_rows` cables one per range of whole rows of racks (by the rack of each cable's A end, the rack whose cable
-    ids it carries), as few ranges as keep each near `max_rows` and as even as whole rows allow, named by their first
-    and last row so an installer finds the workbook of the rows he cables."""
+    """The schedule's workbooks, biggest first: one per network, and for a network of more than `max_rows` cables one
+    per range of whole rows of racks (by each cable's A end, whose cable ids it carries), as few and as even as keep
+    each near `max_rows`, named by their first and last row: an installer finds the workbook of the rows he cables."""
     letters = {rack.row: rack.name.rstrip("0123456789") for rack in plan.racks.values()}
     per_row: dict[str, Counter[int]] = {network: Counter() for network in NETWORKS}
     for (code, row), cables in Counter(zip(*_cable_places(plan), strict=True)).items():
@@ -221,8 +212,7 @@ class _Parts:
 
 
 def _cable_places(plan: Plan) -> tuple[array[int], array[int]]:
-    """Each cable's network (its index in NETWORKS) and the row of racks of its A end, in cable order: which
-    workbook files it."""
+    """Each cable's network (its index in NETWORKS) and its A end's row of racks: which workbook files it."""
     if _Parts.plan is not plan or _Parts.cables != len(plan.cables):
         devices, links = plan.devices, plan.links
         row_of = {rack.name: rack.row for rack in plan.racks.values()}

@@ -1,10 +1,7 @@
 """compare.csv, compare.xlsx, compare.html and compare.pdf: alternatives side by side (`gpucluster compare`), one row
-per figure with each design's value and its delta against the first (gpucluster/growth/compare.py).
-
-The four files are written into a staging folder that replaces OUT/compare-<names>/ whole once all are written (the
-build's swap, artifacts/output_folder.py), so a failed comparison leaves the previous one as it was. Cells go through
-the table layer's formula guard (formats/tables/), the page through the autoescaping templates, the PDF through the
-review documents' WeasyPrint settings (artifacts/_pdf.py)."""
+per figure with each design's value and its delta against the first (gpucluster/growth/compare.py). Written into a
+staging folder that replaces OUT/compare-<names>/ whole (artifacts/output_folder.py), so a failed comparison leaves
+the previous one as it was."""
 
 from __future__ import annotations
 

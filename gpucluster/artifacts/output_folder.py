@@ -19,8 +19,8 @@ def remove_if_empty(folder: Path) -> None:
 
 @contextlib.contextmanager
 def build_lock(out_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the output folder for the build, so builds into one folder take turns and any
-    staging folder found while holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
+    """An exclusive lock on the output folder: builds into one folder take turns, and a staging folder found while
+    holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
     fd = os.open(out_dir, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

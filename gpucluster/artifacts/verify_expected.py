@@ -1,13 +1,11 @@
-"""What the bring-up check compares the fabric with, written by every build into ``verify/``:
+"""What the bring-up check compares the fabric with, in ``verify/``:
 
-* ``expected-<network>.net`` for each InfiniBand network: the planned fabric in ibsim's topology format,
-  which is ibnetdiscover's output format (one record per switch and HCA, one line per connected port, the
-  node description in the comment, the planned width and rate as ``lid 0 4xNDR`` and as ibsim's port options
-  ``w= s= e=``, so the simulated links come up at the planned width and rate). ``ibsim -s`` simulates
-  it (ibsim's limits, 256 switches and 2,048 nodes, admit up to about 4 SUs); ``gpucluster verify`` reads it
-  as a discovery file and finds nothing, which is how a site checks its own tooling before bring-up.
-* ``node-descriptions.csv``: the node description each HCA and switch must carry for ``gpucluster verify``
-  to recognise it, where it stands, and how to set it.
+* ``expected-<network>.net`` per InfiniBand network: the planned fabric in ibsim's topology format (=
+  ibnetdiscover's output), each port line with the planned width and rate (``lid 0 4xNDR`` and ibsim's ``w= s= e=``
+  options). ``ibsim -s`` simulates it (up to about 4 SUs: 256 switches and 2,048 nodes); ``gpucluster verify``
+  reads it as a discovery file and finds nothing: how a site checks its own tooling before bring-up.
+* ``node-descriptions.csv``: the node description each HCA and switch must carry to be recognised, where it
+  stands, and how to set it.
 """
 
 from __future__ import annotations
@@ -154,11 +152,9 @@ def ibsim_port_options(rate: str) -> str:
 
 
 def net_blocks(records: list[dict[str, Any]]) -> Iterator[str]:
-    """Each record's text in the .net file as ibnetdiscover prints it: a blank line, the node line, then each
-    connected port, preceded by the label of its cable (a comment); an HCA's port line repeats ibnetdiscover's
-    "lid 0 lmc 0" of its own port first. Made here rather than in the template: a template's loop over half a
-    million port lines took most of the writer's time (millions of generator steps). Each port line carries
-    ibsim's options for the planned width and rate (:func:`ibsim_port_options`) before its comment."""
+    """Each record's text in the .net file as ibnetdiscover prints it, each port line after its cable's label and
+    with ibsim's width and rate options. Made here, not in the template: a template's loop over half a million
+    port lines took most of the writer's time."""
     options = functools.cache(ibsim_port_options)  # a fabric has a handful of rates
     for r in records:
         if r["kind"] == "Switch":
