@@ -133,7 +133,7 @@ def comparison_html(comparison: Comparison) -> str:
     )
 
 
-def shown(value: Value, digits: int, delta: bool = False) -> str:
+def shown(value: Value, digits: int = 0, delta: bool = False) -> str:
     """A cell as the page prints it: numbers grouped at the row's digits (deltas signed, "=" for none), "-" for
     a figure a design does not have."""
     if value is None:
