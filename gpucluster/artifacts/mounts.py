@@ -1,10 +1,6 @@
-"""Where jobs find the filesystems the design lists: a bind mount per filesystem for Slurm's containers (an enroot
-mounts.d file, which pyxis containers read) and a hostPath PersistentVolume per filesystem for Kubernetes.
-
-The GPU nodes mount each filesystem at its mount point (the site's client set-up: Lustre MGS, NFS export and the
-like are the storage owner's, not in the plan); these files make those mounts reach the jobs. They are written for
-a design that states its filesystems (`filesystems:`, or an existing parallel filesystem), whose mount points it
-names.
+"""Where jobs find the filesystems the design states (`filesystems:`, or an existing parallel filesystem): a bind
+mount each for Slurm's pyxis containers (an enroot mounts.d file) and a hostPath PersistentVolume each for
+Kubernetes. The GPU nodes' own mounts are the site's client set-up, not in the plan; these make them reach the jobs.
 """
 
 from __future__ import annotations

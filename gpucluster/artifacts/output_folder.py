@@ -46,10 +46,9 @@ def remove_stale_file(staged: Path) -> None:
 
 
 def swap(staging: Path, final: Path, beside: tuple[Path, Path] | None = None) -> None:
-    """Replace `final` with `staging`: rename the old folder aside, move the new one in, delete the old. `beside`
-    (a new file and the file it replaces: the plan lock) is renamed right after, so output and lock change
-    together; every write that can fail was done before, and should that rename fail even so, the previous
-    output is put back."""
+    """Replace `final` with `staging`: the old folder renamed aside, the new one in, the old deleted. `beside` (the
+    new plan lock and the one it replaces) is renamed right after, so output and lock change together; should that
+    fail, the previous output is put back."""
     os.chmod(staging, 0o755)
     old = final.with_name(f".{final.name}.old")
     if old.exists():

@@ -1,9 +1,6 @@
-"""What Prometheus scrapes: the exporters on every GPU node and management server (their ports and the DCGM
-counters they export), the OpenTelemetry Collector that receives the Ethernet switches' telemetry, BCM's exporter
-for rack-scale systems' leak detection, and prometheus.yml with every target labelled from the plan.
-
-Every GPU's metrics carry the labels that find it on the floor: node, SU, rack, rail and the leaf switch
-its compute port is cabled to ("one failing GPU slows or stops the whole job").
+"""What Prometheus scrapes (the exporters on the GPU nodes and management servers, the OpenTelemetry Collector of
+the Ethernet switches' telemetry, BCM's leak detection) and prometheus.yml. Every GPU's metrics carry the labels that
+find it on the floor (node, SU, rack, rail, leaf): "one failing GPU slows or stops the whole job".
 """
 
 from __future__ import annotations
@@ -42,8 +39,6 @@ SWITCH_JOB = "switch-telemetry"
 BCM_JOB = "bcm"
 BCM_EXPORTER_PORT = 8081
 BCM_EXPORTER_PATH = "/exporter"
-
-# A rail is "GPU index + 1" (catalog schema, PortGroup.rails): GPU k of every server is on rail k + 1.
 
 # (DCGM field, Prometheus type, help): the exporter's default counters plus what the alerts need, which
 # the default file leaves commented out (NVIDIA/dcgm-exporter etc/default-counters.csv).
@@ -93,9 +88,7 @@ class ScrapeTarget:
 
 def rack_system_bmcs(plan: Plan) -> list[dict[str, Any]]:
     """Per rack-scale system's rack: the management ports of its NVLink switch trays and power shelves and the
-    in-rack switch port each is cabled to. DCGM sees neither (it reports each GPU's own NVLink counters, which
-    the alerts read); NVOS and the trays' and shelves' BMCs (Redfish) expose them, as they do the rack's coolant
-    and leak sensors."""
+    switch port each is cabled to. DCGM sees neither; NVOS and their BMCs (Redfish) expose them and the leak sensors."""
     peers: dict[str, dict[str, str]] = {}  # device -> its port -> the switch port it is cabled to
     for link in links_on(plan, "oob"):
         peers.setdefault(link.a_device, {})[link.a_port] = f"{link.b_device}:{link.b_port}"
@@ -165,8 +158,8 @@ def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: l
     """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
     management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
     series with its rail and leaf."""
-    gpus = plan.settings.gpus_per_server
-    rails = list(range(1, gpus + 1))
+    rails = list(range(1, plan.settings.gpus_per_server + 1))
+    # GPU k of every server is on rail k + 1 (catalog schema, PortGroup.rails)
     gpu_rails = [
         {"source_labels": ["gpu"], "regex": str(rail - 1), "target_label": "rail", "replacement": str(rail)}
         for rail in rails
