@@ -197,8 +197,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: l
                 ],
                 "metric_relabel_configs": hca_rails + _leaf_relabels(rails),
             },
-            *_switch_job(plan),
-            *_bcm_job(plan),
+            *_head_node_jobs(plan),
         ],
     }
 
@@ -214,38 +213,30 @@ def collector_host(plan: Plan) -> str:
     return heads[0] if heads else "localhost"
 
 
-def _switch_job(plan: Plan) -> list[dict[str, Any]]:
-    if not switch_telemetry_switches(plan):
-        return []
-    return [
-        {
-            "job_name": SWITCH_JOB,
-            # the switches' own names arrive as the resource attribute host.name (label host_name)
-            "honor_labels": True,
-            "static_configs": [{"targets": [f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}"]}],
-        }
-    ]
-
-
 def has_rack_systems(plan: Plan) -> bool:
     return any(rack.rack_system for rack in plan.racks.values())
 
 
-def _bcm_job(plan: Plan) -> list[dict[str, Any]]:
-    """BCM's exporter on the first head node, for the leak detection of liquid-cooled rack systems. Its TLS
-    certificate is BCM's own (NVIDIA's example reads it with curl -k), so verification is off until its CA is
-    installed where Prometheus runs (README)."""
-    if not has_rack_systems(plan):
-        return []
-    return [
-        {
-            "job_name": BCM_JOB,
-            "scheme": "https",
-            "metrics_path": BCM_EXPORTER_PATH,
-            "tls_config": {"insecure_skip_verify": True},
-            "static_configs": [{"targets": [f"{collector_host(plan)}:{BCM_EXPORTER_PORT}"]}],
-        }
-    ]
+def _head_node_jobs(plan: Plan) -> list[dict[str, Any]]:
+    """The jobs on the first head node: the collector's endpoint for the switches' telemetry, whose own names arrive
+    as the resource attribute host.name (label host_name); BCM's exporter for rack systems' leak detection, whose TLS
+    certificate is BCM's own (NVIDIA's example reads it with curl -k): not verified until its CA is installed."""
+    host = collector_host(plan)
+    jobs: list[dict[str, Any]] = []
+    if switch_telemetry_switches(plan):
+        targets = [{"targets": [f"{host}:{COLLECTOR_PROMETHEUS_PORT}"]}]
+        jobs.append({"job_name": SWITCH_JOB, "honor_labels": True, "static_configs": targets})
+    if has_rack_systems(plan):
+        jobs.append(
+            {
+                "job_name": BCM_JOB,
+                "scheme": "https",
+                "metrics_path": BCM_EXPORTER_PATH,
+                "tls_config": {"insecure_skip_verify": True},
+                "static_configs": [{"targets": [f"{host}:{BCM_EXPORTER_PORT}"]}],
+            }
+        )
+    return jobs
 
 
 def otel_collector_config() -> dict[str, Any]:
