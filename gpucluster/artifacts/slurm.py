@@ -83,6 +83,8 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         for (su, rack), names in groups.items()
     ]
     partitions = slurm_partitions(plan, servers)
+    # slurmctld and slurmdbd run on the first two head nodes, primary and backup, as Base Command Manager places them
+    # (the head nodes hold the accounting database); further management servers are login nodes
     controllers = [d.name for d in plan.devices_with("management-server")][:2]
     state_save = settings.state_save_location or (SHARED_STATE_SAVE if len(controllers) > 1 else LOCAL_STATE_SAVE)
     files["slurm.conf"] = render(
@@ -92,19 +94,12 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         cluster_name=slurm_cluster_name(plan.design),
         controllers=controllers,
         state_save=state_save,
-        state_save_shared=len(controllers) > 1,
-        # slurmdbd runs beside slurmctld on the two head nodes, primary and backup, as Base Command Manager places
-        # it (the head nodes hold the accounting database); further management servers are login nodes
-        accounting_host=controllers[0],
-        accounting_backup_host=controllers[1] if len(controllers) > 1 else "",
         pyxis=settings.containers == "pyxis",
         topology_plugin=plugin,
         topology_file=topology_file,
         switch_type="switch/nvidia_imex" if domains and release >= SLURM_NVIDIA_IMEX else "",
         exclusive="Exclusive=NODE" if release >= SLURM_EXCLUSIVE_NODE else "OverSubscribe=EXCLUSIVE",
         server=server,
-        cpus=server.threads,
-        real_memory_mb=server.usable_memory_mib,
         cpus_per_gpu=server.threads // server.gpu.count,
         mem_per_gpu_mb=server.usable_memory_mib // server.gpu.count,
         node_lines=node_lines,
@@ -115,7 +110,7 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         stated=_stated_partitions(settings, partitions),
         accounts=bool(settings.accounts),
     )
-    if settings.accounts:  # slurmdbd beside slurmctld on the head nodes, and the design's accounts
+    if settings.accounts:
         files["slurmdbd.conf"] = render(
             "slurm/slurmdbd.conf.j2",
             design=design,
