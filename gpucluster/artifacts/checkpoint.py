@@ -84,9 +84,8 @@ def _rows(a: CheckpointAnalysis, results: list[IntervalResult]) -> list[dict[str
 
 
 def _chart(name: str, a: CheckpointAnalysis, results: list[IntervalResult], folder: Path) -> None:
-    """Daly's goodput curve over the interval, the simulated means with 95 % intervals, and the optima.
-    The object-oriented API (no pyplot) renders with Agg; hash salt and metadata are fixed so the same
-    plan gives the same bytes."""
+    """Daly's goodput curve over the interval, the simulated means with 95 % intervals, and the optima; hash salt
+    and metadata fixed so the same plan gives the same bytes."""
     with matplotlib.rc_context({"svg.hashsalt": "gpucluster", "svg.fonttype": "path", "font.size": 9}):
         figure = Figure(figsize=(7.5, 4.2), dpi=120)
         axes = figure.add_subplot()

@@ -1,9 +1,7 @@
 """The floor plan for the design review: every rack at its floor coordinates, coloured by purpose, with a bar for
-its maximum load against the rack power budget; above FLOOR_LABEL_MAX_RACKS racks the rack names give way to row
-and SU labels, and above FLOOR_ELEMENT_MAX_RACKS racks the racks of one colour are drawn as one path (a 131,072-GPU
-hall is 5,400 racks: as an element and a tooltip each, the drawing was most of the report's HTML and most of the time
-WeasyPrint took to lay out and draw the PDF), and so are the scalable units' outlines; no rack has a tooltip then
-(every rack's and SU's load is in the power workbook)."""
+its maximum load against its limit. Above FLOOR_LABEL_MAX_RACKS racks, row and SU labels replace rack names; above
+FLOOR_ELEMENT_MAX_RACKS the racks of one colour, and the SUs' outlines, are one path each, without tooltips (a
+131,072-GPU hall's 5,400 racks as elements were most of the report's HTML and PDF time; loads are in power.xlsx)."""
 
 from __future__ import annotations
 
@@ -97,8 +95,7 @@ def rack_span_mm(plan: Plan, sizes: dict[str, tuple[float, float]] | None = None
 def floor_plan(plan: Plan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
-    site = plan.design.site
-    budget_w = float(site.rack_power_budget_kw) * 1000
+    budget_w = float(plan.design.site.rack_power_budget_kw) * 1000
     racks = list(plan.racks.values())
     labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
     sizes = rack_sizes_mm(plan)

@@ -1,6 +1,5 @@
-"""The Grafana dashboard of the monitoring artifact: per-GPU temperature, power, utilisation and errors,
-filtered by SU, rack, rail and node, built with Grafana's foundation SDK (whose types are generated from
-Grafana's dashboard schema) so that the JSON has the structure Grafana's dashboard model expects."""
+"""The Grafana dashboard: per-GPU temperature, power, utilisation and errors by SU, rack, rail and node, built with
+Grafana's foundation SDK, whose types are generated from Grafana's dashboard schema."""
 
 from __future__ import annotations
 

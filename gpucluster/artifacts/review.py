@@ -1,6 +1,5 @@
 """review.html and review.pdf: what changed between two revisions of a design, for the reviewer (written by
-`gpucluster diff` beside bom-diff.xlsx). The same page style as report.html; the PDF is rendered from the same
-HTML with WeasyPrint."""
+`gpucluster diff` beside bom-diff.xlsx), in report.html's page style."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Slurm configuration from the plan: slurm.conf (controllers, nodes, partitions), gres.conf, cgroup.conf and
-the fabric topology (topology.conf with the tree or block plugin, or topology.yaml from Slurm 25.05), for
-the GPU servers Slurm runs; with the design's accounts also slurmdbd.conf and accounts.sh (sacctmgr commands for
-the accounts, fair shares, limits and users). Written to ``slurm/``; nothing when Kubernetes runs every server."""
+"""Slurm configuration in ``slurm/`` for the GPU servers Slurm runs (none when Kubernetes runs them all): slurm.conf,
+gres.conf, cgroup.conf, the fabric topology, and with the design's accounts slurmdbd.conf and accounts.sh."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
-"""The alert and recording rules. The alert rules are data (alert_rules.yaml: one record each, with what Prometheus
-evaluates, where its threshold comes from and the series its promtool test fires it on); this module reads them,
-fills in the plan's figures, keeps those whose need the plan meets, and renders rules/gpu-alerts.yml and
-rules/gpu-recording.yml."""
+"""The alert and recording rules. The alert rules are data (alert_rules.yaml: each with its expression, its
+threshold's source and its promtool test's series); this module fills in the plan's figures and keeps the rules
+whose need the plan meets."""
 
 from __future__ import annotations
 

@@ -155,9 +155,8 @@ def _leaf_relabels(rails: list[int]) -> list[dict[str, Any]]:
 
 
 def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: list[ScrapeTarget]) -> dict[str, Any]:
-    """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
-    management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
-    series with its rail and leaf."""
+    """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU and management
+    server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA series with rail and leaf."""
     rails = list(range(1, plan.settings.gpus_per_server + 1))
     # GPU k of every server is on rail k + 1 (catalog schema, PortGroup.rails)
     gpu_rails = [
