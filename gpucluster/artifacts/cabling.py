@@ -17,11 +17,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import NETWORKS, Plan
 from gpucluster.runtime.progress import track
 
@@ -200,39 +201,24 @@ def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[Workbo
     return sorted(found, key=lambda part: -part.cables)
 
 
-class _Parts:
-    """The last plan's workbooks and each cable's network and A-end row, worked out once: the main process finds
-    them to hand out the jobs, and the workers it forks then inherit them instead of each going over every cable."""
-
-    plan: ClassVar[Plan | None] = None
-    cables: ClassVar[int] = 0
-    networks: ClassVar[array[int]] = array("b")  # each cable's network, as its index in NETWORKS
-    a_rows: ClassVar[array[int]] = array("i")  # the row of racks (0-based) of each cable's A end
-    found: ClassVar[list[WorkbookPart]] = []
-
-
+@per_plan
 def _cable_places(plan: Plan) -> tuple[array[int], array[int]]:
-    """Each cable's network (its index in NETWORKS) and its A end's row of racks: which workbook files it."""
-    if _Parts.plan is not plan or _Parts.cables != len(plan.cables):
-        devices, links = plan.devices, plan.links
-        row_of = {rack.name: rack.row for rack in plan.racks.values()}
-        code = {network: index for index, network in enumerate(NETWORKS)}
-        networks, a_rows = array("b"), array("i")
-        for cable in plan.cables:
-            single = len(cable.links) == 1
-            a_device = links[cable.links[0]].a_device if single else cable_connectors(plan, cable)[0].device
-            networks.append(code[cable.network])
-            a_rows.append(row_of[devices[a_device].rack])
-        _Parts.plan, _Parts.cables, _Parts.found = plan, len(plan.cables), []
-        _Parts.networks, _Parts.a_rows = networks, a_rows
-    return _Parts.networks, _Parts.a_rows
+    """Each cable's network (its index in NETWORKS) and its A end's row of racks: which workbook files it. Made once
+    per plan (memo.per_plan): the main process finds it to hand out the jobs, and the writers it forks inherit it
+    instead of each going over every cable."""
+    devices, links = plan.devices, plan.links
+    row_of = {rack.name: rack.row for rack in plan.racks.values()}
+    code = {network: index for index, network in enumerate(NETWORKS)}
+    networks, a_rows = array("b"), array("i")
+    for cable in plan.cables:
+        single = len(cable.links) == 1
+        a_device = links[cable.links[0]].a_device if single else cable_connectors(plan, cable)[0].device
+        networks.append(code[cable.network])
+        a_rows.append(row_of[devices[a_device].rack])
+    return networks, a_rows
 
 
-def _workbooks(plan: Plan) -> list[WorkbookPart]:
-    _cable_places(plan)  # a new plan clears the last one's workbooks
-    if not _Parts.found:
-        _Parts.found = workbook_parts(plan)
-    return _Parts.found
+_workbooks = per_plan(workbook_parts)  # the default sizes, once per plan like _cable_places
 
 
 def parts(plan: Plan) -> list[str]:
