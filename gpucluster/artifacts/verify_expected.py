@@ -114,7 +114,7 @@ def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str
     if end.switch:
         part = plan.devices[end.device].part
         if part not in ib_ports:
-            ib_ports[part] = len(_ib_ports(plan, end.device))
+            ib_ports[part] = _ib_port_count(plan, end.device)
         ports = ib_ports[part]
     return {
         "kind": "Switch" if end.switch else "Ca",
@@ -182,15 +182,9 @@ def net_context(plan: Plan, network: str, records: list[dict[str, Any]]) -> dict
     }
 
 
-def _ib_ports(plan: Plan, device: str) -> list[int]:
-    part = plan.part_as(device, RackMounted)
-    numbers = []
-    for group in part.ports:
-        for name, _cage in group.port_names():
-            info = port_info(plan, device, name)
-            if info.ib_port:
-                numbers.append(info.ib_port)
-    return numbers
+def _ib_port_count(plan: Plan, device: str) -> int:
+    ports = plan.part_as(device, RackMounted).ports
+    return sum(bool(port_info(plan, device, name).ib_port) for group in ports for name, _cage in group.port_names())
 
 
 def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ...]]:
