@@ -36,7 +36,8 @@ H100_1SU = DESIGNS / "superpod-h100-1su.yaml"
 
 
 def expected_net(plan: Plan, network: str) -> str:
-    return render("verify/expected.net.j2", **net_context(plan, network, list(planned_links(plan, network))))
+    records = net_records(plan, planned_links(plan, network))
+    return render("verify/expected.net.j2", **net_context(plan, network, records))
 
 
 def _host_link(plan: Plan, server: str, rail: int) -> PlannedLink:

@@ -1,14 +1,11 @@
-"""Burn-in as Kubernetes Jobs (batch/v1) for the servers Kubernetes runs: the same tests, thresholds and result lines
-as the Slurm batch scripts (gpucluster/artifacts/burn_in.py), one Job per stage and group (a rack's servers, a pair
-of servers, a rail, a scalable unit, an NVLink domain, the fabric), written as burn-in/kubernetes/stage-N-<test>.yaml.
+"""Burn-in as Kubernetes Jobs for the servers Kubernetes runs: the Slurm batch scripts' tests, thresholds and result
+lines (artifacts/burn_in.py), one Job per stage and group (a rack, a pair, a rail, an SU, an NVLink domain, the
+fabric), in burn-in/kubernetes/stage-N-<test>.yaml.
 
-Each pod asks for its server whole as the operators expose it (every GPU as nvidia.com/gpu from the GPU Operator's
-device plugin, the compute HCAs as the Network Operator's RDMA resources, the names kubernetes.py gives them), is
-placed by the node labels nodes.yaml writes (gpucluster.io/rack, gpucluster.io/su) and the test's own servers
-(kubernetes.io/hostname), one pod to a server (anti-affinity on the Job's pods), and tolerates the GPU and hot-spare
-taints. The host tools the Slurm scripts run (dcgmi, gpu_burn, all_reduce_perf in one server, ib_write_bw) run in
-the host's namespaces (nsenter from a privileged pod with the host's PID namespace); the NCCL tests across servers
-run torchrun in the launch templates' PyTorch image on the host network, rendezvous on the test's first server.
+Each pod asks for its server whole (every GPU and the compute HCAs' RDMA resources, as kubernetes.py names them), one
+pod to a server on the test's own servers, tolerating the GPU and hot-spare taints. The host tools (dcgmi, gpu_burn,
+all_reduce_perf, ib_write_bw) run in the host's namespaces through nsenter from a privileged pod; NCCL tests across
+servers run torchrun in the launch templates' PyTorch image on the host network.
 """
 
 from __future__ import annotations
@@ -55,9 +52,7 @@ NSENTER = "nsenter --target 1 --mount --uts --ipc --net --pid --"
 POD_SECURITY = {"pod-security.kubernetes.io/enforce": "privileged"}
 SERVER_TESTS = ("dcgm-diag", "gpu-burn", "nccl-in-server")
 NCCL_GROUP_TESTS = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
-RAIL_HCAS = (
-    "RAIL_HCAS"  # the ConfigMap key (and pod variable) naming each rail's RDMA device where the catalog does not
-)
+RAIL_HCAS = "RAIL_HCAS"  # the ConfigMap key (and pod variable) naming each rail's RDMA device (if not in the catalog)
 NCCL_ENV = "nccl.env"  # the host's NCCL environment (nccl/nccl.env), in the scripts' ConfigMap
 NODES_LISTED = 8  # an NCCL test's result line names its servers up to this many, else counts them
 JOB_NAME_MAX = 63  # a Job's name is a pod label value (job-name): at most 63 characters
@@ -71,7 +66,7 @@ def job_files(
     context: dict[str, Any],
 ) -> dict[str, list[dict[str, Any]]]:
     """File name (under burn-in/) -> its documents: the namespace and scripts, then a file of Jobs per stage, for
-    the tests whose servers are all among `servers` (the Kubernetes side)."""
+    the tests whose servers are all among `servers`."""
     ours = set(servers)
     kept = [t for t in tests if t.nodes and set(t.nodes) <= ours]
     server = plan.part_as(servers[0], GpuServer)

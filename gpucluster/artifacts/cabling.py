@@ -1,16 +1,10 @@
-"""The cable schedule: one row per physical cable of every network, with both ends (rack, U,
-device, port), a TIA-606 style label for each end, media, orderable length, routed length and the
-part numbers of the cable and of the optics at each end. Written as ``cabling/cabling.csv`` (every column)
-and a workbook per network, ``cabling/cabling-<network>.xlsx``, with the columns an installer filters on
-(each end's rack, U, device and port, media, length, cable part number; filters on). One workbook per
-network keeps each within Excel's 1,048,576 rows at 131,072 GPUs and lets them be written side by side.
+"""The cable schedule: one row per physical cable, with both ends (rack, U, device, port and the plan's TIA-606-B
+label, gpucluster/plan/labels.py), media, orderable and routed length, and the part numbers of the cable and of the
+optics at each end. Written as ``cabling/cabling.csv`` (every column) and a workbook per network (per range of rows
+of racks for a large one) with the columns an installer filters on: each within Excel's rows, written side by side.
 
-A cable's A end is one connector. Its B end is one connector too, except for a 1:2 splitter,
-whose B end is two connectors (two hosts); multi-valued cells then join the connectors with
-" + " in the same order. A connector that carries two ports (a twin-port cage) names both ports
-joined with "+".
-
-Each end's label is the plan's (gpucluster/plan/labels.py): TIA-606-B identifiers, near end first.
+A 1:2 splitter's B end is two connectors (two hosts): its multi-valued cells join them with " + " in order. A
+connector that carries two ports (a twin-port cage) names both joined with "+".
 """
 
 from __future__ import annotations
@@ -23,11 +17,12 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from operator import itemgetter
 from pathlib import Path
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
+from gpucluster.plan.memo import per_plan
 from gpucluster.plan.model import NETWORKS, Plan
 from gpucluster.runtime.progress import track
 
@@ -65,9 +60,8 @@ COLUMNS: tuple[str, ...] = CableRow._fields
 
 
 def cable_rows(plan: Plan, network: str | None = None, rows: frozenset[int] | None = None) -> Iterator[CableRow]:
-    """The schedule's rows in cable order (optionally one network's, and of those only the cables whose A end
-    stands in the given rows of racks), generated one at a time so the largest plans are written without holding
-    the whole schedule in memory."""
+    """The schedule's rows in cable order (optionally one network's, and only the cables whose A end stands in the
+    given rows of racks), generated: the largest schedules are written without holding them in memory."""
     return _rows_of(plan, _picked(plan, network, rows))
 
 
@@ -77,19 +71,16 @@ def _picked(plan: Plan, network: str | None, rows: frozenset[int] | None) -> Ite
     writer touches no cable but its own (a forked writer copies every page of the plan it touches)."""
     if network is None and rows is None:
         return iter(range(len(plan.cables)))
-    networks, a_rows = _cable_places(plan)
-    if rows is None:
-        code = NETWORKS.index(network or "")
-        return (i for i, n in enumerate(networks) if n == code)
-    if network is None:
-        return (i for i, row in enumerate(a_rows) if row in rows)
-    code = NETWORKS.index(network)
-    return (i for i, (n, row) in enumerate(zip(networks, a_rows, strict=True)) if n == code and row in rows)
+    code = NETWORKS.index(network) if network is not None else None
+    return (
+        i
+        for i, (n, row) in enumerate(zip(*_cable_places(plan), strict=True))
+        if (code is None or n == code) and (rows is None or row in rows)
+    )
 
 
 def _rows_of(plan: Plan, indices: Iterable[int]) -> Iterator[CableRow]:
-    """The rows of the cables at `indices` (positions in plan.cables), in that order. Where a device stands and its
-    ports' identifier prefix are worked out once per device, not once per cable end."""
+    """The rows of the cables at `indices` (positions in plan.cables); each device's place worked out once."""
     locate = Locator(plan)
     devices, links, cables = plan.devices, plan.links, plan.cables
     part_numbers = _part_numbers(plan)
@@ -178,10 +169,9 @@ class WorkbookPart:
 
 
 def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[WorkbookPart]:
-    """The schedule's workbooks, biggest first: one per network that has cables, and for a network of more than
-    `max_rows` cables one per range of whole rows of racks (by the rack of each cable's A end, the rack whose cable
-    ids it carries), as few ranges as keep each near `max_rows` and as even as whole rows allow, named by their first
-    and last row so an installer finds the workbook of the rows he cables."""
+    """The schedule's workbooks, biggest first: one per network, and for a network of more than `max_rows` cables one
+    per range of whole rows of racks (by each cable's A end, whose cable ids it carries), as few and as even as keep
+    each near `max_rows`, named by their first and last row: an installer finds the workbook of the rows he cables."""
     letters = {rack.row: rack.name.rstrip("0123456789") for rack in plan.racks.values()}
     per_row: dict[str, Counter[int]] = {network: Counter() for network in NETWORKS}
     for (code, row), cables in Counter(zip(*_cable_places(plan), strict=True)).items():
@@ -211,40 +201,24 @@ def workbook_parts(plan: Plan, max_rows: int = WORKBOOK_MAX_ROWS) -> list[Workbo
     return sorted(found, key=lambda part: -part.cables)
 
 
-class _Parts:
-    """The last plan's workbooks and each cable's network and A-end row, worked out once: the main process finds
-    them to hand out the jobs, and the workers it forks then inherit them instead of each going over every cable."""
-
-    plan: ClassVar[Plan | None] = None
-    cables: ClassVar[int] = 0
-    networks: ClassVar[array[int]] = array("b")  # each cable's network, as its index in NETWORKS
-    a_rows: ClassVar[array[int]] = array("i")  # the row of racks (0-based) of each cable's A end
-    found: ClassVar[list[WorkbookPart]] = []
-
-
+@per_plan
 def _cable_places(plan: Plan) -> tuple[array[int], array[int]]:
-    """Each cable's network (its index in NETWORKS) and the row of racks of its A end, in cable order: which
-    workbook files it."""
-    if _Parts.plan is not plan or _Parts.cables != len(plan.cables):
-        devices, links = plan.devices, plan.links
-        row_of = {rack.name: rack.row for rack in plan.racks.values()}
-        code = {network: index for index, network in enumerate(NETWORKS)}
-        networks, a_rows = array("b"), array("i")
-        for cable in plan.cables:
-            single = len(cable.links) == 1
-            a_device = links[cable.links[0]].a_device if single else cable_connectors(plan, cable)[0].device
-            networks.append(code[cable.network])
-            a_rows.append(row_of[devices[a_device].rack])
-        _Parts.plan, _Parts.cables, _Parts.found = plan, len(plan.cables), []
-        _Parts.networks, _Parts.a_rows = networks, a_rows
-    return _Parts.networks, _Parts.a_rows
+    """Each cable's network (its index in NETWORKS) and its A end's row of racks: which workbook files it. Made once
+    per plan (memo.per_plan): the main process finds it to hand out the jobs, and the writers it forks inherit it
+    instead of each going over every cable."""
+    devices, links = plan.devices, plan.links
+    row_of = {rack.name: rack.row for rack in plan.racks.values()}
+    code = {network: index for index, network in enumerate(NETWORKS)}
+    networks, a_rows = array("b"), array("i")
+    for cable in plan.cables:
+        single = len(cable.links) == 1
+        a_device = links[cable.links[0]].a_device if single else cable_connectors(plan, cable)[0].device
+        networks.append(code[cable.network])
+        a_rows.append(row_of[devices[a_device].rack])
+    return networks, a_rows
 
 
-def _workbooks(plan: Plan) -> list[WorkbookPart]:
-    _cable_places(plan)  # a new plan clears the last one's workbooks
-    if not _Parts.found:
-        _Parts.found = workbook_parts(plan)
-    return _Parts.found
+_workbooks = per_plan(workbook_parts)  # the default sizes, once per plan like _cable_places
 
 
 def parts(plan: Plan) -> list[str]:
@@ -324,7 +298,6 @@ XLSX_COLUMNS: tuple[tuple[str, float], ...] = (
     ("cable_part_number", 18),
 )
 _XLSX_FIELDS = tuple(COLUMNS.index(name) for name, _width in XLSX_COLUMNS)
-_NUMERIC = frozenset(i for i, name in enumerate(COLUMNS) if name in ("length_m", "run_length_m", "speed_gbps", "links"))
 # Columns whose text comes from a catalog (port names from its name formats, part numbers) and so may look like a
 # formula; every other text is an id, name or label the planner makes from patterns that start with a letter or
 # digit (site, hostname prefix, rack names, catalog ids), or one of a fixed vocabulary (network, media).

@@ -28,7 +28,6 @@ CHECKPOINT_RULES = ("rule:workload-fits-plan", "rule:checkpoint-write-time", "ru
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     a = analyse_checkpoints(plan)
     results = compare_intervals(a, runs=BUILD_RUNS, seed=DEFAULT_SEED)
-    findings = [f for f in plan.findings if f.rule in CHECKPOINT_RULES]
     text = render(
         "checkpoint.md.j2",
         name=plan.name,
@@ -49,7 +48,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
         limits=lambda path: [{"name": x.name, "rate": f"{x.gbytes_per_s:,.1f}", "note": x.note} for x in path.limits],
         d=duration,
         tb=lambda nbytes: f"{nbytes / 1e12:,.2f} TB",
-        findings=findings,
+        findings=[f for f in plan.findings if f.rule in CHECKPOINT_RULES],
         runs=BUILD_RUNS,
         seed=DEFAULT_SEED,
         chart=CHART,
@@ -85,9 +84,8 @@ def _rows(a: CheckpointAnalysis, results: list[IntervalResult]) -> list[dict[str
 
 
 def _chart(name: str, a: CheckpointAnalysis, results: list[IntervalResult], folder: Path) -> None:
-    """Daly's goodput curve over the interval, the simulated means with 95 % intervals, and the optima.
-    The object-oriented API (no pyplot) renders with Agg; hash salt and metadata are fixed so the same
-    plan gives the same bytes."""
+    """Daly's goodput curve over the interval, the simulated means with 95 % intervals, and the optima; hash salt
+    and metadata fixed so the same plan gives the same bytes."""
     with matplotlib.rc_context({"svg.hashsalt": "gpucluster", "svg.fonttype": "path", "font.size": 9}):
         figure = Figure(figsize=(7.5, 4.2), dpi=120)
         axes = figure.add_subplot()
@@ -95,15 +93,12 @@ def _chart(name: str, a: CheckpointAnalysis, results: list[IntervalResult], fold
         high = max(r.interval_s for r in results) * 2
         x = np.geomspace(low, high, 200)
         axes.plot(x / 60, [100 * a.goodput_at(v) for v in x], color="#1f77b4", label="Daly's complete model")
-        simulated = [r for r in results if r.runs is not None]
-        summaries = [r.runs.summary() for r in results if r.runs is not None]
+        simulated = [(r.interval_s / 60, r.runs.summary()) for r in results if r.runs is not None]
         if simulated:
-            means = [100 * s["goodput"] for s in summaries]
-            errors = [100 * s["goodput_ci95"] for s in summaries]
             axes.errorbar(
-                [r.interval_s / 60 for r in simulated],
-                means,
-                yerr=errors,
+                [minutes for minutes, _s in simulated],
+                [100 * s["goodput"] for _m, s in simulated],
+                yerr=[100 * s["goodput_ci95"] for _m, s in simulated],
                 fmt="o",
                 color="#d62728",
                 capsize=3,

@@ -1,10 +1,7 @@
 """compare.csv, compare.xlsx, compare.html and compare.pdf: alternatives side by side (`gpucluster compare`), one row
-per figure with each design's value and its delta against the first (gpucluster/growth/compare.py).
-
-The four files are written into a staging folder that replaces OUT/compare-<names>/ whole once all are written (the
-build's swap, artifacts/output_folder.py), so a failed comparison leaves the previous one as it was. Cells go through
-the table layer's formula guard (formats/tables/), the page through the autoescaping templates, the PDF through the
-review documents' WeasyPrint settings (artifacts/_pdf.py)."""
+per figure with each design's value and its delta against the first (gpucluster/growth/compare.py). Written into a
+staging folder that replaces OUT/compare-<names>/ whole (artifacts/output_folder.py), so a failed comparison leaves
+the previous one as it was."""
 
 from __future__ import annotations
 
@@ -24,7 +21,6 @@ from gpucluster.formats.templating import render
 from gpucluster.growth.compare import Comparison, Row, Value
 
 CSV, XLSX, HTML, PDF = "compare.csv", "compare.xlsx", "compare.html", "compare.pdf"
-FILES = (CSV, XLSX, HTML, PDF)
 MAX_FOLDER_NAME = 120  # characters of OUT/compare-a-vs-b...; longer lists of names are cut and given a digest
 _FORMATS = {0: INTEGER, 1: DECIMAL_1, 2: DECIMAL_2}
 
@@ -137,7 +133,7 @@ def comparison_html(comparison: Comparison) -> str:
     )
 
 
-def shown(value: Value, digits: int, delta: bool = False) -> str:
+def shown(value: Value, digits: int = 0, delta: bool = False) -> str:
     """A cell as the page prints it: numbers grouped at the row's digits (deltas signed, "=" for none), "-" for
     a figure a design does not have."""
     if value is None:

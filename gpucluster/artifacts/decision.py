@@ -1,11 +1,7 @@
 """summary.html and summary.pdf: the decision summary, two or three pages for the people who approve the purchase
-(a CTO, a funding committee) rather than the engineers who review the design (report.html).
-
-What is bought, what it costs where the design's price list says, power, cooling and floor, time-to-train and
-goodput for the stated workload, the main risks and the deviations from the reference architecture, and the growth
-headroom. Every figure is read from the plan, its power budget, its BOM and its checkpoint analysis (the same views
-report.html reads); nothing is computed here but the formatting. The page size is the site's (``site.paper``).
-"""
+rather than the engineers who review the design (report.html): what is bought and costs, power, cooling and floor,
+time-to-train and goodput, the main risks and RA deviations, and the growth headroom. Every figure is read from the
+views report.html reads; nothing is computed here but the formatting."""
 
 from __future__ import annotations
 

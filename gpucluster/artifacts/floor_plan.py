@@ -1,9 +1,7 @@
 """The floor plan for the design review: every rack at its floor coordinates, coloured by purpose, with a bar for
-its maximum load against the rack power budget; above FLOOR_LABEL_MAX_RACKS racks the rack names give way to row
-and SU labels, and above FLOOR_ELEMENT_MAX_RACKS racks the racks of one colour are drawn as one path (a 131,072-GPU
-hall is 5,400 racks: as an element and a tooltip each, the drawing was most of the report's HTML and most of the time
-WeasyPrint took to lay out and draw the PDF), and so are the scalable units' outlines; no rack has a tooltip then
-(every rack's and SU's load is in the power workbook)."""
+its maximum load against its limit. Above FLOOR_LABEL_MAX_RACKS racks, row and SU labels replace rack names; above
+FLOOR_ELEMENT_MAX_RACKS the racks of one colour, and the SUs' outlines, are one path each, without tooltips (a
+131,072-GPU hall's 5,400 racks as elements were most of the report's HTML and PDF time; loads are in power.xlsx)."""
 
 from __future__ import annotations
 
@@ -97,8 +95,7 @@ def rack_span_mm(plan: Plan, sizes: dict[str, tuple[float, float]] | None = None
 def floor_plan(plan: Plan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
-    site = plan.design.site
-    budget_w = float(site.rack_power_budget_kw) * 1000
+    budget_w = float(plan.design.site.rack_power_budget_kw) * 1000
     racks = list(plan.racks.values())
     labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
     sizes = rack_sizes_mm(plan)
@@ -106,28 +103,14 @@ def floor_plan(plan: Plan) -> FloorPlan:
     turned = span_y > span_x
     drawn = []
     for rack in racks:
-        width, depth = sizes[rack.name]
-        x, y, w, h = (rack.y_mm, rack.x_mm, depth, width) if turned else (rack.x_mm, rack.y_mm, width, depth)
-        colour = purpose_colour(rack.purpose)
         limit_w, over = rack_limit(plan, rack, budget_w)
         share = min(1.0, rack.power_max_w / limit_w) if limit_w else 0.0
         su = f" SU {rack.su}" if rack.su is not None else ""
         load = f"{rack.power_max_w / 1000:,.1f} kW max, {rack.power_typical_w / 1000:,.1f} kW typical"
-        drawn.append(
-            FloorRack(
-                name=rack.name,
-                x=x,
-                y=y,
-                width=w,
-                depth=h,
-                fill=tint(colour, 0.75),
-                stroke=colour,
-                bar_height=round(h * share, 1),
-                over_budget=over,
-                title=f"{rack.name}: {rack.purpose}{su}, {len(rack.devices)} devices, {load}",
-                lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
-            )
-        )
+        title = f"{rack.name}: {rack.purpose}{su}, {len(rack.devices)} devices, {load}"
+        lines = (rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else ()
+        place = (rack.x_mm, rack.y_mm, *sizes[rack.name])
+        drawn.append(_floor_rack(rack.name, place, turned, purpose_colour(rack.purpose), title, lines, share, over))
     drawn += _cdus(plan, racks, sizes, turned, labelled)
     rack_width = min((w for w, _d in sizes.values()), default=600.0)
     unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
@@ -190,6 +173,22 @@ def rack_limit(plan: Plan, rack: RackPlan, budget_w: float) -> tuple[float, bool
     return usable_w, rack.power_typical_w > usable_w + 1e-6 or rack.power_max_w > nameplate_w + 1e-6
 
 
+def _floor_rack(
+    name: str,
+    place: tuple[float, float, float, float],
+    turned: bool,
+    colour: str,
+    title: str,
+    lines: tuple[str, ...],
+    share: float = 0.0,
+    over: bool = False,
+) -> FloorRack:
+    """A rack (or a CDU) as drawn; `place` is its x, y, width and depth on the floor (mm), `share` its bar's."""
+    x_mm, y_mm, width, depth = place
+    x, y, w, h = (y_mm, x_mm, depth, width) if turned else (x_mm, y_mm, width, depth)
+    return FloorRack(name, x, y, w, h, tint(colour, 0.75), colour, round(h * share, 1), over, title, lines)
+
+
 def _cdus(
     plan: Plan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
 ) -> list[FloorRack]:
@@ -214,25 +213,12 @@ def _cdus(
         width, depth = sizes[last.name]
         for _unit in range(group.units):
             number += 1
-            x_mm, y_mm = row_end[last.y_mm], last.y_mm
+            x_mm = row_end[last.y_mm]
             row_end[last.y_mm] = x_mm + width
-            x, y, w, h = (y_mm, x_mm, depth, width) if turned else (x_mm, y_mm, width, depth)
             name = f"CDU{number}"
-            drawn.append(
-                FloorRack(
-                    name=name,
-                    x=x,
-                    y=y,
-                    width=w,
-                    depth=h,
-                    fill=tint(colour, 0.75),
-                    stroke=colour,
-                    bar_height=0.0,
-                    over_budget=False,
-                    title=f"{name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)",
-                    lines=(name, group.name) if labelled else (),
-                )
-            )
+            title = f"{name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)"
+            lines = (name, group.name) if labelled else ()
+            drawn.append(_floor_rack(name, (x_mm, last.y_mm, width, depth), turned, colour, title, lines))
     return drawn
 
 

@@ -1,10 +1,10 @@
-"""The Grafana dashboard of the monitoring artifact: per-GPU temperature, power, utilisation and errors,
-filtered by SU, rack, rail and node, built with Grafana's foundation SDK (whose types are generated from
-Grafana's dashboard schema) so that the JSON has the structure Grafana's dashboard model expects."""
+"""The Grafana dashboard: per-GPU temperature, power, utilisation and errors by SU, rack, rail and node, built with
+Grafana's foundation SDK, whose types are generated from Grafana's dashboard schema."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from grafana_foundation_sdk.builders import dashboard, prometheus, stat, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
@@ -44,80 +44,64 @@ def dashboard_json(plan: Plan, temperature_alert_c: float) -> str:
     board = board.with_variable(_variable("rack", "Rack", 'DCGM_FI_DEV_GPU_TEMP{su=~"$su"}'))
     board = board.with_variable(_variable("rail", "Rail", "DCGM_FI_DEV_GPU_TEMP"))
     board = board.with_variable(_variable("node", "Node", 'DCGM_FI_DEV_GPU_TEMP{su=~"$su", rack=~"$rack"}'))
-
-    layout = _Layout()
-    board = board.with_row(dashboard.Row("Overview by scalable unit and rack"))
-    layout.row()
-    board = board.with_panel(
+    overview: list[stat.Panel | timeseries.Panel] = [
         _stat(
             "GPUs reporting",
             f"count(DCGM_FI_DEV_GPU_TEMP{{{_SELECTOR}}})",
             f"GPUs whose DCGM exporter answers; the plan has {gpus} in all",
-            layout.place(6),
-        )
-    )
-    board = board.with_panel(
+        ),
         _stat(
             "GPUs with an XID error",
             f"count(DCGM_FI_DEV_XID_ERRORS{{{_SELECTOR}}} != 0) or vector(0)",
             "GPUs whose last XID error is not 0 (alert GpuXidError)",
-            layout.place(6),
-            red_from=1,
-        )
-    )
-    board = board.with_panel(
-        _series("Mean GPU utilisation per SU", 'su:dcgm_gpu_utilization:avg{su=~"$su"}', "SU {{su}}", "percent",
-                layout.place(6))
-    )  # fmt: skip
-    board = board.with_panel(
-        _series("GPU power per rack", 'rack:dcgm_gpu_power_watts:sum{rack=~"$rack"}', "rack {{rack}}", "watt",
-                layout.place(6))
-    )  # fmt: skip
-
-    board = board.with_row(dashboard.Row("Per GPU"))
-    layout.row()
-    temperature = _series("GPU temperature", f"DCGM_FI_DEV_GPU_TEMP{{{_SELECTOR}}}", _LEGEND, "celsius",
-                          layout.place(12))  # fmt: skip
-    temperature = temperature.thresholds(_thresholds(temperature_alert_c))
-    board = board.with_panel(temperature)
-    board = board.with_panel(
-        _series("GPU power draw", f"DCGM_FI_DEV_POWER_USAGE{{{_SELECTOR}}}", _LEGEND, "watt", layout.place(12))
-    )
-    board = board.with_panel(
-        _series("GPU utilisation", f"DCGM_FI_DEV_GPU_UTIL{{{_SELECTOR}}}", _LEGEND, "percent", layout.place(12))
-    )
-    board = board.with_panel(
-        _series("GPU memory temperature", f"DCGM_FI_DEV_MEMORY_TEMP{{{_SELECTOR}}}", _LEGEND, "celsius",
-                layout.place(12))
-    )  # fmt: skip
-
-    board = board.with_row(dashboard.Row("Errors"))
-    layout.row()
+        ).thresholds(_thresholds(1)),
+        _series("Mean GPU utilisation per SU", 'su:dcgm_gpu_utilization:avg{su=~"$su"}', "SU {{su}}", "percent"),
+        _series("GPU power per rack", 'rack:dcgm_gpu_power_watts:sum{rack=~"$rack"}', "rack {{rack}}", "watt"),
+    ]
+    per_gpu = [
+        _series("GPU temperature", f"DCGM_FI_DEV_GPU_TEMP{{{_SELECTOR}}}", _LEGEND, "celsius").thresholds(
+            _thresholds(temperature_alert_c)
+        ),
+        _series("GPU power draw", f"DCGM_FI_DEV_POWER_USAGE{{{_SELECTOR}}}", _LEGEND, "watt"),
+        _series("GPU utilisation", f"DCGM_FI_DEV_GPU_UTIL{{{_SELECTOR}}}", _LEGEND, "percent"),
+        _series("GPU memory temperature", f"DCGM_FI_DEV_MEMORY_TEMP{{{_SELECTOR}}}", _LEGEND, "celsius"),
+    ]
+    nvlink = ("CRC_FLIT_ERROR", "CRC_DATA_ERROR", "REPLAY_ERROR", "RECOVERY_ERROR")
     errors = [
-        ("XID errors (last XID per GPU)", f"DCGM_FI_DEV_XID_ERRORS{{{_SELECTOR}}} != 0", "none"),
-        ("Uncorrectable ECC errors (10 min)", f"increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{_SELECTOR}}}[10m]) > 0",
-         "none"),
-        ("Row remap pending or failed",
-         f"DCGM_FI_DEV_ROW_REMAP_PENDING{{{_SELECTOR}}} > 0 or DCGM_FI_DEV_ROW_REMAP_FAILURE{{{_SELECTOR}}} > 0",
-         "none"),
-        ("NVLink errors (10 min)",
-         f"increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{{_SELECTOR}}}[10m])"
-         f" + increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL{{{_SELECTOR}}}[10m])"
-         f" + increase(DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL{{{_SELECTOR}}}[10m])"
-         f" + increase(DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL{{{_SELECTOR}}}[10m]) > 0", "none"),
-        ("Thermal throttling (share of time)", f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{_SELECTOR}}}[5m]) > 0", "none"),
-    ]  # fmt: skip
-    for title, expr, unit in errors:
-        board = board.with_panel(_series(title, expr, _LEGEND, unit, layout.place(8)))
-    board = board.with_panel(
+        ("XID errors (last XID per GPU)", f"DCGM_FI_DEV_XID_ERRORS{{{_SELECTOR}}} != 0"),
+        ("Uncorrectable ECC errors (10 min)", f"increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{_SELECTOR}}}[10m]) > 0"),
+        (
+            "Row remap pending or failed",
+            f"DCGM_FI_DEV_ROW_REMAP_PENDING{{{_SELECTOR}}} > 0 or DCGM_FI_DEV_ROW_REMAP_FAILURE{{{_SELECTOR}}} > 0",
+        ),
+        (
+            "NVLink errors (10 min)",
+            " + ".join(f"increase(DCGM_FI_DEV_NVLINK_{n}_COUNT_TOTAL{{{_SELECTOR}}}[10m])" for n in nvlink) + " > 0",
+        ),
+        ("Thermal throttling (share of time)", f"rate(DCGM_FI_DEV_THERMAL_VIOLATION{{{_SELECTOR}}}[5m]) > 0"),
+    ]
+    error_panels = [_series(title, expr, _LEGEND, "none") for title, expr in errors]
+    error_panels.append(
         _series(
             "InfiniBand port receive errors (10 min)",
             f"increase(node_infiniband_port_errors_received_total{{{_SELECTOR}}}[10m]) > 0",
             "{{node}} {{device}} (rack {{rack}}, rail {{rail}}, leaf {{leaf}})",
             "none",
-            layout.place(8),
         )
     )
+    y = 0
+    rows: tuple[tuple[str, int, Sequence[stat.Panel | timeseries.Panel]], ...] = (
+        ("Overview by scalable unit and rack", 6, overview),
+        ("Per GPU", 12, per_gpu),
+        ("Errors", 8, error_panels),
+    )
+    for title, width, panels in rows:  # each row's panels left to right on Grafana's grid, under the row's header
+        board = board.with_row(dashboard.Row(title))
+        y += 1
+        for i, panel in enumerate(panels):
+            x, line = (i * width) % _WIDTH, i * width // _WIDTH
+            board = board.with_panel(panel.grid_pos(GridPos(h=_HEIGHT, w=width, x=x, y=y + line * _HEIGHT)))
+        y += -(-len(panels) * width // _WIDTH) * _HEIGHT
     document = json.loads(json.dumps(board.build(), cls=JSONEncoder))
     for number, panel in enumerate(document["panels"], 1):
         panel["id"] = number
@@ -143,50 +127,16 @@ def _variable(name: str, label: str, metric: str) -> dashboard.QueryVariable:
     )
 
 
-class _Layout:
-    """Places panels left to right on Grafana's 24-column grid, a new line when a row is full."""
-
-    def __init__(self) -> None:
-        self.x = self.y = 0
-
-    def row(self) -> None:
-        if self.x:
-            self.x, self.y = 0, self.y + _HEIGHT
-        self.y += 1  # the row header
-
-    def place(self, width: int) -> GridPos:
-        if self.x + width > _WIDTH:
-            self.x, self.y = 0, self.y + _HEIGHT
-        position = GridPos(h=_HEIGHT, w=width, x=self.x, y=self.y)
-        self.x += width
-        return position
-
-
 def _query(expr: str, legend: str) -> prometheus.Dataquery:
     return prometheus.Dataquery().expr(expr).legend_format(legend).ref_id("A").datasource(_DATASOURCE)
 
 
-def _series(title: str, expr: str, legend: str, unit: str, position: GridPos) -> timeseries.Panel:
-    return (
-        timeseries.Panel()
-        .title(title)
-        .datasource(_DATASOURCE)
-        .with_target(_query(expr, legend))
-        .unit(unit)
-        .grid_pos(position)
-    )
+def _series(title: str, expr: str, legend: str, unit: str) -> timeseries.Panel:
+    return timeseries.Panel().title(title).datasource(_DATASOURCE).with_target(_query(expr, legend)).unit(unit)
 
 
-def _stat(title: str, expr: str, description: str, position: GridPos, red_from: float | None = None) -> stat.Panel:
-    panel = (
-        stat.Panel()
-        .title(title)
-        .description(description)
-        .datasource(_DATASOURCE)
-        .with_target(_query(expr, ""))
-        .grid_pos(position)
-    )
-    return panel.thresholds(_thresholds(red_from)) if red_from is not None else panel
+def _stat(title: str, expr: str, description: str) -> stat.Panel:
+    return stat.Panel().title(title).description(description).datasource(_DATASOURCE).with_target(_query(expr, ""))
 
 
 def _thresholds(red_from: float) -> dashboard.ThresholdsConfig:

@@ -1,17 +1,13 @@
-"""Where jobs find the filesystems the design lists: a bind mount per filesystem for Slurm's containers (an enroot
-mounts.d file, which pyxis containers read) and a hostPath PersistentVolume per filesystem for Kubernetes.
-
-The GPU nodes mount each filesystem at its mount point (the site's client set-up: Lustre MGS, NFS export and the
-like are the storage owner's, not in the plan); these files make those mounts reach the jobs. They are written for
-a design that states its filesystems (`filesystems:`, or an existing parallel filesystem), whose mount points it
-names.
+"""Where jobs find the filesystems the design states (`filesystems:`, or an existing parallel filesystem): a bind
+mount each for Slurm's pyxis containers (an enroot mounts.d file) and a hostPath PersistentVolume each for
+Kubernetes. The GPU nodes' own mounts are the site's client set-up, not in the plan; these make them reach the jobs.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpucluster.plan.model import FilesystemRecord, Plan
+from gpucluster.plan.model import Plan
 
 # enroot's mounts.d entries are fstab(5) lines read into every container it starts (NVIDIA/enroot, doc/configuration.md
 # "/etc/enroot/mounts.d"; its own hook conf/hooks/20-autorc.sh writes "<src> <dst> none bind,x-create=file,...").
@@ -20,14 +16,9 @@ from gpucluster.plan.model import FilesystemRecord, Plan
 ENROOT_MOUNT_OPTIONS = "x-create=dir,bind,nosuid"
 
 
-def stated_filesystems(plan: Plan) -> list[FilesystemRecord]:
-    """The filesystems the design states (none: the parallel filesystem alone, its mount point not stated)."""
-    return list(plan.settings.filesystems or ())
-
-
 def enroot_mounts(plan: Plan) -> str:
     """An enroot mounts.d file: each filesystem bound into every pyxis container at the same path."""
-    filesystems = stated_filesystems(plan)
+    filesystems = plan.settings.filesystems  # None: the parallel filesystem alone, its mount point not stated
     if not filesystems:
         return ""
     lines = [
@@ -44,7 +35,7 @@ def enroot_mounts(plan: Plan) -> str:
 def persistent_volumes(plan: Plan) -> list[dict[str, Any]]:
     """A hostPath PersistentVolume per filesystem (ReadWriteMany, retained): pods claim the node's mount."""
     volumes = []
-    for fs in stated_filesystems(plan):
+    for fs in plan.settings.filesystems or ():
         capacity_gb = round((fs["capacity_tb"] or 0.0) * 1000)
         volumes.append(
             {

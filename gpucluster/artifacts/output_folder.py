@@ -19,8 +19,8 @@ def remove_if_empty(folder: Path) -> None:
 
 @contextlib.contextmanager
 def build_lock(out_dir: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the output folder for the build, so builds into one folder take turns and any
-    staging folder found while holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
+    """An exclusive lock on the output folder: builds into one folder take turns, and a staging folder found while
+    holding it belongs to a build that is gone (the kernel drops a killed process's lock)."""
     fd = os.open(out_dir, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -46,10 +46,9 @@ def remove_stale_file(staged: Path) -> None:
 
 
 def swap(staging: Path, final: Path, beside: tuple[Path, Path] | None = None) -> None:
-    """Replace `final` with `staging`: rename the old folder aside, move the new one in, delete the old. `beside`
-    (a new file and the file it replaces: the plan lock) is renamed right after, so output and lock change
-    together; every write that can fail was done before, and should that rename fail even so, the previous
-    output is put back."""
+    """Replace `final` with `staging`: the old folder renamed aside, the new one in, the old deleted. `beside` (the
+    new plan lock and the one it replaces) is renamed right after, so output and lock change together; should that
+    fail, the previous output is put back."""
     os.chmod(staging, 0o755)
     old = final.with_name(f".{final.name}.old")
     if old.exists():

@@ -21,8 +21,7 @@ _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     with open(folder / "plan.json", "wb") as out:
-        for chunk in plan_chunks(plan, loaded):
-            out.write(chunk)
+        out.writelines(plan_chunks(plan, loaded))
 
 
 def plan_document(plan: Plan, loaded: LoadedDesign) -> dict[str, Any]:
@@ -32,12 +31,8 @@ def plan_document(plan: Plan, loaded: LoadedDesign) -> dict[str, Any]:
 
 
 def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
-    yield from head_chunks(plan, loaded)
-    yield from record_chunks(plan)
-
-
-def head_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
-    """plan.json's head: the design, settings, totals, tiers, analyses, rule facts and findings."""
+    """plan.json's head (the design, settings, totals, tiers, analyses, rule facts and findings), then the records
+    of the physical plan (racks, devices, links, cables), streamed."""
     design = loaded.design
     head = {
         "schema_version": SCHEMA_VERSION,
@@ -54,10 +49,6 @@ def head_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
     yield b"{\n"
     for key, value in head.items():
         yield b'"' + key.encode() + b'": ' + orjson.dumps(value, option=_OPTIONS | orjson.OPT_INDENT_2) + b",\n"
-
-
-def record_chunks(plan: Plan) -> Iterator[bytes]:
-    """plan.json's records of the physical plan (racks, devices, links, cables), which follow its head."""
     yield from _records("racks", (_rack(r) for r in track(plan.racks.values(), len(plan.racks), "racks")))
     yield b",\n"
     yield from _records("devices", (_device(d) for d in track(plan.devices.values(), len(plan.devices), "devices")))

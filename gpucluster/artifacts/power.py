@@ -32,10 +32,7 @@ _RC: dict[RcKeyType, Any] = {
     "font.family": "DejaVu Sans",
     "font.size": 9,
 }
-_METADATA = {
-    "png": {"Software": None},
-    "svg": {"Date": None, "Creator": None, "Format": None, "Type": None},
-}
+_METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None, "Format": None, "Type": None}}
 
 
 def parts(plan: Plan) -> list[str]:
@@ -45,16 +42,12 @@ def parts(plan: Plan) -> list[str]:
 
 
 def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
-    budget = kept_power_budget(plan)
     for part in parts(plan):
-        _write(budget, folder, part)
+        write_part(plan, loaded, folder, part)
 
 
 def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
-    _write(kept_power_budget(plan), folder, part)
-
-
-def _write(budget: Budget, folder: Path, part: str) -> None:
+    budget = kept_power_budget(plan)  # made once per plan
     if part == "workbook":
         write_workbook(budget, folder / "power.xlsx")
     else:
@@ -123,14 +116,9 @@ def _kw(watts: float) -> str:
 
 
 def _context(budget: Budget) -> dict[str, Any]:
-    total = budget.total
-    rise = budget.rise_k
-    site = budget.site
-    feed = site.power_feed
-
     def heat(watts: float, air_watts: float) -> dict[str, str]:
         """Heat from all of the load; airflow from the share that goes to air (liquid takes the rest)."""
-        cfm = b.airflow_cfm(air_watts, rise)
+        cfm = b.airflow_cfm(air_watts, budget.rise_k)
         return {
             "btu": f"{b.btu_per_h(watts):,.0f}",
             "tons": f"{b.refrigeration_tons(watts):,.1f}",
@@ -163,11 +151,11 @@ def _context(budget: Budget) -> dict[str, Any]:
     return {
         "b": budget,
         "racks_by_name": {r.name: r for r in budget.racks},
-        "site": site,
-        "feed": feed,
+        "site": budget.site,
+        "feed": budget.site.power_feed,
         "kw": _kw,
         "heat": heat,
-        "total_heat": heat(total.max_w, total.air_w),
+        "total_heat": heat(budget.total.max_w, budget.total.air_w),
         "part_rows": part_rows,
         "chart": CHART,
         "cost": None if cost is None else f"{cost:,.0f}",

@@ -1,6 +1,5 @@
 """review.html and review.pdf: what changed between two revisions of a design, for the reviewer (written by
-`gpucluster diff` beside bom-diff.xlsx). The same page style as report.html; the PDF is rendered from the same
-HTML with WeasyPrint."""
+`gpucluster diff` beside bom-diff.xlsx), in report.html's page style."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import hostlist
 from markupsafe import Markup
 
 from gpucluster.artifacts._pdf import write_pdf
+from gpucluster.artifacts.compare import shown
 from gpucluster.formats.templating import render
 from gpucluster.growth.changes import MAX_LISTED, Figure, PlanChanges
 
@@ -32,14 +32,17 @@ def write_review(changes: PlanChanges, folder: Path) -> list[Path]:
 
 
 def review_html(changes: PlanChanges) -> str:
-    bom_figures = [Figure(f.name, f.old, f.new, digits=0 if _whole(f.old, f.new) else 1) for f in changes.bom.figures]
+    bom_figures = [
+        Figure(f.name, f.old, f.new, digits=0 if float(f.old).is_integer() and float(f.new).is_integer() else 1)
+        for f in changes.bom.figures
+    ]
     return render(
         "report/review.html",
         c=changes,
         bom=changes.bom,
         bom_figures=bom_figures,
         listed=MAX_LISTED,
-        number=_number,
+        number=shown,
         signed=_signed,
         style=Markup(render("report/style.css")),
         hosts=host_names,
@@ -54,19 +57,6 @@ def host_names(names: list[str]) -> str:
     return text if len(text) <= 600 else text[:597] + "..."
 
 
-def _whole(*values: float) -> bool:
-    return all(float(v).is_integer() for v in values)
-
-
-def _number(value: float | None, digits: int = 0) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.{digits}f}"
-
-
 def _signed(value: float | None, digits: int = 0) -> str:
-    if value is None:
-        return ""
-    if round(value, digits) == 0:
-        return "="
-    return f"{value:+,.{digits}f}"
+    """A change as compare.shown prints a delta; nothing for a change that does not apply."""
+    return "" if value is None else shown(value, digits, delta=True)

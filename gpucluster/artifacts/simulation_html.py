@@ -1,9 +1,6 @@
-"""simulation.html: a self-contained page (inline script and style, no network) that replays a training run on
-the plan: storage, GPUs and fabric lighting up in turn, a node failing, the job rolling back to its last
-checkpoint, and a control to change the checkpoint interval and compare the work lost.
-
-The page draws one sequence of failures from the plan's failure rates (seeded) and replays it at every
-interval the reader picks, with the same rules as the Python simulator (gpucluster/training/simulate.py).
+"""simulation.html: a self-contained page that replays a training run on the plan (a node failing, the job rolling
+back to its last checkpoint) at the checkpoint interval the reader picks: one seeded sequence of failures from the
+plan's rates, replayed with the Python simulator's rules (gpucluster/training/simulate.py).
 """
 
 from __future__ import annotations

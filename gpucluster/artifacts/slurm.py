@@ -1,7 +1,5 @@
-"""Slurm configuration from the plan: slurm.conf (controllers, nodes, partitions), gres.conf, cgroup.conf and
-the fabric topology (topology.conf with the tree or block plugin, or topology.yaml from Slurm 25.05), for
-the GPU servers Slurm runs; with the design's accounts also slurmdbd.conf and accounts.sh (sacctmgr commands for
-the accounts, fair shares, limits and users). Written to ``slurm/``; nothing when Kubernetes runs every server."""
+"""Slurm configuration in ``slurm/`` for the GPU servers Slurm runs (none when Kubernetes runs them all): slurm.conf,
+gres.conf, cgroup.conf, the fabric topology, and with the design's accounts slurmdbd.conf and accounts.sh."""
 
 from __future__ import annotations
 
@@ -64,46 +62,28 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
     release = (int(year), int(month))
     server = plan.part_as(servers[0], GpuServer)
     design = plan.name
-    tree = fabric_tree(plan, servers)
     domains = nvlink_domains(plan, servers)
-    files: dict[str, str] = {}
-    plugin, topology_file = "topology/tree", "topology.conf"
-    if release >= SLURM_TOPOLOGY_YAML:
-        plugin, topology_file = "", "topology.yaml"
-        files["topology.yaml"] = _topology_yaml(design, target, tree, domains)
-    elif domains and release >= SLURM_BLOCK_TOPOLOGY:
-        plugin = "topology/block"
-        files["topology.conf"] = _block_conf(design, target, domains)
-    else:
-        note = (
-            f"# NVLink domains ({len(domains)}) need the block plugin of Slurm 23.11 or later; Slurm {target} "
-            "gets the fabric tree only.\n"
-            if domains
-            else ""
-        )
-        files["topology.conf"] = _tree_conf(design, target, tree, note)
-
+    plugin, topology_file, topology = _topology(design, target, release, fabric_tree(plan, servers), domains)
+    files = {topology_file: topology}
     devices = [plan.devices[name] for name in servers]
-    spares = [d.name for d in devices if d.spare]
-    production = [d.name for d in devices if not d.spare]
+    spares = sum(d.spare for d in devices)
     groups: dict[tuple[int | None, str], list[str]] = defaultdict(list)
     for device in devices:
         groups[(device.su, device.rack)].append(device.name)
     model = _feature(server.id)
     node_lines = [
         {
-            "nodes": _hostlist(names),
+            "nodes": _hostlist(tuple(names)),
             "features": ",".join(
                 f for f in (model, f"su{su:02d}" if su is not None else "", f"rack_{_feature(rack)}") if f
             ),
         }
         for (su, rack), names in groups.items()
     ]
-    cpus = server.threads
-    real_memory_mb = server.usable_memory_mib
     partitions = slurm_partitions(plan, servers)
-    heads = [d.name for d in plan.devices_with("management-server")]
-    controllers = heads[:2]
+    # slurmctld and slurmdbd run on the first two head nodes, primary and backup, as Base Command Manager places them
+    # (the head nodes hold the accounting database); further management servers are login nodes
+    controllers = [d.name for d in plan.devices_with("management-server")][:2]
     state_save = settings.state_save_location or (SHARED_STATE_SAVE if len(controllers) > 1 else LOCAL_STATE_SAVE)
     files["slurm.conf"] = render(
         "slurm/slurm.conf.j2",
@@ -112,31 +92,34 @@ def slurm_files(plan: Plan, version: str | None = None) -> dict[str, str]:
         cluster_name=slurm_cluster_name(plan.design),
         controllers=controllers,
         state_save=state_save,
-        state_save_shared=len(controllers) > 1,
-        # slurmdbd runs beside slurmctld on the two head nodes, primary and backup, as Base Command Manager places
-        # it (the head nodes hold the accounting database); further management servers are login nodes
-        accounting_host=controllers[0],
-        accounting_backup_host=controllers[1] if len(controllers) > 1 else "",
         pyxis=settings.containers == "pyxis",
         topology_plugin=plugin,
         topology_file=topology_file,
         switch_type="switch/nvidia_imex" if domains and release >= SLURM_NVIDIA_IMEX else "",
         exclusive="Exclusive=NODE" if release >= SLURM_EXCLUSIVE_NODE else "OverSubscribe=EXCLUSIVE",
         server=server,
-        cpus=cpus,
-        real_memory_mb=real_memory_mb,
-        cpus_per_gpu=cpus // server.gpu.count,
-        mem_per_gpu_mb=real_memory_mb // server.gpu.count,
+        cpus_per_gpu=server.threads // server.gpu.count,
+        mem_per_gpu_mb=server.usable_memory_mib // server.gpu.count,
         node_lines=node_lines,
         nodes_total=len(devices),
-        production=len(production),
-        spares=len(spares),
-        partitions={name: _hostlist(nodes) if nodes else "" for name, nodes in partitions.items()},
+        production=len(devices) - spares,
+        spares=spares,
+        partitions={name: _hostlist(tuple(nodes)) if nodes else "" for name, nodes in partitions.items()},
         stated=_stated_partitions(settings, partitions),
         accounts=bool(settings.accounts),
     )
     if settings.accounts:
-        files |= _accounting_files(settings, design, target, controllers, slurm_cluster_name(plan.design))
+        files["slurmdbd.conf"] = render(
+            "slurm/slurmdbd.conf.j2",
+            design=design,
+            version=target,
+            host=controllers[0],
+            backup_host=controllers[1] if len(controllers) > 1 else "",
+        )
+        accounts = accounts_in_order(settings.accounts)
+        files["accounts.sh"] = render(
+            "slurm/accounts.sh.j2", design=design, cluster_name=slurm_cluster_name(plan.design), accounts=accounts
+        )
     files["gres.conf"] = render(
         "slurm/gres.conf.j2",
         design=design,
@@ -158,7 +141,7 @@ def _stated_partitions(settings: SlurmSettings, partitions: dict[str, list[str]]
     return [
         {
             "name": p.name,
-            "nodes": _hostlist(partitions[p.name]),
+            "nodes": _hostlist(tuple(partitions[p.name])),
             "default": p.name == default,
             "max_time": p.max_time,
             "default_time": p.default_time,
@@ -167,27 +150,6 @@ def _stated_partitions(settings: SlurmSettings, partitions: dict[str, list[str]]
         }
         for p in settings.partitions
     ]
-
-
-def _accounting_files(
-    settings: SlurmSettings, design: str, version: str, controllers: list[str], cluster_name: str
-) -> dict[str, str]:
-    """slurmdbd.conf (slurmdbd beside slurmctld on the head nodes) and accounts.sh (the design's accounts)."""
-    return {
-        "slurmdbd.conf": render(
-            "slurm/slurmdbd.conf.j2",
-            design=design,
-            version=version,
-            host=controllers[0],
-            backup_host=controllers[1] if len(controllers) > 1 else "",
-        ),
-        "accounts.sh": render(
-            "slurm/accounts.sh.j2",
-            design=design,
-            cluster_name=cluster_name,
-            accounts=accounts_in_order(settings.accounts),
-        ),
-    }
 
 
 def accounts_in_order(accounts: list[SlurmAccount]) -> list[SlurmAccount]:
@@ -203,22 +165,37 @@ def accounts_in_order(accounts: list[SlurmAccount]) -> list[SlurmAccount]:
     return placed
 
 
-def _tree_conf(design: str, version: str, tree: FabricTree, note: str) -> str:
+def _topology(
+    design: str, version: str, release: tuple[int, int], tree: FabricTree, domains: list[tuple[str, ...]]
+) -> tuple[str, str, str]:
+    """(slurm.conf's topology plugin, file name, text): topology.yaml from Slurm 25.05, else topology.conf with the
+    block plugin for NVLink domains or the tree plugin."""
+    if release >= SLURM_TOPOLOGY_YAML:
+        return "", "topology.yaml", _topology_yaml(design, version, tree, domains)
+    if domains and release >= SLURM_BLOCK_TOPOLOGY:
+        return "topology/block", "topology.conf", _block_conf(design, version, domains)
+    return "topology/tree", "topology.conf", _tree_conf(design, version, tree, len(domains))
+
+
+def _tree_conf(design: str, version: str, tree: FabricTree, domains: int) -> str:
     lines = [
         f"# topology.conf for {design} (topology/tree, Slurm {version}): the compute fabric from the plan.",
         "# A leaf here is the group of the plan's leaves serving the same servers (the rail leaves of a",
         "# scalable unit): Slurm's tree wants one leaf per server, and these servers meet on every rail",
         "# one switch hop apart. Spines and cores keep their plan names.",
     ]
-    if note:
-        lines.append(note.rstrip("\n"))
+    if domains:
+        lines.append(
+            f"# NVLink domains ({domains}) need the block plugin of Slurm 23.11 or later; Slurm {version} "
+            "gets the fabric tree only."
+        )
     for switch in tree.switches:
         if switch.tier == 1:
             if len(switch.members) > 1:
-                lines.append(f"# {switch.name}: {_hostlist(list(switch.members))}")
-            lines.append(f"SwitchName={switch.name} Nodes={_hostlist(list(switch.nodes))}")
+                lines.append(f"# {switch.name}: {_hostlist(switch.members)}")
+            lines.append(f"SwitchName={switch.name} Nodes={_hostlist(switch.nodes)}")
         else:
-            lines.append(f"SwitchName={switch.name} Switches={_hostlist(list(switch.children))}")
+            lines.append(f"SwitchName={switch.name} Switches={_hostlist(switch.children)}")
     return "\n".join(lines) + "\n"
 
 
@@ -242,7 +219,7 @@ def _block_conf(design: str, version: str, domains: list[tuple[str, ...]]) -> st
         "# (servers of one rack that share NVLink switch trays), in plan order, so jobs that fit a domain keep",
         "# their traffic on NVLink and larger jobs take neighbouring domains.",
     ]
-    lines += [f"BlockName={block_name(i)} Nodes={_hostlist(list(d))}" for i, d in enumerate(domains, 1)]
+    lines += [f"BlockName={block_name(i)} Nodes={_hostlist(d)}" for i, d in enumerate(domains, 1)]
     lines.append("BlockSizes=" + ",".join(str(s) for s in block_sizes(domains)))
     return "\n".join(lines) + "\n"
 
@@ -252,9 +229,9 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
     for switch in tree.switches:
         entry: dict[str, object] = {"switch": switch.name}
         if switch.tier == 1:
-            entry["nodes"] = _hostlist(list(switch.nodes))
+            entry["nodes"] = _hostlist(switch.nodes)
         else:
-            entry["children"] = _hostlist(list(switch.children))
+            entry["children"] = _hostlist(switch.children)
         switches.append(entry)
     topologies: list[dict[str, object]] = [
         {"topology": "fabric", "cluster_default": not domains, "tree": {"switches": switches}}
@@ -266,7 +243,7 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
                 "cluster_default": True,
                 "block": {
                     "block_sizes": block_sizes(domains),
-                    "blocks": [{"block": block_name(i), "nodes": _hostlist(list(d))} for i, d in enumerate(domains, 1)],
+                    "blocks": [{"block": block_name(i), "nodes": _hostlist(d)} for i, d in enumerate(domains, 1)],
                 },
             }
         )
@@ -278,17 +255,11 @@ def _topology_yaml(design: str, version: str, tree: FabricTree, domains: list[tu
     return head + yamlout.dump(topologies)
 
 
-def _hostlist(names: list[str] | tuple[str, ...]) -> str:
-    """A Slurm hostlist expression. Only a name's trailing number is bracketed: python-hostlist also folds a
-    number inside a name (compute-spine-[01-05]-01), which Slurm 22.05 rejects ("Invalid switches")."""
-    return _hostlist_of(tuple(names))
-
-
 @functools.lru_cache(maxsize=4096)
-def _hostlist_of(names: tuple[str, ...]) -> str:
-    """_hostlist, remembered: a fabric tree lists the same switches many times over (every spine of a pod has the
-    same leaf groups under it; topology.conf and topology.yaml list the same tree), and python-hostlist is
-    slow per list (a large tree lists thousands)."""
+def _hostlist(names: tuple[str, ...]) -> str:
+    """A Slurm hostlist expression. Only a name's trailing number is bracketed: python-hostlist also folds a
+    number inside a name (compute-spine-[01-05]-01), which Slurm 22.05 rejects ("Invalid switches"). Remembered:
+    a fabric tree lists the same switches many times over, and python-hostlist is slow per list."""
     by_prefix: dict[str, list[str]] = defaultdict(list)
     for name in names:
         by_prefix[re.sub(r"\d+$", "", name)].append(name)
@@ -297,7 +268,7 @@ def _hostlist_of(names: tuple[str, ...]) -> str:
 
 def _chunks(names: list[str], size: int = 512) -> list[str]:
     """Hostlists of at most ``size`` names, so no config line grows without bound on large clusters."""
-    return [_hostlist(names[i : i + size]) for i in range(0, len(names), size)]
+    return [_hostlist(tuple(names[i : i + size])) for i in range(0, len(names), size)]
 
 
 def _feature(text: str) -> str:

@@ -66,10 +66,7 @@ def summary_lines(plan: Plan) -> list[str]:
     reserve = growth_reserve(plan)
     if reserve is not None:
         lines.append(f"  {reserve_line(reserve)}")
-    findings = [f for f in plan.findings if f.severity != "ok"]
-    for finding in findings:
-        lines.append(f"  {finding.severity}: {finding.message}")
-    return lines
+    return lines + [f"  {f.severity}: {f.message}" for f in plan.findings if f.severity != "ok"]
 
 
 def scheduler_lines(plan: Plan) -> list[str]:

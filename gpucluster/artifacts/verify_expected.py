@@ -1,19 +1,16 @@
-"""What the bring-up check compares the fabric with, written by every build into ``verify/``:
+"""What the bring-up check compares the fabric with, in ``verify/``:
 
-* ``expected-<network>.net`` for each InfiniBand network: the planned fabric in ibsim's topology format,
-  which is ibnetdiscover's output format (one record per switch and HCA, one line per connected port, the
-  node description in the comment, the planned width and rate as ``lid 0 4xNDR`` and as ibsim's port options
-  ``w= s= e=``, so the simulated links come up at the planned width and rate). ``ibsim -s`` simulates
-  it (ibsim's limits, 256 switches and 2,048 nodes, admit up to about 4 SUs); ``gpucluster verify`` reads it
-  as a discovery file and finds nothing, which is how a site checks its own tooling before bring-up.
-* ``node-descriptions.csv``: the node description each HCA and switch must carry for ``gpucluster verify``
-  to recognise it, where it stands, and how to set it.
+* ``expected-<network>.net`` per InfiniBand network: the planned fabric in ibsim's topology format (=
+  ibnetdiscover's output), each port line with the planned width and rate (``lid 0 4xNDR`` and ibsim's ``w= s= e=``
+  options). ``ibsim -s`` simulates it (up to about 4 SUs: 256 switches and 2,048 nodes); ``gpucluster verify``
+  reads it as a discovery file and finds nothing: how a site checks its own tooling before bring-up.
+* ``node-descriptions.csv``: the node description each HCA and switch must carry to be recognised, where it
+  stands, and how to set it.
 """
 
 from __future__ import annotations
 
 import functools
-import io
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -28,13 +25,7 @@ from gpucluster.plan.model import Plan
 from gpucluster.plan.queries import queries
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track
-from gpucluster.verify.expected import (
-    PlannedEnd,
-    PlannedLink,
-    infiniband_networks,
-    planned_links,
-    port_info,
-)
+from gpucluster.verify.expected import PlannedEnd, PlannedLink, infiniband_networks, planned_links, port_info
 
 FOLDER = "verify"
 NODE_ID_CHARACTERS = 60  # ibsim keeps node ids of up to 64 characters (NODEIDLEN 65)
@@ -123,7 +114,7 @@ def _record(plan: Plan, end: PlannedEnd, ids: dict[str, str], ib_ports: dict[str
     if end.switch:
         part = plan.devices[end.device].part
         if part not in ib_ports:
-            ib_ports[part] = len(_ib_ports(plan, end.device))
+            ib_ports[part] = _ib_port_count(plan, end.device)
         ports = ib_ports[part]
     return {
         "kind": "Switch" if end.switch else "Ca",
@@ -161,66 +152,48 @@ def ibsim_port_options(rate: str) -> str:
 
 
 def net_blocks(records: list[dict[str, Any]]) -> Iterator[str]:
-    """Each record's text in the .net file as ibnetdiscover prints it: a blank line, the node line, then each
-    connected port, preceded by the label of its cable (a comment); an HCA's port line repeats ibnetdiscover's
-    "lid 0 lmc 0" of its own port first. Made here rather than in the template: a template's loop over half a
-    million port lines took most of the writer's time (millions of generator steps). Each port line carries
-    ibsim's options for the planned width and rate (:func:`ibsim_port_options`) before its comment."""
+    """Each record's text in the .net file as ibnetdiscover prints it, each port line after its cable's label and
+    with ibsim's width and rate options. Made here, not in the template: a template's loop over half a million
+    port lines took most of the writer's time."""
     options = functools.cache(ibsim_port_options)  # a fabric has a handful of rates
     for r in records:
         if r["kind"] == "Switch":
             head = f'\nSwitch\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}" enhanced port 0 lid 0 lmc 0\n'
-            lines = [
-                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
-                f'# "{peer_node}" lid 0 {rate}\n'
-                for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
-            ]
+            own = ""
         else:
             head = f'\nCa\t{r["ports"]} "{r["id"]}"\t\t# "{r["description"]}"\n'
-            lines = [
-                f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
-                f'# lid 0 lmc 0 "{peer_node}" lid 0 {rate}\n'
-                for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
-            ]
+            own = "lid 0 lmc 0 "
+        lines = [
+            f'# cable {cable}: {ends}\n[{port}]\t"{peer}"[{peer_port}]\t{options(rate)}\t'
+            f'# {own}"{peer_node}" lid 0 {rate}\n'
+            for port, peer, peer_port, peer_node, rate, cable, ends in r["lines"]
+        ]
         yield head + "".join(lines)
 
 
-def net_context(plan: Plan, network: str, links: list[PlannedLink]) -> dict[str, object]:
-    """What verify/expected.net.j2 renders for one network's InfiniBand links."""
-    return _net_context(plan, network, net_records(plan, links), len(links))
-
-
-def _net_context(plan: Plan, network: str, records: list[dict[str, Any]], links: int) -> dict[str, object]:
+def net_context(plan: Plan, network: str, records: list[dict[str, Any]]) -> dict[str, object]:
+    """What verify/expected.net.j2 renders for one network's records (net_records)."""
     return {
         "design": plan.name,
         "network": network,
         "nodes": len(records),
-        "links": links,
+        "links": sum(len(record["lines"]) for record in records) // 2,  # a line at each end of each link
         "blocks": net_blocks(records),
     }
 
 
-def _ib_ports(plan: Plan, device: str) -> list[int]:
-    part = plan.part_as(device, RackMounted)
-    numbers = []
-    for group in part.ports:
-        for name, _cage in group.port_names():
-            info = port_info(plan, device, name)
-            if info.ib_port:
-                numbers.append(info.ib_port)
-    return numbers
+def _ib_port_count(plan: Plan, device: str) -> int:
+    ports = plan.part_as(device, RackMounted).ports
+    return sum(bool(port_info(plan, device, name).ib_port) for group in ports for name, _cage in group.port_names())
 
 
-def node_description_rows(
-    plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None
-) -> list[tuple[str, ...]]:
-    """One row per InfiniBand node of each network; `planned` is each network's InfiniBand planned links where the
-    caller has them already."""
+def node_description_rows(plan: Plan, networks: list[str]) -> list[tuple[str, ...]]:
+    """One row per InfiniBand node of each network."""
     locate = Locator(plan)
-    planned = planned if planned is not None else _infiniband_links(plan, networks)
     rows: list[tuple[str, ...]] = []
     for network in networks:
-        rows += _node_rows(plan, network, (end for link in planned[network] for end in (link.a, link.b)), locate)
+        records = net_records(plan, _infiniband_planned(plan, network))
+        rows += _node_rows(plan, network, (record["end"] for record in records), locate)
     return sorted(rows, key=_row_order)
 
 
@@ -265,31 +238,17 @@ def _row_order(row: tuple[str, ...]) -> tuple[str, bool, str, str]:
     return row[0], row[2] != "switch", row[1], row[5]
 
 
-def _infiniband_links(plan: Plan, networks: list[str]) -> dict[str, list[PlannedLink]]:
-    """Each network's links with InfiniBand ports at both ends: what ibnetdiscover sees (a generic port cabled to
-    an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
-    return {network: list(_infiniband_planned(plan, network)) for network in networks}
-
-
 def _infiniband_planned(plan: Plan, network: str) -> Iterator[PlannedLink]:
-    """_infiniband_links of one network, as a stream (with its progress)."""
-    total = sum(len(queries(plan).link_indexes(network, tier)) for tier in _tiers(plan, network))
+    """A network's links with InfiniBand ports at both ends, streamed: what ibnetdiscover sees (a generic port cabled
+    to an InfiniBand switch, such as a storage block whose catalog entry names no technology, is not among them)."""
+    by_tier = queries(plan).links_by_network_tier.items()
+    total = sum(len(members) for (name, _tier), members in by_tier if name == network)
     return (p for p in track(planned_links(plan, network), total, "links") if p.lane)
 
 
-def _tiers(plan: Plan, network: str) -> set[int]:
-    return {tier for name, tier in queries(plan).links_by_network_tier if name == network}
-
-
-def node_descriptions_csv(plan: Plan, networks: list[str], planned: dict[str, list[PlannedLink]] | None = None) -> str:
-    """The node descriptions as CSV; only the port column holds catalog text that could look like a formula (the
-    others are names the planner makes, RDMA device names the catalog's pattern limits, and our own sentences)."""
-    handle = io.StringIO()
-    _node_descriptions(handle, node_description_rows(plan, networks, planned))
-    return handle.getvalue()
-
-
 def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
+    """Only the port column holds catalog text that could look like a formula (the others are names the planner
+    makes, RDMA device names the catalog's pattern limits, and our own sentences)."""
     writer = GuardedCsvWriter(handle, (NODE_DESCRIPTION_COLUMNS.index("port"),))
     writer.writerow(NODE_DESCRIPTION_COLUMNS)
     writer.writerows(rows)
@@ -307,10 +266,7 @@ def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
     locate = Locator(plan)
     for network in networks:
         records = net_records(plan, _infiniband_planned(plan, network))  # the links streamed: the records hold them
-        count = sum(len(record["lines"]) for record in records) // 2  # a line at each end of each link
-        render_to(
-            out / f"expected-{network}.net", "verify/expected.net.j2", **_net_context(plan, network, records, count)
-        )
+        render_to(out / f"expected-{network}.net", "verify/expected.net.j2", **net_context(plan, network, records))
         rows += _node_rows(plan, network, (record["end"] for record in records), locate)
         del records
     with open(out / "node-descriptions.csv", "w", encoding="utf-8") as handle:

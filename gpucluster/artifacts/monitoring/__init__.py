@@ -1,9 +1,5 @@
-"""Monitoring: Prometheus scrape config, DCGM exporter counters, alert and recording rules with their
-promtool unit tests, and a Grafana dashboard, all named from the plan.
-
-What Prometheus scrapes is in :mod:`.targets`, the alert rules (one record each) in :mod:`.alert_rules`, their
-promtool tests in :mod:`.rule_tests`; this module writes the files.
-"""
+"""Monitoring, named from the plan: what Prometheus scrapes (:mod:`.targets`), the alert and recording rules
+(:mod:`.alert_rules`), their promtool tests (:mod:`.rule_tests`) and a Grafana dashboard; this module writes them."""
 
 from __future__ import annotations
 

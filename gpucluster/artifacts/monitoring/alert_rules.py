@@ -1,7 +1,6 @@
-"""The alert and recording rules. The alert rules are data (alert_rules.yaml: one record each, with what Prometheus
-evaluates, where its threshold comes from and the series its promtool test fires it on); this module reads them,
-fills in the plan's figures, keeps those whose need the plan meets, and renders rules/gpu-alerts.yml and
-rules/gpu-recording.yml."""
+"""The alert and recording rules. The alert rules are data (alert_rules.yaml: each with its expression, its
+threshold's source and its promtool test's series); this module fills in the plan's figures and keeps the rules
+whose need the plan meets."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ GPU_TEMPERATURE_C = 80  # community rules: DCGM_FI_DEV_GPU_TEMP > 75-80 for 1-2 
 UNCORRECTABLE_REMAPPED_ROWS = 512  # Azure customTests/azure_gpu_ecc.nhc: fail above 512
 LINK_FLAP_WINDOW = "6h"  # Azure check_ib_link_flapping 6 (hours) in conf/nd96isr_h100_v5.conf
 IDLE_IN_JOB_FOR = "1h"  # half the 2 h after which Princeton Research Computing kills zero-utilisation GPU jobs
-ECN_MARKED_FRACTION = (
-    0.05  # gpu-cluster's threshold: a twentieth of RoCE frames marked for 10 minutes is persistent congestion
-)
+# gpu-cluster's threshold: a twentieth of RoCE frames marked for 10 minutes is persistent congestion
+ECN_MARKED_FRACTION = 0.05
 
 Severity = Literal["warning", "critical"]
 # What an alert's test samples belong to (rule_tests.subjects gives each its failing and healthy series' labels).

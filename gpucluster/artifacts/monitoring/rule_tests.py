@@ -5,6 +5,7 @@ power sums add up. The samples carry the plan's own names (the first GPU server,
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,24 +84,20 @@ def _exporter(job: str, port: int, bad: ScrapeTarget, good: ScrapeTarget) -> Sam
     return Samples([bad_up], [good_up] if good is not bad else [], bad_up)
 
 
-def _gpu_series(leaves: dict[str, dict[int, str]], target: ScrapeTarget, gpu: int) -> Labels:
-    """A DCGM series' labels after relabelling: the target's labels with gpu, rail and leaf."""
+def _exported(job: str, port: int, target: ScrapeTarget) -> Labels:
+    """A series' labels as the exporter's job gives them after relabelling (the leaves label dropped)."""
     labels = {k: v for k, v in target.labels.items() if k != "leaves"}
+    return {"job": job, "instance": f"{target.node}:{port}", **labels}
+
+
+def _gpu_series(leaves: dict[str, dict[int, str]], target: ScrapeTarget, gpu: int) -> Labels:
+    """A DCGM series' labels: the target's with gpu, rail and leaf."""
     leaf = leaves.get(target.node, {}).get(gpu + 1, "")
-    return {
-        "job": "dcgm",
-        "instance": f"{target.node}:{DCGM_EXPORTER_PORT}",
-        **labels,
-        "gpu": str(gpu),
-        "rail": str(gpu + 1),
-        "leaf": leaf,
-    }
+    return _exported("dcgm", DCGM_EXPORTER_PORT, target) | {"gpu": str(gpu), "rail": str(gpu + 1), "leaf": leaf}
 
 
 def _hca_series(leaves: dict[str, dict[int, str]], target: ScrapeTarget, hca: str, hcas: dict[str, int]) -> Labels:
-    labels = {k: v for k, v in target.labels.items() if k != "leaves"}
-    series = {"job": "node", "instance": f"{target.node}:{NODE_EXPORTER_PORT}", **labels}
-    series |= {"device": hca, "port": "1"}
+    series = _exported("node", NODE_EXPORTER_PORT, target) | {"device": hca, "port": "1"}
     if hca in hcas:
         series |= {"rail": str(hcas[hca]), "leaf": leaves.get(target.node, {}).get(hcas[hca], "")}
     return series
@@ -111,10 +108,7 @@ _TEMPLATE_LABEL = re.compile(r"\{\{ \$labels\.(\w+) \}\}")
 
 def _annotations(rule: AlertRule, labels: Labels) -> dict[str, str]:
     """The annotations as Prometheus renders them for these labels (the templates only use $labels.X)."""
-    return {
-        "summary": _TEMPLATE_LABEL.sub(lambda m: labels.get(m.group(1), ""), rule.summary),
-        "source": rule.source,
-    }
+    return {"summary": _TEMPLATE_LABEL.sub(lambda m: labels.get(m.group(1), ""), rule.summary), "source": rule.source}
 
 
 def _series(metric: str, labels: Labels, values: str) -> dict[str, Any]:
@@ -177,11 +171,7 @@ def alert_tests(rules: list[AlertRule], samples: dict[Subject, Samples]) -> dict
 def _recording_test(server_gpus: Samples) -> dict[str, Any]:
     """The per-SU and per-rack power sums add up the GPUs of that SU and rack."""
     series = server_gpus.firing + server_gpus.healthy
-    racks: dict[str, int] = {}
-    sus: dict[str, int] = {}
-    for labels in series:
-        racks[labels["rack"]] = racks.get(labels["rack"], 0) + 500
-        sus[labels["su"]] = sus.get(labels["su"], 0) + 500
+    gpus = {level: Counter(labels[level] for labels in series) for level in ("su", "rack")}  # each draws 500 W
     return {
         "name": "power per SU and rack sums every GPU's draw",
         "interval": "1m",
@@ -191,10 +181,10 @@ def _recording_test(server_gpus: Samples) -> dict[str, Any]:
                 "expr": f"{level}:dcgm_gpu_power_watts:sum",
                 "eval_time": "5m",
                 "exp_samples": [
-                    {"labels": f'{level}:dcgm_gpu_power_watts:sum{{{level}="{key}"}}', "value": value}
-                    for key, value in sorted(totals.items())
+                    {"labels": f'{level}:dcgm_gpu_power_watts:sum{{{level}="{key}"}}', "value": 500 * count}
+                    for key, count in sorted(gpus[level].items())
                 ],
             }
-            for level, totals in (("su", sus), ("rack", racks))
+            for level in ("su", "rack")
         ],
     }

@@ -1,9 +1,6 @@
-"""What Prometheus scrapes: the exporters on every GPU node and management server (their ports and the DCGM
-counters they export), the OpenTelemetry Collector that receives the Ethernet switches' telemetry, BCM's exporter
-for rack-scale systems' leak detection, and prometheus.yml with every target labelled from the plan.
-
-Every GPU's metrics carry the labels that find it on the floor: node, SU, rack, rail and the leaf switch
-its compute port is cabled to ("one failing GPU slows or stops the whole job").
+"""What Prometheus scrapes (the exporters on the GPU nodes and management servers, the OpenTelemetry Collector of
+the Ethernet switches' telemetry, BCM's leak detection) and prometheus.yml. Every GPU's metrics carry the labels that
+find it on the floor (node, SU, rack, rail, leaf): "one failing GPU slows or stops the whole job".
 """
 
 from __future__ import annotations
@@ -42,8 +39,6 @@ SWITCH_JOB = "switch-telemetry"
 BCM_JOB = "bcm"
 BCM_EXPORTER_PORT = 8081
 BCM_EXPORTER_PATH = "/exporter"
-
-# A rail is "GPU index + 1" (catalog schema, PortGroup.rails): GPU k of every server is on rail k + 1.
 
 # (DCGM field, Prometheus type, help): the exporter's default counters plus what the alerts need, which
 # the default file leaves commented out (NVIDIA/dcgm-exporter etc/default-counters.csv).
@@ -93,9 +88,7 @@ class ScrapeTarget:
 
 def rack_system_bmcs(plan: Plan) -> list[dict[str, Any]]:
     """Per rack-scale system's rack: the management ports of its NVLink switch trays and power shelves and the
-    in-rack switch port each is cabled to. DCGM sees neither (it reports each GPU's own NVLink counters, which
-    the alerts read); NVOS and the trays' and shelves' BMCs (Redfish) expose them, as they do the rack's coolant
-    and leak sensors."""
+    switch port each is cabled to. DCGM sees neither; NVOS and their BMCs (Redfish) expose them and the leak sensors."""
     peers: dict[str, dict[str, str]] = {}  # device -> its port -> the switch port it is cabled to
     for link in links_on(plan, "oob"):
         peers.setdefault(link.a_device, {})[link.a_port] = f"{link.b_device}:{link.b_port}"
@@ -107,11 +100,7 @@ def rack_system_bmcs(plan: Plan) -> list[dict[str, Any]]:
         for role, key in (("nvlink-switch-tray", "nvlink_switch_trays"), ("power-shelf", "power_shelves")):
             devices = [plan.devices[n] for n in rack.devices if plan.devices[n].role == role]
             entry[key] = [
-                {
-                    "name": d.name,
-                    "u": d.u_position,
-                    "ports": dict(sorted(peers.get(d.name, {}).items())),
-                }
+                {"name": d.name, "u": d.u_position, "ports": dict(sorted(peers.get(d.name, {}).items()))}
                 for d in sorted(devices, key=lambda d: d.u_position)
             ]
         result.append(entry)
@@ -166,11 +155,10 @@ def _leaf_relabels(rails: list[int]) -> list[dict[str, Any]]:
 
 
 def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: list[ScrapeTarget]) -> dict[str, Any]:
-    """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU server and
-    management server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA
-    series with its rail and leaf."""
-    gpus = plan.settings.gpus_per_server
-    rails = list(range(1, gpus + 1))
+    """prometheus.yml: the DCGM exporter of every GPU server and the node exporter of every GPU and management
+    server, each target labelled with its node, SU, rack and spare flag, each GPU and HCA series with rail and leaf."""
+    rails = list(range(1, plan.settings.gpus_per_server + 1))
+    # GPU k of every server is on rail k + 1 (catalog schema, PortGroup.rails)
     gpu_rails = [
         {"source_labels": ["gpu"], "regex": str(rail - 1), "target_label": "rail", "replacement": str(rail)}
         for rail in rails
@@ -208,8 +196,7 @@ def prometheus_config(plan: Plan, gpu_servers: list[ScrapeTarget], management: l
                 ],
                 "metric_relabel_configs": hca_rails + _leaf_relabels(rails),
             },
-            *_switch_job(plan),
-            *_bcm_job(plan),
+            *_head_node_jobs(plan),
         ],
     }
 
@@ -225,38 +212,30 @@ def collector_host(plan: Plan) -> str:
     return heads[0] if heads else "localhost"
 
 
-def _switch_job(plan: Plan) -> list[dict[str, Any]]:
-    if not switch_telemetry_switches(plan):
-        return []
-    return [
-        {
-            "job_name": SWITCH_JOB,
-            # the switches' own names arrive as the resource attribute host.name (label host_name)
-            "honor_labels": True,
-            "static_configs": [{"targets": [f"{collector_host(plan)}:{COLLECTOR_PROMETHEUS_PORT}"]}],
-        }
-    ]
-
-
 def has_rack_systems(plan: Plan) -> bool:
     return any(rack.rack_system for rack in plan.racks.values())
 
 
-def _bcm_job(plan: Plan) -> list[dict[str, Any]]:
-    """BCM's exporter on the first head node, for the leak detection of liquid-cooled rack systems. Its TLS
-    certificate is BCM's own (NVIDIA's example reads it with curl -k), so verification is off until its CA is
-    installed where Prometheus runs (README)."""
-    if not has_rack_systems(plan):
-        return []
-    return [
-        {
-            "job_name": BCM_JOB,
-            "scheme": "https",
-            "metrics_path": BCM_EXPORTER_PATH,
-            "tls_config": {"insecure_skip_verify": True},
-            "static_configs": [{"targets": [f"{collector_host(plan)}:{BCM_EXPORTER_PORT}"]}],
-        }
-    ]
+def _head_node_jobs(plan: Plan) -> list[dict[str, Any]]:
+    """The jobs on the first head node: the collector's endpoint for the switches' telemetry, whose own names arrive
+    as the resource attribute host.name (label host_name); BCM's exporter for rack systems' leak detection, whose TLS
+    certificate is BCM's own (NVIDIA's example reads it with curl -k): not verified until its CA is installed."""
+    host = collector_host(plan)
+    jobs: list[dict[str, Any]] = []
+    if switch_telemetry_switches(plan):
+        targets = [{"targets": [f"{host}:{COLLECTOR_PROMETHEUS_PORT}"]}]
+        jobs.append({"job_name": SWITCH_JOB, "honor_labels": True, "static_configs": targets})
+    if has_rack_systems(plan):
+        jobs.append(
+            {
+                "job_name": BCM_JOB,
+                "scheme": "https",
+                "metrics_path": BCM_EXPORTER_PATH,
+                "tls_config": {"insecure_skip_verify": True},
+                "static_configs": [{"targets": [f"{host}:{BCM_EXPORTER_PORT}"]}],
+            }
+        )
+    return jobs
 
 
 def otel_collector_config() -> dict[str, Any]:
