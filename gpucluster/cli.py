@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
     from click.decorators import FC
 
     from gpucluster.catalog.listing import PartKind
+    from gpucluster.growth.changes import PlanChanges
     from gpucluster.growth.compare import Alternative
+    from gpucluster.growth.diff import PlanDiff
 
 EXIT_BAD_INPUT = 2
 
@@ -507,6 +510,7 @@ def size_command(
             workload,
             name,
             out_file.parent,
+            lambda path: plan_design(load_design(path)),
             site=site,
             catalog_files=catalog_files,
             source=str(from_design or out_file),
@@ -596,9 +600,9 @@ def _diff(
     from gpucluster.analyse.bom import bom_for
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
-    from gpucluster.growth.changes import compare_builds, compare_plans
+    from gpucluster.growth.changes import compare_plans
     from gpucluster.growth.diff import diff_boms
-    from gpucluster.growth.phases import lock_changes, lock_lines, write_rack_printouts
+    from gpucluster.growth.phases import lock_changes, lock_lines
 
     lock_path = lock_file or default_lock_path(old)
     try:
@@ -643,6 +647,49 @@ def _diff(
     if printouts:
         click.echo(f"wrote {len(printouts)} rack printouts to {folder / 'racks'}")
     return len(changes.phase.moves) if changes.phase is not None else 0
+
+
+def compare_builds(
+    old: tuple[LoadedDesign, Plan],
+    new: tuple[LoadedDesign, Plan],
+    bom: PlanDiff | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> PlanChanges:
+    """compare_plans with the files: both designs built (every artifact but those that only gather the others,
+    the report) into a scratch folder that is removed afterwards."""
+    from gpucluster.artifacts import write_artifacts
+    from gpucluster.artifacts.registry import RUNS_LAST
+    from gpucluster.growth.changes import compare_plans
+
+    names = [name for name in ARTIFACTS if name not in RUNS_LAST]
+    with tempfile.TemporaryDirectory(prefix="gpucluster-diff-") as scratch:
+        folders = [
+            write_artifacts(plan, loaded, Path(scratch) / side, names, progress)
+            for side, (loaded, plan) in (("old", old), ("new", new))
+        ]
+        return compare_plans(old[1], new[1], folders[0], folders[1], bom=bom)
+
+
+def write_rack_printouts(plan: Plan, racks: list[str], folder: Path) -> list[Path]:
+    """The rack printouts (HTML, with the elevation) of the racks a phase changes, into ``folder/racks/``: what
+    the installers of that phase take to the floor."""
+    from gpucluster.artifacts.printouts import rack_html
+    from gpucluster.artifacts.printouts.pages import rack_pages
+    from gpucluster.formats.templating import render
+
+    out = folder / "racks"
+    out.mkdir(parents=True, exist_ok=True)
+    pages = rack_pages(plan)
+    paper = plan.design.site.paper
+    written = []
+    for name in racks:
+        page = pages[name]
+        target = out / f"{name}.html"
+        staging = out / f".{name}.html.tmp"
+        staging.write_text(rack_html(page, paper, render("rack-elevation.svg.j2", page=page)), encoding="utf-8")
+        os.replace(staging, target)
+        written.append(target)
+    return written
 
 
 @main.command("compare")
@@ -696,6 +743,7 @@ def _alternatives(
     file, or two files of one name) or one that fails a design rule is bad input: exit 2, before anything is written."""
     from gpucluster.analyse.bom import bom_for, build_bom
     from gpucluster.analyse.budget import kept_power_budget
+    from gpucluster.artifacts.floor_plan import rack_sizes_mm
     from gpucluster.growth.compare import Alternative
     from gpucluster.inputs.prices import load_price_list
     from gpucluster.training import analyse_checkpoints
@@ -729,6 +777,7 @@ def _alternatives(
             build_bom(plan, prices) if prices is not None else bom_for(plan, design),
             kept_power_budget(plan),
             analyse_checkpoints(plan),
+            rack_sizes_mm(plan),
         )
         for design, plan in planned
     ]

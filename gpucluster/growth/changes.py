@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import math
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,9 +20,6 @@ import hostlist
 
 from gpucluster.analyse.budget import power_budget
 from gpucluster.analyse.totals import link_tier_name
-from gpucluster.artifacts import ARTIFACTS, write_artifacts
-from gpucluster.artifacts.registry import RUNS_LAST
-from gpucluster.design.load import LoadedDesign
 from gpucluster.growth.diff import PlanDiff, diff_plans
 from gpucluster.plan.model import NETWORKS, Link, Plan
 
@@ -152,23 +148,6 @@ def compare_plans(
         power=_pair(power_figures(old), power_figures(new)),
         files=files,
     )
-
-
-def compare_builds(
-    old: tuple[LoadedDesign, Plan],
-    new: tuple[LoadedDesign, Plan],
-    bom: PlanDiff | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> PlanChanges:
-    """compare_plans with the files: both designs built (every artifact but those that only gather the others,
-    the report) into a scratch folder that is removed afterwards."""
-    names = [name for name in ARTIFACTS if name not in RUNS_LAST]
-    with tempfile.TemporaryDirectory(prefix="gpucluster-diff-") as scratch:
-        folders = [
-            write_artifacts(plan, loaded, Path(scratch) / side, names, progress)
-            for side, (loaded, plan) in (("old", old), ("new", new))
-        ]
-        return compare_plans(old[1], new[1], folders[0], folders[1], bom=bom)
 
 
 def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:

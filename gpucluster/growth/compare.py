@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpucluster.analyse.bom import Bom
 from gpucluster.analyse.budget import Budget
-from gpucluster.artifacts.floor_plan import floor_plan
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -35,6 +34,7 @@ class Alternative:
     bom: Bom
     budget: Budget
     checkpoint: CheckpointAnalysis
+    rack_sizes_mm: Mapping[str, tuple[float, float]]  # rack -> (width, depth), as the floor plan draws it
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,10 +210,9 @@ def floor_space(alternatives: Sequence[Alternative]) -> list[Row]:
     footprint, cells = [], []
     for a in alternatives:
         site = a.plan.design.site
-        drawn = floor_plan(a.plan)
-        footprint.append(sum(r.width * r.depth for r in drawn.racks) / 1e6)
-        along = [r.depth if drawn.turned else r.width for r in drawn.racks]  # a turned hall's rows run down
-        cells.append(sum((site.rack_pitch_mm or width) * site.row_pitch_mm for width in along) / 1e6)
+        sizes = a.rack_sizes_mm.values()
+        footprint.append(sum(width * depth for width, depth in sizes) / 1e6)
+        cells.append(sum((site.rack_pitch_mm or width) * site.row_pitch_mm for width, _depth in sizes) / 1e6)
     rows.append(Row(section, "Rack footprint", tuple(footprint), "m²", 1))
     rows.append(Row(section, "Floor with aisles (rack pitch x row pitch)", tuple(cells), "m²", 1))
     return rows
