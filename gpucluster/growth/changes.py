@@ -1,10 +1,6 @@
-"""What changed between two revisions of a design, for the reviewer: the BOM's headline figures and lines
-(gpucluster/growth/diff.py), the fabric's and the job's figures, the devices, links and racks, the power budget, and
-the files the two builds generate (which changed, with a short text diff).
-
-Plain comparisons over two plans and two build folders; `gpucluster diff` renders them as review.html and
-review.pdf (gpucluster/artifacts/review.py).
-"""
+"""What changed between two revisions of a design, for the reviewer (review.html and review.pdf): the BOM's
+figures and lines (growth/diff.py), the fabric's and the job's figures, the devices, links and racks, the power
+budget, and the files the two builds generate (which changed, with a short text diff)."""
 
 from __future__ import annotations
 
@@ -336,11 +332,9 @@ def _compressed(names: list[str]) -> str:
 
 
 def _pair(old: dict[str, tuple[float, str, int]], new: dict[str, tuple[float, str, int]]) -> list[Figure]:
-    names = list(dict.fromkeys([*old, *new]))
     figures = []
-    for name in names:
-        unit, digits = (old.get(name) or new[name])[1:]
-        figures.append(
-            Figure(name, old[name][0] if name in old else None, new[name][0] if name in new else None, unit, digits)
-        )
+    for name in dict.fromkeys([*old, *new]):
+        before, after = old.get(name), new.get(name)
+        _value, unit, digits = before or new[name]
+        figures.append(Figure(name, before[0] if before else None, after[0] if after else None, unit, digits))
     return figures
