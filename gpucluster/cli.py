@@ -155,10 +155,11 @@ def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] 
         return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded), kept=True)
 
 
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+
 def _out_file_option(help_text: str) -> Callable[[FC], FC]:
-    return click.option(
-        "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
-    )
+    return click.option("-o", "--out", "out_file", type=FILE, help=help_text)
 
 
 def _out_option(help_text: str) -> Callable[[FC], FC]:
@@ -166,7 +167,7 @@ def _out_option(help_text: str) -> Callable[[FC], FC]:
     return click.option("-o", "--out", "out_dir", type=folder, default=Path("out"), show_default=True, help=help_text)
 
 
-design_argument = click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+design_argument = click.argument("design", type=FILE)
 
 data_dir_option = click.option(
     "--data-dir",
@@ -219,7 +220,6 @@ def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -
     "-j",
     "--jobs",
     type=click.IntRange(1, 64),
-    default=None,
     help="Worker processes that write artifacts side by side after planning (default: the CPUs available; "
     "1 writes them one after another in this process). The files are the same either way.",
 )
@@ -232,8 +232,7 @@ def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -
 @click.option(
     "--lock",
     "lock_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="The plan lock to read and write (default: DESIGN's name with .lock.json, beside it). What it holds "
     "keeps its rack, U, ports and cable ids; the build then writes the new plan's lock there.",
 )
@@ -376,12 +375,7 @@ def _read_lock(path: Path, loaded: LoadedDesign) -> Lock | None:
 
 @main.command("catalog")
 @click.argument("kind", required=False, type=click.Choice([k.name for k in PART_KINDS]))
-@click.option(
-    "--design",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Include the extra catalog files this design names (and its overrides).",
-)
+@click.option("--design", type=FILE, help="Include the extra catalog files this design names (and its overrides).")
 @click.option("--citations", is_flag=True, help="Print each figure's full citation instead of its source tag.")
 def catalog_command(kind: str | None, design: Path | None, citations: bool) -> None:
     """List the parts catalog (or one KIND of part): each part's key figures and their sources."""
@@ -397,18 +391,17 @@ def catalog_command(kind: str | None, design: Path | None, citations: bool) -> N
 @click.option(
     "--from",
     "from_design",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="A design to start from: its GPU server and workload (options override) and every setting size does not "
     "decide itself (site, fabric, storage, scheduler and teams, BOM ...) as it writes them.",
 )
-@click.option("--parameters-b", type=float, default=None, help="Model size in billions of parameters.")
-@click.option("--tokens-b", type=float, default=None, help="Training tokens in billions.")
-@click.option("--days", type=float, default=None, help="Target wall-clock days.")
-@click.option("--server", default=None, help="GPU server model from the catalog [default: the design's; dgx-h100].")
-@click.option("--mfu", type=float, default=None, help="Expected model FLOPs utilisation [default: 0.4].")
-@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), default=None, help="[default: bf16]")
-@click.option("--name", default=None, help="Design name (default from the model and server).")
+@click.option("--parameters-b", type=float, help="Model size in billions of parameters.")
+@click.option("--tokens-b", type=float, help="Training tokens in billions.")
+@click.option("--days", type=float, help="Target wall-clock days.")
+@click.option("--server", help="GPU server model from the catalog [default: the design's; dgx-h100].")
+@click.option("--mfu", type=float, help="Expected model FLOPs utilisation [default: 0.4].")
+@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), help="[default: bf16]")
+@click.option("--name", help="Design name (default from the model and server).")
 @_out_file_option("Starter design file to write (default NAME.yaml).")
 def size_command(
     from_design: Path | None,
@@ -499,8 +492,8 @@ def _workload(fields: dict[str, object], from_design: Path | None) -> Workload:
 
 
 @main.command()
-@click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("old", type=FILE)
+@click.argument("new", type=FILE)
 @_out_option("Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/ (bom-diff.xlsx, review.html/.pdf).")
 @click.option(
     "--files/--no-files",
@@ -511,8 +504,7 @@ def _workload(fields: dict[str, object], from_design: Path | None) -> Workload:
 @click.option(
     "--lock",
     "lock_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="The plan lock of what is built (default: OLD's .lock.json beside it, when there is one). Both designs "
     "are planned under it and the review shows NEW as a phase: what it adds (racks, devices, cables with their "
     "labels, the BOM to order, the printouts of the racks that change) and any move, re-cabling or relabelling "
@@ -650,13 +642,12 @@ def write_rack_printouts(plan: Plan, racks: list[str], folder: Path) -> list[Pat
 
 
 @main.command("compare")
-@click.argument("designs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("designs", nargs=-1, required=True, type=FILE)
 @_out_option("Folder for the output; the comparison goes to OUT/compare-<first>-vs-<second>.../.")
 @click.option(
     "--prices",
     "prices_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="A price list (CSV) to price every design's BOM with (default: each design's own bom.price_list).",
 )
 @data_dir_option
@@ -753,7 +744,6 @@ def _given_twice(loaded: list[LoadedDesign]) -> list[Problem]:
 @click.option(
     "--days",
     type=click.FloatRange(min=0, max=3650, min_open=True),
-    default=None,
     help="Run length in days, up to 3650 (default: the workload's).",
 )
 @click.option(
@@ -763,7 +753,7 @@ def _given_twice(loaded: list[LoadedDesign]) -> list[Problem]:
     multiple=True,
     help="Checkpoint interval in minutes to compare (repeatable; default: around Daly's optimum).",
 )
-@click.option("--seed", type=int, default=None, help="Random seed (default: one fixed seed, so runs repeat).")
+@click.option("--seed", type=int, help="Random seed (default: one fixed seed, so runs repeat).")
 @data_dir_option
 @progress_option
 def simulate(
@@ -793,7 +783,7 @@ def simulate(
 @click.option(
     "--ibnetdiscover",
     "ibnetdiscover_files",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     multiple=True,
     help="ibnetdiscover output of one InfiniBand fabric (repeatable: one per fabric).",
 )
