@@ -13,6 +13,8 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
 
 from gpucluster.analyse.bom import Bom
 from gpucluster.analyse.budget import Budget
@@ -83,11 +85,8 @@ class Comparison:
 
     @property
     def sections(self) -> list[tuple[str, list[Row]]]:
-        """The rows grouped by section, in order."""
-        grouped: dict[str, list[Row]] = {}
-        for row in self.rows:
-            grouped.setdefault(row.section, []).append(row)
-        return list(grouped.items())
+        """The rows grouped by section, in order (each section's rows stand together)."""
+        return [(section, list(rows)) for section, rows in groupby(self.rows, key=attrgetter("section"))]
 
 
 Section = Callable[[Sequence[Alternative]], list[Row]]
@@ -97,9 +96,7 @@ def compare_alternatives(alternatives: Sequence[Alternative]) -> Comparison:
     """Every section's rows for two or more planned designs."""
     if len(alternatives) < 2:
         raise ValueError("a comparison needs two or more designs")
-    rows: list[Row] = []
-    for section in SECTIONS:
-        rows += section(alternatives)
+    rows = [row for section in SECTIONS for row in section(alternatives)]
     return Comparison(
         names=tuple(a.plan.name for a in alternatives),
         paths=tuple(a.path for a in alternatives),
