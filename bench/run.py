@@ -30,72 +30,53 @@ GPUCLUSTER = [sys.executable, "-m", "gpucluster.cli"]
 PREVIEW = [sys.executable, str(ROOT / "bench" / "preview_mocks.py")]
 
 
-def _only(*artifacts: str) -> list[str]:
-    return [word for artifact in artifacts for word in ("--only", artifact)]
+def _build(design: str, *artifacts: str, flags: tuple[str, ...] = ()) -> list[str]:
+    """`gpucluster build` of a bench design (of these artifacts; default all) into the scratch folder {out},
+    without a plan lock (a build writes its lock beside the design: not into bench/designs/)."""
+    only = [word for artifact in artifacts for word in ("--only", artifact)]
+    return [*GPUCLUSTER, "build", str(BENCH / design), "-o", "{out}", *flags, *only, "--no-lock"]
 
 
-_ALL_BUT_PRINTOUTS = _only(*(name for name in ARTIFACTS if name != "printouts"))
+def _verify(design: Path, discovery: str) -> list[str]:
+    return [*GPUCLUSTER, "verify", str(design), "--ibnetdiscover", f"{{data}}/{discovery}", "-o", "{out}"]
+
+
+_ALL_BUT_PRINTOUTS = [name for name in ARTIFACTS if name != "printouts"]
 
 # name -> (what it measures, command; {out} is a scratch folder)
 CASES: dict[str, tuple[str, list[str]]] = {
-    "plan-256": (
-        "gpucluster build, 256 GPUs (plan.json)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-256.yaml"), "-o", "{out}", "--only", "plan"],
-    ),
-    "plan-4096": (
-        "gpucluster build, 4,096 GPUs (plan.json)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan"],
-    ),
-    "plan-16384": (
-        "gpucluster build, 16,384 GPUs (plan.json)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--only", "plan"],
-    ),
+    "plan-256": ("gpucluster build, 256 GPUs (plan.json)", _build("h100-256.yaml", "plan")),
+    "plan-4096": ("gpucluster build, 4,096 GPUs (plan.json)", _build("h100-4096.yaml", "plan")),
+    "plan-16384": ("gpucluster build, 16,384 GPUs (plan.json)", _build("h100-16384.yaml", "plan")),
     "power-4096": (
         "gpucluster build, 4,096 GPUs (plan.json and the power-and-cooling budget)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "power"],
+        _build("h100-4096.yaml", "plan", "power"),
     ),
     "ops-16384": (
         "gpucluster build, 16,384 GPUs (plan.json, monitoring, burn-in)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", *_only("plan", "monitoring", "burn-in")],
+        _build("h100-16384.yaml", "plan", "monitoring", "burn-in"),
     ),
     "scheduler-16384": (
         "gpucluster build, 16,384 GPUs (plan.json, Slurm, Kubernetes, NCCL configs)",
-        [
-            *GPUCLUSTER,
-            "build",
-            str(BENCH / "h100-16384.yaml"),
-            "-o",
-            "{out}",
-            *_only("plan", "slurm", "kubernetes", "nccl"),
-        ],
+        _build("h100-16384.yaml", "plan", "slurm", "kubernetes", "nccl"),
     ),
     "charts-16384": (
         "gpucluster build, 16,384 GPUs (plan.json, power and checkpoint charts): report-16384 without the report",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", *_only("plan", "power", "checkpoint")],
+        _build("h100-16384.yaml", "plan", "power", "checkpoint"),
     ),
     "report-16384": (
         "gpucluster build, 16,384 GPUs (plan.json, power and checkpoint charts, report.html and report.pdf)",
-        [
-            *GPUCLUSTER,
-            "build",
-            str(BENCH / "h100-16384.yaml"),
-            "-o",
-            "{out}",
-            *_only("plan", "power", "checkpoint", "report"),
-        ],
+        _build("h100-16384.yaml", "plan", "power", "checkpoint", "report"),
     ),
     "plan-gb200-9216": (
         "gpucluster build, 9,216 GPUs in 128 GB200 NVL72 racks (plan.json)",
-        [*GPUCLUSTER, "build", str(BENCH / "gb200-9216.yaml"), "-o", "{out}", "--only", "plan"],
+        _build("gb200-9216.yaml", "plan"),
     ),
     "build-gb200-9216": (
         "gpucluster build, 9,216 GPUs in 128 GB200 NVL72 racks (every artifact)",
-        [*GPUCLUSTER, "build", str(BENCH / "gb200-9216.yaml"), "-o", "{out}"],
+        _build("gb200-9216.yaml"),
     ),
-    "plan-131072": (
-        "gpucluster build, 131,072 GPUs (plan.json)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan"],
-    ),
+    "plan-131072": ("gpucluster build, 131,072 GPUs (plan.json)", _build("h100-131072.yaml", "plan")),
     "simulate-16384": (
         "gpucluster simulate, 16,384 GPUs, 1,000 runs of 90 days at 5 intervals (planning included)",
         [*GPUCLUSTER, "simulate", str(BENCH / "h100-16384.yaml"), "--runs", "1000", "--days", "90"],
@@ -123,11 +104,11 @@ CASES: dict[str, tuple[str, list[str]]] = {
     # the BOM's own share is bom-131072 minus plan-131072 (same planning, plus bom.xlsx and bom.csv)
     "bom-131072": (
         "gpucluster build, 131,072 GPUs (plan.json + bom.xlsx + bom.csv)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "plan", "--only", "bom"],
+        _build("h100-131072.yaml", "plan", "bom"),
     ),
     "bom-4096": (
         "gpucluster build, 4,096 GPUs (plan.json + bom.xlsx + bom.csv)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-4096.yaml"), "-o", "{out}", "--only", "plan", "--only", "bom"],
+        _build("h100-4096.yaml", "plan", "bom"),
     ),
     "validate-131072": (
         "gpucluster validate, 131,072 GPUs (planning alone: the baseline of cabling-131072)",
@@ -135,56 +116,37 @@ CASES: dict[str, tuple[str, list[str]]] = {
     ),
     "build-16384": (
         "gpucluster build --profile, 16,384 GPUs, every artifact but the printouts, writers side by side",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--profile", *_ALL_BUT_PRINTOUTS],
+        _build("h100-16384.yaml", *_ALL_BUT_PRINTOUTS, flags=("--profile",)),
     ),
     "build-131072": (
         "gpucluster build --profile, 131,072 GPUs, every artifact but the printouts, writers side by side",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--profile", *_ALL_BUT_PRINTOUTS],
+        _build("h100-131072.yaml", *_ALL_BUT_PRINTOUTS, flags=("--profile",)),
     ),
     "build-131072-j1": (
         "gpucluster build --profile -j 1, 131,072 GPUs, every artifact but the printouts, one writer at a time",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--profile", "-j1", *_ALL_BUT_PRINTOUTS],
+        _build("h100-131072.yaml", *_ALL_BUT_PRINTOUTS, flags=("--profile", "-j1")),
     ),
     "cabling-131072": (
         "gpucluster build, 131,072 GPUs (cable schedule: cabling.csv and a workbook per network)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-131072.yaml"), "-o", "{out}", "--only", "cabling"],
+        _build("h100-131072.yaml", "cabling"),
     ),
     "printouts-16384": (
         "gpucluster build, 16,384 GPUs (rack cabling printouts: PDF, HTML, SVG per rack, cluster PDF)",
-        [*GPUCLUSTER, "build", str(BENCH / "h100-16384.yaml"), "-o", "{out}", "--only", "printouts"],
+        _build("h100-16384.yaml", "printouts"),
     ),
     "verify-1024": (
         "gpucluster verify, the 4-SU default design (1,016 GPUs): its compute fabric's ibnetdiscover output",
-        [
-            *GPUCLUSTER,
-            "verify",
-            str(ROOT / "designs" / "superpod-h200-4su.yaml"),
-            "--ibnetdiscover",
-            "{data}/discovery-1024.txt",
-            "-o",
-            "{out}",
-        ],
+        _verify(ROOT / "designs" / "superpod-h200-4su.yaml", "discovery-1024.txt"),
     ),
     "verify-16384": (
         "gpucluster verify, 16,384 GPUs: a synthetic ibnetdiscover output of the compute fabric (planning included)",
-        [
-            *GPUCLUSTER,
-            "verify",
-            str(BENCH / "h100-16384.yaml"),
-            "--ibnetdiscover",
-            "{data}/discovery-16384.txt",
-            "-o",
-            "{out}",
-        ],
+        _verify(BENCH / "h100-16384.yaml", "discovery-16384.txt"),
+    ),
+    "lock-16384": (
+        "the plan lock of 16,384 GPUs: write, read, and plan under it (CPU seconds of each, in one process)",
+        [sys.executable, str(ROOT / "bench" / "lock.py"), str(BENCH / "h100-16384.yaml")],
     ),
 }
-for _what, _command in CASES.values():  # a build writes its plan lock beside the design: not into bench/designs/
-    if "build" in _command:
-        _command.append("--no-lock")
-CASES["lock-16384"] = (
-    "the plan lock of 16,384 GPUs: write, read, and plan under it (CPU seconds of each, in one process)",
-    [sys.executable, str(ROOT / "bench" / "lock.py"), str(BENCH / "h100-16384.yaml")],
-)
 # Inputs a case reads, made once before its runs in a scratch folder ({data}).
 SYNTHETIC = [sys.executable, str(ROOT / "bench" / "synthetic_discovery.py")]
 PREPARE: dict[str, list[str]] = {

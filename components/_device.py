@@ -12,11 +12,9 @@ from gpucluster.plan.model import Device, Link, Plan
 
 @dataclass(slots=True)
 class DeviceLinks:
-    """What one device is cabled to: peers per network, and its switch-port counts and bandwidth.
-
-    For a switch, links of its own network whose lower end (a) it is are uplinks, those whose upper
-    end (b) it is are downlinks; any other link (its management port) is counted under `other`.
-    """
+    """What one device is cabled to: peers per network, and its switch-port counts and bandwidth. For a switch,
+    links of its own network whose lower end (a) it is are uplinks, those whose upper end (b) it is are downlinks;
+    any other link (its management port) is neither."""
 
     peers: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     bandwidth_gbps: dict[str, float] = field(default_factory=lambda: defaultdict(float))

@@ -44,13 +44,8 @@ def per_device(plan: Plan, granularity: Granularity) -> bool:
 
 
 class Cluster(pulumi.ComponentResource):
-    """A GPU training cluster: give it a design (planned here) or a plan already made from one.
-
-    Its properties are the validated design, the resolved settings and the design-rule facts (which
-    the policy pack checks); its outputs are :func:`stack_outputs`. Children, named ``<name>-<part>``:
-    the site and its racks, the scalable units and their GPU servers, the four networks with their
-    switch tiers and switches, the parallel filesystem, object storage and the scheduler.
-    """
+    """A GPU training cluster, from a design (planned here) or a plan already made from one. Its properties carry
+    the design-rule facts the policy pack checks; its children are named ``<name>-<part>``."""
 
     def __init__(
         self,

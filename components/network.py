@@ -162,7 +162,9 @@ class _SwitchedNetwork(pulumi.ComponentResource):
                 part = plan.catalog_part(tier.switch_part, SwitchPart)
                 switches = plan.switches(network, tier.tier)
                 SwitchTier(f"{prefix}{network}-{tier.name}", tier, switches, part, links, per_device, prefix, child)
-        self._children(plan, links, prefix, child)
+        for manager in self._fabric_managers(plan):
+            appliance = plan.part_as(manager.name, Appliance)
+            FabricManager(prefix + manager.name, manager, appliance, links[manager.name], child)
         self.register_outputs(
             {
                 "switches": sum(plan.totals.switches[network].values()),
@@ -174,8 +176,9 @@ class _SwitchedNetwork(pulumi.ComponentResource):
     def _props(self, plan: Plan) -> dict[str, object]:
         return {}
 
-    def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
-        """Children besides the switch tiers."""
+    def _fabric_managers(self, plan: Plan) -> list[Device]:
+        """The fabric-manager appliances of this network, its children besides the switch tiers."""
+        return []
 
 
 class ComputeFabric(_SwitchedNetwork):
@@ -191,14 +194,11 @@ class ComputeFabric(_SwitchedNetwork):
             "rails": plan.settings.rails,
             "oversubscription": plan.settings.compute_oversubscription,
             "fabric_manager_model": plan.settings.fabric_manager,
-            "fabric_managers": [m.name for m in plan.devices_with("fabric-manager") if m.network != "storage"],
+            "fabric_managers": [m.name for m in self._fabric_managers(plan)],
         }
 
-    def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
-        for manager in [m for m in plan.devices_with("fabric-manager") if m.network != "storage"]:
-            FabricManager(
-                prefix + manager.name, manager, plan.part_as(manager.name, Appliance), links[manager.name], child
-            )
+    def _fabric_managers(self, plan: Plan) -> list[Device]:
+        return [m for m in plan.devices_with("fabric-manager") if m.network != "storage"]
 
 
 class StorageNetwork(_SwitchedNetwork):
@@ -212,14 +212,11 @@ class StorageNetwork(_SwitchedNetwork):
         return {
             "server_oversubscription": round(spec.server_oversubscription, 4),
             "storage_oversubscription": round(spec.storage_oversubscription, 4),
-            "fabric_managers": [m.name for m in plan.devices_with("fabric-manager") if m.network == "storage"],
+            "fabric_managers": [m.name for m in self._fabric_managers(plan)],
         }
 
-    def _children(self, plan: Plan, links: dict[str, DeviceLinks], prefix: str, child: pulumi.ResourceOptions) -> None:
-        for manager in [m for m in plan.devices_with("fabric-manager") if m.network == "storage"]:
-            FabricManager(
-                prefix + manager.name, manager, plan.part_as(manager.name, Appliance), links[manager.name], child
-            )
+    def _fabric_managers(self, plan: Plan) -> list[Device]:
+        return [m for m in plan.devices_with("fabric-manager") if m.network == "storage"]
 
 
 class ManagementNetwork(_SwitchedNetwork):

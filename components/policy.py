@@ -78,22 +78,17 @@ def validation(
 def policies(rule_list: Sequence[rules.Rule] | None = None) -> list[ResourceValidationPolicy]:
     """Two policies per design rule (default: every rule in :data:`gpucluster.analyse.rules.RULES`, read when
     called, so a rule added there is enforced with no change here)."""
-    result = []
-    for rule in rules.RULES if rule_list is None else rule_list:
-        result.append(
-            ResourceValidationPolicy(
-                name=rule.name,
-                description=rule.description,
-                validate=validation(rule, MANDATORY_SEVERITIES),
-                enforcement_level=EnforcementLevel.MANDATORY,
-            )
+    levels = (
+        ("", MANDATORY_SEVERITIES, EnforcementLevel.MANDATORY),
+        (ADVISORY_SUFFIX, ADVISORY_SEVERITIES, EnforcementLevel.ADVISORY),
+    )
+    return [
+        ResourceValidationPolicy(
+            name=rule.name + suffix,
+            description=rule.description,
+            validate=validation(rule, severities),
+            enforcement_level=level,
         )
-        result.append(
-            ResourceValidationPolicy(
-                name=rule.name + ADVISORY_SUFFIX,
-                description=rule.description,
-                validate=validation(rule, ADVISORY_SEVERITIES),
-                enforcement_level=EnforcementLevel.ADVISORY,
-            )
-        )
-    return result
+        for rule in (rules.RULES if rule_list is None else rule_list)
+        for suffix, severities, level in levels
+    ]

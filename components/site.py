@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pulumi
 
 from gpucluster.design.schema import Site as SiteSpec
@@ -35,11 +37,7 @@ class Rack(pulumi.ComponentResource):
         }
         super().__init__(RACK_TYPE, name, props, opts)
         self.register_outputs(
-            {
-                "devices": len(rack.devices),
-                "power_max_kw": power_max_kw,
-                "power_typical_kw": power_typical_kw,
-            }
+            {"devices": len(rack.devices), "power_max_kw": power_max_kw, "power_typical_kw": power_typical_kw}
         )
 
 
@@ -57,9 +55,7 @@ class Site(pulumi.ComponentResource):
     ) -> None:
         it_power_max_kw = round(sum(r.power_max_w for r in racks) / 1000, 3)
         it_power_typical_kw = round(sum(r.power_typical_w for r in racks) / 1000, 3)
-        purposes: dict[str, int] = {}
-        for rack in racks:
-            purposes[rack.purpose] = purposes.get(rack.purpose, 0) + 1
+        purposes = Counter(rack.purpose for rack in racks)
         feed = spec.power_feed
         props = {
             "site": spec.name,

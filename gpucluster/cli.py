@@ -8,25 +8,21 @@ import json
 import os
 import signal
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from gpucluster.artifacts import ARTIFACTS, Writing, default_jobs, output_folder
 from gpucluster.artifacts.summary import summary_lines
+from gpucluster.catalog.listing import PART_KINDS
 from gpucluster.design.load import LoadedDesign, load_design
 from gpucluster.design.schema import Design
-from gpucluster.errors import (
-    MAX_REPORTED,
-    DesignError,
-    MissingSystemLibrary,
-    Problem,
-    stop_if_terminated,
-    terminated,
-)
+from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, Problem, stop_if_terminated, terminated
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.lock import Lock, default_lock_path, read_lock
 from gpucluster.plan.model import Plan
@@ -37,17 +33,18 @@ from gpucluster.runtime import progress as progress_display
 if TYPE_CHECKING:
     from click.decorators import FC
 
-    from gpucluster.catalog.listing import PartKind
+    from gpucluster.design.schema import Workload
+    from gpucluster.growth.changes import PlanChanges
     from gpucluster.growth.compare import Alternative
+    from gpucluster.growth.diff import PlanDiff
 
 EXIT_BAD_INPUT = 2
 
 
 @contextlib.contextmanager
 def _display(enabled: bool | None) -> Iterator[progress_display.Reporter]:
-    """The progress display for a command: bars with counts, rate and time left on a terminal (the default
-    there), one line per stage on a pipe when asked for with --progress, else nothing. It is this process's
-    reporter while the command runs, so long loops anywhere report to it."""
+    """This process's progress reporter while a command runs, so long loops anywhere report to it: bars on a
+    terminal (the default there), a line per stage on a pipe when asked for with --progress, else nothing."""
     terminal = sys.stderr.isatty()
     shown = terminal if enabled is None else enabled
     reporter: progress_display.Reporter
@@ -58,8 +55,7 @@ def _display(enabled: bool | None) -> Iterator[progress_display.Reporter]:
             reporter = progress_display.Lines()
         else:
             reporter = progress_display.Silent()
-        previous = progress_display.install(reporter)
-        stack.callback(progress_display.install, previous)
+        stack.callback(progress_display.install, progress_display.install(reporter))
         yield reporter
 
 
@@ -79,9 +75,8 @@ class _Timed:
 
 
 def _terminated(signum: int, _frame: object) -> None:
-    """SIGTERM (a CI timeout, `kill`, systemd) ends a build as Ctrl-C does: the writers and the planning processes it
-    forked are stopped and reaped and the staging folder is removed as the stack unwinds; a build stopped before its
-    output was swapped in leaves the previous output as it was."""
+    """SIGTERM (a CI timeout, `kill`, systemd) ends a build as Ctrl-C does: forked workers are reaped and the
+    staging folder removed as the stack unwinds, so the previous output stays as it was."""
     click.echo("error: terminated (SIGTERM) before the build finished", err=True)
     terminated(signum)  # asked again at the next stage or writers' turn, should this raise be lost in a finalizer
     raise SystemExit(128 + signum)
@@ -90,8 +85,6 @@ def _terminated(signum: int, _frame: object) -> None:
 @contextlib.contextmanager
 def _sigterm_unwinds() -> Iterator[None]:
     """SIGTERM handled as _terminated while the body runs (in the main thread only; the handler before is restored)."""
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -104,22 +97,42 @@ def _sigterm_unwinds() -> Iterator[None]:
         terminated(None)
 
 
-def _fail(error: DesignError) -> None:
+def _error(message: str, status: int = EXIT_BAD_INPUT) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(status)
+
+
+def _fail(error: DesignError) -> NoReturn:
     for problem in error.problems[:MAX_REPORTED]:
         click.echo(f"error: {problem}", err=True)
     if len(error.problems) > MAX_REPORTED:
-        click.echo(f"error: ... and {len(error.problems) - MAX_REPORTED:,} more problems", err=True)
+        _error(f"... and {len(error.problems) - MAX_REPORTED:,} more problems")
     sys.exit(EXIT_BAD_INPUT)
 
 
+@contextlib.contextmanager
+def _reported() -> Iterator[None]:
+    """Bad input exits 2 with its located problems (nothing is written); a missing system library, 1."""
+    try:
+        yield
+    except DesignError as error:
+        _fail(error)
+    except MissingSystemLibrary as error:
+        _error(str(error), 1)
+
+
+def _echo(lines: Iterable[str]) -> None:
+    for line in lines:
+        click.echo(line)
+
+
 def _refuse_rule_errors(plan: Plan) -> None:
-    """A design that fails a design rule is a bad design: say which rules, exit 2 (nothing is written).
-    The Pulumi policy pack enforces the same rules as mandatory."""
+    """A design that fails a design rule is a bad design: exit 2, nothing written (the policy pack agrees)."""
     errors = [f for f in plan.findings if f.severity == "error"]
+    for finding in errors:
+        subject = f" [{finding.subject}]" if finding.subject else ""
+        click.echo(f"error: {plan.name}: {finding.rule}{subject}: {finding.message}", err=True)
     if errors:
-        for finding in errors:
-            subject = f" [{finding.subject}]" if finding.subject else ""
-            click.echo(f"error: {plan.name}: {finding.rule}{subject}: {finding.message}", err=True)
         click.echo(f"{len(errors)} design-rule error(s): fix the design, then validate again", err=True)
         sys.exit(EXIT_BAD_INPUT)
 
@@ -131,32 +144,30 @@ def _write_file(path: Path, text: str) -> None:
         staging.write_text(text, encoding="utf-8")
         os.replace(staging, path)
     except OSError as error:
-        click.echo(f"error: {path}: cannot write: {error.strerror}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _error(f"{path}: cannot write: {error.strerror}")
 
 
 def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> Plan:
-    """Load and plan a design, under its plan lock when there is one beside it (what is built is where the lock
-    says: validate's rules, simulate and verify see that plan); bad input exits with status 2."""
-    try:
+    """Load and plan a design under its plan lock when there is one beside it (what is built is where the lock
+    says: validate's rules, simulate and verify see that plan)."""
+    with _reported():
         loaded = load_design(design, data_dirs)
         return plan_design(loaded, say, _read_lock(default_lock_path(design), loaded), kept=True)
-    except DesignError as error:
-        _fail(error)
-        raise
 
 
-def _part_kinds() -> tuple[PartKind, ...]:
-    from gpucluster.catalog.listing import PART_KINDS
-
-    return PART_KINDS
+FILE = click.Path(dir_okay=False, path_type=Path)
 
 
 def _out_file_option(help_text: str) -> Callable[[FC], FC]:
-    return click.option(
-        "-o", "--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help_text
-    )
+    return click.option("-o", "--out", "out_file", type=FILE, help=help_text)
 
+
+def _out_option(help_text: str) -> Callable[[FC], FC]:
+    folder = click.Path(file_okay=False, path_type=Path)
+    return click.option("-o", "--out", "out_dir", type=folder, default=Path("out"), show_default=True, help=help_text)
+
+
+design_argument = click.argument("design", type=FILE)
 
 data_dir_option = click.option(
     "--data-dir",
@@ -175,18 +186,6 @@ progress_option = click.option(
 )
 
 
-def _out_option(help_text: str) -> Callable[[FC], FC]:
-    return click.option(
-        "-o",
-        "--out",
-        "out_dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=Path("out"),
-        show_default=True,
-        help=help_text,
-    )
-
-
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpu-cluster")
 def main() -> None:
@@ -194,7 +193,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@design_argument
 @data_dir_option
 @progress_option
 def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -> None:
@@ -204,12 +203,11 @@ def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -
         plan = _plan(design, say, data_dirs)
     _refuse_rule_errors(plan)
     click.echo("ok")
-    for line in summary_lines(plan):
-        click.echo(line)
+    _echo(summary_lines(plan))
 
 
 @main.command()
-@click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@design_argument
 @_out_option("Folder for the output; the design's artifacts go to OUT/<design name>/.")
 @click.option(
     "--only",
@@ -222,7 +220,6 @@ def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -
     "-j",
     "--jobs",
     type=click.IntRange(1, 64),
-    default=None,
     help="Worker processes that write artifacts side by side after planning (default: the CPUs available; "
     "1 writes them one after another in this process). The files are the same either way.",
 )
@@ -235,8 +232,7 @@ def validate(design: Path, data_dirs: tuple[Path, ...], progress: bool | None) -
 @click.option(
     "--lock",
     "lock_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="The plan lock to read and write (default: DESIGN's name with .lock.json, beside it). What it holds "
     "keeps its rack, U, ports and cable ids; the build then writes the new plan's lock there.",
 )
@@ -269,7 +265,7 @@ def build(
         jobs = default_jobs() if jobs is None else jobs
         staged = _StagedLock(None)
         try:
-            with _display(progress) as display, contextlib.ExitStack() as unstage:
+            with _reported(), _display(progress) as display, contextlib.ExitStack() as unstage:
                 timed = _Timed(display, stopwatch)
                 timed("load design")
                 loaded = load_design(design, data_dirs)
@@ -283,44 +279,32 @@ def build(
                     stopwatch.stop()
                     sampler.sample([], force=True)
                     _refuse_rule_errors(plan)
-                    # the summary printed at the end, made before the other writers fork: its scheduler sides make the
-                    # compute fabric (scheduling, kept with the plan's queries) that the Slurm, Kubernetes, NCCL and
-                    # summary writers and the report read, so each worker has it rather than making it again
+                    # made before the writers fork: its scheduler sides make the compute fabric the Slurm,
+                    # Kubernetes, NCCL and summary writers and the report read, so each worker has it
                     summary = summary_lines(plan)
-                    # the lock (large at scale) is written beside the last writers (the report alone leaves
-                    # a CPU idle), under a name of its own: it replaces the lock once the build has succeeded
-                    # the output and the lock are renamed in together, once both are written
+                    # the lock (large at scale) is written beside the last writers, under a name of its own, and
+                    # renamed in together with the output once both are written
                     folder = writing.finish(
                         plan, loaded, functools.partial(staged.write, plan), functools.partial(staged.ready, plan)
                     )
                 unstage.pop_all()  # built: the staged lock was renamed with the output
-        except DesignError as error:
-            _fail(error)
-        except MissingSystemLibrary as error:
-            click.echo(f"error: {error}", err=True)
-            sys.exit(1)
         except OSError as error:
-            click.echo(f"error: {_os_error_place(error, out_dir, staged)}", err=True)
-            sys.exit(EXIT_BAD_INPUT)
+            _error(_os_error_place(error, out_dir, staged))
         if lock is not None:
-            for line in lock_lines(lock_changes(lock, plan)):
-                click.echo(line)
+            _echo(lock_lines(lock_changes(lock, plan)))
         if profile:
             sampler.sample([], force=True)
-            for line in profiling.profile_lines(
-                stopwatch.costs + costs, time.perf_counter() - start, sampler.peak_mib, jobs
-            ):
+            elapsed = time.perf_counter() - start
+            for line in profiling.profile_lines(stopwatch.costs + costs, elapsed, sampler.peak_mib, jobs):
                 click.echo(line, err=True)
-        for line in summary:
-            click.echo(line)
-        click.echo(f"wrote {folder}")
+        _echo([*summary, f"wrote {folder}"])
         if lock_path is not None:
             click.echo(f"wrote {lock_path}")
 
 
 def _os_error_place(error: OSError, out_dir: Path, staged: _StagedLock) -> str:
-    """An OS error of a build as one line: the path the user gave (the output folder for anything in it: the staging
-    folder's names are the build's own; the lock for its new file), what failed and why. Nothing was swapped in."""
+    """An OS error of a build as one line: the path the user gave (the output folder for anything in it; the lock
+    for its new file), what failed and why."""
     name = error.filename
     if staged.path is not None and (error is staged.error or str(name or "").startswith(str(staged.new_path))):
         return f"{staged.path}: cannot write the lock: {error.strerror}"
@@ -329,8 +313,8 @@ def _os_error_place(error: OSError, out_dir: Path, staged: _StagedLock) -> str:
 
 
 class _StagedLock:
-    """A build's plan lock, written while its last writers run (`write`) under a name of its own beside the lock, and
-    renamed over the lock together with the output's swap (`ready`); `remove` drops it when the build failed."""
+    """A build's plan lock, written beside its last writers (`write`) under a name of its own, and renamed over the
+    lock with the output's swap (`ready`); `remove` drops it when the build failed."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -343,7 +327,7 @@ class _StagedLock:
         return self.path.with_name(f".{self.path.name}.new")
 
     def remove_stale(self) -> None:
-        """Remove the new lock (and its temporary) a killed build left, before this build writes its own."""
+        """Remove the new lock (and its temporary) a killed build left."""
         if self.path is not None:
             output_folder.remove_stale_file(self.new_path)
 
@@ -360,8 +344,8 @@ class _StagedLock:
         self.staged = self.new_path
 
     def ready(self, plan: Plan) -> tuple[Path, Path] | None:
-        """The new lock and the lock it replaces, for the swap to rename (written now when the build had no writers
-        to write it beside); a failed write raises here, so the previous output and lock stay."""
+        """The new lock and the lock it replaces, for the swap (written now if no writer ran beside it); a failed
+        write raises here, so the previous output and lock stay."""
         if self.path is None:
             return None
         if self.staged is None and self.error is None:
@@ -385,50 +369,39 @@ def lock_parts(loaded: LoadedDesign) -> Mapping[str, object]:
 
 
 def _read_lock(path: Path, loaded: LoadedDesign) -> Lock | None:
-    """The lock at `path` when there is one (a first build has none), checked against the design's name and
-    catalog; a bad one is a DesignError."""
+    """The lock at `path` checked against the design (a first build has none); a bad one is a DesignError."""
     return read_lock(path, loaded.design.name, lock_parts(loaded)) if path.exists() else None
 
 
 @main.command("catalog")
-@click.argument("kind", required=False, type=click.Choice([k.name for k in _part_kinds()]))
-@click.option(
-    "--design",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Include the extra catalog files this design names (and its overrides).",
-)
+@click.argument("kind", required=False, type=click.Choice([k.name for k in PART_KINDS]))
+@click.option("--design", type=FILE, help="Include the extra catalog files this design names (and its overrides).")
 @click.option("--citations", is_flag=True, help="Print each figure's full citation instead of its source tag.")
 def catalog_command(kind: str | None, design: Path | None, citations: bool) -> None:
     """List the parts catalog (or one KIND of part): each part's key figures and their sources."""
     from gpucluster.catalog.listing import catalog_lines
     from gpucluster.catalog.load import load_catalog
 
-    try:
+    with _reported():
         catalog = load_design(design).catalog if design is not None else load_catalog()
-    except DesignError as error:
-        _fail(error)
-        raise
-    for line in catalog_lines(catalog, kind, citations=citations):
-        click.echo(line)
+    _echo(catalog_lines(catalog, kind, citations=citations))
 
 
 @main.command("size")
 @click.option(
     "--from",
     "from_design",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="A design to start from: its GPU server and workload (options override) and every setting size does not "
     "decide itself (site, fabric, storage, scheduler and teams, BOM ...) as it writes them.",
 )
-@click.option("--parameters-b", type=float, default=None, help="Model size in billions of parameters.")
-@click.option("--tokens-b", type=float, default=None, help="Training tokens in billions.")
-@click.option("--days", type=float, default=None, help="Target wall-clock days.")
-@click.option("--server", default=None, help="GPU server model from the catalog [default: the design's; dgx-h100].")
-@click.option("--mfu", type=float, default=None, help="Expected model FLOPs utilisation [default: 0.4].")
-@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), default=None, help="[default: bf16]")
-@click.option("--name", default=None, help="Design name (default from the model and server).")
+@click.option("--parameters-b", type=float, help="Model size in billions of parameters.")
+@click.option("--tokens-b", type=float, help="Training tokens in billions.")
+@click.option("--days", type=float, help="Target wall-clock days.")
+@click.option("--server", help="GPU server model from the catalog [default: the design's; dgx-h100].")
+@click.option("--mfu", type=float, help="Expected model FLOPs utilisation [default: 0.4].")
+@click.option("--precision", type=click.Choice(["bf16", "fp16", "fp8"]), help="[default: bf16]")
+@click.option("--name", help="Design name (default from the model and server).")
 @_out_file_option("Starter design file to write (default NAME.yaml).")
 def size_command(
     from_design: Path | None,
@@ -443,91 +416,84 @@ def size_command(
 ) -> None:
     """Size GPUs and servers for a workload (6·N·D), plan the starter design and grow it until its own plan
     trains in the target days with the spares its failure model asks for; write it."""
-    from pydantic import ValidationError
-
     from gpucluster.catalog.load import load_catalog
     from gpucluster.catalog.schema import GpuServer, RackSystem
-    from gpucluster.design.schema import Workload
+    from gpucluster.training import sizing_lines
     from gpucluster.training.starter import kept_settings, plan_starter
 
-    flags = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
     fields: dict[str, object] = {}
     site: dict[str, object] | None = None
     catalog_files: list[str] | None = None
     kept: dict[str, dict[str, object]] = {}
-    if from_design is not None:
-        try:
-            base = load_design(from_design)
-        except DesignError as error:
-            _fail(error)
-            raise
-        catalog = base.catalog
-        server = server or base.design.compute.server
-        site = base.design.site.model_dump(mode="json", exclude_unset=True) or None
-        if base.design.workload is not None:
-            fields = base.design.workload.model_dump(mode="json", exclude_unset=True)
-        out_folder = (out_file.parent if out_file else Path(".")).resolve()
-        catalog_files = [
-            os.path.relpath((from_design.parent / extra).resolve(), out_folder) for extra in base.design.catalog
-        ] or None
-        kept = kept_settings(base.design, from_design, out_folder)
-    else:
+    if from_design is None:
         catalog = load_catalog()
+    else:
+        with _reported():
+            base = load_design(from_design)
+        catalog, design = base.catalog, base.design
+        server = server or design.compute.server
+        site = design.site.model_dump(mode="json", exclude_unset=True) or None
+        if design.workload is not None:
+            fields = design.workload.model_dump(mode="json", exclude_unset=True)
+        out_folder = (out_file.parent if out_file else Path(".")).resolve()
+        catalog_files = [os.path.relpath((from_design.parent / c).resolve(), out_folder) for c in design.catalog]
+        catalog_files = catalog_files or None
+        kept = kept_settings(design, from_design, out_folder)
     given: dict[str, object] = {"model_parameters_b": parameters_b, "training_tokens_b": tokens_b, "target_days": days}
     given |= {"mfu": mfu, "precision": precision}
-    fields |= {k: v for k, v in given.items() if v is not None}
-    missing = [flags[k] for k in flags if fields.get(k) is None]
-    if missing:
-        where = f" (or a workload section in {from_design} that gives them)" if from_design else ""
-        click.echo(f"error: give {', '.join(missing)}{where}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    try:
-        workload = Workload.model_validate(fields)
-    except ValidationError as exc:
-        for problem in exc.errors():
-            field = str(problem["loc"][0]) if problem["loc"] else "workload"
-            click.echo(f"error: {flags.get(field, '--' + field)}: {problem['msg']}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+    workload = _workload(fields | {k: v for k, v in given.items() if v is not None}, from_design)
     server = server or "dgx-h100"
     if not isinstance(catalog.parts.get(server), (GpuServer, RackSystem)):
         choices = ", ".join(catalog.ids((GpuServer, RackSystem)))
-        click.echo(
-            f"error: --server: unknown GPU server or rack-scale system {server!r}; the catalog has: {choices}", err=True
-        )
-        sys.exit(EXIT_BAD_INPUT)
+        _error(f"--server: unknown GPU server or rack-scale system {server!r}; the catalog has: {choices}")
     name = name or f"{server}-{workload.model_parameters_b:g}b".replace(".", "-")
     out_file = out_file or Path(f"{name}.yaml")
     if not out_file.parent.is_dir():
-        click.echo(f"error: {out_file}: cannot write: no such folder {out_file.parent}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    try:
+        _error(f"{out_file}: cannot write: no such folder {out_file.parent}")
+    with _reported():
         starter = plan_starter(
             catalog,
             server,
             workload,
             name,
             out_file.parent,
+            lambda path: plan_design(load_design(path)),
             site=site,
             catalog_files=catalog_files,
             source=str(from_design or out_file),
             kept=kept,
         )
-    except DesignError as error:
-        _fail(error)
-        raise
     _write_file(out_file, starter.text)
-    from gpucluster.training import sizing_lines
-
-    for line in [*sizing_lines(starter.sizing), *starter.lines]:
-        click.echo(line)
-    for finding in starter.findings:
-        click.echo(f"{finding.severity}: {finding.message}")
+    _echo([*sizing_lines(starter.sizing), *starter.lines])
+    _echo(f"{finding.severity}: {finding.message}" for finding in starter.findings)
     click.echo(f"wrote {out_file}")
 
 
+_WORKLOAD_FLAGS = {"model_parameters_b": "--parameters-b", "training_tokens_b": "--tokens-b", "target_days": "--days"}
+
+
+def _workload(fields: dict[str, object], from_design: Path | None) -> Workload:
+    """The workload of the options over the --from design's; a missing or bad figure is told by its option."""
+    from pydantic import ValidationError
+
+    from gpucluster.design.schema import Workload
+
+    missing = [flag for key, flag in _WORKLOAD_FLAGS.items() if fields.get(key) is None]
+    if missing:
+        where = f" (or a workload section in {from_design} that gives them)" if from_design else ""
+        _error(f"give {', '.join(missing)}{where}")
+    try:
+        return Workload.model_validate(fields)
+    except ValidationError as exc:
+        for problem in exc.errors():
+            field = str(problem["loc"][0]) if problem["loc"] else "workload"
+            click.echo(f"error: {_WORKLOAD_FLAGS.get(field, '--' + field)}: {problem['msg']}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 @main.command()
-@click.argument("old", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("new", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("old", type=FILE)
+@click.argument("new", type=FILE)
 @_out_option("Folder for the output; the diff goes to OUT/<old name>-vs-<new name>/ (bom-diff.xlsx, review.html/.pdf).")
 @click.option(
     "--files/--no-files",
@@ -538,8 +504,7 @@ def size_command(
 @click.option(
     "--lock",
     "lock_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="The plan lock of what is built (default: OLD's .lock.json beside it, when there is one). Both designs "
     "are planned under it and the review shows NEW as a phase: what it adds (racks, devices, cables with their "
     "labels, the BOM to order, the printouts of the racks that change) and any move, re-cabling or relabelling "
@@ -568,17 +533,15 @@ def diff(
     write it as bom-diff.xlsx; write the review of everything that changed as review.html and review.pdf.
     With a plan lock, NEW is reviewed as a phase of growth of what is built; --no-lock compares alternatives."""
     if no_lock and lock_file is not None:
-        click.echo("error: --no-lock: give --lock or --no-lock, not both", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _error("--no-lock: give --lock or --no-lock, not both")
     with _display(progress) as say:
         moves = _diff(old, new, out_dir, files, say, data_dirs, lock_file, read_locks=not no_lock)
     if moves and not allow_moves:
-        click.echo(
-            f"error: {new} moves, re-cables or relabels {moves:,} things already built (listed above and in the "
+        _error(
+            f"{new} moves, re-cables or relabels {moves:,} things already built (listed above and in the "
             "review); a phase of growth only adds. Accept it with --allow-moves.",
-            err=True,
+            1,
         )
-        sys.exit(1)
 
 
 def _diff(
@@ -596,21 +559,19 @@ def _diff(
     from gpucluster.analyse.bom import bom_for
     from gpucluster.artifacts.bom_diff import report_lines, write_bom_diff
     from gpucluster.artifacts.review import write_review
-    from gpucluster.growth.changes import compare_builds, compare_plans
+    from gpucluster.growth.changes import compare_plans
     from gpucluster.growth.diff import diff_boms
-    from gpucluster.growth.phases import lock_changes, lock_lines, write_rack_printouts
+    from gpucluster.growth.phases import lock_changes, lock_lines
 
     lock_path = lock_file or default_lock_path(old)
-    try:
-        planned = []
-        lock = None
+    planned = []
+    lock = None
+    with _reported():
         for design in (old, new):
             loaded = load_design(design, data_dirs)
             if read_locks and design is old and (lock_file is not None or lock_path.exists()):
                 lock = read_lock(lock_path, loaded.design.name, lock_parts(loaded))
             planned.append((loaded, plan_design(loaded, say, lock)))
-    except DesignError as error:
-        _fail(error)
     result = diff_boms(*(bom_for(plan, loaded) for loaded, plan in planned))
     folder = out_dir / f"{result.old.name}-vs-{result.new.name}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -628,31 +589,65 @@ def _diff(
         changes.phase = lock_changes(lock, new_side[1])
         printouts = write_rack_printouts(new_side[1], changes.phase.changed_racks, folder)
     say("review")
-    try:
+    with _reported():
         reviews = write_review(changes, folder)
-    except MissingSystemLibrary as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
-    for line in report_lines(result):
-        click.echo(line)
+    _echo(report_lines(result))
     if changes.phase is not None:
-        for line in lock_lines(changes.phase):
-            click.echo(line)
-    for path in (*reviews, target):
-        click.echo(f"wrote {path}")
+        _echo(lock_lines(changes.phase))
+    _echo(f"wrote {path}" for path in (*reviews, target))
     if printouts:
         click.echo(f"wrote {len(printouts)} rack printouts to {folder / 'racks'}")
     return len(changes.phase.moves) if changes.phase is not None else 0
 
 
+def compare_builds(
+    old: tuple[LoadedDesign, Plan],
+    new: tuple[LoadedDesign, Plan],
+    bom: PlanDiff | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> PlanChanges:
+    """compare_plans with the files: both designs built (every artifact but those that only gather the others,
+    the report) into a scratch folder that is removed afterwards."""
+    from gpucluster.artifacts import write_artifacts
+    from gpucluster.artifacts.registry import RUNS_LAST
+    from gpucluster.growth.changes import compare_plans
+
+    names = [name for name in ARTIFACTS if name not in RUNS_LAST]
+    with tempfile.TemporaryDirectory(prefix="gpucluster-diff-") as scratch:
+        folders = [
+            write_artifacts(plan, loaded, Path(scratch) / side, names, progress)
+            for side, (loaded, plan) in (("old", old), ("new", new))
+        ]
+        return compare_plans(old[1], new[1], folders[0], folders[1], bom=bom)
+
+
+def write_rack_printouts(plan: Plan, racks: list[str], folder: Path) -> list[Path]:
+    """The rack printouts (HTML, with the elevation) of the racks a phase changes, into ``folder/racks/``: what
+    the installers of that phase take to the floor."""
+    from gpucluster.artifacts.printouts import rack_html
+    from gpucluster.artifacts.printouts.pages import rack_pages
+    from gpucluster.formats.templating import render
+
+    out = folder / "racks"
+    out.mkdir(parents=True, exist_ok=True)
+    pages = rack_pages(plan)
+    paper = plan.design.site.paper
+    written = []
+    for name in racks:
+        page = pages[name]
+        staging = out / f".{name}.html.tmp"
+        staging.write_text(rack_html(page, paper, render("rack-elevation.svg.j2", page=page)), encoding="utf-8")
+        written.append(staging.replace(out / f"{name}.html"))
+    return written
+
+
 @main.command("compare")
-@click.argument("designs", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("designs", nargs=-1, required=True, type=FILE)
 @_out_option("Folder for the output; the comparison goes to OUT/compare-<first>-vs-<second>.../.")
 @click.option(
     "--prices",
     "prices_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
+    type=FILE,
     help="A price list (CSV) to price every design's BOM with (default: each design's own bom.price_list).",
 )
 @data_dir_option
@@ -671,19 +666,15 @@ def compare_command(
     from gpucluster.growth.compare import compare_alternatives
 
     if len(designs) < 2:
-        click.echo(f"error: {designs[0]}: compare needs two or more designs (alternatives); got one", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _error(f"{designs[0]}: compare needs two or more designs (alternatives); got one")
     with _display(progress) as say:
         alternatives = _alternatives(designs, prices_file, data_dirs, say)
     comparison = compare_alternatives(alternatives)
     try:
-        folder = write_comparison(comparison, out_dir)
-    except MissingSystemLibrary as error:
-        click.echo(f"error: {error}", err=True)
-        sys.exit(1)
+        with _reported():
+            folder = write_comparison(comparison, out_dir)
     except OSError as error:
-        click.echo(f"error: {out_dir}: cannot write the output: {error.strerror}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _error(f"{out_dir}: cannot write the output: {error.strerror}")
     differ = sum(row.differs for row in comparison.rows)
     click.echo(f"{len(designs)} designs, {len(comparison.rows):,} figures, {differ:,} differ")
     click.echo(f"wrote {folder}")
@@ -692,17 +683,18 @@ def compare_command(
 def _alternatives(
     designs: tuple[Path, ...], prices_file: Path | None, data_dirs: tuple[Path, ...], say: Callable[[str], None]
 ) -> list[Alternative]:
-    """Each design loaded and planned without a lock, with the views compare reads; a design given twice (the same
-    file, or two files of one name) or one that fails a design rule is bad input: exit 2, before anything is written."""
+    """Each design planned without a lock, with the views compare reads; a design given twice or one that fails a
+    design rule is bad input: exit 2, before anything is written. Every design's problems are told at once."""
     from gpucluster.analyse.bom import bom_for, build_bom
     from gpucluster.analyse.budget import kept_power_budget
+    from gpucluster.artifacts.floor_plan import rack_sizes_mm
     from gpucluster.growth.compare import Alternative
     from gpucluster.inputs.prices import load_price_list
     from gpucluster.training import analyse_checkpoints
 
     problems: list[Problem] = []
     loaded = []
-    for design in designs:  # every design's problems at once, not only the first bad design's
+    for design in designs:
         try:
             loaded.append(load_design(design, data_dirs))
         except DesignError as error:
@@ -715,11 +707,8 @@ def _alternatives(
     problems += _given_twice(loaded)
     if problems:
         _fail(DesignError(problems))
-    try:
+    with _reported():
         planned = [(design, plan_design(design, say, None)) for design in loaded]
-    except DesignError as error:
-        _fail(error)
-        raise
     for _design, plan in planned:
         _refuse_rule_errors(plan)
     return [
@@ -729,6 +718,7 @@ def _alternatives(
             build_bom(plan, prices) if prices is not None else bom_for(plan, design),
             kept_power_budget(plan),
             analyse_checkpoints(plan),
+            rack_sizes_mm(plan),
         )
         for design, plan in planned
     ]
@@ -749,12 +739,11 @@ def _given_twice(loaded: list[LoadedDesign]) -> list[Problem]:
 
 
 @main.command()
-@click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@design_argument
 @click.option("--runs", type=click.IntRange(2, 100_000), default=1000, show_default=True, help="Simulated runs.")
 @click.option(
     "--days",
     type=click.FloatRange(min=0, max=3650, min_open=True),
-    default=None,
     help="Run length in days, up to 3650 (default: the workload's).",
 )
 @click.option(
@@ -764,7 +753,7 @@ def _given_twice(loaded: list[LoadedDesign]) -> list[Problem]:
     multiple=True,
     help="Checkpoint interval in minutes to compare (repeatable; default: around Daly's optimum).",
 )
-@click.option("--seed", type=int, default=None, help="Random seed (default: one fixed seed, so runs repeat).")
+@click.option("--seed", type=int, help="Random seed (default: one fixed seed, so runs repeat).")
 @data_dir_option
 @progress_option
 def simulate(
@@ -786,16 +775,15 @@ def simulate(
         analysis = analyse_checkpoints(plan)
         say("simulation")
         results = compare_intervals(analysis, runs=runs, days=days, minutes=list(minutes) or None, seed=seed)
-    for line in comparison_lines(analysis, results, days or analysis.run_days, seed):
-        click.echo(line)
+    _echo(comparison_lines(analysis, results, days or analysis.run_days, seed))
 
 
 @main.command("verify")
-@click.argument("design", type=click.Path(dir_okay=False, path_type=Path))
+@design_argument
 @click.option(
     "--ibnetdiscover",
     "ibnetdiscover_files",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     multiple=True,
     help="ibnetdiscover output of one InfiniBand fabric (repeatable: one per fabric).",
 )
@@ -824,27 +812,18 @@ def verify_command(
     from gpucluster.verify.report import table_lines, write_reports
 
     if not ibnetdiscover_files and not lldp_paths:
-        click.echo("error: give discovery output: --ibnetdiscover FILE and/or --lldp FILE_OR_DIR", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        _error("give discovery output: --ibnetdiscover FILE and/or --lldp FILE_OR_DIR")
     with _display(progress) as say:
         plan = _plan(design, say)
         say("verify")
-        try:
+        with _reported():
             results = verify(plan, list(ibnetdiscover_files), list(lldp_paths))
-        except DesignError as error:
-            _fail(error)
     folder = out_dir / f"{plan.name}-verify"
     try:
         written = write_reports(results, plan.name, folder)
     except OSError as error:
-        click.echo(f"error: {folder}: cannot write: {error.strerror}", err=True)
-        sys.exit(EXIT_BAD_INPUT)
-    for line in table_lines(results):
-        click.echo(line)
-    for line in verify_summary(results):
-        click.echo(line)
-    for path in written:
-        click.echo(f"wrote {path}")
+        _error(f"{folder}: cannot write: {error.strerror}")
+    _echo([*table_lines(results), *verify_summary(results), *(f"wrote {path}" for path in written)])
     sys.exit(1 if any(result.findings for result in results) else 0)
 
 

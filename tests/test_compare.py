@@ -18,6 +18,7 @@ from PIL import Image
 
 from gpucluster.analyse.bom import bom_for
 from gpucluster.analyse.budget import kept_power_budget
+from gpucluster.artifacts.floor_plan import rack_sizes_mm
 from gpucluster.cli import main
 from gpucluster.growth.compare import NO_PRICE_LIST, Alternative, Comparison, Row, compare_alternatives
 from gpucluster.plan.lock import default_lock_path
@@ -27,7 +28,12 @@ from gpucluster.training import analyse_checkpoints
 def alternative(name: str) -> Alternative:
     loaded, plan = planned(name)
     return Alternative(
-        str(loaded.path), plan, bom_for(plan, loaded), kept_power_budget(plan), analyse_checkpoints(plan)
+        str(loaded.path),
+        plan,
+        bom_for(plan, loaded),
+        kept_power_budget(plan),
+        analyse_checkpoints(plan),
+        rack_sizes_mm(plan),
     )
 
 

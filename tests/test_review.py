@@ -15,8 +15,8 @@ from conftest import DESIGNS, chromium_page, needs_chromium, planned, write_desi
 
 from gpucluster import load_design, plan_design
 from gpucluster.artifacts.review import write_review
-from gpucluster.cli import main
-from gpucluster.growth.changes import PlanChanges, compare_builds, compare_plans
+from gpucluster.cli import compare_builds, main
+from gpucluster.growth.changes import PlanChanges, compare_plans
 
 LAB6 = (DESIGNS / "lab-4-servers.yaml").read_text().replace("servers: 4\n", "servers: 6\n")
 LAB6 = LAB6.replace("name: lab-4-servers", "name: lab-6-servers")

@@ -72,11 +72,15 @@ def test_size_rejects_bad_input_with_exit_2(tmp_path: Path, args: list[str], wor
 
 
 def test_a_problem_of_the_starter_design_is_told_of_what_the_user_gave_not_a_temporary_file(tmp_path):
+    from gpucluster import plan_design
     from gpucluster.errors import DesignError
     from gpucluster.training.starter import _plan_text
 
+    def plan_file(path: str):
+        return plan_design(load_design(path))
+
     with pytest.raises(DesignError) as error:
-        _plan_text("name: x\ncompute: {servers: 4}\nsite: {rows: -1}\n", tmp_path, "from.yaml")
+        _plan_text("name: x\ncompute: {servers: 4}\nsite: {rows: -1}\n", tmp_path, "from.yaml", plan_file)
     assert [p.file for p in error.value.problems] == ["from.yaml"] * len(error.value.problems)
     assert str(error.value.problems[0]).startswith("from.yaml: site")
     assert list(tmp_path.iterdir()) == []

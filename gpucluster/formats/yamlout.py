@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -84,9 +84,8 @@ BlockDumper.add_representer(str, _literal_block)
 
 def dump(document: object, *, blocks: bool = False, width: int | None = None, allow_unicode: bool = False) -> str:
     """One YAML document, keys in the order written (``blocks``: multi-line strings as literal blocks)."""
-    return yaml.dump(
-        document, Dumper=BlockDumper if blocks else Dumper, sort_keys=False, width=width, allow_unicode=allow_unicode
-    )
+    text: str = yaml.dump(document, **_options(blocks, width, allow_unicode))
+    return text
 
 
 def dump_to(
@@ -95,14 +94,7 @@ def dump_to(
     """dump() into a file (UTF-8) as the emitter writes it, without holding the text and its encoding (prometheus.yml
     is 11 MB at 131,072 GPUs)."""
     with open(path, "w", encoding="utf-8") as handle:
-        yaml.dump(
-            document,
-            handle,
-            Dumper=BlockDumper if blocks else Dumper,
-            sort_keys=False,
-            width=width,
-            allow_unicode=allow_unicode,
-        )
+        yaml.dump(document, handle, **_options(blocks, width, allow_unicode))
 
 
 def dump_all(
@@ -113,11 +105,10 @@ def dump_all(
     explicit_start: bool = False,
 ) -> str:
     """Several YAML documents in one text, keys in the order written."""
-    return yaml.dump_all(
-        documents,
-        Dumper=Dumper,
-        sort_keys=False,
-        width=width,
-        allow_unicode=allow_unicode,
-        explicit_start=explicit_start,
-    )
+    text: str = yaml.dump_all(documents, explicit_start=explicit_start, **_options(False, width, allow_unicode))
+    return text
+
+
+def _options(blocks: bool, width: int | None, allow_unicode: bool) -> dict[str, Any]:
+    dumper = BlockDumper if blocks else Dumper
+    return {"Dumper": dumper, "sort_keys": False, "width": width, "allow_unicode": allow_unicode}

@@ -1,16 +1,11 @@
-"""What changed between two revisions of a design, for the reviewer: the BOM's headline figures and lines
-(gpucluster/growth/diff.py), the fabric's and the job's figures, the devices, links and racks, the power budget, and
-the files the two builds generate (which changed, with a short text diff).
-
-Plain comparisons over two plans and two build folders; `gpucluster diff` renders them as review.html and
-review.pdf (gpucluster/artifacts/review.py).
-"""
+"""What changed between two revisions of a design, for the reviewer (review.html and review.pdf): the BOM's
+figures and lines (growth/diff.py), the fabric's and the job's figures, the devices, links and racks, the power
+budget, and the files the two builds generate (which changed, with a short text diff)."""
 
 from __future__ import annotations
 
 import difflib
 import math
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,9 +16,6 @@ import hostlist
 
 from gpucluster.analyse.budget import power_budget
 from gpucluster.analyse.totals import link_tier_name
-from gpucluster.artifacts import ARTIFACTS, write_artifacts
-from gpucluster.artifacts.registry import RUNS_LAST
-from gpucluster.design.load import LoadedDesign
 from gpucluster.growth.diff import PlanDiff, diff_plans
 from gpucluster.plan.model import NETWORKS, Link, Plan
 
@@ -152,23 +144,6 @@ def compare_plans(
         power=_pair(power_figures(old), power_figures(new)),
         files=files,
     )
-
-
-def compare_builds(
-    old: tuple[LoadedDesign, Plan],
-    new: tuple[LoadedDesign, Plan],
-    bom: PlanDiff | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> PlanChanges:
-    """compare_plans with the files: both designs built (every artifact but those that only gather the others,
-    the report) into a scratch folder that is removed afterwards."""
-    names = [name for name in ARTIFACTS if name not in RUNS_LAST]
-    with tempfile.TemporaryDirectory(prefix="gpucluster-diff-") as scratch:
-        folders = [
-            write_artifacts(plan, loaded, Path(scratch) / side, names, progress)
-            for side, (loaded, plan) in (("old", old), ("new", new))
-        ]
-        return compare_plans(old[1], new[1], folders[0], folders[1], bom=bom)
 
 
 def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
@@ -357,11 +332,9 @@ def _compressed(names: list[str]) -> str:
 
 
 def _pair(old: dict[str, tuple[float, str, int]], new: dict[str, tuple[float, str, int]]) -> list[Figure]:
-    names = list(dict.fromkeys([*old, *new]))
     figures = []
-    for name in names:
-        unit, digits = (old.get(name) or new[name])[1:]
-        figures.append(
-            Figure(name, old[name][0] if name in old else None, new[name][0] if name in new else None, unit, digits)
-        )
+    for name in dict.fromkeys([*old, *new]):
+        before, after = old.get(name), new.get(name)
+        _value, unit, digits = before or new[name]
+        figures.append(Figure(name, before[0] if before else None, after[0] if after else None, unit, digits))
     return figures

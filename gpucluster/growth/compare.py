@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import attrgetter
 
 from gpucluster.analyse.bom import Bom
 from gpucluster.analyse.budget import Budget
-from gpucluster.artifacts.floor_plan import floor_plan
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -35,6 +36,7 @@ class Alternative:
     bom: Bom
     budget: Budget
     checkpoint: CheckpointAnalysis
+    rack_sizes_mm: Mapping[str, tuple[float, float]]  # rack -> (width, depth), as the floor plan draws it
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +85,8 @@ class Comparison:
 
     @property
     def sections(self) -> list[tuple[str, list[Row]]]:
-        """The rows grouped by section, in order."""
-        grouped: dict[str, list[Row]] = {}
-        for row in self.rows:
-            grouped.setdefault(row.section, []).append(row)
-        return list(grouped.items())
+        """The rows grouped by section, in order (each section's rows stand together)."""
+        return [(section, list(rows)) for section, rows in groupby(self.rows, key=attrgetter("section"))]
 
 
 Section = Callable[[Sequence[Alternative]], list[Row]]
@@ -97,9 +96,7 @@ def compare_alternatives(alternatives: Sequence[Alternative]) -> Comparison:
     """Every section's rows for two or more planned designs."""
     if len(alternatives) < 2:
         raise ValueError("a comparison needs two or more designs")
-    rows: list[Row] = []
-    for section in SECTIONS:
-        rows += section(alternatives)
+    rows = [row for section in SECTIONS for row in section(alternatives)]
     return Comparison(
         names=tuple(a.plan.name for a in alternatives),
         paths=tuple(a.path for a in alternatives),
@@ -210,10 +207,9 @@ def floor_space(alternatives: Sequence[Alternative]) -> list[Row]:
     footprint, cells = [], []
     for a in alternatives:
         site = a.plan.design.site
-        drawn = floor_plan(a.plan)
-        footprint.append(sum(r.width * r.depth for r in drawn.racks) / 1e6)
-        along = [r.depth if drawn.turned else r.width for r in drawn.racks]  # a turned hall's rows run down
-        cells.append(sum((site.rack_pitch_mm or width) * site.row_pitch_mm for width in along) / 1e6)
+        sizes = a.rack_sizes_mm.values()
+        footprint.append(sum(width * depth for width, depth in sizes) / 1e6)
+        cells.append(sum((site.rack_pitch_mm or width) * site.row_pitch_mm for width, _depth in sizes) / 1e6)
     rows.append(Row(section, "Rack footprint", tuple(footprint), "m²", 1))
     rows.append(Row(section, "Floor with aisles (rack pitch x row pitch)", tuple(cells), "m²", 1))
     return rows

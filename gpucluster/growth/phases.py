@@ -17,7 +17,7 @@ from pathlib import Path
 import hostlist
 import orjson
 
-from gpucluster.artifacts.cabling import cable_rows
+from gpucluster.plan.labels import Locator, cable_connectors, end_labels
 from gpucluster.plan.lock import LOCK_SCHEMA, Lock, link_key, locked_key
 from gpucluster.plan.model import Plan
 from gpucluster.plan.queries import queries
@@ -60,9 +60,18 @@ def lock_records(plan: Plan) -> dict[str, Iterator[Mapping[str, object]]]:
         for i in by_ends
         for link in (links[i],)
     )
-    labels = sorted((row.cable_id, row.a_label, row.b_label) for row in cable_rows(plan))
+    labels = sorted(cable_labels(plan))
     cables = ({"id": cable_id, "a_label": a_label, "b_label": b_label} for cable_id, a_label, b_label in labels)
     return {"racks": racks, "devices": devices, "links": link_records, "cables": cables}
+
+
+def cable_labels(plan: Plan) -> Iterator[tuple[str, str, str]]:
+    """(cable id, A-end label, B-end label) of every cable in plan order, as the cable schedule prints them."""
+    locate = Locator(plan)
+    for cable in plan.cables:
+        a, bs = cable_connectors(plan, cable)
+        a_label, b_label = end_labels(locate.identifier(a), [locate.identifier(b) for b in bs])
+        yield cable.id, a_label, b_label
 
 
 def lock_chunks(plan: Plan) -> Iterator[bytes]:
@@ -176,13 +185,13 @@ def lock_changes(lock: Lock, plan: Plan) -> LockChanges:
             changes.removed_links.append(_link_text(key))
     labels = {c.id: (c.a_label, c.b_label) for c in lock.cables}
     seen = set()
-    for row in cable_rows(plan):
-        seen.add(row.cable_id)
-        before = labels.get(row.cable_id)
+    for cable_id, a_label, b_label in cable_labels(plan):
+        seen.add(cable_id)
+        before = labels.get(cable_id)
         if before is None:
-            changes.added_cables.append(f"{row.cable_id}: {row.a_label}")
-        elif before != (row.a_label, row.b_label):
-            changes.relabelled_cables.append(f"{row.cable_id}: {before[0]} -> {row.a_label}")
+            changes.added_cables.append(f"{cable_id}: {a_label}")
+        elif before != (a_label, b_label):
+            changes.relabelled_cables.append(f"{cable_id}: {before[0]} -> {a_label}")
         else:
             changes.kept_cables += 1
     changes.removed_cables = sorted(set(labels) - seen)
@@ -203,28 +212,6 @@ def lock_changes(lock: Lock, plan: Plan) -> LockChanges:
         (r for r in touched if r in plan.racks), key=lambda r: (plan.racks[r].row, plan.racks[r].position)
     )
     return changes
-
-
-def write_rack_printouts(plan: Plan, racks: list[str], folder: Path) -> list[Path]:
-    """The rack printouts (HTML, with the elevation) of the racks a phase changes, into ``folder/racks/``: what
-    the installers of that phase take to the floor."""
-    from gpucluster.artifacts.printouts import rack_html
-    from gpucluster.artifacts.printouts.pages import rack_pages
-    from gpucluster.formats.templating import render
-
-    out = folder / "racks"
-    out.mkdir(parents=True, exist_ok=True)
-    pages = rack_pages(plan)
-    paper = plan.design.site.paper
-    written = []
-    for name in racks:
-        page = pages[name]
-        target = out / f"{name}.html"
-        staging = out / f".{name}.html.tmp"
-        staging.write_text(rack_html(page, paper, render("rack-elevation.svg.j2", page=page)), encoding="utf-8")
-        os.replace(staging, target)
-        written.append(target)
-    return written
 
 
 def _link_text(key: Iterable[str]) -> str:

@@ -8,6 +8,7 @@ import re
 from typing import Any, NoReturn
 
 from gpucluster.errors import DesignError, Problem
+from gpucluster.inputs.yamlsource import line_column
 
 MAX_JSON_DEPTH = 64  # arrays and objects nested; lldpd's output nests 6 deep
 MAX_NUMBER_CHARS = 40  # the digits of a number; any counter or speed a tool reports fits in 20
@@ -49,7 +50,7 @@ def parse_json(text: str, filename: str) -> Any:
 
 
 def _refuse(text: str, filename: str, index: int, message: str) -> NoReturn:
-    line, column = _line_column(text, max(index, 0))
+    line, column = line_column(text, max(index, 0))
     raise DesignError([Problem(filename, line, column, "", message)])
 
 
@@ -65,7 +66,7 @@ def json_position(text: str, path: tuple[str | int, ...]) -> tuple[int, int]:
             index = _step(text, index, step, decoder)
     except (ValueError, IndexError, _NotFound):
         pass
-    return _line_column(text, index)
+    return line_column(text, index)
 
 
 class _NotFound(Exception):
@@ -100,8 +101,3 @@ def _skip_space(text: str, index: int) -> int:
     while index < len(text) and text[index] in " \t\r\n":
         index += 1
     return index
-
-
-def _line_column(text: str, index: int) -> tuple[int, int]:
-    index = min(index, len(text))
-    return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1

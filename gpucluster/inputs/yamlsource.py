@@ -103,7 +103,7 @@ def load_yaml_with_positions(path: Path | str, what: str = "file") -> tuple[Any,
 def parse_yaml_with_positions(text: str, filename: str) -> tuple[Any, Positions]:
     bad = _NOT_PRINTABLE.search(text)
     if bad:
-        line, column = _line_column(text, bad.start())
+        line, column = line_column(text, bad.start())
         message = f"control character U+{ord(bad.group()):04X} is not allowed in YAML; remove it"
         raise DesignError([Problem(filename, line, column, "", message)])
     builder = _Builder(filename)
@@ -314,7 +314,9 @@ def _mark(event: yaml.Event) -> tuple[int, int]:
     return (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
 
 
-def _line_column(text: str, index: int) -> tuple[int, int]:
+def line_column(text: str, index: int) -> tuple[int, int]:
+    """The 1-based line and column of a character of `text` (the end of the text for an index past it)."""
+    index = min(index, len(text))
     return text.count("\n", 0, index) + 1, index - (text.rfind("\n", 0, index) + 1) + 1
 
 

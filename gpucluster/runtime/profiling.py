@@ -1,14 +1,11 @@
-"""What each stage of a build costs: wall and CPU seconds and memory, measured by the kernel (no tracing).
+"""What each stage of a build costs: wall and CPU seconds and memory, measured by the kernel (tracemalloc would
+slow a 131,072-GPU build several times over).
 
-tracemalloc would slow a 131,072-GPU build several times over, so memory is the kernel's resident-set
-figures: for a planning stage (run in the main process), the process's peak resident set so far
-(``ru_maxrss``, a high-water mark: a stage that allocates less than an earlier one shows the earlier
-peak) and its resident set when the stage ends; for a writer run in a worker process, the worker's own
-peak resident set (which counts the plan pages it shares with the parent) and the memory only it holds
-when it ends (private pages: what it allocated plus the plan pages it touched and so copied). The
-build's total is the peak, sampled every 5 s, of the proportional set size (shared pages divided
-among the processes that share them) summed over the main process, its running workers and a planning stage's
-forked process (only with --profile; sampled at each planning stage too).
+Memory of a planning stage is the main process's peak resident set so far (``ru_maxrss``, a high-water mark: a stage
+that allocates less than an earlier one shows the earlier peak) and its resident set when the stage ends; of a writer
+in a worker, the worker's own peak and its private pages when it ends (what it allocated plus the plan pages it
+touched and so copied). The build's total is the peak, sampled every 5 s with --profile, of the proportional set size
+(shared pages divided among their processes) summed over the main process and its workers.
 """
 
 from __future__ import annotations
@@ -96,17 +93,8 @@ class Stopwatch:
 
     def stop(self) -> None:
         if self._name:
-            self.costs.append(
-                Cost(
-                    self._name,
-                    "stage",
-                    "main",
-                    time.perf_counter() - self._start,
-                    cpu_seconds() - self._cpu,
-                    peak_rss_mib(),
-                    rss_mib(),
-                )
-            )
+            wall_s, cpu_s = time.perf_counter() - self._start, cpu_seconds() - self._cpu
+            self.costs.append(Cost(self._name, "stage", "main", wall_s, cpu_s, peak_rss_mib(), rss_mib()))
             self._name = ""
 
 

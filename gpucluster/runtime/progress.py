@@ -34,12 +34,19 @@ class Reporter(Protocol):
 
 
 class Silent:
-    """Reports nothing (the default: library use, tests, CI logs)."""
+    """Reports nothing (the default: library use, tests, CI logs); the reporters that only hear stage names extend
+    it, so track() skips counting for them."""
 
     def __call__(self, stage: str) -> None:
         pass
 
     def update(self, done: int, total: int | None, unit: str) -> None:
+        pass
+
+    def update_stage(self, stage: str, done: int, total: int | None, unit: str) -> None:
+        pass
+
+    def end(self, stage: str) -> None:
         pass
 
 
@@ -83,18 +90,15 @@ def track(items: Iterable[T], total: int | None, unit: str) -> Iterator[T]:
     reporter.update(done, total if total is not None else done, unit)
 
 
-class _StagesOnly:
+class _StagesOnly(Silent):
     def __init__(self, say: Callable[[str], None]):
         self.say = say
 
     def __call__(self, stage: str) -> None:
         self.say(stage)
 
-    def update(self, done: int, total: int | None, unit: str) -> None:
-        pass
 
-
-class Lines:
+class Lines(Silent):
     """One line per stage with the seconds since the start (for `--progress` on a pipe or log)."""
 
     def __init__(self) -> None:
@@ -102,15 +106,6 @@ class Lines:
 
     def __call__(self, stage: str) -> None:
         print(f"[{time.monotonic() - self.start:6.1f}s] {stage}", file=sys.stderr, flush=True)
-
-    def update(self, done: int, total: int | None, unit: str) -> None:
-        pass
-
-    def update_stage(self, stage: str, done: int, total: int | None, unit: str) -> None:
-        pass
-
-    def end(self, stage: str) -> None:
-        pass
 
 
 class Bars:

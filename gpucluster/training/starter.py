@@ -12,15 +12,14 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpucluster.analyse.rules import TARGET_MARGIN
 from gpucluster.catalog.load import Catalog
-from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design, Workload
 from gpucluster.errors import DesignError
-from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import Finding, Plan
 from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints
 from gpucluster.training.sizing import Sizing, size, starter_design
@@ -45,6 +44,7 @@ def plan_starter(
     workload: Workload,
     name: str,
     folder: Path,
+    plan_file: Callable[[str], Plan],
     *,
     site: dict[str, object] | None = None,
     catalog_files: list[str] | None = None,
@@ -53,7 +53,8 @@ def plan_starter(
 ) -> Starter:
     """Size the workload, then plan the starter design and grow it until its own plan meets the target. A problem
     of the starter design is told of `source` (what the user gave: the design its site came from, or the file to
-    be written), never of the temporary file it was planned from."""
+    be written), never of the temporary file it was planned from. `plan_file` loads and plans a design file (the
+    pipeline's, handed down by the command: the training model does not run the pipeline itself)."""
     # the interval is the plan's choice (Daly's optimum for the planned GPUs), not a figure for another size
     workload = workload.model_copy(update={"checkpoint_interval_minutes": None})
     sizing = size(catalog, server_id, workload)
@@ -63,7 +64,7 @@ def plan_starter(
     for _round in range(MAX_ROUNDS):
         current, planned_site = replace(sizing, servers=servers), site
         text = starter_design(current, name, site=site or None, catalog=catalog_files, spare_servers=spares, kept=kept)
-        plan = _plan_text(text, folder, source)
+        plan = _plan_text(text, folder, source, plan_file)
         a = analyse_checkpoints(plan)
         days = a.time_to_train_days or 0.0
         # goodput falls as the job grows, so overshoot the ratio a little to settle in fewer rounds
@@ -119,14 +120,14 @@ def _planned_spares(plan: Plan) -> int:
     return sum(1 for d in plan.gpu_nodes() if d.spare)
 
 
-def _plan_text(text: str, folder: Path, source: str) -> Plan:
+def _plan_text(text: str, folder: Path, source: str, plan_file: Callable[[str], Plan]) -> Plan:
     """Plan a design text as if it stood in ``folder`` (so its catalog paths resolve); its problems are told of
     `source` by field (the text's lines are nowhere the user can see)."""
     handle, name = tempfile.mkstemp(prefix=".size-", suffix=".yaml", dir=folder)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
-        return plan_design(load_design(name))
+        return plan_file(name)
     except DesignError as error:
         raise DesignError(
             [replace(p, file=source or p.file, line=0, column=0) if p.file == name else p for p in error.problems]

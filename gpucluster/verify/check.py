@@ -8,12 +8,7 @@ from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.model import Plan
 from gpucluster.verify.compare import Names, NetworkResult, compare
 from gpucluster.verify.discovery import Discovery
-from gpucluster.verify.expected import (
-    PlannedLink,
-    ethernet_networks,
-    infiniband_networks,
-    planned_links,
-)
+from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
 from gpucluster.verify.ibnetdiscover import parse_ibnetdiscover
 from gpucluster.verify.lldp import lldp_files, parse_lldp
 
@@ -37,19 +32,12 @@ def verify(plan: Plan, ibnetdiscover: list[Path], lldp: list[Path]) -> list[Netw
             switch = path.stem
             device = plan.devices.get(switch)
             if device is None or device.role != "switch" or device.network not in planned:
-                raise DesignError(
-                    [
-                        Problem(
-                            str(path),
-                            0,
-                            0,
-                            "",
-                            f"name each LLDP file after the Ethernet switch it was collected on (<switch>.json); "
-                            f"{switch!r} is not one of the plan's {sum(len(v) for v in _switches(plan, planned))} "
-                            f"Ethernet switches (e.g. {', '.join(_examples(plan, planned))})",
-                        )
-                    ]
+                message = (
+                    f"name each LLDP file after the Ethernet switch it was collected on (<switch>.json); "
+                    f"{switch!r} is not one of the plan's {sum(len(v) for v in _switches(plan, planned))} "
+                    f"Ethernet switches (e.g. {', '.join(_examples(plan, planned))})"
                 )
+                raise DesignError([Problem(str(path), 0, 0, "", message)])
             found = by_network.setdefault(device.network, Discovery("lldp", ""))
             found.reporters.add(switch)
             found.nodes.add(switch)
@@ -75,19 +63,12 @@ def _fabric_of(found: Discovery, planned: dict[str, list[PlannedLink]], names: N
                 votes[network] += 1
     best = max(votes, key=lambda n: votes[n], default=None)
     if best is None or votes[best] == 0:
-        raise DesignError(
-            [
-                Problem(
-                    found.source,
-                    0,
-                    0,
-                    "",
-                    f"none of its {len(found.nodes):,} node descriptions names a device of the plan's InfiniBand "
-                    f"networks ({', '.join(planned) or 'none'}): set each HCA's and switch's node description as "
-                    "verify/node-descriptions.csv lists them, or check that this is the design's fabric",
-                )
-            ]
+        message = (
+            f"none of its {len(found.nodes):,} node descriptions names a device of the plan's InfiniBand "
+            f"networks ({', '.join(planned) or 'none'}): set each HCA's and switch's node description as "
+            "verify/node-descriptions.csv lists them, or check that this is the design's fabric"
         )
+        raise DesignError([Problem(found.source, 0, 0, "", message)])
     return best
 
 

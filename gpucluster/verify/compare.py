@@ -182,48 +182,19 @@ class Names:
 def _finding(
     names: Names, kind: str, planned: Iterable[PlannedLink], expected: str, found: str, action: str
 ) -> Finding:
+    """A finding of one or two planned cables, each end column's values joined in cable order."""
     links = list(planned)
-    a = [names.end_columns(p.a) for p in links]
-    b = [names.end_columns(p.b) for p in links]
-    return _located(kind, links[0].network, JOIN.join(p.cable for p in links), a, b, expected, found, action)
+    a = _joined([names.end_columns(p.a) for p in links])
+    b = _joined([names.end_columns(p.b) for p in links])
+    return Finding(kind, links[0].network, JOIN.join(p.cable for p in links), *a, *b, expected, found, action)
 
 
 EndColumns = tuple[str, str, str, str, str]  # rack, U, device, port, TIA-606 label
 
 
-def _located(
-    kind: str,
-    network: str,
-    cable: str,
-    a: Sequence[EndColumns],
-    b: Sequence[EndColumns],
-    expected: str,
-    found: str,
-    action: str,
-) -> Finding:
-    """A finding whose ends are one or two cables' ends, each column's values joined in cable order."""
-
-    def joined(columns: Sequence[EndColumns], i: int) -> str:
-        return JOIN.join(c[i] for c in columns)
-
-    return Finding(
-        kind=kind,
-        network=network,
-        cable=cable,
-        a_rack=joined(a, 0),
-        a_u=joined(a, 1),
-        a_device=joined(a, 2),
-        a_port=joined(a, 3),
-        a_label=joined(a, 4),
-        b_rack=joined(b, 0),
-        b_u=joined(b, 1),
-        b_device=joined(b, 2),
-        b_port=joined(b, 3),
-        b_label=joined(b, 4),
-        expected=expected,
-        found=found,
-        action=action,
-    )
+def _joined(ends: Sequence[EndColumns]) -> EndColumns:
+    rack, u, device, port, label = (JOIN.join(values) for values in zip(*ends, strict=True))
+    return rack, u, device, port, label
 
 
 def compare(plan: Plan, network: str, planned: list[PlannedLink], names: Names, found: Discovery) -> NetworkResult:
@@ -390,16 +361,7 @@ def _unexpected(names: Names, network: str, resolved: list[tuple[PortKey, PortKe
                 columns.append((d.rack, unit, device, names.port_name(device, key[1]), ""))
             else:
                 columns.append(("", "", key[0], key[1], ""))
-        findings.append(
-            _located(
-                "unexpected",
-                network,
-                "",
-                columns[:1],
-                columns[1:],
-                "no link",
-                f"{names.describe(a)} <-> {names.describe(b)}",
-                "remove this cable, or add the link to the design",
-            )
-        )
+        found = f"{names.describe(a)} <-> {names.describe(b)}"
+        action = "remove this cable, or add the link to the design"
+        findings.append(Finding("unexpected", network, "", *columns[0], *columns[1], "no link", found, action))
     return findings

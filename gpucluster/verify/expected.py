@@ -171,11 +171,9 @@ def _lldp_port(device: str, port: str, info: PortInfo, switch: bool) -> tuple[st
 
 def planned_links(plan: Plan, network: str) -> Iterator[PlannedLink]:
     """Every link of one network, named as discovery names its ends (InfiniBand or LLDP, by the ports), with the id
-    of the cable that carries it (the label printed on the cable; the plan queries' link-to-cable index).
-
-    The ends are named by _ib_node and _lldp_port, with each device's port table and role looked up once per
-    device rather than once per port (a 131,072-GPU compute fabric has half a million links), and the named tuples
-    made by tuple.__new__ as their _make does (their own __new__ is Python, which took a fifth of the time)."""
+    of the cable that carries it. A device's port table and role are looked up once per device (a 131,072-GPU
+    compute fabric has half a million links), and the named tuples made by tuple.__new__ as their _make does (their
+    own __new__ is Python, which took a fifth of the time)."""
     found_in = queries(plan)
     positions, plan_cables = found_in.link_cables, plan.cables
     devices, links = plan.devices, plan.links

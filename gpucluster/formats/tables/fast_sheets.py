@@ -42,18 +42,15 @@ _FUNCTION_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*)\(")
 
 class FormulaSheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no type information: Any
     """A worksheet whose formulas that call only CLASSIC_FUNCTIONS skip XlsxWriter's function renaming (some 30
-    regular-expression passes a formula, for the future functions none of them is; the power workbook has a few
-    per device). Every other formula goes through XlsxWriter's
-    own preparation, so the file is the same bytes. Its common cells are written to the file in one string each
-    (``_write_cell``). Used through ``add_worksheet(name, FormulaSheet)``, XlsxWriter's hook for worksheet
-    subclasses."""
+    regular-expression passes a formula; the power workbook has a few per device), and whose common cells are written
+    in one string each; every other formula and cell goes through XlsxWriter's own code, so the bytes are the same.
+    Used through ``add_worksheet(name, FormulaSheet)``, XlsxWriter's hook for worksheet subclasses."""
 
     def _write_cell(self, row: int, col: int, cell: Any) -> None:
-        """A number, a shared string, a boolean or a formula with a number for its value, written as XlsxWriter
-        writes it (its r and s attributes need no escaping: a cell name and a format index), in one string: XlsxWriter's
-        writer builds an attribute list and searches each attribute for characters to escape, for each of the power
-        workbook's and the BOM rack contents' hundreds of thousands of cells. Every other cell
-        (and one that takes its format from its row or column) goes through XlsxWriter's own writer."""
+        """A number, a shared string, a boolean or a formula with a number for its value, as XlsxWriter writes it, in
+        one string (its r and s attributes, a cell name and a format index, need no escaping); XlsxWriter's writer
+        searches each attribute for characters to escape. Any other cell, or one formatted by its row or column,
+        goes through XlsxWriter's own writer."""
         kind = type(cell)
         cell_format = cell.format
         if cell_format:
@@ -261,8 +258,7 @@ class InlineTextSheet(Worksheet):  # type: ignore[misc]  # xlsxwriter has no typ
 
 
 def _escaped_controls(data: object) -> object:
-    """XlsxWriter's control-character escaping (two regular-expression substitutions a text), skipped where it has
-    nothing to do: printable text with no "_x" (the start of an _xHHHH_ escape) comes out of it unchanged."""
+    """XlsxWriter's control-character escaping, skipped where it has nothing to do (see InlineTextSheet)."""
     if isinstance(data, str) and "_x" not in data and data.isprintable():
         return data
     return Worksheet._escape_control_characters(data)

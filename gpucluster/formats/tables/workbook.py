@@ -82,16 +82,8 @@ class Book:
     def format(self, number_format: str = "", bold: bool = False, quote: bool = False, wrap: bool = False) -> Format:
         key = (number_format, bold, quote, wrap)
         if key not in self._formats:
-            properties: dict[str, object] = {"valign": "top"}
-            if number_format:
-                properties["num_format"] = number_format
-            if bold:
-                properties["bold"] = True
-            if quote:
-                properties["quote_prefix"] = True
-            if wrap:
-                properties["text_wrap"] = True
-            self._formats[key] = self.workbook.add_format(properties)
+            given = {"num_format": number_format, "bold": bold, "quote_prefix": quote, "text_wrap": wrap}
+            self._formats[key] = self.workbook.add_format({"valign": "top", **{k: v for k, v in given.items() if v}})
         return self._formats[key]
 
     def text_format(self, text: str) -> Format:
