@@ -32,7 +32,7 @@ from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power.circuits import pdus_needed, pdus_to_keep_psus
 from gpucluster.plan.rack_scale import is_nvlink_port
-from gpucluster.plan.racks import pdu_suffixes, rack_inlets
+from gpucluster.plan.racks import pdu_suffixes, rack_inlets, rack_name
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
 LOCK_SCHEMA = "gpucluster-lock/1"
@@ -316,14 +316,6 @@ class _Floor:
         return row, position
 
 
-def rack_name(row: int, position: int) -> str:
-    letters, n = "", row + 1
-    while n:
-        n, rem = divmod(n - 1, 26)
-        letters = chr(ord("A") + rem) + letters
-    return f"{letters}{position + 1:02d}"
-
-
 @dataclass
 class _Racks:
     """The final racks as they are filled: which units of each are used, and the floor positions taken."""
@@ -422,20 +414,7 @@ def _place_kept(plan: Plan, lock: Lock, kept: set[str], locked_device: dict[str,
         entry = locked_device[name]
         spec = locked_rack[entry.rack]
         template = plan.racks[plan.devices[name].rack]
-        home_rack = racks.open(
-            RackPlan(
-                name=spec.name,
-                part=spec.part,
-                row=spec.row,
-                position=spec.position,
-                x_mm=spec.x_mm,
-                y_mm=spec.y_mm,
-                purpose=spec.purpose,
-                height_u=spec.height_u,
-                su=spec.su,
-            ),
-            template,
-        )
+        home_rack = racks.open(RackPlan(**spec.model_dump()), template)
         device = plan.devices[name]
         if math.ceil(device.u_height) and not racks.fits_at(home_rack, device, entry.u):
             raise ValueError(
@@ -468,22 +447,10 @@ def _rack_for_new(
     rack = new_rack_of.get(planned.name)
     if rack is None:
         floor = racks.floor
-        row, position = (
-            (planned.row, planned.position)
-            if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
-            else floor.free_from(planned.row, planned.position)
-        )
-        fresh = RackPlan(
-            name=rack_name(row, position),
-            part=planned.part,
-            row=row,
-            position=position,
-            x_mm=float(position * floor.pitch_mm),
-            y_mm=float(row * floor.row_pitch_mm),
-            purpose=planned.purpose,
-            height_u=planned.height_u,
-            su=planned.su,
-        )
+        row, position = floor.free_from(planned.row, planned.position)
+        x_mm, y_mm = float(position * floor.pitch_mm), float(row * floor.row_pitch_mm)
+        fresh = replace(planned, name=rack_name(row, position), row=row, position=position, x_mm=x_mm, y_mm=y_mm)
+        fresh.devices, fresh.pdus = [], []
         rack = new_rack_of[planned.name] = racks.open(fresh, planned)
     if not racks.fits_at(rack, device, device.u_position):
         u = racks.free_u(rack, device)

@@ -174,9 +174,9 @@ class RackPlanner:
                 # came), so racks filled one after another stand side by side or across one aisle, never a row
                 # apart: a storage appliance's splitter cable to its leaf reaches 30 m at most
                 at = per_row - 1 - position if (row - first_row) % 2 else position
-                rack_name = f"{_row_letters(row)}{at + 1:02d}"
-                plan.racks[rack_name] = RackPlan(
-                    name=rack_name,
+                name_at = rack_name(row, at)
+                plan.racks[name_at] = RackPlan(
+                    name=name_at,
                     part=rack.part or self.rack_part.id,
                     row=row,
                     position=at,
@@ -194,7 +194,7 @@ class RackPlanner:
                     nvlink_domain=rack.nvlink_domain,
                 )
                 for device in rack.devices:
-                    device.rack = rack_name
+                    device.rack = name_at
                 position += 1
             reversed_row = first_row is not None and (row - first_row) % 2 == 1
             if ((name == CENTRAL and after) or reversed_row) and position:
@@ -223,13 +223,17 @@ def _network_in_middle(racks: list[_Rack]) -> list[_Rack]:
 
 
 def _row_letters(row: int) -> str:
-    letters = string.ascii_uppercase
     name = ""
     row += 1
     while row:
         row, rem = divmod(row - 1, 26)
-        name = letters[rem] + name
+        name = string.ascii_uppercase[rem] + name
     return name
+
+
+def rack_name(row: int, position: int) -> str:
+    """A rack's name from its 0-based row and position: A01, B12 ..., AA01 after row Z."""
+    return f"{_row_letters(row)}{position + 1:02d}"
 
 
 def add_pdus(
