@@ -11,25 +11,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from gpucluster.catalog.schema import (
-    AnyPart,
-    Appliance,
-    Cable,
-    CatalogFile,
-    Cdu,
-    CoolantPart,
-    GpuServer,
-    Nic,
-    NvlinkSwitchTray,
-    Pdu,
-    PowerShelf,
-    Rack,
-    RackSystem,
-    StorageBlock,
-    Switch,
-    Transceiver,
-    uncited_fields,
-)
+from gpucluster.catalog.schema import AnyPart, CatalogFile, CoolantPart, RackSystem, uncited_fields
 from gpucluster.errors import DesignError, Problem
 from gpucluster.inputs.yamlsource import Positions, load_yaml_with_positions, locate
 
@@ -64,24 +46,6 @@ class Catalog:
         if tag is None:
             return None
         return self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
-
-
-KINDS = (
-    GpuServer,
-    Switch,
-    Appliance,
-    StorageBlock,
-    Nic,
-    Transceiver,
-    Cable,
-    Rack,
-    Pdu,
-    NvlinkSwitchTray,
-    PowerShelf,
-    RackSystem,
-    Cdu,
-    CoolantPart,
-)
 
 
 def _packaged_files() -> list[Path]:
