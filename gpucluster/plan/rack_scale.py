@@ -111,20 +111,9 @@ def add_nvlink_links(plan: Plan, system: RackSystem, domains: list[Domain]) -> N
             for g in range(gpus):
                 index = t * gpus + g
                 for c in range(system.nvlink_links_per_gpu):
-                    switch = domain.switch_trays[c // chips]
-                    links.append(
-                        Link(
-                            "nvlink",
-                            0,
-                            tray_name,
-                            gpu_ports[g * system.nvlink_links_per_gpu + c],
-                            switch,
-                            f"chip{c % chips + 1}-acp{index + 1}",
-                            speed,
-                            rail=None,
-                            purpose="gpu",
-                        )
-                    )
+                    port = gpu_ports[g * system.nvlink_links_per_gpu + c]
+                    chip_port = f"chip{c % chips + 1}-acp{index + 1}"
+                    links.append(Link("nvlink", 0, tray_name, port, domain.switch_trays[c // chips], chip_port, speed))
 
 
 def place_rack_systems(
