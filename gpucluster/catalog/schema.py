@@ -1,15 +1,8 @@
 """Typed parts catalog: every hardware fact lives here once, with its source beside it.
 
-A catalog file is YAML with two top-level keys:
-
-``sources``
-    tag -> citation (URL or document name); parts cite these tags.
-``parts``
-    a list of parts; ``kind`` selects the model below.
-
-Every part carries ``sources``: field name (dotted for nested values, e.g. ``gpu.tdp_w``)
--> a tag from the file's ``sources``, a URL, or ``"derived: <arithmetic>"``. Every measured
-field that is set must be cited; :func:`uncited_fields` finds the ones that are not.
+A catalog file's ``sources`` map tags to citations; each of its ``parts`` (``kind`` selects the model) cites every
+measured field it sets (dotted for nested values, ``gpu.tdp_w``) by a tag, a URL or ``"derived: <arithmetic>"``;
+:func:`uncited_fields` finds the ones that do not (docs/catalog.md).
 """
 
 from __future__ import annotations
@@ -519,11 +512,8 @@ class CoolantCount(_Strict):
 
 
 class RackSystem(_Part):
-    """A rack-scale NVLink system (GB200/GB300 NVL72): bought, placed and powered as one rack, one NVLink domain.
-
-    The trays are catalog parts of their own; this part says how many of each the rack holds, where they
-    stand, how the shelves' redundancy works, and the rack's cooling figures.
-    """
+    """A rack-scale NVLink system (GB200/GB300 NVL72): bought, placed and powered as one rack, one NVLink domain;
+    its trays are parts of their own, this part says how many of each stand where, and the rack's cooling."""
 
     kind: Literal["rack_system"]
     rack: str = Field(description="catalog id of the rack it ships in")
@@ -652,11 +642,8 @@ _UNCITED_OK = {
 
 
 def uncited_fields(part: _Part) -> list[str]:
-    """Fields of a part that are set but cite no source (every fact must have one).
-
-    A nested model (``gpu``, ``cpu``, ``psus``) is cited either as a whole (``gpu``) or field by
-    field (``gpu.tdp_w``); lists of port groups are cited as a whole (``ports``).
-    """
+    """Fields of a part that are set but cite no source; a nested model (``gpu``) is cited whole or field by field
+    (``gpu.tdp_w``), port groups as a whole (``ports``)."""
     cited = set(part.sources)
     missing = []
     for name in sorted(part.model_fields_set - _UNCITED_OK):
