@@ -1,16 +1,11 @@
 """Folded-Clos (fat-tree) construction, generalised the way the DGX SuperPOD RA builds its fabrics.
 
-Host ports arrive in *leaf groups* (for the compute fabric one group per scalable unit and rail,
-which makes the tree rail-optimized). Each group gets as many leaves as its size needs at the
-group's oversubscription; then tiers are added until one tier can reach every block below it:
-
-* a tier that can reach every child (``children <= radix``) is the top: ``T`` switches, each
-  child spreading its uplinks evenly over them (``T`` divides every child's uplink count), and
-  ``T`` is the smallest such number whose ports suffice. This reproduces the RA's tables,
-  including the 16 spines (not 12) of a 3-SU H100 fabric;
-* otherwise children are grouped into blocks of ``radix/2`` (whole scalable units where
-  possible) and each block gets one switch per child uplink position, half its ports down and
-  half up (non-blocking above the leaf), as in a k-ary n-tree.
+Host ports arrive in *leaf groups* (the compute fabric's: one per scalable unit and rail, so the tree is
+rail-optimized), each on as many leaves as its oversubscription needs; tiers are then added until one reaches
+every child below it. That top tier has the fewest ``T`` switches whose ports suffice and that divide every
+child's uplinks evenly (the RA's tables, 16 spines and not 12 for a 3-SU H100 fabric); below it, children are
+grouped in blocks of ``radix/2`` (whole scalable units where possible), each block with one switch per child
+uplink position, half its ports down and half up, as in a k-ary n-tree.
 """
 
 from __future__ import annotations
@@ -111,10 +106,7 @@ def port_slots(hosts: Sequence[HostPort], pool: PortPool) -> int:
     """Logical switch ports the hosts take (a split port serves two; a cage that breaks out whole may skip ports)."""
     if not _any_splits(hosts, pool):  # each host takes the next whole port
         return len(hosts)
-    placer = _Placer.on(pool)
-    for host in hosts:
-        placer.place(host)
-    return placer.port
+    return max(index for index, _half in _placements(hosts, pool)) + 1
 
 
 def _any_splits(hosts: Sequence[HostPort], pool: PortPool) -> bool:
@@ -167,12 +159,8 @@ def _pool(part: Switch, *roles: str) -> PortPool:
 
 
 def leaf_host_ports(leaf_part: Switch, oversubscription: float = 1.0) -> int:
-    """Host ports a leaf takes while keeping its oversubscription (one per port of its host-facing pool,
-    as the planner attaches hosts): what sizes a rail group.
-
-    An SN5600 or SN5610 (64 x 800G cages run as 128 x 400G) serves 64 hosts at 400G with 64 x 400G up, so
-    one rail leaf serves 64 nodes, as the Spectrum-X B300 RA groups them; a QM9700 (64 x 400G) serves 32.
-    """
+    """Host ports a leaf takes while keeping its oversubscription: what sizes a rail group (an SN5600's 128 x 400G
+    serve 64 hosts, as the Spectrum-X B300 RA groups them; a QM9700's 64 x 400G serve 32)."""
     if leaf_part.port_groups("access"):
         return len(_pool(leaf_part, "access"))
     pool = _pool(leaf_part, "fabric")
@@ -296,9 +284,8 @@ def _uplink_speed(plan: Plan, up_pool: PortPool, upper_part: Switch, top: Sequen
 
 def _keep_built(plan: Plan, final: ClosResult, first_link: int, first_device: int) -> ClosResult:
     """A network built at its final size (its links from ``first_link``, its switches from ``first_device`` on)
-    cut to what is built now: the host links of hosts the plan has (a stand-in for a host to come is no device),
-    the leaves with such a host, and tier by tier the switches a kept switch below uplinks to, with their links.
-    Every port stays where the final plan put it; the tiers' figures count what is kept."""
+    cut to the hosts the plan has now and, tier by tier, the switches they reach: every port stays where the final
+    plan put it; the tiers' figures count what is kept."""
     links = plan.links[first_link:]
     kept: set[str] = set()
     kept_links: list[Link] = []

@@ -80,6 +80,7 @@ def build_rack_aligned(
     leaf_links = spine_links = 0
     leaf_down_gbps = leaf_up_gbps = spine_up_gbps = 0.0
     spines_by_unit: list[list[str]] = []
+    per_spine = shape.leaf_uplinks // shape.spines_per_group  # a leaf's uplinks to each spine of its group
     for unit in units:
         unit_spines: list[str] = []
         for rail in range(1, shape.rails + 1):
@@ -103,10 +104,8 @@ def build_rack_aligned(
                 leaf_links += len(hosts)
                 for u in range(shape.leaf_uplinks):
                     port = len(pool) - shape.leaf_uplinks + u
-                    spine = spines[u // (shape.leaf_uplinks // shape.spines_per_group)]
-                    spine_port = (rack - 1) * (shape.leaf_uplinks // shape.spines_per_group) + u % (
-                        shape.leaf_uplinks // shape.spines_per_group
-                    )
+                    spine = spines[u // per_spine]
+                    spine_port = (rack - 1) * per_spine + u % per_spine
                     speed = pool.speed_gbps
                     _uplink(plan, "compute", 2, (leaf.name, pool.names[port], pool.cages[port]), spine.name, pool,
                             spine_port, speed)  # fmt: skip
