@@ -1,10 +1,7 @@
-"""Plan queries built once: the indexes views look links and devices up by, instead of each view looping over
-``plan.links`` again. Each index is built on first use (a 131,072-GPU plan has millions of links, and most builds
-need only some of them) and kept while the plan lives (``queries(plan)``, memo.per_plan). Link indexes are kept as
-compact arrays of positions in ``plan.links`` (a list of Python ints would cost 28 bytes a link more).
-
-The physical plan must be complete before the first query (plan/build.py never asks one): the derived models
-(analyses, burn-in, checkpoint model), the design rules and the views do.
+"""Plan queries built once: the indexes views look links up by, instead of each looping over ``plan.links`` again.
+Each is built on first use (a 131,072-GPU plan has millions of links; most builds need only some indexes) and kept
+while the plan lives, as compact arrays of positions in ``plan.links`` (a list of ints costs 28 bytes a link more).
+Only a complete plan is queried: plan/build.py never asks.
 """
 
 from __future__ import annotations
