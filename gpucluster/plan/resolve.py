@@ -281,13 +281,9 @@ def _storage_network(loaded: LoadedDesign, server: GpuServer, fabric: _Fabric) -
     _has_fabric_ports(loaded, ("storage_network", "switch"), storage_switch, "the storage network")
     # an InfiniBand storage fabric is a subnet of its own with its own UFM pair (H100 RA Table 7: 4 UFM appliances,
     # Table 8: UFM-leaf splitters and UFM transceivers on both fabrics)
-    storage_managers = (
-        storage_network.fabric_managers
-        if storage_network.fabric_managers is not None
-        else fabric.managers
-        if fabric.manager
-        else 0
-    )
+    storage_managers = storage_network.fabric_managers
+    if storage_managers is None:
+        storage_managers = fabric.managers if fabric.manager else 0
     storage_manager: Appliance | None = None
     if storage_managers and storage_switch.technology in DEFAULT_FABRIC_MANAGER:
         storage_manager = loaded.catalog.get(DEFAULT_FABRIC_MANAGER[storage_switch.technology], Appliance)
@@ -546,19 +542,10 @@ def _management(loaded: LoadedDesign, server: GpuServer, object_block: StorageBl
     mgmt, catalog = loaded.design.management, loaded.catalog
     # the fastest port the in-band network takes: the servers' and head nodes' in-band ports and the object store's
     # (its S3 traffic runs on in-band); 200G ports take SN5600 ports split in two by 1:2 splitter fibres
-    inband_speed = max(
-        (
-            g.speed_gbps
-            for part, role in (
-                (server, "inband"),
-                (catalog.get(mgmt.management_server, Appliance), "inband"),
-                (object_block, "storage"),
-            )
-            if part is not None
-            for g in part.port_groups(role)
-        ),
-        default=100,
-    )
+    head_node = catalog.get(mgmt.management_server, Appliance)
+    groups = server.port_groups("inband") + head_node.port_groups("inband")
+    groups += object_block.port_groups("storage") if object_block else []
+    inband_speed = max((g.speed_gbps for g in groups), default=100)
     inband_switch = _switch(
         loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
     )
