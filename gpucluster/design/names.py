@@ -1,8 +1,6 @@
 """Names the design gives to objects of other systems (Slurm's cluster, Kubernetes objects), checked against
-those systems' own rules when the design is read, so a build never writes a name the system refuses.
-
-The Slurm writer takes its ClusterName from here (slurm_cluster_name); kubernetes_object_names lists the names
-the Kubernetes writer derives from the design, by kind.
+those systems' own rules when the design is read, so a build never writes a name the system refuses; the writers
+take the names from here.
 """
 
 from __future__ import annotations
