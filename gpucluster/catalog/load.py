@@ -40,12 +40,13 @@ class Catalog:
 
     def citation(self, part_id: str, field_name: str) -> str | None:
         """The source of one fact, resolved from its tag to the citation text."""
-        part = self.parts[part_id]
-        sources = part.sources
-        tag = sources.get(field_name) or sources.get(field_name.split(".")[0])
-        if tag is None:
-            return None
-        return self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
+        tag = source_tag(self.parts[part_id], field_name)
+        return None if tag is None else self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
+
+
+def source_tag(part: AnyPart, field_name: str) -> str | None:
+    """The source a part gives one fact: the field's own, else its nested model's (``gpu`` for ``gpu.tdp_w``)."""
+    return part.sources.get(field_name) or part.sources.get(field_name.split(".")[0])
 
 
 def _packaged_files() -> list[Path]:
