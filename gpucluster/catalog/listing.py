@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.load import Catalog, source_tag
 from gpucluster.catalog.schema import (
     AnyPart,
     Appliance,
@@ -188,7 +188,7 @@ def catalog_lines(catalog: Catalog, kind: str | None = None, *, citations: bool 
             lines.append("      " + "; ".join(text for _field, text in figures))
             sources = []
             for field_name, _text in figures:
-                cited = catalog.citation(part.id, field_name) if citations else _tag(part, field_name)
+                cited = catalog.citation(part.id, field_name) if citations else source_tag(part, field_name)
                 if cited and cited not in sources:
                     sources.append(cited)
             if citations:
@@ -196,8 +196,3 @@ def catalog_lines(catalog: Catalog, kind: str | None = None, *, citations: bool 
             else:
                 lines.append("      sources: " + (" | ".join(sources) if sources else "none cited"))
     return lines
-
-
-def _tag(part: AnyPart, field_name: str) -> str | None:
-    sources = part.sources
-    return sources.get(field_name) or sources.get(field_name.split(".")[0])

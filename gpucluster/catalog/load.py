@@ -11,25 +11,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from gpucluster.catalog.schema import (
-    AnyPart,
-    Appliance,
-    Cable,
-    CatalogFile,
-    Cdu,
-    CoolantPart,
-    GpuServer,
-    Nic,
-    NvlinkSwitchTray,
-    Pdu,
-    PowerShelf,
-    Rack,
-    RackSystem,
-    StorageBlock,
-    Switch,
-    Transceiver,
-    uncited_fields,
-)
+from gpucluster.catalog.schema import AnyPart, CatalogFile, CoolantPart, RackSystem, uncited_fields
 from gpucluster.errors import DesignError, Problem
 from gpucluster.inputs.yamlsource import Positions, load_yaml_with_positions, locate
 
@@ -58,30 +40,13 @@ class Catalog:
 
     def citation(self, part_id: str, field_name: str) -> str | None:
         """The source of one fact, resolved from its tag to the citation text."""
-        part = self.parts[part_id]
-        sources = part.sources
-        tag = sources.get(field_name) or sources.get(field_name.split(".")[0])
-        if tag is None:
-            return None
-        return self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
+        tag = source_tag(self.parts[part_id], field_name)
+        return None if tag is None else self.source_text.get(f"{self.origin[part_id]}:{tag}", tag)
 
 
-KINDS = (
-    GpuServer,
-    Switch,
-    Appliance,
-    StorageBlock,
-    Nic,
-    Transceiver,
-    Cable,
-    Rack,
-    Pdu,
-    NvlinkSwitchTray,
-    PowerShelf,
-    RackSystem,
-    Cdu,
-    CoolantPart,
-)
+def source_tag(part: AnyPart, field_name: str) -> str | None:
+    """The source a part gives one fact: the field's own, else its nested model's (``gpu`` for ``gpu.tdp_w``)."""
+    return part.sources.get(field_name) or part.sources.get(field_name.split(".")[0])
 
 
 def _packaged_files() -> list[Path]:
@@ -108,23 +73,17 @@ def _load(files: tuple[Path, ...]) -> Catalog:
                 loc = tuple(error["loc"])
                 if len(loc) > 2 and loc[0] == "parts":  # drop the part kind pydantic adds (parts.0.gpu_server.model)
                     loc = loc[:2] + loc[3:]
-                problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), error["msg"]))
+                problems.append(_problem(path, positions, loc, error["msg"]))
             continue
         for key, text in parsed.sources.items():
             catalog.source_text[f"{path.name}:{key}"] = text
         for index, part in enumerate(parsed.parts):
             for name in uncited_fields(part):
-                loc = ("parts", index, name)
-                problems.append(
-                    Problem(str(path), *locate(positions, loc), _dotted(loc), "no source cited in 'sources'")
-                )
+                problems.append(_problem(path, positions, ("parts", index, name), "no source cited in 'sources'"))
             for name, tag in part.sources.items():
-                if _cites(tag, parsed.sources):
-                    continue
-                loc = ("parts", index, "sources", name)
-                problems.append(
-                    Problem(str(path), *locate(positions, loc), _dotted(loc), f"unknown source tag {tag!r}")
-                )
+                if not _cites(tag, parsed.sources):
+                    loc = ("parts", index, "sources", name)
+                    problems.append(_problem(path, positions, loc, f"unknown source tag {tag!r}"))
             catalog.parts[part.id] = part
             catalog.origin[part.id] = path.name
             located[part.id] = (path, positions, index)
@@ -147,7 +106,7 @@ def _coolant_references(catalog: Catalog, located: dict[str, tuple[Path, Positio
                 loc = ("parts", index, "coolant_parts", i, "part")
                 allowed = ", ".join(known) or "none in the catalog"
                 message = f"{count.part!r} is not a coolant_part of the catalog; the coolant parts are: {allowed}"
-                problems.append(Problem(str(path), *locate(positions, loc), _dotted(loc), message))
+                problems.append(_problem(path, positions, loc, message))
     return problems
 
 
@@ -163,5 +122,5 @@ def _cites(value: str, tags: dict[str, str]) -> bool:
     return bool(value.strip())
 
 
-def _dotted(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(p) for p in loc)
+def _problem(path: Path, positions: Positions, loc: tuple[int | str, ...], message: str) -> Problem:
+    return Problem(str(path), *locate(positions, loc), ".".join(str(p) for p in loc), message)

@@ -1,15 +1,8 @@
 """Typed parts catalog: every hardware fact lives here once, with its source beside it.
 
-A catalog file is YAML with two top-level keys:
-
-``sources``
-    tag -> citation (URL or document name); parts cite these tags.
-``parts``
-    a list of parts; ``kind`` selects the model below.
-
-Every part carries ``sources``: field name (dotted for nested values, e.g. ``gpu.tdp_w``)
--> a tag from the file's ``sources``, a URL, or ``"derived: <arithmetic>"``. Every measured
-field that is set must be cited; :func:`uncited_fields` finds the ones that are not.
+A catalog file's ``sources`` map tags to citations; each of its ``parts`` (``kind`` selects the model) cites every
+measured field it sets (dotted for nested values, ``gpu.tdp_w``) by a tag, a URL or ``"derived: <arithmetic>"``;
+:func:`uncited_fields` finds the ones that do not (docs/catalog.md).
 """
 
 from __future__ import annotations
@@ -155,33 +148,30 @@ class PortGroup(_Strict):
     def port_count(self) -> int:
         return self.cages * self.ports_per_cage
 
-    def port_names(self) -> list[tuple[str, int]]:
-        """(name, 1-based cage within the group) of every logical port, in group order."""
-        names = []
-        index = 0
+    def _name_fields(self) -> list[tuple[dict[str, int], int]]:
+        """The name_format fields of every logical port, in group order, with its 1-based cage in the group."""
+        fields = []
         for cage in range(1, self.cages + 1):
             for sub in range(1, self.ports_per_cage + 1):
-                index += 1
-                number = cage - 1 + self.number_from
-                names.append((self.name_format.format(cage=number, sub=sub, sub0=sub - 1, index=index), cage))
-        return names
+                index = (cage - 1) * self.ports_per_cage + sub
+                fields.append(
+                    ({"cage": cage - 1 + self.number_from, "sub": sub, "sub0": sub - 1, "index": index}, cage)
+                )
+        return fields
+
+    def port_names(self) -> list[tuple[str, int]]:
+        """(name, 1-based cage within the group) of every logical port, in group order."""
+        return [(self.name_format.format(**fields), cage) for fields, cage in self._name_fields()]
 
     def split_port_names(self) -> list[tuple[str, str]]:
         """The two half-speed ports of every logical port, in group order (empty when the ports do not split)."""
-        if self.split_name_format is None:
+        split = self.split_name_format
+        if split is None:
             return []
-        halves = []
-        index = 0
-        for cage in range(1, self.cages + 1):
-            for sub in range(1, self.ports_per_cage + 1):
-                index += 1
-                fields = {"cage": cage - 1 + self.number_from, "sub": sub, "sub0": sub - 1, "index": index}
-                first, second = (
-                    self.split_name_format.format(**fields, half=half, lane0=2 * (sub - 1) + half - 1)
-                    for half in (1, 2)
-                )
-                halves.append((first, second))
-        return halves
+        return [
+            (split.format(**f, half=1, lane0=2 * f["sub0"]), split.format(**f, half=2, lane0=2 * f["sub0"] + 1))
+            for f, _cage in self._name_fields()
+        ]
 
     def plane_port_names(self) -> list[tuple[str, int, int]]:
         """(name, 1-based cage, plane) of every port a multi-plane Ethernet fabric uses: each logical port
@@ -193,9 +183,9 @@ class PortGroup(_Strict):
     def _device_lists_match_ports(self) -> PortGroup:
         if self.port_count > MAX_PORTS_PER_DEVICE:
             raise ValueError(f"{self.port_count} ports; at most {MAX_PORTS_PER_DEVICE} per device are supported")
-        last = self.number_from + self.cages - 1
-        for cage, sub, index in ((self.number_from, 1, 1), (last, self.ports_per_cage, self.port_count)):
-            _check_port_name("name_format", self.name_format.format(cage=cage, sub=sub, sub0=sub - 1, index=index))
+        ports = self.port_names()
+        for name, _cage in (ports[0], ports[-1]):
+            _check_port_name("name_format", name)
         halves = self.split_port_names()
         for name in (*halves[0], *halves[-1]) if halves else ():
             _check_port_name("split_name_format", name)
@@ -522,11 +512,8 @@ class CoolantCount(_Strict):
 
 
 class RackSystem(_Part):
-    """A rack-scale NVLink system (GB200/GB300 NVL72): bought, placed and powered as one rack, one NVLink domain.
-
-    The trays are catalog parts of their own; this part says how many of each the rack holds, where they
-    stand, how the shelves' redundancy works, and the rack's cooling figures.
-    """
+    """A rack-scale NVLink system (GB200/GB300 NVL72): bought, placed and powered as one rack, one NVLink domain;
+    its trays are parts of their own, this part says how many of each stand where, and the rack's cooling."""
 
     kind: Literal["rack_system"]
     rack: str = Field(description="catalog id of the rack it ships in")
@@ -655,11 +642,8 @@ _UNCITED_OK = {
 
 
 def uncited_fields(part: _Part) -> list[str]:
-    """Fields of a part that are set but cite no source (every fact must have one).
-
-    A nested model (``gpu``, ``cpu``, ``psus``) is cited either as a whole (``gpu``) or field by
-    field (``gpu.tdp_w``); lists of port groups are cited as a whole (``ports``).
-    """
+    """Fields of a part that are set but cite no source; a nested model (``gpu``) is cited whole or field by field
+    (``gpu.tdp_w``), port groups as a whole (``ports``)."""
     cited = set(part.sources)
     missing = []
     for name in sorted(part.model_fields_set - _UNCITED_OK):

@@ -55,21 +55,12 @@ def load_design(path: Path | str, data_dirs: Sequence[Path | str] = ()) -> Loade
     if design.bom.price_list is not None:
         prices = _side_file(path, positions, folders, ("bom", "price_list"), design.bom.price_list, (".csv",))
         load_price_list(prices)  # its own located errors, before anything is planned
-    catalog = load_catalog(catalog_files)
-    loaded = LoadedDesign(design, catalog, path, positions)
-    problems = check_references(loaded)
-    if problems:
-        raise DesignError(problems)
-    return loaded
+    return check_references(LoadedDesign(design, load_catalog(catalog_files), path, positions))
 
 
 def design_from_model(design: Design, catalog: Catalog | None = None) -> LoadedDesign:
     """Wrap a Design built in Python (design as code) so it can be planned like a loaded file."""
-    loaded = LoadedDesign(design, catalog or load_catalog(), Path(f"<{design.name}>"), {})
-    problems = check_references(loaded)
-    if problems:
-        raise DesignError(problems)
-    return loaded
+    return check_references(LoadedDesign(design, catalog or load_catalog(), Path(f"<{design.name}>"), {}))
 
 
 def _side_file(
@@ -123,15 +114,17 @@ _REFERENCES: list[tuple[tuple[str, ...], type | tuple[type, ...], str]] = [
 ]
 
 
-def check_references(loaded: LoadedDesign) -> list[Problem]:
+def check_references(loaded: LoadedDesign) -> LoadedDesign:
     """Every catalog id a design names exists and is of the right kind, and every name the design gives Slurm
-    and Kubernetes objects is one they accept."""
+    and Kubernetes objects is one they accept; else a DesignError."""
     problems = _unknown_references(loaded)
     if not problems:
         part = loaded.catalog.parts.get(loaded.design.compute.server)
         server_id = part.compute_tray if isinstance(part, RackSystem) else loaded.design.compute.server
         problems = name_problems(loaded.design, server_id, loaded.where)
-    return problems
+    if problems:
+        raise DesignError(problems)
+    return loaded
 
 
 def _unknown_references(loaded: LoadedDesign) -> list[Problem]:
@@ -144,14 +137,8 @@ def _unknown_references(loaded: LoadedDesign) -> list[Problem]:
             continue
         if not isinstance(loaded.catalog.parts.get(str(value)), kind):
             choices = loaded.catalog.ids(kind)
-            hint = _did_you_mean(str(value), choices)
-            problems.append(
-                Problem(
-                    *loaded.where(*loc),
-                    ".".join(loc),
-                    f"unknown {noun} {_shown(value)}{hint}; the catalog has: {', '.join(choices)}",
-                )
-            )
+            message = f"unknown {noun} {_shown(value)}{_did_you_mean(str(value), choices)}; the catalog has: "
+            problems.append(Problem(*loaded.where(*loc), ".".join(loc), message + ", ".join(choices)))
     return problems
 
 

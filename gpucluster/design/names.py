@@ -1,8 +1,6 @@
 """Names the design gives to objects of other systems (Slurm's cluster, Kubernetes objects), checked against
-those systems' own rules when the design is read, so a build never writes a name the system refuses.
-
-The Slurm writer takes its ClusterName from here (slurm_cluster_name); kubernetes_object_names lists the names
-the Kubernetes writer derives from the design, by kind.
+those systems' own rules when the design is read, so a build never writes a name the system refuses; the writers
+take the names from here.
 """
 
 from __future__ import annotations
@@ -10,13 +8,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 
-from gpucluster.design.schema import SLURM_CLUSTER_NAME_MAX_CHARS, Design
+from gpucluster.design.schema import DNS1123_LABEL_RE, SLURM_CLUSTER_NAME_MAX_CHARS, Design
 from gpucluster.errors import Problem
 
 # Kubernetes' name rules (k8s.io/apimachinery/pkg/util/validation): a DNS-1123 label (namespaces, most
 # built-in objects' names), a DNS-1123 subdomain (custom resources' metadata.name, Kueue's cohortName and
 # clusterQueue references) and a label value.
-DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+DNS1123_LABEL = re.compile(DNS1123_LABEL_RE)
 DNS1123_SUBDOMAIN = re.compile(r"(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 LABEL_VALUE = re.compile(r"(?=.{0,63}$)([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 NAME_RULES = {

@@ -371,7 +371,7 @@ class Management(_Section):
     management_servers: int = Field(4, ge=1, le=64, description="head nodes (cluster manager, scheduler controllers)")
 
 
-_RFC1123_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # Kubernetes namespace / object name segment
+DNS1123_LABEL_RE = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"  # a Kubernetes namespace / object name segment
 # slurmdbd names its MySQL tables "<ClusterName>_<table>", the longest "<ClusterName>_assoc_usage_month_table"
 # (Slurm's src/plugins/accounting_storage/mysql/accounting_storage_mysql.c), and MySQL names are at most 64
 # characters: 64 - 24 leaves 40 for the cluster name, given or derived from the design name.
@@ -562,7 +562,7 @@ class Team(_Section):
     """A team's GPU quota on Kubernetes, as Run:ai manages it (deserved quota, over-quota limit), mapped onto
     a Kueue ClusterQueue in the cluster's cohort."""
 
-    name: str = Field(pattern=_RFC1123_LABEL, description="team name: its namespace, ClusterQueue and LocalQueue")
+    name: str = Field(pattern=DNS1123_LABEL_RE, description="team name: its namespace, ClusterQueue and LocalQueue")
     gpus: int = Field(ge=0, le=MAX_GPUS, description="guaranteed GPUs (Kueue nominalQuota; Run:ai 'deserved' quota)")
     borrowing_limit_gpus: int | None = Field(
         None,

@@ -1,16 +1,11 @@
 """Folded-Clos (fat-tree) construction, generalised the way the DGX SuperPOD RA builds its fabrics.
 
-Host ports arrive in *leaf groups* (for the compute fabric one group per scalable unit and rail,
-which makes the tree rail-optimized). Each group gets as many leaves as its size needs at the
-group's oversubscription; then tiers are added until one tier can reach every block below it:
-
-* a tier that can reach every child (``children <= radix``) is the top: ``T`` switches, each
-  child spreading its uplinks evenly over them (``T`` divides every child's uplink count), and
-  ``T`` is the smallest such number whose ports suffice. This reproduces the RA's tables,
-  including the 16 spines (not 12) of a 3-SU H100 fabric;
-* otherwise children are grouped into blocks of ``radix/2`` (whole scalable units where
-  possible) and each block gets one switch per child uplink position, half its ports down and
-  half up (non-blocking above the leaf), as in a k-ary n-tree.
+Host ports arrive in *leaf groups* (the compute fabric's: one per scalable unit and rail, so the tree is
+rail-optimized), each on as many leaves as its oversubscription needs; tiers are then added until one reaches
+every child below it. That top tier has the fewest ``T`` switches whose ports suffice and that divide every
+child's uplinks evenly (the RA's tables, 16 spines and not 12 for a 3-SU H100 fabric); below it, children are
+grouped in blocks of ``radix/2`` (whole scalable units where possible), each block with one switch per child
+uplink position, half its ports down and half up, as in a k-ary n-tree.
 """
 
 from __future__ import annotations
@@ -111,10 +106,7 @@ def port_slots(hosts: Sequence[HostPort], pool: PortPool) -> int:
     """Logical switch ports the hosts take (a split port serves two; a cage that breaks out whole may skip ports)."""
     if not _any_splits(hosts, pool):  # each host takes the next whole port
         return len(hosts)
-    placer = _Placer.on(pool)
-    for host in hosts:
-        placer.place(host)
-    return placer.port
+    return max(index for index, _half in _placements(hosts, pool)) + 1
 
 
 def _any_splits(hosts: Sequence[HostPort], pool: PortPool) -> bool:
@@ -167,12 +159,8 @@ def _pool(part: Switch, *roles: str) -> PortPool:
 
 
 def leaf_host_ports(leaf_part: Switch, oversubscription: float = 1.0) -> int:
-    """Host ports a leaf takes while keeping its oversubscription (one per port of its host-facing pool,
-    as the planner attaches hosts): what sizes a rail group.
-
-    An SN5600 or SN5610 (64 x 800G cages run as 128 x 400G) serves 64 hosts at 400G with 64 x 400G up, so
-    one rail leaf serves 64 nodes, as the Spectrum-X B300 RA groups them; a QM9700 (64 x 400G) serves 32.
-    """
+    """Host ports a leaf takes while keeping its oversubscription: what sizes a rail group (an SN5600's 128 x 400G
+    serve 64 hosts, as the Spectrum-X B300 RA groups them; a QM9700's 64 x 400G serve 32)."""
     if leaf_part.port_groups("access"):
         return len(_pool(leaf_part, "access"))
     pool = _pool(leaf_part, "fabric")
@@ -216,31 +204,20 @@ def build_clos(
 ) -> ClosResult:
     """Add the switches and links of one network to the plan and return its tiers.
 
-    ``leaf_part`` serves the hosts; ``upper_part`` (default: the same model) forms the tiers
-    above. A leaf model with separate access and uplink ports (SN2201) takes hosts on its
-    access ports and ``leaf_uplinks`` of its uplink ports (default all of them). ``plane`` builds one
-    plane of a multi-plane fabric: its switches are named ``<network>-p<plane>-...`` and carry the plane. On a leaf
-    without separate uplink ports, ``leaf_uplinks`` is the fewest uplinks a leaf takes (as far as its free
-    ports go), so that leaves with an odd host count still give the tier above an even number to spread.
+    ``upper_part`` (default ``leaf_part``) forms the tiers above the leaves. A leaf with separate access and uplink
+    ports (SN2201) takes ``leaf_uplinks`` of its uplinks (default all); on other leaves ``leaf_uplinks`` is the
+    fewest a leaf takes, so leaves with an odd host count still give the tier above an even number to spread.
+    ``plane`` builds one plane of a multi-plane fabric (switches ``<network>-p<plane>-...``).
+    ``fewest_upper_switches`` (rack-scale SuperPODs): a leaf takes the uplink count that needs the fewest switches
+    above it (29 hosts on 30 uplinks over 10 spines, not 32 over 16), and the tier above takes blocks of radix/2 in
+    order across scalable units. ``top``: another network's top switches that take the leaves' uplinks on their
+    free ports (the RA's out-of-band uplinks into the in-band core). ``one_switch=False`` keeps each group on
+    leaves of its own (a bonded pair's two sides).
 
-    ``fewest_upper_switches`` (rack-scale SuperPODs): a leaf takes the uplink count, from what its hosts need to
-    what its free ports allow, that needs the fewest switches above it (29 hosts on 30 uplinks spread over 10
-    spines, not 32 over 16), and the tier above the leaves groups them into blocks of radix/2 in order, across
-    scalable units, so every block switch has all its ports in use.
-
-    ``top`` names existing switches (another network's top tier, as the RA uplinks its out-of-band switches into
-    the in-band core) that take the leaves' uplinks on their free ports instead of tiers of this network's own.
-    ``one_switch=False`` keeps each group on leaves of its own even where one switch could take every host port (a
-    bonded pair's two sides on two leaves).
-
-    ``final_units`` is the growth reserve: the number of units (the groups' ``su`` values) the network will
-    serve at its final size. The tiers above the leaves are then built for that size, the RA's way of growing
-    a SuperPOD: as many spines (and cores) as the final leaves need, each child's uplinks spread over all of
-    them on ports that do not depend on how many children there are now, so a phase adds leaves and their
-    uplinks without re-cabling a port. ``final_groups`` is the stronger form every network with hosts uses: the
-    groups as they will be at the final size (today's host ports among stand-ins for the hosts to come, in the
-    order they will come). The whole final network is built and then cut to the hosts there are now (see
-    _keep_built), so every phase up to the final size is a subset of one plan: a later phase only adds.
+    The growth reserve, the RA's way of growing a SuperPOD: ``final_units`` builds the tiers above the leaves for
+    that many units, each child's uplinks on ports that do not depend on today's count; ``final_groups`` (the
+    groups at the final size, stand-ins for the hosts to come) builds the whole final network and cuts it to
+    today's hosts (_keep_built), so every phase is a subset of one plan and a later phase only adds.
     """
     if final_groups:
         first_link, first_device = len(plan.links), len(plan.devices)
@@ -307,9 +284,8 @@ def _uplink_speed(plan: Plan, up_pool: PortPool, upper_part: Switch, top: Sequen
 
 def _keep_built(plan: Plan, final: ClosResult, first_link: int, first_device: int) -> ClosResult:
     """A network built at its final size (its links from ``first_link``, its switches from ``first_device`` on)
-    cut to what is built now: the host links of hosts the plan has (a stand-in for a host to come is no device),
-    the leaves with such a host, and tier by tier the switches a kept switch below uplinks to, with their links.
-    Every port stays where the final plan put it; the tiers' figures count what is kept."""
+    cut to the hosts the plan has now and, tier by tier, the switches they reach: every port stays where the final
+    plan put it; the tiers' figures count what is kept."""
     links = plan.links[first_link:]
     kept: set[str] = set()
     kept_links: list[Link] = []
@@ -596,15 +572,8 @@ def _build_upper_tiers(
             block_uplinks: list[tuple[str, str, int]] = []
             su = block[0].su if all(c.su == block[0].su for c in block) else None
             for j in range(positions):
-                switch = _add_switch(
-                    plan,
-                    name_of(tier_name, f"{b_index:0{max(2, bw)}d}-{j + 1:0{max(2, pw)}d}"),
-                    part,
-                    network,
-                    tier,
-                    None,
-                    plane,
-                )
+                suffix = f"{b_index:0{max(2, bw)}d}-{j + 1:0{max(2, pw)}d}"
+                switch = _add_switch(plan, name_of(tier_name, suffix), part, network, tier, None, plane)
                 switch.pod = b_index
                 switch.su = su
                 switches += 1
@@ -615,20 +584,9 @@ def _build_upper_tiers(
                     port_index = radix - block_size + k
                     block_uplinks.append((switch.name, pool.names[port_index], pool.cages[port_index]))
             next_children.append(_Child(block_uplinks, su, pool.speed_gbps))
-        result.tiers.append(
-            Tier(
-                network,
-                tier,
-                tier_name,
-                part.id,
-                switches,
-                links,
-                switches * block_size,
-                links * speed,
-                switches * block_size * pool.speed_gbps,
-                plane,
-            )
-        )
+        ups = switches * block_size
+        row = Tier(network, tier, tier_name, part.id, switches, links, ups, links * speed, ups * pool.speed_gbps, plane)
+        result.tiers.append(row)
         reserve = max(0, math.ceil(final / (radix // 2)) - len(blocks)) if reserve else 0
         children = next_children
         tier += 1
@@ -695,21 +653,11 @@ def merge_planes(results: Sequence[ClosResult]) -> list[Tier]:
     if len(results) == 1:
         return list(results[0].tiers)
     merged: list[Tier] = []
+    summed = ("switches", "down_links", "up_links", "down_gbps", "up_gbps")
     for tiers in zip(*(r.tiers for r in results), strict=True):
         first = tiers[0]
-        merged.append(
-            Tier(
-                first.network,
-                first.tier,
-                first.name,
-                first.switch_part,
-                sum(t.switches for t in tiers),
-                sum(t.down_links for t in tiers),
-                sum(t.up_links for t in tiers),
-                sum(t.down_gbps for t in tiers),
-                sum(t.up_gbps for t in tiers),
-            )
-        )
+        sums = [sum(getattr(t, name) for t in tiers) for name in summed]
+        merged.append(Tier(first.network, first.tier, first.name, first.switch_part, *sums))
     return merged
 
 

@@ -232,10 +232,6 @@ class RuleFacts(TypedDict):
     subnet_managers: list[SubnetManagerFacts]
 
 
-# Records of later stages that the plan holds (burn-in tests, each device's draw): typed here, below the plan, so
-# plan/model.py names them without importing the stages that make them.
-
-
 @dataclass(frozen=True, slots=True)
 class BurnInTest:
     """One acceptance test with its pass threshold, as the expected-results list holds it."""

@@ -50,12 +50,8 @@ class Connector:
 
 
 def cable_connectors(plan: Plan, cable: Cable) -> tuple[Connector, tuple[Connector, ...]]:
-    """The A connector and the B connector(s) of a cable.
-
-    The A end is the side all of the cable's links share (a splitter's twin-port switch cage), so a
-    splitter's two host plugs are its B end; a single-link cable keeps its link's orientation. Which
-    side that is, is the power budget's and the BOM's rule (cable_ends).
-    """
+    """The A connector and the B connector(s) of a cable: A is the side all its links share (cable_ends, a
+    splitter's switch cage), so a splitter's two host plugs are its B end; one link keeps its orientation."""
     links = [plan.links[i] for i in cable.links]
     first = links[0]
     if len(links) == 1:

@@ -1,15 +1,11 @@
 """The plan lock: what is built stays where it is.
 
-`gpucluster build` writes ``<design>.lock.json`` beside the design: every rack's place on the floor, every
-device's rack and U, every link's ports and every cable's id and labels. A later build of a revised design
-reads it: a device still in the design (same name, same part) keeps its rack and U, a rack its place, a link
-between two kept devices its ports, a cable over the same links its id; new equipment goes into free rack
-space (in the rack its kept neighbours stand in) and new racks at free floor positions. What the lock holds
-and the design no longer does is listed as removed (:func:`lock_changes`).
-
-The file is JSON with one record per line, sorted, so it diffs and merges well under version control. It is
-user input when read: bounded in size, checked against a strict schema, and a problem is reported at its
-line like a design's.
+`gpucluster build` writes ``<design>.lock.json`` beside the design: every rack's place, every device's rack and
+U, every link's ports and every cable's id and labels. A later build keeps them for a device still in the design
+(same name, same part), a link between two kept devices and a cable over the same links; new equipment goes into
+free space of its kept neighbours' rack, new racks onto free floor positions (docs/growth.md). The file is JSON,
+one sorted record per line, so it diffs and merges well; read as user input, bounded, strictly checked and
+located like a design.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ from gpucluster.plan.model import Device, Link, Plan, RackPlan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power.circuits import pdus_needed, pdus_to_keep_psus
 from gpucluster.plan.rack_scale import is_nvlink_port
-from gpucluster.plan.racks import pdu_suffixes, rack_inlets
+from gpucluster.plan.racks import pdu_suffixes, rack_inlets, rack_name
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
 
 LOCK_SCHEMA = "gpucluster-lock/1"
@@ -186,13 +182,11 @@ def _schema_problems(at: _Locator, errors: list[Any]) -> list[Problem]:
             f"expected {LOCK_SCHEMA!r} (write a new one with gpucluster build --relock)"
         )
         return [at.problem(("schema",) if found_schema else (), message)]
-    problems = []
-    for error in errors[:MAX_REPORTED]:
-        message = error["msg"]
-        if error["type"] == "extra_forbidden":
-            message = "unknown field: a lock holds only what gpucluster build writes"
-        problems.append(at.problem(tuple(error["loc"]), message))
-    return problems
+    unknown = "unknown field: a lock holds only what gpucluster build writes"
+    return [
+        at.problem(tuple(e["loc"]), unknown if e["type"] == "extra_forbidden" else e["msg"])
+        for e in errors[:MAX_REPORTED]
+    ]
 
 
 def _check_consistent(at: _Locator, lock: Lock) -> list[Problem]:
@@ -247,9 +241,8 @@ def _duplicate_cable_ids(at: _Locator, lock: Lock) -> list[Problem]:
 
 
 def _check_parts(at: _Locator, lock: Lock, parts: Mapping[str, Any]) -> list[Problem]:
-    """Every device's part is in the catalog the design is built with, and every link end is a port that part
-    has: the lock is checked as input here, so a hand-edited port is its own error, not the catalog's or the
-    site's later on."""
+    """Every device's part is in the catalog, and every link end a port that part has: a hand-edited port is the
+    lock's error here, not the catalog's or the site's later on."""
     problems = []
     ports_of: dict[str, tuple[Any, frozenset[str]]] = {}  # device -> its part and the part's port names
     by_part: dict[str, frozenset[str]] = {}
@@ -314,14 +307,6 @@ class _Floor:
             if position >= self.per_row:
                 row, position = row + 1, 0
         return row, position
-
-
-def rack_name(row: int, position: int) -> str:
-    letters, n = "", row + 1
-    while n:
-        n, rem = divmod(n - 1, 26)
-        letters = chr(ord("A") + rem) + letters
-    return f"{letters}{position + 1:02d}"
 
 
 @dataclass
@@ -422,20 +407,7 @@ def _place_kept(plan: Plan, lock: Lock, kept: set[str], locked_device: dict[str,
         entry = locked_device[name]
         spec = locked_rack[entry.rack]
         template = plan.racks[plan.devices[name].rack]
-        home_rack = racks.open(
-            RackPlan(
-                name=spec.name,
-                part=spec.part,
-                row=spec.row,
-                position=spec.position,
-                x_mm=spec.x_mm,
-                y_mm=spec.y_mm,
-                purpose=spec.purpose,
-                height_u=spec.height_u,
-                su=spec.su,
-            ),
-            template,
-        )
+        home_rack = racks.open(RackPlan(**spec.model_dump()), template)
         device = plan.devices[name]
         if math.ceil(device.u_height) and not racks.fits_at(home_rack, device, entry.u):
             raise ValueError(
@@ -468,22 +440,10 @@ def _rack_for_new(
     rack = new_rack_of.get(planned.name)
     if rack is None:
         floor = racks.floor
-        row, position = (
-            (planned.row, planned.position)
-            if (planned.row, planned.position) not in floor.taken and planned.name not in floor.names
-            else floor.free_from(planned.row, planned.position)
-        )
-        fresh = RackPlan(
-            name=rack_name(row, position),
-            part=planned.part,
-            row=row,
-            position=position,
-            x_mm=float(position * floor.pitch_mm),
-            y_mm=float(row * floor.row_pitch_mm),
-            purpose=planned.purpose,
-            height_u=planned.height_u,
-            su=planned.su,
-        )
+        row, position = floor.free_from(planned.row, planned.position)
+        x_mm, y_mm = float(position * floor.pitch_mm), float(row * floor.row_pitch_mm)
+        fresh = replace(planned, name=rack_name(row, position), row=row, position=position, x_mm=x_mm, y_mm=y_mm)
+        fresh.devices, fresh.pdus = [], []
         rack = new_rack_of[planned.name] = racks.open(fresh, planned)
     if not racks.fits_at(rack, device, device.u_position):
         u = racks.free_u(rack, device)
@@ -494,11 +454,9 @@ def _rack_for_new(
 
 
 def _settle_pdus(plan: Plan, lock: Lock, final: dict[str, RackPlan], carried: dict[str, list[str]]) -> None:
-    """Every final rack gets the PDUs its whole load needs (counted as the racks were: plan/power/circuits.py),
-    the lock's PDUs of that rack first under their locked names, then new ones named after their feeds. Each is a
-    planned PDU renamed (its out-of-band link comes with it): the ones brought to the rack most of their planned
-    rack's devices went to, then the ones other racks had over; a rack still short takes a new PDU, linked where the
-    lock links it or beside its rack-mates. Planned PDUs no rack needs are dropped with their links."""
+    """Every final rack gets the PDUs its whole load needs (plan/power/circuits.py), the lock's first under their
+    locked names. Each is a planned PDU renamed, with its out-of-band link: first those brought to the rack, then
+    others' spares; a rack still short takes a new PDU (_add_pdu). Planned PDUs no rack needs are dropped."""
     locked_pdus: defaultdict[str, list[str]] = defaultdict(list)
     for entry in lock.devices:
         if entry.name.startswith(f"{entry.rack}-pdu-"):
@@ -812,13 +770,11 @@ def keep_locked_cable_ids(plan: Plan, lock: Lock) -> None:
     highest number its network and rack have in the lock, so no id is ever given to two cables."""
     from gpucluster.plan.cables import cable_id
 
-    by_links: dict[frozenset[tuple[str, str, str, str, str]], str] = {}
     grouped: dict[str, set[tuple[str, str, str, str, str]]] = defaultdict(set)
     for entry in lock.links:
         if entry.cable is not None:
             grouped[entry.cable].add(locked_key(entry))
-    for cable_name, keys in grouped.items():
-        by_links[frozenset(keys)] = cable_name
+    by_links = {frozenset(keys): cable_name for cable_name, keys in grouped.items()}
     highest: dict[tuple[str, str], int] = defaultdict(int)
     for cable_name in grouped:
         match = _CABLE_NUMBER.match(cable_name)

@@ -1,19 +1,13 @@
 """The out-of-band management network: every BMC, switch and appliance management port and PDU on 1G
 access switches per cluster of racks, two uplinks each into the in-band network's top tier as the H100 RA cables
 them ("two uplinks per OOB to in-band", Table 8), or to aggregation switches of its own where that tier lacks the
-ports. The central racks' ports take the scalable units' access switches' free ports first, so that, as in the
-RA's 4-SU BOM (8 SN2201 for 4 SUs and the management racks), a central switch is added only for what is left.
+ports. The central racks' ports take the SUs' access switches' free ports first, so that, as in the RA's 4-SU BOM
+(8 SN2201 for 4 SUs and the management racks), a central switch is added only for what is left.
 
-Its size depends on the PDUs (each has a network port), the PDUs on each rack's load, and that load
-on the access switches standing in the rack: rack space for the switches is reserved first, growing
-until it covers every port, and the real switches take the reserved slots once the network is built.
-
-With a growth reserve (``compute_fabric.final_scalable_units``) the tier above the access switches is planned for
-the final size, as the compute fabric's spines and the in-band cores are: the in-band cores take the access
-switches' uplinks only if they have the ports for the final SUs' access switches beside the ports the in-band
-reserve keeps for its own leaves to come; otherwise an aggregation tier sized for the final SUs does from the
-start (its switches' rack positions reserved), so a phase adds access switches and their uplinks and re-cables no
-core port.
+Its size depends on the PDUs (each has a network port), they on each rack's load, and that on the access
+switches in the rack: their rack space is reserved first, grown until it covers every port. With a growth
+reserve the tier above them is planned for the final SUs (beside the core ports the in-band leaves to come
+keep), so a phase adds access switches and their uplinks and re-cables no core port.
 """
 
 from __future__ import annotations
@@ -42,14 +36,9 @@ def oob_ports(plan: Plan, catalog: Catalog, devices: list[Device]) -> list[HostP
             ports.append(HostPort(device.name, PDU_NETWORK_PORT, 0, 1.0, purpose="management"))
             continue
         pools = device_ports(catalog.parts[device.part])
-        for role in ("bmc", "mgmt"):
-            if role in pools:
-                ports.extend(
-                    HostPort(
-                        device.name, name, 0, pools[role].speed_gbps, purpose="bmc" if role == "bmc" else "management"
-                    )
-                    for name in pools[role].names
-                )
+        for role, purpose in (("bmc", "bmc"), ("mgmt", "management")):
+            if (pool := pools.get(role)) is not None:
+                ports += [HostPort(device.name, name, 0, pool.speed_gbps, purpose=purpose) for name in pool.names]
     return ports
 
 
@@ -106,11 +95,9 @@ def oob_floor_order(planner: RackPlanner, r: Resolved) -> list[str]:
 
 
 def inband_top(plan: Plan, r: Resolved, access_switches: int, inband_reserved_uplinks: int = 0) -> list[Device]:
-    """The in-band network's top-tier switches when they can take every out-of-band access switch's uplinks on
-    their free ports (spread evenly, as _uplink_to spreads them) at the uplinks' own speed (SN4600C cores take the
-    SN2201's 100G QSFP28 uplinks, as in the RA), else none: the uplinks then need aggregation switches of their own.
-    With a growth reserve, ``access_switches`` counts the final SUs' and ``inband_reserved_uplinks`` are the core
-    ports the in-band leaves to come will take, which the out-of-band uplinks must leave free."""
+    """The in-band top-tier switches when they can take every out-of-band access switch's uplinks on free ports at
+    the uplinks' own speed (SN4600C cores take the SN2201's 100G uplinks, as in the RA), else none (aggregation
+    switches then do). ``access_switches`` counts the final SUs'; ``inband_reserved_uplinks`` stay free."""
     switches = plan.switches("inband")
     tier = max((d.tier or 0 for d in switches), default=0)
     top = sorted((d for d in switches if d.tier == tier), key=lambda d: d.name) if tier > 1 else []
@@ -135,14 +122,10 @@ def reserve_oob_switches(
     in_rack: dict[str, list[Device]] | None = None,
     inband_reserved_uplinks: int = 0,
 ) -> dict[str, list[Device]]:
-    """Reserve rack space for the out-of-band switches each cluster needs.
-
-    Their number depends on the PDUs (each has a network port), and the PDUs on the rack load,
-    which the switches add to: grow the reservation until it covers every port. A rack-scale system
-    brings its own access switches (``in_rack``: NVLink domain -> the slots of its in-rack switches),
-    which serve its rack alone.
-    """
-    access_ports = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    """Reserve rack space for the out-of-band switches each cluster needs, grown until it covers every port (the
+    PDUs the switches' own load adds have ports too). ``in_rack``: NVLink domain -> the slots of a rack-scale
+    system's own access switches, which serve its rack alone."""
+    access_ports = _access_ports(r)
     reserved: dict[str, list[Device]] = dict(in_rack or {})
     catalog = planner.catalog
 
@@ -199,7 +182,7 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
     if sum(n for _su, n in leaves) <= 1:
         return 0
     scratch = Plan.scratch("scratch")
-    access = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    access = _access_ports(r)
     groups = [
         LeafGroup(f"g{i}", [HostPort(f"h{i}-{j}", "p", 0, 1.0) for j in range(access * n)], su=su)
         for i, (su, n) in enumerate(leaves)
@@ -230,14 +213,12 @@ def build_oob_network(
         ports = oob_ports(plan, planner.catalog, devices)
         groups.append(LeafGroup(name, ports, su=None if service else cluster.su, service=service))
     if not r.final_scalable_units:  # with a growth reserve the SUs' free access ports fill as the SUs grow
-        _spill_central(
-            plan, planner.catalog, groups, reserved, sum(g.port_count for g in r.oob_switch.port_groups("access"))
-        )
+        _spill_central(plan, planner.catalog, groups, reserved, _access_ports(r))
     systems = _system_racks(planner, order)
     for rack in systems:
         devices = [d for d in rack.devices if not d.name.startswith("~")]
         groups.append(LeafGroup(str(rack.nvlink_domain), oob_ports(plan, planner.catalog, devices), su=rack.su))
-    per_switch = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    per_switch = _access_ports(r)
     per_unit = [math.ceil(len(g.ports) / per_switch) for g in groups if g.su is not None and g.ports]
     access = _access_switches(groups, r) + access_switches_to_come(r, per_unit)
     result = _build(plan, r, groups, inband_top(plan, r, access, inband_reserved_uplinks))
@@ -258,9 +239,13 @@ def build_oob_network(
 
 def _access_switches(groups: list[LeafGroup], r: Resolved) -> int:
     """How many access switches build_clos makes of these groups (one when a single switch takes every port)."""
-    per_switch = sum(g.port_count for g in r.oob_switch.port_groups("access"))
+    per_switch = _access_ports(r)
     total = sum(len(g.ports) for g in groups)
     return 1 if total <= per_switch else sum(math.ceil(len(g.ports) / per_switch) for g in groups if g.ports)
+
+
+def _access_ports(r: Resolved) -> int:
+    return sum(g.port_count for g in r.oob_switch.port_groups("access"))
 
 
 def _spill_central(
@@ -280,6 +265,7 @@ def _spill_central(
         if g is not central and reserved.get(g.label)
     }
     targets = [g for g in groups if room.get(id(g), 0) > 0]
+    target_racks = [plan.racks[reserved[g.label][0].rack] for g in targets]
     nearest: dict[str, list[int]] = {}  # central rack -> targets, nearest first
     kept: list[HostPort] = []
     for port in central.ports:
@@ -289,10 +275,7 @@ def _spill_central(
             rack = plan.racks[device.rack]
             order = nearest[device.rack] = sorted(
                 range(len(targets)),
-                key=lambda i: (
-                    abs(plan.racks[reserved[targets[i].label][0].rack].x_mm - rack.x_mm)
-                    + abs(plan.racks[reserved[targets[i].label][0].rack].y_mm - rack.y_mm)
-                ),
+                key=lambda i: abs(target_racks[i].x_mm - rack.x_mm) + abs(target_racks[i].y_mm - rack.y_mm),
             )
         group = next((targets[i] for i in order if room[id(targets[i])] > 0), None)
         if group is None or run_length_m(plan, device, reserved[group.label][0], routing) > reach_m:

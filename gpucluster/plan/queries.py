@@ -1,10 +1,7 @@
-"""Plan queries built once: the indexes views look links and devices up by, instead of each view looping over
-``plan.links`` again. Each index is built on first use (a 131,072-GPU plan has millions of links, and most builds
-need only some of them) and kept while the plan lives (``queries(plan)``, memo.per_plan). Link indexes are kept as
-compact arrays of positions in ``plan.links`` (a list of Python ints would cost 28 bytes a link more).
-
-The physical plan must be complete before the first query (plan/build.py never asks one): the derived models
-(analyses, burn-in, checkpoint model), the design rules and the views do.
+"""Plan queries built once: the indexes views look links up by, instead of each looping over ``plan.links`` again.
+Each is built on first use (a 131,072-GPU plan has millions of links; most builds need only some indexes) and kept
+while the plan lives, as compact arrays of positions in ``plan.links`` (a list of ints costs 28 bytes a link more).
+Only a complete plan is queried: plan/build.py never asks.
 """
 
 from __future__ import annotations
@@ -93,18 +90,6 @@ class PlanQueries:
         return found
 
     @cached_property
-    def links_by_device(self) -> dict[str, array[int]]:
-        """Device -> the links at either end of it, in plan order."""
-        index: dict[str, array[int]] = {}
-        for i, link in enumerate(self._plan.links):
-            for name in (link.a_device, link.b_device):
-                members = index.get(name)
-                if members is None:
-                    members = index[name] = _positions()
-                members.append(i)
-        return index
-
-    @cached_property
     def link_cables(self) -> array[int]:
         """Link -> the position in ``plan.cables`` of the cable that carries it (-1: a backplane link, no cable; a
         link two cables name: the later one). Worked out over arrays: 700,000 cables at 131,072 GPUs."""
@@ -158,24 +143,6 @@ class PlanQueries:
                     if link.b_device not in leaves:
                         leaves.append(link.b_device)
         return result
-
-    @cached_property
-    def devices_by_rack(self) -> dict[str, list[str]]:
-        """Rack -> the devices standing in it (zero-U ones too), in plan order."""
-        index: dict[str, list[str]] = {}
-        for device in self._plan.devices.values():
-            if device.rack:
-                index.setdefault(device.rack, []).append(device.name)
-        return index
-
-    @cached_property
-    def devices_by_su(self) -> dict[int, list[str]]:
-        """Scalable unit -> its devices (GPU servers and SU leaves), in plan order."""
-        index: dict[int, list[str]] = {}
-        for device in self._plan.devices.values():
-            if device.su is not None:
-                index.setdefault(device.su, []).append(device.name)
-        return index
 
 
 @per_plan

@@ -5,11 +5,8 @@ leaf per compute rack (8) and 6 spines, and a core tier joining the groups; its 
 docs/sources/rack-scale.md) counts 2 SU 64 leaves / 48 spines / 18 cores up to 16 SU 512 / 384 / 144. The figures
 follow from the parts: a leaf takes one rack's trays on its rail (18 ports) and as many uplinks (non-blocking); a
 group's spines are the fewest that divide a leaf's uplinks evenly and, as many ports up as down, fit their radix
-(8 x 18 / 6 = 24 down, 24 up on a 64-port QM9700); the cores are as many as the spines' uplinks fill.
-
-Each spine's uplinks go round the cores in turn, numbered across the fabric, so every core takes a full radix of
-links and the six spines of a group reach every core. The cores are sized for the growth reserve's final size, and
-a spine's uplinks land on core ports that do not depend on how many units exist now.
+(8 x 18 / 6 = 24 down, 24 up on a 64-port QM9700); the cores are as many as the spines' uplinks fill, sized for
+the final size, each spine's uplinks going round them in turn (_add_cores).
 """
 
 from __future__ import annotations
@@ -69,10 +66,8 @@ def build_rack_aligned(
     managers: Sequence[HostPort],
     final_units: int,
 ) -> ClosResult:
-    """Leaves per (unit, rail, rack), spines per (unit, rail), cores for the final size.
-
-    `rack_groups` maps each unit to its racks' tray ports in rail order; `managers` (the UFM pair's ports) go
-    onto free ports of the first unit's leaves of rack 1, a pair of half-speed ports per split port, one rail each."""
+    """Leaves per (unit, rail, rack), spines per (unit, rail), cores for the final size. `rack_groups`: each unit's
+    racks' tray ports; `managers` (the UFM pair's ports) go onto free ports of rack 1's leaves, a split port a rail."""
     pool = device_ports(part)["fabric"]
     result = ClosResult()
     units = sorted(rack_groups)
@@ -80,6 +75,7 @@ def build_rack_aligned(
     leaf_links = spine_links = 0
     leaf_down_gbps = leaf_up_gbps = spine_up_gbps = 0.0
     spines_by_unit: list[list[str]] = []
+    per_spine = shape.leaf_uplinks // shape.spines_per_group  # a leaf's uplinks to each spine of its group
     for unit in units:
         unit_spines: list[str] = []
         for rail in range(1, shape.rails + 1):
@@ -103,10 +99,8 @@ def build_rack_aligned(
                 leaf_links += len(hosts)
                 for u in range(shape.leaf_uplinks):
                     port = len(pool) - shape.leaf_uplinks + u
-                    spine = spines[u // (shape.leaf_uplinks // shape.spines_per_group)]
-                    spine_port = (rack - 1) * (shape.leaf_uplinks // shape.spines_per_group) + u % (
-                        shape.leaf_uplinks // shape.spines_per_group
-                    )
+                    spine = spines[u // per_spine]
+                    spine_port = (rack - 1) * per_spine + u % per_spine
                     speed = pool.speed_gbps
                     _uplink(plan, "compute", 2, (leaf.name, pool.names[port], pool.cages[port]), spine.name, pool,
                             spine_port, speed)  # fmt: skip

@@ -1,10 +1,8 @@
 """Rack-scale NVLink systems (GB200/GB300 NVL72): each is one rack and one NVLink domain, placed whole.
 
-A rack system's compute trays are the plan's GPU servers (a tray is a Slurm node and a host); its NVLink
-switch trays, power shelves and in-rack management switches stand at the U positions of the system's
-elevation (catalog ``layout``). Nothing else goes into such a rack and a domain is never split. Every GPU has
-one NVLink link to every switch chip of its domain (18 per GPU, 1,296 per NVL72 rack), on the rack's copper
-backplane: those links are the ``nvlink`` network, counted and analysed but never cabled.
+Its compute trays are the plan's GPU servers; its switch trays, power shelves and management switches stand at
+the U positions of its catalog ``layout``, and nothing else goes into the rack. Every GPU's link to every switch
+chip (1,296 per NVL72 rack) is on the copper backplane: the ``nvlink`` network, counted but never cabled.
 """
 
 from __future__ import annotations
@@ -111,20 +109,9 @@ def add_nvlink_links(plan: Plan, system: RackSystem, domains: list[Domain]) -> N
             for g in range(gpus):
                 index = t * gpus + g
                 for c in range(system.nvlink_links_per_gpu):
-                    switch = domain.switch_trays[c // chips]
-                    links.append(
-                        Link(
-                            "nvlink",
-                            0,
-                            tray_name,
-                            gpu_ports[g * system.nvlink_links_per_gpu + c],
-                            switch,
-                            f"chip{c % chips + 1}-acp{index + 1}",
-                            speed,
-                            rail=None,
-                            purpose="gpu",
-                        )
-                    )
+                    port = gpu_ports[g * system.nvlink_links_per_gpu + c]
+                    chip_port = f"chip{c % chips + 1}-acp{index + 1}"
+                    links.append(Link("nvlink", 0, tray_name, port, domain.switch_trays[c // chips], chip_port, speed))
 
 
 def place_rack_systems(

@@ -1,10 +1,7 @@
 """Racks on the floor: every device at a U position, racks in rows with floor coordinates.
 
-Racks come in clusters: one per scalable unit (its compute racks with the SU's network rack in
-the middle, so server-to-leaf runs stay short) and one central cluster (spines and cores,
-storage, management), placed in the middle of the hall. Compute racks hold the largest number
-of servers that fits the rack's power budget, height and cooling and divides the SU evenly, which
-reproduces the RA's four DGX H100 or two DGX B200 per rack, or ``site.servers_per_rack``.
+Racks come in clusters: one per scalable unit (the SU's network rack in the middle of its compute racks, so
+server-to-leaf runs stay short) and a central one (top tiers, storage, management) in the middle of the hall.
 """
 
 from __future__ import annotations
@@ -75,8 +72,8 @@ def rack_fit(
 
 
 def servers_per_rack(fit: int, su: int) -> int:
-    """The largest count that fits and divides the scalable unit evenly, as the RA lays SUs out, unless that
-    leaves racks half empty (then the largest that fits)."""
+    """The largest count that fits and divides the scalable unit evenly, as the RA lays SUs out (four DGX H100 or
+    two DGX B200 a rack), unless that leaves racks half empty (then the largest that fits)."""
     if fit <= 0:
         return 0
     dividing = [n for n in range(fit, 0, -1) if su % n == 0]
@@ -134,11 +131,8 @@ class RackPlanner:
         return next((rack for rack in racks if rack.has_room(units, power, self.budget_w)), None)
 
     def layout(self, plan: Plan, order: list[str]) -> None:
-        """Name the racks by row and position, give them floor coordinates and record them in the plan.
-
-        Network racks go in the middle of their cluster; clusters fill rows in order, never
-        splitting one across rows unless it is longer than a row, and then snaking through its rows.
-        """
+        """Name the racks by row and position, give them floor coordinates and record them in the plan: network racks
+        in the middle of their cluster, clusters in rows in order, one longer than a row snaking through its rows."""
         pitch = self.site.rack_pitch_mm or self.rack_part.width_mm
         per_row = self.site.racks_per_row
         row, position = 0, 0
@@ -158,7 +152,7 @@ class RackPlanner:
                 # the central racks start a row of their own when scalable units follow them, and the units after
                 # them start the next row: a change to storage or management never moves a unit's racks, and the
                 # compute fabric's racks come first among the central ones, so it never moves them either
-                racks = sorted(cluster.racks, key=_central_rank)
+                racks = sorted(cluster.racks, key=lambda rack: _purpose_rank(rack.purpose))
                 if position and after:
                     row, position = row + 1, 0
             else:
@@ -174,9 +168,9 @@ class RackPlanner:
                 # came), so racks filled one after another stand side by side or across one aisle, never a row
                 # apart: a storage appliance's splitter cable to its leaf reaches 30 m at most
                 at = per_row - 1 - position if (row - first_row) % 2 else position
-                rack_name = f"{_row_letters(row)}{at + 1:02d}"
-                plan.racks[rack_name] = RackPlan(
-                    name=rack_name,
+                name_at = rack_name(row, at)
+                plan.racks[name_at] = RackPlan(
+                    name=name_at,
                     part=rack.part or self.rack_part.id,
                     row=row,
                     position=at,
@@ -194,7 +188,7 @@ class RackPlanner:
                     nvlink_domain=rack.nvlink_domain,
                 )
                 for device in rack.devices:
-                    device.rack = rack_name
+                    device.rack = name_at
                 position += 1
             reversed_row = first_row is not None and (row - first_row) % 2 == 1
             if ((name == CENTRAL and after) or reversed_row) and position:
@@ -209,10 +203,6 @@ def _purpose_rank(purpose: str) -> int:
     return _CENTRAL_ORDER.index(purpose) if purpose in _CENTRAL_ORDER else len(_CENTRAL_ORDER)
 
 
-def _central_rank(rack: _Rack) -> int:
-    return _purpose_rank(rack.purpose)
-
-
 def _network_in_middle(racks: list[_Rack]) -> list[_Rack]:
     compute = [r for r in racks if r.purpose == "compute"]
     other = [r for r in racks if r.purpose != "compute"]
@@ -223,13 +213,17 @@ def _network_in_middle(racks: list[_Rack]) -> list[_Rack]:
 
 
 def _row_letters(row: int) -> str:
-    letters = string.ascii_uppercase
     name = ""
     row += 1
     while row:
         row, rem = divmod(row - 1, 26)
-        name = letters[rem] + name
+        name = string.ascii_uppercase[rem] + name
     return name
+
+
+def rack_name(row: int, position: int) -> str:
+    """A rack's name from its 0-based row and position: A01, B12 ..., AA01 after row Z."""
+    return f"{_row_letters(row)}{position + 1:02d}"
 
 
 def add_pdus(
@@ -238,11 +232,8 @@ def add_pdus(
     redundancy: str,
     reserved: dict[str, Device],
 ) -> None:
-    """Zero-U PDUs in every rack, the model for its kind (compute or not) and as many as its load, outlets and
-    redundancy need (`count_for`); named after their feeds (a, b, c with N+1; a1, b1, a2 ... with 2N).
-
-    `reserved` holds the placeholders standing where out-of-band switches will go.
-    """
+    """Zero-U PDUs in every rack, of the model and count its kind, load, outlets and redundancy need (`count_for`),
+    named after their feeds; `reserved` holds the placeholders standing where out-of-band switches will go."""
     for rack in plan.racks.values():
         if rack.rack_system:
             continue  # power shelves on the rack's busbar, no PDUs
@@ -352,11 +343,10 @@ def pack_devices(plan: Plan, planner: RackPlanner, per_rack: int) -> None:
 
 
 def _place_central(planner: RackPlanner, central: Cluster, devices: list[tuple[str, Device]]) -> None:
-    """The central devices of a cluster too large for one central rack. The compute fabric's top tiers stand in
-    racks of their own; every other purpose's devices (management, storage) go as a group into the first such
-    rack with room for all of them, else into racks of their own. The RA's management rack holds the management
-    servers, storage arrays, UFM appliances and their switches together (H100 RA Table 7: 38 racks, 32 compute,
-    a leaf rack per SU and two more); one rack per purpose gave the 4-SU RA a seventh."""
+    """The central devices of a cluster too large for one central rack: the compute fabric's top tiers in racks of
+    their own, every other purpose's devices as a group into the first such rack with room for all, else racks of
+    their own. The RA's management rack holds management servers, storage, UFMs and their switches together (H100
+    RA Table 7: 38 racks, 32 compute, a leaf rack per SU and two more)."""
     groups: dict[str, list[Device]] = {}
     for purpose, device in devices:
         groups.setdefault(purpose, []).append(device)
@@ -377,15 +367,9 @@ def _storage_beside_its_leaves(
     central_devices: list[tuple[str, Device]], storage_hosts: list[tuple[str, str]]
 ) -> list[tuple[str, Device]]:
     """The central devices in placing order, each group of storage-network leaves racked right after the
-    appliances (and the storage fabric's UFM) cabled to them.
-
-    Racks fill in this order, so listing every appliance first and every leaf after them put a large
-    filesystem's leaves rows away from their appliances: at 131,072 GPUs 228 appliances and their leaves
-    filled 52 racks over three rows, and an appliance's 200G port needs a splitter cable that reaches 30 m
-    at most. A group is the appliances and leaves joined by host links (a dual-homed appliance joins its
-    a- and b-leaf); it takes the place of its first member, so a filesystem on one leaf pair keeps its order.
-    `storage_hosts` are the storage network's (host, leaf) links, gathered in pack_devices' one pass over the links.
-    """
+    appliances (and the storage fabric's UFM) cabled to them: all appliances first put a large filesystem's leaves
+    rows away, beyond the 30 m an appliance's 200G splitter cable reaches. A group (appliances and leaves joined by
+    `storage_hosts`, the storage network's host links) takes the place of its first member."""
     central = {device.name for _purpose, device in central_devices}
     groups: UnionFind[str] = UnionFind()
     leaves: set[str] = set()
@@ -415,10 +399,8 @@ def _by_su(planner: RackPlanner, name: str) -> tuple[int, str]:
 
 
 def floor_order(planner: RackPlanner, final_units: int = 0) -> list[str]:
-    """Scalable units in order (each pod's spine racks after its last SU) with the central cluster in
-    the middle of the hall. With a growth reserve (`final_units`) the units still to come are in the order
-    too, under names no cluster has (``su03`` ...), so the floor keeps their space free and the middle of
-    the hall is the middle of the final one."""
+    """Scalable units in order (each pod's spine racks after its last SU), the central cluster in the middle; the
+    units still to come (`final_units`) too, under names no cluster has, so the floor keeps their space free."""
     sus = [name for name in planner.clusters if name != CENTRAL]
     present = {planner.clusters[name].su for name in sus}
     sus += [f"su{unit:02d}" for unit in range(1, final_units + 1) if unit not in present]
@@ -428,10 +410,8 @@ def floor_order(planner: RackPlanner, final_units: int = 0) -> list[str]:
 
 
 def assign_nvlink_domains(plan: Plan) -> None:
-    """Servers whose NVLink domain spans several of them (NVL72-class systems) share it with the servers
-    racked beside them: ``nvlink_domain_gpus / gpus per server`` consecutive servers of one rack, the
-    domain's NVLink switch trays sitting in that rack. A server that is its own domain (HGX 8-GPU) keeps
-    ``nvlink_domain`` unset."""
+    """Servers whose NVLink domain spans several of them share it with the ``nvlink_domain_gpus / gpus per server``
+    servers racked beside them; a server that is its own domain (HGX 8-GPU) keeps ``nvlink_domain`` unset."""
     by_rack: dict[str, list[Device]] = {}
     for device in plan.gpu_nodes():
         if device.nvlink_domain is None:  # a rack-scale system's trays have theirs from plan/rack_scale.py

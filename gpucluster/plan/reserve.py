@@ -3,7 +3,7 @@ beyond the scalable units the design fills now (``compute_fabric.final_scalable_
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from gpucluster.catalog.ports import device_ports
@@ -45,10 +45,10 @@ def growth_reserve(plan: Plan) -> GrowthReserve | None:
         total = sum(len(device_ports(plan.part(d.name)).get("fabric", ())) for d in switches)
         ports[network] = (sum(used[d.name] for d in switches), total)
     racks_per_unit = Counter(r.su for r in plan.racks.values() if r.su is not None)
-    power_per_unit: dict[int, float] = {}
+    power_per_unit: defaultdict[int, float] = defaultdict(float)
     for rack in plan.racks.values():
         if rack.su is not None:
-            power_per_unit[rack.su] = power_per_unit.get(rack.su, 0.0) + rack.power_max_w
+            power_per_unit[rack.su] += rack.power_max_w
     fullest = max(power_per_unit.values(), default=0.0)
     now_kw = sum(r.power_max_w for r in plan.racks.values()) / 1000
     return GrowthReserve(
@@ -67,14 +67,11 @@ def reserve_line(reserve: GrowthReserve) -> str:
     ports = ", ".join(
         f"{network} {used:,} of {total:,}" for network, (used, total) in reserve.upper_ports.items() if total
     )
+    storage = reserve.storage_final_scalable_units
+    storage_note = f" (storage network for {storage})" if storage != reserve.final_scalable_units else ""
     return (
         f"growth reserve: planned for {reserve.final_scalable_units} scalable units, {reserve.scalable_units} built"
-        + (
-            f" (storage network for {reserve.storage_final_scalable_units})"
-            if reserve.storage_final_scalable_units != reserve.final_scalable_units
-            else ""
-        )
-        + f"; ports above the leaves in use: {ports}; {reserve.reserved_racks} floor positions kept free; IT power "
-        f"{reserve.it_power_max_kw:,.1f} kW now, about {reserve.it_power_final_kw:,.1f} kW at the final size "
+        f"{storage_note}; ports above the leaves in use: {ports}; {reserve.reserved_racks} floor positions kept free; "
+        f"IT power {reserve.it_power_max_kw:,.1f} kW now, about {reserve.it_power_final_kw:,.1f} kW at the final size "
         "(estimated from the fullest unit's racks)"
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
@@ -170,11 +170,8 @@ def _compute(loaded: LoadedDesign) -> _Compute:
         _fail(loaded, ("compute", "server"), f"{server.id} has no compute-fabric ports in the catalog")
     for role, network in (("storage", "storage network"), ("inband", "in-band management network")):
         if not server.port_groups(role):
-            _fail(
-                loaded,
-                ("compute", "server"),
-                f"{server.id} has no {role} ports in the catalog; the plan puts every GPU server on the {network}",
-            )
+            message = f"{server.id} has no {role} ports in the catalog; the plan puts every GPU server on the {network}"
+            _fail(loaded, ("compute", "server"), message)
     production = _production_servers(loaded, server)
     su = design.compute_fabric.scalable_unit_servers
     if system is not None:
@@ -268,11 +265,8 @@ def _compute_fabric(loaded: LoadedDesign, server: GpuServer) -> _Fabric:
     compute_switch = _switch(loaded, ("compute_fabric", "switch"), fabric.switch or DEFAULT_SWITCH[technology])
     wanted = switch_technology(technology)
     if compute_switch.technology != wanted:
-        _fail(
-            loaded,
-            ("compute_fabric", "switch"),
-            f"{compute_switch.id} is a {compute_switch.technology} switch; the compute fabric is {technology}",
-        )
+        message = f"{compute_switch.id} is a {compute_switch.technology} switch; the compute fabric is {technology}"
+        _fail(loaded, ("compute_fabric", "switch"), message)
     _has_fabric_ports(loaded, ("compute_fabric", "switch"), compute_switch, "the compute fabric")
     manager: Appliance | None = None
     managers = fabric.fabric_managers
@@ -310,11 +304,10 @@ def _spares(loaded: LoadedDesign, compute: _Compute, fabric: _Fabric) -> int:
             production, su, rails, manager, fabric.managers if manager and not fabric.own_leaf else 0
         )
     elif spares > production:
-        _fail(
-            loaded,
-            ("compute", "spare_servers"),
-            f"{spares} hot spares for {production} production servers; at most one spare per server ({production})",
+        message = (
+            f"{spares} hot spares for {production} production servers; at most one spare per server ({production})"
         )
+        _fail(loaded, ("compute", "spare_servers"), message)
     return spares
 
 
@@ -329,13 +322,9 @@ def _storage_network(loaded: LoadedDesign, server: GpuServer, fabric: _Fabric) -
     _has_fabric_ports(loaded, ("storage_network", "switch"), storage_switch, "the storage network")
     # an InfiniBand storage fabric is a subnet of its own with its own UFM pair (H100 RA Table 7: 4 UFM appliances,
     # Table 8: UFM-leaf splitters and UFM transceivers on both fabrics)
-    storage_managers = (
-        storage_network.fabric_managers
-        if storage_network.fabric_managers is not None
-        else fabric.managers
-        if fabric.manager
-        else 0
-    )
+    storage_managers = storage_network.fabric_managers
+    if storage_managers is None:
+        storage_managers = fabric.managers if fabric.manager else 0
     storage_manager: Appliance | None = None
     if storage_managers and storage_switch.technology in DEFAULT_FABRIC_MANAGER:
         storage_manager = loaded.catalog.get(DEFAULT_FABRIC_MANAGER[storage_switch.technology], Appliance)
@@ -594,19 +583,10 @@ def _management(loaded: LoadedDesign, server: GpuServer, object_block: StorageBl
     mgmt, catalog = loaded.design.management, loaded.catalog
     # the fastest port the in-band network takes: the servers' and head nodes' in-band ports and the object store's
     # (its S3 traffic runs on in-band); 200G ports take SN5600 ports split in two by 1:2 splitter fibres
-    inband_speed = max(
-        (
-            g.speed_gbps
-            for part, role in (
-                (server, "inband"),
-                (catalog.get(mgmt.management_server, Appliance), "inband"),
-                (object_block, "storage"),
-            )
-            if part is not None
-            for g in part.port_groups(role)
-        ),
-        default=100,
-    )
+    head_node = catalog.get(mgmt.management_server, Appliance)
+    groups = server.port_groups("inband") + head_node.port_groups("inband")
+    groups += object_block.port_groups("storage") if object_block else []
+    inband_speed = max((g.speed_gbps for g in groups), default=100)
     inband_switch = _switch(
         loaded, ("management", "inband_switch"), mgmt.inband_switch or ("sn4600c" if inband_speed <= 100 else "sn5600")
     )
@@ -614,11 +594,8 @@ def _management(loaded: LoadedDesign, server: GpuServer, object_block: StorageBl
     oob_switch = _switch(loaded, ("management", "oob_switch"), mgmt.oob_switch)
     oob_ports = {role: sum(g.port_count for g in oob_switch.port_groups(role)) for role in ("access", "uplink")}
     if oob_ports["access"] == 0 or oob_ports["uplink"] + oob_switch.radix < 2:
-        _fail(
-            loaded,
-            ("management", "oob_switch"),
-            f"{oob_switch.id} has no access ports and two uplinks for the out-of-band network (e.g. sn2201)",
-        )
+        message = f"{oob_switch.id} has no access ports and two uplinks for the out-of-band network (e.g. sn2201)"
+        _fail(loaded, ("management", "oob_switch"), message)
     oob_aggregation = _switch(loaded, ("management", "oob_aggregation_switch"), mgmt.oob_aggregation_switch)
     _has_fabric_ports(loaded, ("management", "oob_aggregation_switch"), oob_aggregation, "the out-of-band uplinks")
     return _Management(inband_switch, oob_switch, oob_aggregation)
@@ -702,11 +679,7 @@ def _planes(loaded: LoadedDesign, server: GpuServer, technology: str) -> int:
         return native or 1
     if asked != (native or 1):
         can = f"splits into {native} planes" if native else "does not split into planes"
-        _fail(
-            loaded,
-            ("compute_fabric", "planes"),
-            f"{server.id}'s compute port {can}; use {native or 1}",
-        )
+        _fail(loaded, ("compute_fabric", "planes"), f"{server.id}'s compute port {can}; use {native or 1}")
     return asked
 
 
@@ -763,7 +736,6 @@ def _switch(loaded: LoadedDesign, loc: tuple[str, ...], part_id: str) -> Switch:
         return loaded.catalog.get(part_id, Switch)
     except KeyError:
         _fail(loaded, loc, f"switch {part_id!r} is not in the catalog")
-        raise
 
 
 def _storage_block(
@@ -824,7 +796,7 @@ def _blocks(loaded: LoadedDesign, block: StorageBlock, needs: dict[tuple[str | i
     return max(1, *(math.ceil(need) for need in needs.values()))
 
 
-def _fail(loaded: LoadedDesign, loc: tuple[str | int, ...], message: str) -> None:
+def _fail(loaded: LoadedDesign, loc: tuple[str | int, ...], message: str) -> NoReturn:
     raise DesignError([Problem(*loaded.where(*loc), ".".join(map(str, loc)), message)])
 
 
@@ -832,29 +804,17 @@ def check_scheduler(loaded: LoadedDesign, production_servers: int, gpus_per_serv
     """Scheduler settings that depend on the cluster's size: the split leaves servers on both sides, and the
     teams' quotas fit the GPUs Kubernetes runs."""
     scheduler = loaded.design.scheduler
-    problems = []
     kubernetes_servers = production_servers
     if scheduler.kind == "both":
         kubernetes_servers = scheduler.kubernetes_servers or 0
         if kubernetes_servers >= production_servers:
-            problems.append(
-                Problem(
-                    *loaded.where("scheduler", "kubernetes_servers"),
-                    "scheduler.kubernetes_servers",
-                    f"{kubernetes_servers} leaves no production server for Slurm; the design has "
-                    f"{production_servers} (use at most {production_servers - 1})",
-                )
+            message = (
+                f"{kubernetes_servers} leaves no production server for Slurm; the design has {production_servers} "
+                f"(use at most {production_servers - 1})"
             )
-    teams = scheduler.kubernetes.teams
+            _fail(loaded, ("scheduler", "kubernetes_servers"), message)
     gpus = kubernetes_servers * gpus_per_server
-    quota = sum(t.gpus for t in teams)
-    if teams and quota > gpus and not problems:
-        problems.append(
-            Problem(
-                *loaded.where("scheduler", "kubernetes", "teams"),
-                "scheduler.kubernetes.teams",
-                f"the teams' quotas add up to {quota} GPUs; Kubernetes runs {gpus} production GPUs",
-            )
-        )
-    if problems:
-        raise DesignError(problems)
+    quota = sum(t.gpus for t in scheduler.kubernetes.teams)
+    if quota > gpus:
+        message = f"the teams' quotas add up to {quota} GPUs; Kubernetes runs {gpus} production GPUs"
+        _fail(loaded, ("scheduler", "kubernetes", "teams"), message)

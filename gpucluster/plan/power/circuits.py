@@ -72,15 +72,10 @@ def pdus_to_keep_psus(part: object) -> int:
 
 
 def pdus_needed(load_w: float, inlets: dict[str, int], pdu: Pdu, feed: PowerFeed, spread: int = 1) -> int:
-    """PDUs for one rack, each on its own circuit: enough circuits for its maximum load and enough outlets for its
-    inlets, and no more.
-
-    N+1 (the RA's): the circuits that carry the load plus one, and at least the PDUs the devices' power supplies
-    need to survive a PDU loss (`spread`, from pdus_to_keep_psus) where that costs at most one PDU more (a DGX
-    B200's 5+1 supplies would need six PDUs: it runs capped on a PDU loss, and the rule says so).
-    2N: an even count, half on feed A and half on feed B, each half carrying the rack. N: the circuits the load
-    needs.
-    """
+    """PDUs for one rack, each on its own circuit: enough for its maximum load and its inlets, and no more. N+1 (the
+    RA's): the load's circuits plus one, and the PDUs the power supplies need to survive a PDU loss (`spread`) where
+    that costs at most one more (a DGX B200's 5+1 would need six: it runs capped, and the rule says so). 2N: an even
+    count, each half carrying the rack. N: the circuits the load needs."""
     if load_w <= 0:
         return 0
     carrying = max(1, math.ceil(load_w / circuit_w(pdu, feed) - 1e-9))

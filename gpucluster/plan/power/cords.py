@@ -70,13 +70,10 @@ class _FreeOutlets:
 def power_cords(plan: Plan) -> list[PowerCord]:
     """Every PSU's cord to a PDU outlet of its rack, in rack and device order.
 
-    2N: the first half of a device's PSUs (rounded up) go to feed A and the rest to feed B; within a feed, cords
-    take the PDUs in turn. N+1 (the RA's): the PSUs take the rack's PDUs in turn, each on its own feed, so a DGX's
-    six PSUs split 2-2-2 over three PDUs and losing any one PDU or feed leaves four. N: the PDUs in turn.
-    Each cord takes the outlet type that mates with the inlet (C20 -> C19), else any free outlet, as pdus_needed
-    counted them (adapter cord). A PSU for which no outlet is left gets no cord (the outlet design rule reports
-    that rack). Made once per plan (memo.per_plan: the design rules, the BOM, NetBox and the printouts read
-    it: 150,000 cords at 131,072 GPUs); a list to read, not to change."""
+    2N: the first half of a device's PSUs (rounded up) on feed A, the rest on B, each feed's PDUs in turn. N+1 (the
+    RA's) and N: the rack's PDUs in turn, so a DGX's six PSUs split 2-2-2 over three. A cord takes the outlet that
+    mates with its inlet, else any (an adapter cord, as pdus_needed counted); a PSU with no outlet left gets none
+    (the outlet rule reports the rack). Made once per plan, for the rules, BOM, NetBox and printouts: read only."""
     redundancy = plan.design.site.power_feed.redundancy
     cords: list[PowerCord] = []
     devices, parts = plan.devices, plan.catalog_parts
