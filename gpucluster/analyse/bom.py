@@ -96,12 +96,10 @@ class Bom:
 
     def total(self, attribute: str, section: str | None = None) -> float:
         """Sum of an extended figure (power_max_w, weight_kg, u_height, quantity) over lines."""
-        total = 0.0
-        for line in self.lines:
-            if section is None or line.section == section:
-                value = line.quantity if attribute == "quantity" else line.extended(getattr(line, attribute))
-                total += value or 0.0
-        return total
+        lines = self.lines if section is None else self.section_lines(section)
+        if attribute == "quantity":
+            return float(sum(line.quantity for line in lines))
+        return sum((line.extended(getattr(line, attribute)) or 0.0 for line in lines), 0.0)
 
     def price_totals(self, section: str | None = None) -> dict[str, float]:
         """Extended price per currency (only priced lines count)."""
@@ -130,11 +128,10 @@ def build_bom(plan: Plan, prices: PriceList | None = None) -> Bom:
     lines += [*_power_cord_lines(plan), *_rail_lines(plan), *_rear_door_lines(plan), *_software_lines(plan)]
     if prices is not None:
         lines = [_priced(line, prices) for line in lines]
-    lines.sort(key=lambda line: (_SECTION_ORDER[line.section], *_sort_key(line)))
-    design = plan.design
+    lines.sort(key=_sort_key)
     return Bom(
         name=plan.name,
-        description=str(getattr(design, "description", "")),
+        description=str(getattr(plan.design, "description", "")),
         lines=lines,
         counts=_counts(plan, lines),
         price_list=prices.path.name if prices is not None else None,
@@ -145,9 +142,10 @@ _KIND_ORDER = tuple(ROLES)  # device lines in the registry's order; racks, cable
 _NETWORK_ORDER = (*NETWORK_NAMES, "")
 
 
-def _sort_key(line: BomLine) -> tuple[int, int, str, str, float, str]:
+def _sort_key(line: BomLine) -> tuple[int, int, int, str, str, float, str]:
     kind = _KIND_ORDER.index(line.kind) if line.kind in _KIND_ORDER else len(_KIND_ORDER)
-    return (_NETWORK_ORDER.index(line.network), kind, line.kind, line.model, line.length_m or 0.0, line.part_number)
+    network = _NETWORK_ORDER.index(line.network)
+    return (_SECTION_ORDER[line.section], network, kind, line.kind, line.model, line.length_m or 0.0, line.part_number)
 
 
 def _priced(line: BomLine, prices: PriceList) -> BomLine:

@@ -271,8 +271,7 @@ def _failover(
     server_failures: float,
     repair_hours: float,
 ) -> rel.TrayFailover | None:
-    """How a job waits on a failed tray of an NVLink domain (None: no rack-scale domains): the trays' share of the
-    job's failures, each served by the domain's spares while it is repaired."""
+    """How a job waits on a failed tray of an NVLink domain (None: no rack-scale domains)."""
     if domains is None:
         return None
     job_rate = sum(k.job_failures_per_hour for k in kinds)
@@ -294,13 +293,9 @@ def _stall_s(workload: Workload, write_s: float, checkpoint_bytes: float, gpus: 
     host memory (the design's, else scaled by each GPU's share) and writes behind; a sync one stalls for the write."""
     if workload.checkpoint_mode != "async":
         return write_s, 0.0
-    per_gpu = checkpoint_bytes / max(gpus, 1)
-    stall_s = (
-        workload.async_stall_seconds
-        if workload.async_stall_seconds is not None
-        else ASYNC_STALL_S * per_gpu / ASYNC_REFERENCE_BYTES_PER_GPU
-    )
-    return stall_s, write_s
+    if workload.async_stall_seconds is not None:
+        return workload.async_stall_seconds, write_s
+    return ASYNC_STALL_S * (checkpoint_bytes / max(gpus, 1)) / ASYNC_REFERENCE_BYTES_PER_GPU, write_s
 
 
 def _interval_s(workload: Workload, daly_s: float, compute_days: float | None, step_s: float) -> tuple[float, str]:
