@@ -1,24 +1,7 @@
 """The power-and-cooling budget: per device, rack, row, scalable unit and site, from the plan alone.
 
-Formulas and constants (each constant's source is beside it):
-
-* IT load = the sum of device draws (gpucluster.plan.power: catalog figures plus optics); the
-  maximum sizes circuits and cooling, the typical draw gives the energy.
-* facility power = IT load x PUE; annual energy = typical IT load x PUE x 8,760 h; its cost =
-  energy x the design's electricity price.
-* heat = electrical power (every watt a device draws leaves it as heat); BTU/h = W x 3.412142;
-  refrigeration tons = BTU/h / 12,000.
-* airflow: CFM = BTU/h / (1.085 x dT in °F), the sensible-heat equation for standard air, with the
-  design's temperature rise dT; m³/h = CFM x 60 x 0.0283168.
-* liquid-cooled parts give their catalog ``cooling.liquid_fraction`` of their heat to liquid, the rest
-  (and all optics) to the air.
-* coolant flow of a liquid-cooled rack system, one figure per rack: the vendor's published flow at the site's
-  supply temperature where the catalog has a flow-by-supply table (linear between its points); else, with the
-  design's coolant temperature rise dT, water's L/min = kW / (4.18 kJ/kg K x dT) / 0.996 kg/L x 60; else the
-  system's published flow per kW of rack power (catalog). The rise that flow gives for the liquid heat is
-  stated beside it.
-* coolant distribution units per scalable unit: enough units for its racks (the unit's rack limit) and its
-  liquid heat (its capacity), plus one (N+1).
+Its formulas are in docs/artifacts.md (Power and cooling) and docs/rack-scale.md (coolant flow, CDUs); each
+constant's source stands beside it.
 """
 
 from __future__ import annotations

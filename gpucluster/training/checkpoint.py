@@ -1,10 +1,7 @@
-"""Checkpoint analysis of a plan: the workload's size, how fast the plan writes and reads its checkpoints,
-how often the job fails, the best checkpoint interval and what a failure costs.
+"""Checkpoint analysis of a plan: checkpoint size and write time, failures, the best interval, what a failure costs.
 
-Everything is read from the plan (GPU counts, the storage network's links, the parallel filesystem's
-throughput, cables and their optics), so the checkpoint figures cannot disagree with the other views.
-A design without a ``workload`` section is analysed for the seed's example, a 70-billion-parameter
-model, and every view says so.
+Everything is read from the plan, so the checkpoint figures cannot disagree with the other views. A design without
+a ``workload`` section is analysed for the seed's 70-billion-parameter example, and every view says so.
 """
 
 from __future__ import annotations
