@@ -32,6 +32,7 @@ RA_4SU_RACKS = 38  # Table 7: 38 Legrand NVIDPD13
 RA_4SU_COMPUTE_RACKS = 32  # four DGX per rack (H100 RA: such a rack "exceeds 40 kW")
 RA_4SU_PDUS = (96, 12)  # Table 7: PX3-5878I2R-P1Q2R1A15D5 (3 per compute rack) and PX3-5747V-V2 (2 per other rack)
 RA_SU_SERVERS = 32
+H100_RA_SERVERS = ("dgx-h100", "dgx-h200")  # the servers the H100 RA's Tables 7 and 8 describe
 RA_RACK_SYSTEMS_PER_SU = 8  # GB200 RA architecture: "each SU contains 8 DGX GB200 systems" (rack systems)
 
 
@@ -58,7 +59,7 @@ def is_ra_4su_shape(plan: Plan) -> bool:
     """Four 32-server SUs of DGX H100/H200 on NDR InfiniBand: the shape Table 7 describes."""
     s = plan.settings
     return (
-        s.server in ("dgx-h100", "dgx-h200")
+        s.server in H100_RA_SERVERS
         and s.scalable_unit_servers == RA_SU_SERVERS
         and s.compute_technology == "infiniband-ndr"
         and plan.totals.scalable_units == 4
@@ -279,7 +280,7 @@ def _inband_network(plan: Plan) -> list[Deviation]:
             )
         )
     inband_switch = plan.settings.inband_switch
-    if not is_h100_ra_server(plan):
+    if plan.settings.server not in H100_RA_SERVERS:
         return found
     if plan.switches("inband") and inband_switch != "sn4600c":
         found.append(
@@ -305,11 +306,6 @@ def _inband_network(plan: Plan) -> list[Deviation]:
             )
         )
     return found
-
-
-def is_h100_ra_server(plan: Plan) -> bool:
-    """DGX H100/H200: the servers whose management networks the H100 RA's Tables 7 and 8 describe."""
-    return plan.settings.server in ("dgx-h100", "dgx-h200")
 
 
 def _table_7_counts(plan: Plan) -> list[Deviation]:
