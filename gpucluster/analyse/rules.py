@@ -660,8 +660,11 @@ def _subnet_manager(facts: RuleFacts) -> list[Finding]:
             text = f"{n['network']} fabric: {n['fabric_managers']} x {n['fabric_manager']} run its SM"
             findings.append(Finding(name, "ok", text))
         elif n["switch_subnet_manager"]:
-            text = f"{n['network']} fabric: no fabric-manager appliance; the {n['switch']} switches' on-board subnet "
-            findings.append(Finding(name, "ok", text + "manager runs it"))
+            text = (
+                f"{n['network']} fabric: no fabric-manager appliance; the {n['switch']} switches' on-board subnet "
+                "manager runs it"
+            )
+            findings.append(Finding(name, "ok", text))
         else:
             text = (
                 f"the {n['network']} InfiniBand fabric has no subnet manager: no fabric-manager appliance and the "
