@@ -43,15 +43,14 @@ class MissingSystemLibrary(Exception):
 def portable_error(error: BaseException, fallback: type[Exception] = RuntimeError) -> BaseException:
     """An exception a forked process can send to the main one: itself where it survives pickling, else `fallback`
     carrying its traceback as text."""
+    import contextlib
     import pickle
     import traceback
 
-    try:
+    with contextlib.suppress(Exception):  # else fall back to the text
         copy = pickle.loads(pickle.dumps(error))
         if type(copy) is type(error) and str(copy) == str(error):
             return copy
-    except Exception:  # fall back to the text
-        pass
     return fallback("".join(traceback.format_exception(error)).rstrip())
 
 
