@@ -37,22 +37,20 @@ class DesignError(Exception):
 
 
 class MissingSystemLibrary(Exception):
-    """A system library an artifact needs is not installed (e.g. Pango for PDF rendering): the message
-    says which Debian packages provide it. The command reports it and exits 1 (not bad input)."""
+    """A system library an artifact needs is not installed (e.g. Pango): exit 1, not bad input."""
 
 
 def portable_error(error: BaseException, fallback: type[Exception] = RuntimeError) -> BaseException:
-    """An exception a forked process can send to the main one: the exception itself where it survives pickling, else
-    `fallback` carrying its traceback as text (so the main process raises it again, located, whichever it was)."""
+    """An exception a forked process can send to the main one: itself where it survives pickling, else `fallback`
+    carrying its traceback as text."""
+    import contextlib
     import pickle
     import traceback
 
-    try:
+    with contextlib.suppress(Exception):  # else fall back to the text
         copy = pickle.loads(pickle.dumps(error))
         if type(copy) is type(error) and str(copy) == str(error):
             return copy
-    except Exception:  # fall back to the text
-        pass
     return fallback("".join(traceback.format_exception(error)).rstrip())
 
 
@@ -76,27 +74,8 @@ def stop_if_terminated() -> None:
 
 
 def sigterm_default() -> None:
-    """SIGTERM's default action in a forked child (a worker, a multiprocessing pool's process): the build's handler,
-    which it inherits, raises to unwind the build, and where that raise is lost (in a finalizer) a pool's process
-    went on and blocked for ever on its task queue while the pool, terminating it, waited for it to end."""
+    """SIGTERM's default action in a pool's process: the build's handler it inherits raises, and a raise lost in a
+    finalizer left the process blocked for ever on its task queue while the pool waited for it to end."""
     import signal
 
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def fork_worker() -> int:
-    """os.fork with SIGTERM and SIGINT held back across it: a signal landing in the fork handlers Python and logging run
-    (where an exception is printed as ignored and lost) is delivered after them instead. The child (0 returned) gets
-    SIGTERM's default action, so stopping it needs no help from Python."""
-    import os
-    import signal
-
-    held = {signal.SIGTERM, signal.SIGINT}
-    signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        pid = os.fork()
-        if pid == 0:
-            sigterm_default()
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)
-    return pid

@@ -50,13 +50,13 @@ class BomLine:
 
     section: str  # a key of SECTIONS
     kind: str  # the device role, or rack / cable / transceiver
-    network: str  # compute / storage / inband / oob for switches, cables and optics; "" otherwise
     item: str  # catalog id
-    vendor: str
-    model: str
-    part_number: str  # "" where the catalog has none (never invented)
-    description: str
     quantity: int
+    network: str = ""  # compute / storage / inband / oob for switches, cables and optics
+    vendor: str = ""
+    model: str = ""
+    part_number: str = ""  # "" where the catalog has none (never invented)
+    description: str = ""
     media: str = ""  # cables and transceivers
     length_m: float | None = None  # cables: the orderable length
     power_typical_w: float | None = None
@@ -96,12 +96,10 @@ class Bom:
 
     def total(self, attribute: str, section: str | None = None) -> float:
         """Sum of an extended figure (power_max_w, weight_kg, u_height, quantity) over lines."""
-        total = 0.0
-        for line in self.lines:
-            if section is None or line.section == section:
-                value = line.quantity if attribute == "quantity" else line.extended(getattr(line, attribute))
-                total += value or 0.0
-        return total
+        lines = self.lines if section is None else self.section_lines(section)
+        if attribute == "quantity":
+            return float(sum(line.quantity for line in lines))
+        return sum((line.extended(getattr(line, attribute)) or 0.0 for line in lines), 0.0)
 
     def price_totals(self, section: str | None = None) -> dict[str, float]:
         """Extended price per currency (only priced lines count)."""
@@ -130,11 +128,10 @@ def build_bom(plan: Plan, prices: PriceList | None = None) -> Bom:
     lines += [*_power_cord_lines(plan), *_rail_lines(plan), *_rear_door_lines(plan), *_software_lines(plan)]
     if prices is not None:
         lines = [_priced(line, prices) for line in lines]
-    lines.sort(key=lambda line: (_SECTION_ORDER[line.section], *_sort_key(line)))
-    design = plan.design
+    lines.sort(key=_sort_key)
     return Bom(
         name=plan.name,
-        description=str(getattr(design, "description", "")),
+        description=str(getattr(plan.design, "description", "")),
         lines=lines,
         counts=_counts(plan, lines),
         price_list=prices.path.name if prices is not None else None,
@@ -145,17 +142,22 @@ _KIND_ORDER = tuple(ROLES)  # device lines in the registry's order; racks, cable
 _NETWORK_ORDER = (*NETWORK_NAMES, "")
 
 
-def _sort_key(line: BomLine) -> tuple[int, int, str, str, float, str]:
+def _sort_key(line: BomLine) -> tuple[int, int, int, str, str, float, str]:
     kind = _KIND_ORDER.index(line.kind) if line.kind in _KIND_ORDER else len(_KIND_ORDER)
-    return (_NETWORK_ORDER.index(line.network), kind, line.kind, line.model, line.length_m or 0.0, line.part_number)
+    network = _NETWORK_ORDER.index(line.network)
+    return (_SECTION_ORDER[line.section], network, kind, line.kind, line.model, line.length_m or 0.0, line.part_number)
 
 
 def _priced(line: BomLine, prices: PriceList) -> BomLine:
     price = prices.price(line.part_number, line.item)
     if price is None:
         return line
-    notes = "; ".join(n for n in (line.notes, f"price: {price.note}" if price.note else "") if n)
+    notes = _joined(line.notes, f"price: {price.note}" if price.note else "")
     return replace(line, unit_price=price.unit_price, currency=price.currency, notes=notes)
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(note for note in notes if note)
 
 
 _SENTENCE_END = re.compile(r"(?<!e\.g)(?<!i\.e)(?<!approx)\.\s")
@@ -165,8 +167,7 @@ DESCRIPTION_CHARS = 160
 
 
 def short_description(text: str) -> str:
-    """The first sentence of a catalog description, at most DESCRIPTION_CHARS long (the rest is for
-    engineers, not for the order)."""
+    """The first sentence of a catalog description, cut short: the rest is for engineers, not for the order."""
     text = " ".join(text.split())
     match = _SENTENCE_END.search(text)
     first = text[: match.start() + 1] if match else text
@@ -175,33 +176,30 @@ def short_description(text: str) -> str:
     return first[: DESCRIPTION_CHARS - 3].rsplit(" ", 1)[0].rstrip(",;:(") + "..."
 
 
-def _facts(part: object) -> dict[str, Any]:
-    return {
+def _part_line(plan: Plan, section: str, kind: str, part_id: str, quantity: int, **facts: Any) -> BomLine:
+    """A line of a catalog part: vendor, model, part number and description from the catalog, `facts` over them."""
+    part = plan.catalog_parts[part_id]
+    catalog = {
         "vendor": str(getattr(part, "vendor", "")),
         "model": str(getattr(part, "model", "")),
         "part_number": str(getattr(part, "part_number", None) or ""),
         "description": short_description(str(getattr(part, "description", ""))),
     }
+    return BomLine(section, kind, part_id, quantity, **(catalog | facts))
 
 
 # A system the catalog has no sourced part number for (never invented): the order needs the vendor's SKU.
 PART_NUMBER_TO_CONFIRM = "part number to confirm with vendor"
 
 
-def _to_confirm(notes: str) -> str:
-    return f"{notes}; {PART_NUMBER_TO_CONFIRM}" if notes else PART_NUMBER_TO_CONFIRM
-
-
 def _rack_system_of(plan: Plan, device: Device) -> str | None:
-    """The catalog id of the rack-scale system a device ships in (its trays, shelves and in-rack switches), else
-    None: such a device is part of the system's order line, not a line of its own."""
+    """The catalog id of the rack-scale system a device ships in (its trays, shelves and in-rack switches)."""
     return plan.racks[device.rack].rack_system if device.rack else None
 
 
 def _device_lines(plan: Plan) -> list[BomLine]:
-    """One line per (section, network, part); the notes say which tiers a switch line holds. Devices that ship
-    inside a rack-scale system get their own lines, marked as included (for checking and spares: the rack system
-    line is what is ordered); they carry their power but no weight (the system's weight holds them)."""
+    """One line per (section, network, part). Devices inside a rack-scale system get lines marked as included (for
+    checking and spares: the system's line is what is ordered), with their power but no weight (the system's)."""
     groups: dict[tuple[str, str, str, str, str], list[Device]] = defaultdict(list)
     for device in plan.devices.values():
         if not ROLES[device.role].bought:  # the site's own (an existing filesystem's hand-off): nothing to order
@@ -221,7 +219,7 @@ def _device_lines(plan: Plan) -> list[BomLine]:
     return [_device_line(plan, key, devices) for key, devices in groups.items()]
 
 
-def _device_notes(plan: Plan, role: str, network: str, part: object, devices: list[Device], spares: bool) -> str:
+def _device_notes(role: str, network: str, part: object, devices: list[Device], spares: bool) -> str:
     if role == "switch":
         tiers = Counter(d.tier or 1 for d in devices)
         return f"{NETWORK_INFO[network].short}: " + ", ".join(f"{tier_name(t)} {n}" for t, n in sorted(tiers.items()))
@@ -241,29 +239,27 @@ def _device_notes(plan: Plan, role: str, network: str, part: object, devices: li
 def _device_line(plan: Plan, key: tuple[str, str, str, str, str], devices: list[Device]) -> BomLine:
     section, role, network, part_id, system_id = key
     part = plan.catalog_parts[part_id]
-    notes = _device_notes(plan, role, network, part, devices, section == "spares")
-    facts = _facts(part)
-    weight = getattr(part, "weight_kg", None)
+    notes = _device_notes(role, network, part, devices, section == "spares")
+    facts: dict[str, Any] = {"weight_kg": getattr(part, "weight_kg", None)}
     if system_id:
         system = plan.catalog_part(system_id, RackSystem)
-        racks = len({d.rack for d in devices})
-        per_rack = len(devices) // racks
-        included = f"included in the {system.model} rack system ({per_rack} per rack): not ordered separately"
-        notes = f"{notes}; {included}" if notes else included
+        per_rack = len(devices) // len({d.rack for d in devices})
+        notes = _joined(
+            notes, f"included in the {system.model} rack system ({per_rack} per rack): not ordered separately"
+        )
         # the rack ships with them: no separate SKU (an in-rack SN2201 is DC-fed, unlike the AC SKU) and no weight
-        facts["part_number"] = ""
-        weight = None
+        facts = {"part_number": "", "weight_kg": None}
     elif not getattr(part, "part_number", None):
-        notes = _to_confirm(notes)
-    return BomLine(
-        section=section,
-        kind=role,
+        notes = _joined(notes, PART_NUMBER_TO_CONFIRM)
+    return _part_line(
+        plan,
+        section,
+        role,
+        part_id,
+        len(devices),
         network=network if role == "switch" else "",
-        item=part_id,
-        quantity=len(devices),
         power_typical_w=float(getattr(part, "power_typical_w", 0.0)),
         power_max_w=float(getattr(part, "power_max_w", 0.0)),
-        weight_kg=weight,
         u_height=float(getattr(part, "u_height", 0.0)),
         notes=notes,
         included_in=system_id,
@@ -283,30 +279,23 @@ def _rack_lines(plan: Plan) -> list[BomLine]:
     lines += _cdu_lines(plan)
     lines += _coolant_lines(plan, systems)
     for (part_id, system_id), purposes in by_part.items():
-        part = plan.catalog_parts[part_id]
         notes = ", ".join(f"{purpose} {n}" for purpose, n in sorted(purposes.items()))
+        weight = getattr(plan.catalog_parts[part_id], "weight_kg", None)
         if system_id:
             model = plan.catalog_part(system_id, RackSystem).model
             notes += f"; included in the {model} rack system: not ordered separately"
+            weight = None
+        quantity = sum(purposes.values())
         lines.append(
-            BomLine(
-                section="racks-power",
-                kind="rack",
-                network="",
-                item=part_id,
-                quantity=sum(purposes.values()),
-                weight_kg=None if system_id else getattr(part, "weight_kg", None),
-                notes=notes,
-                included_in=system_id,
-                **_facts(part),
+            _part_line(
+                plan, "racks-power", "rack", part_id, quantity, weight_kg=weight, notes=notes, included_in=system_id
             )
         )
     return lines
 
 
 def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
-    """A rack-scale system is ordered as one line: its trays, shelves and in-rack switches are itemised on lines
-    marked as included (quantity there = racks x per rack), and its weight is the loaded rack's."""
+    """A rack-scale system is ordered as one line; its trays, shelves and in-rack switches are itemised as included."""
     system = plan.catalog_part(system_id, RackSystem)
     contents = (
         f"{system.compute_trays} compute trays, {system.nvlink_switch_trays} NVLink switch trays, "
@@ -314,16 +303,8 @@ def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
         "itemised below as included; NVLink backplane, busbar, rails, manifolds and blind-mate quick disconnects "
         "included"
     )
-    return BomLine(
-        section="compute",
-        kind="rack-system",
-        network="",
-        item=system_id,
-        quantity=count,
-        weight_kg=system.weight_kg,
-        notes=contents if system.part_number else _to_confirm(contents),
-        **_facts(system),
-    )
+    notes = contents if system.part_number else _joined(contents, PART_NUMBER_TO_CONFIRM)
+    return _part_line(plan, "compute", "rack-system", system_id, count, weight_kg=system.weight_kg, notes=notes)
 
 
 def _cdu_lines(plan: Plan) -> list[BomLine]:
@@ -338,22 +319,13 @@ def _cdu_lines(plan: Plan) -> list[BomLine]:
         units[group.cdu] += group.units
         notes[group.cdu].append(f"{group.name}: {group.needed}+1 for {group.racks} racks")
     return [
-        BomLine(
-            section="racks-power",
-            kind="cdu",
-            network="",
-            item=cdu,
-            quantity=n,
-            notes="; ".join(notes[cdu]),
-            **_facts(plan.catalog_parts[cdu]),
-        )
-        for cdu, n in sorted(units.items())
+        _part_line(plan, "racks-power", "cdu", cdu, n, notes="; ".join(notes[cdu])) for cdu, n in sorted(units.items())
     ]
 
 
 def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
-    """The rack systems' in-rack liquid-cooling parts (manifolds, tray quick disconnects, hoses to the CDU): racks
-    x per rack, one line per part; they ship with the rack system, so the line is for checking and spares."""
+    """The rack systems' in-rack liquid-cooling parts (manifolds, quick disconnects, hoses): they ship with the
+    system, so the line is for checking and spares."""
     per_part: Counter[str] = Counter()
     notes: dict[str, list[str]] = defaultdict(list)
     shipped_in: dict[str, set[str]] = defaultdict(set)
@@ -366,16 +338,15 @@ def _coolant_lines(plan: Plan, systems: Counter[str]) -> list[BomLine]:
             where = "per rack" if count.per == "rack" else f"{count.count} per {count.per}"
             notes[count.part].append(f"{per_rack} per {system.model} rack ({where})")
     return [
-        BomLine(
-            section="racks-power",
-            kind="coolant-part",
-            network="",
-            item=part_id,
-            quantity=n,
+        _part_line(
+            plan,
+            "racks-power",
+            "coolant-part",
+            part_id,
+            n,
             weight_kg=getattr(plan.catalog_parts[part_id], "weight_kg", None),
             notes="; ".join(notes[part_id]) + "; ships with the rack system: not ordered separately",
             included_in=" ".join(sorted(shipped_in[part_id])),
-            **_facts(plan.catalog_parts[part_id]),
         )
         for part_id, n in sorted(per_part.items())
     ]
@@ -408,23 +379,17 @@ def _optics_line(
     plan: Plan, kind: str, network: str, part_id: str, breakdown: Counter[str], prefix: str = "", **facts: object
 ) -> BomLine:
     """A cable or transceiver line; `breakdown` (where they are: link tiers, device roles) makes the notes."""
-    part = plan.catalog_parts[part_id]
-    return BomLine(
-        section="cables-optics",
-        kind=kind,
-        network=network,
-        item=part_id,
-        quantity=sum(breakdown.values()),
-        media=str(getattr(part, "media", "")),
-        notes=prefix + ", ".join(f"{where} {n}" for where, n in sorted(breakdown.items())),
-        **(_facts(part) | facts),
+    media = str(getattr(plan.catalog_parts[part_id], "media", ""))
+    notes = prefix + ", ".join(f"{where} {n}" for where, n in sorted(breakdown.items()))
+    quantity = sum(breakdown.values())
+    return _part_line(
+        plan, "cables-optics", kind, part_id, quantity, network=network, media=media, notes=notes, **facts
     )
 
 
 def _transceiver_lines(plan: Plan) -> list[BomLine]:
-    """One line per (network, transceiver, power mode): one module per cage that holds one, as the power budget
-    counts them (gpucluster/plan/power.py cage_modules); single-port modules on 1:2 splitter legs run in 200G mode,
-    at their lower power, on a line of their own."""
+    """One line per (network, transceiver, power mode), a module per cage as the power budget counts them: modules
+    on 1:2 splitter legs run in 200G mode, at their lower power, on a line of their own."""
     devices = plan.devices
     per_device: Counter[tuple[str, str, float, float, str]] = Counter(
         (module.network, module.part, module.typical_w, module.max_w, device)
@@ -445,23 +410,11 @@ def _transceiver_lines(plan: Plan) -> list[BomLine]:
 
 def _generic(section: str, kind: str, item: str, model: str, quantity: int, description: str, notes: str) -> BomLine:
     """A line for a part the catalog does not hold (a cord, a licence): no vendor or part number is invented."""
-    return BomLine(
-        section=section,
-        kind=kind,
-        network="",
-        item=item,
-        vendor="",
-        model=model,
-        part_number="",
-        description=description,
-        quantity=quantity,
-        notes=notes,
-    )
+    return BomLine(section, kind, item, quantity, model=model, description=description, notes=notes)
 
 
 def _spare_optics_lines(plan: Plan, lines: list[BomLine]) -> list[BomLine]:
-    """Spares of every transceiver and cable line: the design's share of those installed, rounded up (a spare draws
-    nothing and is not installed, so it carries no power or weight)."""
+    """Spares of every transceiver and cable line: the design's share, rounded up; not installed, so no power."""
     share = float(getattr(getattr(plan.design, "bom", None), "spare_optics_fraction", 0.0))
     if share <= 0:
         return []
@@ -485,54 +438,51 @@ def _spare_optics_lines(plan: Plan, lines: list[BomLine]) -> list[BomLine]:
     return spares
 
 
-# IEC 60320: the plug that fits each outlet, and the connector that fits each appliance inlet
+# IEC 60320: the plug that fits each outlet (the connector that fits an inlet is its mating outlet's type)
 PLUG_FOR_OUTLET = {"C13": "C14", "C19": "C20", "C15": "C16", "C21": "C22"}
-CONNECTOR_FOR_INLET = {inlet: outlet for inlet, outlet in OUTLET_FOR_INLET.items()}
 
 
 def cord_model(plan: Plan, cord: PowerCord) -> str | None:
-    """What a PSU's cord is, by its two ends: the plug that fits the PDU outlet and the connector that fits the PSU
-    inlet ('IEC 60320 C20 plug to C19 connector power cord'); None for an inlet that takes no IEC cord."""
-    return _cord_model(plan.part(cord.device), cord.outlet)
+    """What a PSU's cord is, by its two ends ('IEC 60320 C20 plug to C19 connector power cord'); None for an inlet
+    that takes no IEC cord."""
+    ends = _cord_ends(plan.part(cord.device), cord.outlet)
+    return f"IEC 60320 {ends[0]} plug to {ends[1]} connector power cord" if ends else None
 
 
-def _cord_model(part: object, outlet_name: str) -> str | None:
+def _cord_ends(part: object, outlet_name: str) -> tuple[str, str] | None:
+    """The plug that fits the PDU outlet and the connector that fits the PSU inlet."""
     inlet = getattr(getattr(part, "psus", None), "inlet", "")
     outlet = outlet_name.split("-", 1)[0]
-    if inlet not in CONNECTOR_FOR_INLET or outlet not in PLUG_FOR_OUTLET:
+    if inlet not in OUTLET_FOR_INLET or outlet not in PLUG_FOR_OUTLET:
         return None
-    return f"IEC 60320 {PLUG_FOR_OUTLET[outlet]} plug to {CONNECTOR_FOR_INLET[inlet]} connector power cord"
+    return PLUG_FOR_OUTLET[outlet], OUTLET_FOR_INLET[inlet]
 
 
 def _power_cord_lines(plan: Plan) -> list[BomLine]:
-    """One power cord per PSU, by its two ends (the PDU outlet's plug, the PSU inlet's connector: C20 to C19, or
-    C20 to C13 where a C14 inlet takes a C19 outlet), from power_cords(plan); and each PDU's input on a site circuit."""
+    """One power cord per PSU, by its two ends (C20 to C19, or C20 to C13 where a C14 inlet takes a C19 outlet),
+    and each PDU's input on a site circuit."""
     devices = plan.devices
     ends: Counter[tuple[str, str]] = Counter((devices[cord.device].part, cord.outlet) for cord in power_cords(plan))
-    kinds: Counter[str] = Counter()  # a model per (device part, outlet type): 150,000 cords at 131,072 GPUs
+    kinds: Counter[tuple[str, str]] = Counter()  # per (device part, outlet type): 150,000 cords at 131,072 GPUs
     for (part_id, outlet), count in ends.items():
-        model = _cord_model(plan.catalog_parts[part_id], outlet)
-        if model:
-            kinds[model] += count
-    lines = []
-    for model, count in sorted(kinds.items()):
-        plug, connector = model.split()[2], model.split()[5]
-        lines.append(
-            _generic(
-                "racks-power",
-                "power-cord",
-                f"iec-{plug.lower()}-{connector.lower()}-cord",
-                model,
-                count,
-                f"PSU cord, {plug} into a PDU outlet, {connector} into the power supply; zero-U PDU in the same rack",
-                "one per power supply (power_cords: PSU to PDU outlet); length to suit the rack",
-            )
+        if cord := _cord_ends(plan.catalog_parts[part_id], outlet):
+            kinds[cord] += count
+    lines = [
+        _generic(
+            "racks-power",
+            "power-cord",
+            f"iec-{plug.lower()}-{connector.lower()}-cord",
+            f"IEC 60320 {plug} plug to {connector} connector power cord",
+            count,
+            f"PSU cord, {plug} into a PDU outlet, {connector} into the power supply; zero-U PDU in the same rack",
+            "one per power supply (power_cords: PSU to PDU outlet); length to suit the rack",
         )
+        for (plug, connector), count in sorted(kinds.items())
+    ]
     feed = plan.design.site.power_feed
-    by_circuit: Counter[str] = Counter()
-    for rack in plan.racks.values():
-        for name in rack.pdus:
-            by_circuit[circuit_kind(feed, plan.part_as(name, Pdu))] += 1
+    by_circuit: Counter[str] = Counter(
+        circuit_kind(feed, plan.part_as(name, Pdu)) for rack in plan.racks.values() for name in rack.pdus
+    )
     lines += [
         _generic(
             "racks-power",
@@ -606,60 +556,8 @@ def _software_lines(plan: Plan) -> list[BomLine]:
     """Support and software licences counted from the plan, each with the unit it is counted in."""
     devices = list(plan.devices.values())
     servers = plan.gpu_nodes()
-    gpus = plan.totals.gpus
     dgx = [d for d in servers if str(getattr(plan.part(d.name), "model", "")).upper().startswith("DGX")]
-    lines = []
-    if dgx:
-        lines.append(
-            _generic(
-                "software-support",
-                "support",
-                "nvidia-enterprise-support-dgx",
-                "NVIDIA Enterprise Support (NVES) for DGX systems",
-                len(dgx),
-                "hardware and software support per DGX system (term to choose)",
-                f"{H100_RA_SOFTWARE}: full system support is provided by NVES",
-            )
-        )
-    if servers:
-        lines.append(
-            _generic(
-                "software-support",
-                "licence",
-                "nvidia-ai-enterprise",
-                "NVIDIA AI Enterprise",
-                gpus,
-                "per GPU",
-                f"included with DGX SuperPOD ({H100_RA_SOFTWARE})"
-                if dgx and len(dgx) == len(servers)
-                else "counted per GPU: confirm the licensing unit with NVIDIA",
-            )
-        )
-        managed = len(servers) + sum(1 for d in devices if d.role == "management-server")
-        lines.append(
-            _generic(
-                "software-support",
-                "licence",
-                "nvidia-base-command-manager",
-                "NVIDIA Base Command Manager",
-                managed,
-                "nodes it provisions and manages: GPU servers and head nodes",
-                f"the RA's cluster manager ({H100_RA_SOFTWARE}); confirm the licensing unit with NVIDIA",
-            )
-        )
-    ufm = [d for d in devices if d.role == "fabric-manager"]
-    if ufm:
-        lines.append(
-            _generic(
-                "software-support",
-                "licence",
-                "nvidia-ufm-enterprise",
-                "NVIDIA UFM Enterprise software and support",
-                len(ufm),
-                "per UFM appliance (the compute and storage fabrics' managers)",
-                f"UFM Enterprise Edition manages the InfiniBand fabrics ({H100_RA_SOFTWARE}, Table 1)",
-            )
-        )
+    managed = len(servers) + sum(1 for d in devices if d.role == "management-server") if servers else 0
     cumulus = [
         d
         for d in devices
@@ -667,32 +565,65 @@ def _software_lines(plan: Plan) -> list[BomLine]:
         and getattr(plan.part(d.name), "technology", "") == "ethernet"
         and str(getattr(plan.part(d.name), "vendor", "")).upper() == "NVIDIA"
     ]
-    if cumulus:
-        lines.append(
-            _generic(
-                "software-support",
-                "licence",
-                "nvidia-cumulus-linux",
-                "NVIDIA Cumulus Linux",
-                len(cumulus),
-                "per Spectrum Ethernet switch (in-band, out-of-band, Ethernet storage or RoCE fabric)",
-                f"the RA's Ethernet switch part numbers are 'with Cumulus Linux' ({H100_RA_SOFTWARE}); "
-                "support per switch",
-            )
-        )
+    # (kind, item, model, quantity, unit, notes): a line where the quantity is not 0
+    counted = [
+        (
+            "support",
+            "nvidia-enterprise-support-dgx",
+            "NVIDIA Enterprise Support (NVES) for DGX systems",
+            len(dgx),
+            "hardware and software support per DGX system (term to choose)",
+            f"{H100_RA_SOFTWARE}: full system support is provided by NVES",
+        ),
+        (
+            "licence",
+            "nvidia-ai-enterprise",
+            "NVIDIA AI Enterprise",
+            plan.totals.gpus if servers else 0,
+            "per GPU",
+            f"included with DGX SuperPOD ({H100_RA_SOFTWARE})"
+            if dgx and len(dgx) == len(servers)
+            else "counted per GPU: confirm the licensing unit with NVIDIA",
+        ),
+        (
+            "licence",
+            "nvidia-base-command-manager",
+            "NVIDIA Base Command Manager",
+            managed,
+            "nodes it provisions and manages: GPU servers and head nodes",
+            f"the RA's cluster manager ({H100_RA_SOFTWARE}); confirm the licensing unit with NVIDIA",
+        ),
+        (
+            "licence",
+            "nvidia-ufm-enterprise",
+            "NVIDIA UFM Enterprise software and support",
+            sum(1 for d in devices if d.role == "fabric-manager"),
+            "per UFM appliance (the compute and storage fabrics' managers)",
+            f"UFM Enterprise Edition manages the InfiniBand fabrics ({H100_RA_SOFTWARE}, Table 1)",
+        ),
+        (
+            "licence",
+            "nvidia-cumulus-linux",
+            "NVIDIA Cumulus Linux",
+            len(cumulus),
+            "per Spectrum Ethernet switch (in-band, out-of-band, Ethernet storage or RoCE fabric)",
+            f"the RA's Ethernet switch part numbers are 'with Cumulus Linux' ({H100_RA_SOFTWARE}); support per switch",
+        ),
+    ]
+    lines = [_generic("software-support", *line) for line in counted if line[3]]
     for what, block_id, blocks in _storage_blocks(plan.settings):
         if not block_id or not blocks:
             continue
         block = plan.catalog_parts[block_id]
+        model = getattr(block, "model", block_id)
         lines.append(
             _generic(
                 "software-support",
                 "licence",
                 f"{block_id}-software",
-                f"{getattr(block, 'model', block_id)}: {what} software and support",
+                f"{model}: {what} software and support",
                 blocks,
-                f"per {getattr(block, 'model', block_id)} building block "
-                f"({', '.join(getattr(block, 'filesystems', []))})",
+                f"per {model} building block ({', '.join(getattr(block, 'filesystems', []))})",
                 "the storage vendor's software subscription and support for each block; quantity from the plan",
             )
         )

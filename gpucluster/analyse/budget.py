@@ -1,24 +1,7 @@
 """The power-and-cooling budget: per device, rack, row, scalable unit and site, from the plan alone.
 
-Formulas and constants (each constant's source is beside it):
-
-* IT load = the sum of device draws (gpucluster.plan.power: catalog figures plus optics); the
-  maximum sizes circuits and cooling, the typical draw gives the energy.
-* facility power = IT load x PUE; annual energy = typical IT load x PUE x 8,760 h; its cost =
-  energy x the design's electricity price.
-* heat = electrical power (every watt a device draws leaves it as heat); BTU/h = W x 3.412142;
-  refrigeration tons = BTU/h / 12,000.
-* airflow: CFM = BTU/h / (1.085 x dT in °F), the sensible-heat equation for standard air, with the
-  design's temperature rise dT; m³/h = CFM x 60 x 0.0283168.
-* liquid-cooled parts give their catalog ``cooling.liquid_fraction`` of their heat to liquid, the rest
-  (and all optics) to the air.
-* coolant flow of a liquid-cooled rack system, one figure per rack: the vendor's published flow at the site's
-  supply temperature where the catalog has a flow-by-supply table (linear between its points); else, with the
-  design's coolant temperature rise dT, water's L/min = kW / (4.18 kJ/kg K x dT) / 0.996 kg/L x 60; else the
-  system's published flow per kW of rack power (catalog). The rise that flow gives for the liquid heat is
-  stated beside it.
-* coolant distribution units per scalable unit: enough units for its racks (the unit's rack limit) and its
-  liquid heat (its capacity), plus one (N+1).
+Its formulas are in docs/artifacts.md (Power and cooling) and docs/rack-scale.md (coolant flow, CDUs); each
+constant's source stands beside it.
 """
 
 from __future__ import annotations
@@ -219,7 +202,6 @@ class Budget:
     circuit_usable_w: float  # continuous power one circuit carries (feed and PDU)
     findings: list[Finding] = field(default_factory=list)
     non_compute_pdu: str = ""  # the PDU model of racks without GPU servers (catalog id)
-    non_compute_pdu_kva: float = 0.0
     coolant: list[RackCoolant] = field(default_factory=list)  # liquid-cooled rack systems
     cdus: list[CduGroup] = field(default_factory=list)
 
@@ -260,18 +242,16 @@ class Budget:
 
 @per_plan
 def kept_power_budget(plan: Plan) -> Budget:
-    """power_budget(plan), made once per plan (memo.per_plan) for the writers, which read a planned plan and change
-    nothing: the power writer's jobs and the report's views read it again. A budget to read, not to change."""
+    """power_budget(plan) made once per plan for the writers, which read it again and again: not to be changed."""
     return power_budget(plan)
 
 
 def power_budget(plan: Plan) -> Budget:
-    """The whole budget of a plan (cheap: one pass over devices, cables and racks)."""
+    """The whole budget of a plan: one pass over devices, cables and racks."""
     site = plan.design.site
     feed = site.power_feed
     powers = device_powers(plan)
     pdu = plan.catalog_part(plan.settings.pdu, Pdu)
-    other_pdu = plan.catalog_part(plan.settings.non_compute_pdu or pdu.id, Pdu)
     devices = _device_budgets(plan, powers)
     by_name = {d.name: d for d in devices}
     rule_findings = [
@@ -322,8 +302,7 @@ def power_budget(plan: Plan) -> Budget:
         pdu_kva=circuit_kva(pdu.voltage_v, pdu.phases, pdu.current_a),
         circuit_usable_w=circuit_w(pdu, feed),
         findings=[f for f in rule_findings if f.severity != "ok"],
-        non_compute_pdu=other_pdu.id,
-        non_compute_pdu_kva=circuit_kva(other_pdu.voltage_v, other_pdu.phases, other_pdu.current_a),
+        non_compute_pdu=plan.settings.non_compute_pdu or pdu.id,
     )
 
 
@@ -346,10 +325,8 @@ def _coolant(plan: Plan, racks: list[RackBudget], site: Site) -> list[RackCoolan
 
 
 def rack_flow(system: RackSystem, site: Site, rack_w: float, liquid_w: float) -> tuple[float, str]:
-    """One coolant flow per rack and where it comes from: the vendor's published flow at the site's supply
-    temperature where the catalog has a table for it; else the flow that carries the liquid heat at the design's
-    temperature rise; else the system's published flow per kW of rack power (OCP MGX: 130 L/min for a 120 kW
-    rack, so per kW of the whole rack, not of its liquid share)."""
+    """One coolant flow per rack and where it comes from (the module's docstring). The published flow per kW is of
+    the whole rack, not of its liquid share (OCP MGX: 130 L/min for a 120 kW rack)."""
     if site.coolant_supply_c is not None:
         published = flow_at_supply(system.coolant_flow_by_supply, site.coolant_supply_c)
         if published is not None:
@@ -366,13 +343,12 @@ def choose_cdu(plan: Plan, site: Site, racks: int, liquid_w: float) -> Cdu:
     parts = plan.catalog_parts
     if site.cdu != "auto":
         return plan.catalog_part(site.cdu, Cdu)
-    units = sorted((p for p in parts.values() if isinstance(p, Cdu) and p.placement == "in-row"), key=_cdu_key)
+    units = sorted(
+        (p for p in parts.values() if isinstance(p, Cdu) and p.placement == "in-row"),
+        key=lambda u: (u.capacity_kw, u.id),
+    )
     fitting = [u for u in units if (u.max_racks or racks) >= racks and u.capacity_kw * 1000 >= liquid_w]
-    return (fitting or units)[0 if fitting else -1]
-
-
-def _cdu_key(unit: Cdu) -> tuple[float, str]:
-    return (unit.capacity_kw, unit.id)
+    return fitting[0] if fitting else units[-1]
 
 
 def _cdus(plan: Plan, coolant: list[RackCoolant], site: Site) -> list[CduGroup]:
@@ -404,31 +380,21 @@ def _cdus(plan: Plan, coolant: list[RackCoolant], site: Site) -> list[CduGroup]:
 
 def _device_budgets(plan: Plan, powers: dict[str, DevicePower]) -> list[DeviceBudget]:
     """Every device's budget, by name; each part's cooling read once (150,000 devices at 131,072 GPUs)."""
-    cooling_of: dict[str, tuple[str, float, bool]] = {}  # part -> (method, liquid fraction, liquid-cooled)
+    cooling_of: dict[str, tuple[str, float]] = {}  # part -> (method, liquid fraction)
     devices = plan.devices
     result = []
     for name in sorted(devices):
         device = devices[name]
-        facts = cooling_of.get(device.part)
-        if facts is None:
+        if device.part not in cooling_of:
             cooling = getattr(plan.catalog_parts[device.part], "cooling", None)
-            if cooling is None:
-                facts = cooling_of[device.part] = ("air", 0.0, False)
-            else:
-                liquid = cooling.method == "liquid"
-                facts = cooling_of[device.part] = (cooling.method, cooling.liquid_fraction if liquid else 0.0, liquid)
-        method, fraction, liquid = facts
+            fraction = cooling.liquid_fraction if cooling is not None and cooling.method == "liquid" else 0.0
+            cooling_of[device.part] = (cooling.method if cooling is not None else "air", fraction)
+        method, fraction = cooling_of[device.part]
         power = powers[name]
+        # liquid_w as liquid_heat_w gives it, with the part's cooling read once
         result.append(
             DeviceBudget(
-                name=name,
-                part=device.part,
-                role=device.role,
-                rack=device.rack,
-                power=power,
-                cooling=method,
-                liquid_fraction=fraction,
-                liquid_w=power.catalog_max_w * fraction if liquid else 0.0,  # liquid_heat_w, the part's cooling once
+                name, device.part, device.role, device.rack, power, method, fraction, power.catalog_max_w * fraction
             )
         )
     return result

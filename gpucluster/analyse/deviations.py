@@ -9,11 +9,13 @@ difference is a real deviation rather than a difference of size.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.plan.model import Plan
 from gpucluster.plan.queries import links_on
+from gpucluster.plan.registry import NETWORK_NAMES
 
 RA_SOURCE = "H100 RA (RA-11333-001) Appendix A, Table 7"
 # H100 RA Table 7 (4 SU, 127 nodes): role -> (count, what the RA lists)
@@ -30,6 +32,7 @@ RA_4SU_RACKS = 38  # Table 7: 38 Legrand NVIDPD13
 RA_4SU_COMPUTE_RACKS = 32  # four DGX per rack (H100 RA: such a rack "exceeds 40 kW")
 RA_4SU_PDUS = (96, 12)  # Table 7: PX3-5878I2R-P1Q2R1A15D5 (3 per compute rack) and PX3-5747V-V2 (2 per other rack)
 RA_SU_SERVERS = 32
+H100_RA_SERVERS = ("dgx-h100", "dgx-h200")  # the servers the H100 RA's Tables 7 and 8 describe
 RA_RACK_SYSTEMS_PER_SU = 8  # GB200 RA architecture: "each SU contains 8 DGX GB200 systems" (rack systems)
 
 
@@ -56,19 +59,11 @@ def is_ra_4su_shape(plan: Plan) -> bool:
     """Four 32-server SUs of DGX H100/H200 on NDR InfiniBand: the shape Table 7 describes."""
     s = plan.settings
     return (
-        s.server in ("dgx-h100", "dgx-h200")
+        s.server in H100_RA_SERVERS
         and s.scalable_unit_servers == RA_SU_SERVERS
         and s.compute_technology == "infiniband-ndr"
         and plan.totals.scalable_units == 4
     )
-
-
-def _switches(plan: Plan, network: str) -> int:
-    return sum(1 for d in plan.devices.values() if d.role == "switch" and d.network == network)
-
-
-def _count(plan: Plan, role: str) -> int:
-    return sum(1 for d in plan.devices.values() if d.role == role)
 
 
 WHY = {
@@ -127,7 +122,7 @@ def _design_choices(plan: Plan) -> list[Deviation]:
             )
         )
     found += _system_and_power(plan, system)
-    if _count(plan, "fabric-manager") and s.fabric_manager_ports == "own-leaf":
+    if plan.devices_with("fabric-manager") and s.fabric_manager_ports == "own-leaf":
         found.append(
             Deviation(
                 "UFM placement",
@@ -145,8 +140,7 @@ def _design_choices(plan: Plan) -> list[Deviation]:
 
 def _system_and_power(plan: Plan, system: RackSystem | None) -> list[Deviation]:
     """GPU systems other than NVIDIA's DGX, and power provisioning other than the RA's. A rack-scale system is
-    judged as the rack it is (a DGX GB200/GB300 NVL72 is the RA's system, its trays are not OEM servers) and its
-    power as its shelves, which the design does not change; only the other racks' PDUs follow the design's feed."""
+    judged as the rack it is (its trays are not OEM servers) and its power as its shelves."""
     found = []
     if system is None and not plan.settings.server.startswith("dgx-"):
         found.append(
@@ -212,8 +206,8 @@ def _one_su_rack_aligned_cores(plan: Plan) -> list[Deviation]:
 
 
 def _xdr_manager_slot(plan: Plan) -> list[Deviation]:
-    """The B300 XDR RA's Table 3 counts 72 nodes per SU, but its fabric (Q3400 leaves of 72 hosts and 72 uplinks,
-    spines full) has no free port for the UFM pair: where the UFM takes server slots of SU 1, say so."""
+    """The B300 XDR RA's Table 3 counts 72 nodes per SU, but its fabric has no free port for the UFM pair: where the
+    UFM takes server slots of SU 1, say so."""
     s = plan.settings
     if s.compute_technology != "infiniband-xdr" or s.fabric_manager_ports == "own-leaf" or s.rack_system:
         return []
@@ -286,7 +280,7 @@ def _inband_network(plan: Plan) -> list[Deviation]:
             )
         )
     inband_switch = plan.settings.inband_switch
-    if not is_h100_ra_server(plan):
+    if plan.settings.server not in H100_RA_SERVERS:
         return found
     if plan.switches("inband") and inband_switch != "sn4600c":
         found.append(
@@ -314,22 +308,11 @@ def _inband_network(plan: Plan) -> list[Deviation]:
     return found
 
 
-def is_h100_ra_server(plan: Plan) -> bool:
-    """DGX H100/H200: the servers whose management networks the H100 RA's Tables 7 and 8 describe."""
-    return plan.settings.server in ("dgx-h100", "dgx-h200")
-
-
 def _table_7_counts(plan: Plan) -> list[Deviation]:
     """Switch, server and rack counts of a plan of the RA's 4-SU shape against Table 7."""
-    counts = {
-        "inband": _switches(plan, "inband"),
-        "oob": _switches(plan, "oob"),
-        "storage": _switches(plan, "storage"),
-        "compute": _switches(plan, "compute"),
-        "fabric-manager": _count(plan, "fabric-manager"),
-        "management-server": _count(plan, "management-server"),
-        "gpu-server": _count(plan, "gpu-server"),
-    }
+    switches = Counter(d.network for d in plan.devices.values() if d.role == "switch")
+    roles = Counter(d.role for d in plan.devices.values())
+    counts = {key: switches[key] if key in NETWORK_NAMES else roles[key] for key in RA_4SU_COUNTS}
     found = [
         Deviation(f"{what} ({RA_SOURCE})", f"{reference:,}", f"{counts[key]:,}", WHY[key])
         for key, (reference, what) in RA_4SU_COUNTS.items()
@@ -339,8 +322,7 @@ def _table_7_counts(plan: Plan) -> list[Deviation]:
 
 
 def _rack_deviations(plan: Plan) -> list[Deviation]:
-    """Racks and rack PDUs against Table 7: 38 racks, 32 of them compute with three PDUs each (96), the other six
-    with two (12)."""
+    """Racks and rack PDUs against Table 7."""
     found = []
     compute = [r for r in plan.racks.values() if r.purpose == "compute"]
     other = [r for r in plan.racks.values() if r.purpose != "compute"]

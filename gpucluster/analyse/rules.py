@@ -373,39 +373,20 @@ def _rack_power_and_cooling(facts: RuleFacts) -> list[Finding]:
     for rack in facts["racks"]:
         if "rack_system" in rack:
             continue  # its shelves are its budget and it needs liquid cooling: rule rack-system-power-and-cooling
+        found: list[tuple[Severity, str]] = []
         if budget is not None and rack["power_max_kw"] > budget + 1e-9:
-            findings.append(
-                Finding(
-                    "rack-power-and-cooling",
-                    "error",
-                    f"rack {rack['name']} draws up to {rack['power_max_kw']:.1f} kW, over the {budget:g} kW budget",
-                    rack["name"],
-                )
-            )
+            found.append(("error", f"draws up to {rack['power_max_kw']:.1f} kW, over the {budget:g} kW budget"))
         liquid = rack.get("liquid_max_kw", 0.0)
         if liquid > 0 and facts["cooling"] != "liquid":
-            findings.append(
-                Finding(
-                    "rack-power-and-cooling",
-                    "warning",
-                    f"rack {rack['name']} holds liquid-cooled parts ({liquid:.1f} kW to liquid) but the site's "
-                    f"cooling is {facts['cooling']}: it needs a coolant loop (CDU) to the rack",
-                    rack["name"],
-                )
-            )
+            text = f"holds liquid-cooled parts ({liquid:.1f} kW to liquid) but the site's cooling is {facts['cooling']}"
+            found.append(("warning", f"{text}: it needs a coolant loop (CDU) to the rack"))
         # a liquid site's capacity takes the liquid heat; the air share goes to the room (cooling_against_site)
         heat = liquid if facts["cooling"] == "liquid" else rack["power_max_kw"] - liquid
         if capacity is not None and heat > capacity + 1e-9:
-            findings.append(
-                Finding(
-                    "rack-power-and-cooling",
-                    "warning",
-                    f"rack {rack['name']} at {heat:.1f} kW is beyond what {facts['cooling']} "
-                    f"cooling removes ({capacity:g} kW per rack); choose a denser cooling type or fewer "
-                    "servers per rack",
-                    rack["name"],
-                )
-            )
+            text = f"at {heat:.1f} kW is beyond what {facts['cooling']} cooling removes ({capacity:g} kW per rack)"
+            found.append(("warning", f"{text}; choose a denser cooling type or fewer servers per rack"))
+        name = rack["name"]
+        findings += [Finding("rack-power-and-cooling", sev, f"rack {name} {message}", name) for sev, message in found]
     return findings or [
         Finding("rack-power-and-cooling", "ok", f"every rack within {budget:g} kW and its {facts['cooling']} cooling")
     ]
@@ -426,25 +407,16 @@ def _rack_power_distribution(facts: RuleFacts) -> list[Finding]:
     for rack in facts["racks"]:
         if "circuit_capacity_kw" not in rack:
             continue
+        texts = []
         if rack["power_max_kw"] > rack["circuit_capacity_kw"] + 1e-9:
-            findings.append(
-                Finding(
-                    "rack-power-distribution",
-                    "error",
-                    f"rack {rack['name']} draws up to {rack['power_max_kw']:.1f} kW but {feeds} carries "
-                    f"{rack['circuit_capacity_kw']:.1f} kW ({rack['circuits_per_feed']} circuits per feed)",
-                    rack["name"],
-                )
+            texts.append(
+                f" draws up to {rack['power_max_kw']:.1f} kW but {feeds} carries "
+                f"{rack['circuit_capacity_kw']:.1f} kW ({rack['circuits_per_feed']} circuits per feed)"
             )
         if not rack["outlets_ok"]:
-            findings.append(
-                Finding(
-                    "rack-power-distribution",
-                    "error",
-                    f"rack {rack['name']}: its PDUs have too few outlets for its power cords",
-                    rack["name"],
-                )
-            )
+            texts.append(": its PDUs have too few outlets for its power cords")
+        name = rack["name"]
+        findings += [Finding("rack-power-distribution", "error", f"rack {name}{text}", name) for text in texts]
     for fabric in facts.get("fabric_feed_loss", []):
         findings.append(
             Finding(
@@ -537,10 +509,10 @@ def _rack_system_power_and_cooling(facts: RuleFacts) -> list[Finding]:
             )
         for severity, text in found:
             grouped.setdefault((severity, system["system"], text), []).append(rack["name"])
-    findings = []
-    for (severity, model, text), names in grouped.items():
-        who = f"rack {names[0]} ({model})" if len(names) == 1 else f"{len(names)} {model} racks ({_rack_list(names)})"
-        findings.append(Finding(name, severity, f"{who}: {text}", names[0]))
+    findings = [
+        Finding(name, severity, f"{_racks(names, model)}: {text}", names[0])
+        for (severity, model, text), names in grouped.items()
+    ]
     return findings or [
         Finding(name, "ok", "every rack-scale system within its power shelves and the site's liquid cooling")
     ]
@@ -561,12 +533,11 @@ def _floor_loading(facts: RuleFacts) -> list[Finding]:
             grouped.setdefault(key, []).append(rack["name"])
     findings = []
     for (kg, kpa, (width, depth)), names in sorted(grouped.items()):
-        who = f"rack {names[0]}" if len(names) == 1 else f"{len(names)} racks ({_rack_list(names)})"
         findings.append(
             Finding(
                 name,
                 "error",
-                f"{who}: {kg:,.0f} kg loaded on a {width} x {depth} mm floor cell is {kpa:.1f} kPa, over the "
+                f"{_racks(names)}: {kg:,.0f} kg loaded on a {width} x {depth} mm floor cell is {kpa:.1f} kPa, over the "
                 f"floor's {rating:g} kPa (site.floor_load_kpa): spread the racks (site.rack_pitch_mm, "
                 "site.row_pitch_mm) or have the floor rated for it",
                 names[0],
@@ -583,8 +554,12 @@ def _floor_loading(facts: RuleFacts) -> list[Finding]:
     ]
 
 
-def _rack_list(names: list[str], shown: int = 4) -> str:
-    return ", ".join(names) if len(names) <= shown else f"{', '.join(names[: shown - 1])}, ... {names[-1]}"
+def _racks(names: list[str], model: str = "", shown: int = 4) -> str:
+    """'rack r01 (model)', or '12 model racks (r01, r02, r03, ... r12)'."""
+    if len(names) == 1:
+        return f"rack {names[0]}" + (f" ({model})" if model else "")
+    listed = ", ".join(names) if len(names) <= shown else f"{', '.join(names[: shown - 1])}, ... {names[-1]}"
+    return f"{len(names)} {model + ' ' if model else ''}racks ({listed})"
 
 
 def _spares(facts: RuleFacts) -> list[Finding]:
@@ -682,30 +657,31 @@ def _subnet_manager(facts: RuleFacts) -> list[Finding]:
     findings = []
     for n in facts.get("subnet_managers", []):
         if n["fabric_managers"]:
-            findings.append(
-                Finding(name, "ok", f"{n['network']} fabric: {n['fabric_managers']} x {n['fabric_manager']} run its SM")
-            )
+            text = f"{n['network']} fabric: {n['fabric_managers']} x {n['fabric_manager']} run its SM"
+            findings.append(Finding(name, "ok", text))
         elif n["switch_subnet_manager"]:
-            findings.append(
-                Finding(
-                    name,
-                    "ok",
-                    f"{n['network']} fabric: no fabric-manager appliance; the {n['switch']} switches' on-board subnet "
-                    "manager runs it",
-                )
+            text = (
+                f"{n['network']} fabric: no fabric-manager appliance; the {n['switch']} switches' on-board subnet "
+                "manager runs it"
             )
+            findings.append(Finding(name, "ok", text))
         else:
-            findings.append(
-                Finding(
-                    name,
-                    "error",
-                    f"the {n['network']} InfiniBand fabric has no subnet manager: no fabric-manager appliance and the "
-                    f"{n['switch']} switches run none (externally managed); set {field[n['network']]} (e.g. UFM) or "
-                    "choose switches with an on-board SM (qm9700)",
-                    n["network"],
-                )
+            text = (
+                f"the {n['network']} InfiniBand fabric has no subnet manager: no fabric-manager appliance and the "
+                f"{n['switch']} switches run none (externally managed); set {field[n['network']]} (e.g. UFM) or "
+                "choose switches with an on-board SM (qm9700)"
             )
+            findings.append(Finding(name, "error", text, n["network"]))
     return findings or [Finding(name, "ok", "no InfiniBand fabric")]
+
+
+def _workload_finding(name: str, assumed: bool, prefix: str = "") -> Callable[..., Finding]:
+    """A finding on the workload: an assumed workload informs, it cannot fail a design."""
+
+    def finding(severity: Severity, message: str, subject: str = "") -> Finding:
+        return Finding(name, "advisory" if assumed and severity != "ok" else severity, prefix + message, subject)
+
+    return finding
 
 
 # Checkpoint pauses above this share of the interval are a warning: well-run jobs stay far below it
@@ -731,10 +707,7 @@ def _checkpoint_write_time(facts: RuleFacts) -> list[Finding]:
         f"({c['write_bottleneck']}, {c['write_gbytes_per_s']:,.0f} GB/s)"
     )
 
-    def finding(severity: Severity, message: str) -> Finding:
-        # an assumed workload informs; it cannot fail a design
-        return Finding(name, "advisory" if assumed and severity != "ok" else severity, message)
-
+    finding = _workload_finding(name, assumed)
     if c["write_seconds"] >= c["interval_seconds"]:
         return [
             finding(
@@ -790,23 +763,14 @@ def _spares_cover_repairs(facts: RuleFacts) -> list[Finding]:
             )
         ]
     spares = c["spares"]
-    if spares["have"] >= spares["needed"]:
-        return [
-            Finding(
-                "spares-cover-repairs",
-                "ok",
-                f"{spares['have']} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
-                f"{spares['confidence']:.0%} confidence (needed {spares['needed']})",
-            )
-        ]
-    return [
-        Finding(
-            "spares-cover-repairs",
-            "advisory",
-            f"{spares['needed']} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
-            f"{spares['confidence']:.0%} confidence; the plan has {spares['have']}",
-        )
-    ]
+    enough = spares["have"] >= spares["needed"]
+    covering = spares["have"] if enough else spares["needed"]
+    text = (
+        f"{covering} spare servers cover servers in repair ({spares['repair_hours']:g} h) with "
+        f"{spares['confidence']:.0%} confidence"
+    )
+    text += f" (needed {spares['needed']})" if enough else f"; the plan has {spares['have']}"
+    return [Finding("spares-cover-repairs", "ok" if enough else "advisory", text)]
 
 
 # A plan whose time to train is above this share of the target days is a warning (training/model.py).
@@ -827,11 +791,7 @@ def _workload_fits_plan(facts: RuleFacts) -> list[Finding]:
         return [Finding(name, "ok", "no workload figures")]
     assumed = c["workload"] == "assumed"
 
-    def finding(severity: Severity, message: str, subject: str = "") -> Finding:
-        # an assumed workload informs; it cannot fail a design
-        sev: Severity = "advisory" if assumed and severity != "ok" else severity
-        return Finding(name, sev, ("assumed workload: " if assumed else "") + message, subject)
-
+    finding = _workload_finding(name, assumed, "assumed workload: " if assumed else "")
     findings = []
     model = f"{c['model_parameters_b']:g}B x {t['tokens_b']:,.0f}B tokens" if t.get("tokens_b") else ""
     ttt, target = t.get("time_to_train_days"), t.get("target_days")

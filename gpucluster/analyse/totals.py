@@ -23,23 +23,23 @@ def totals(plan: Plan) -> Totals:
     servers = plan.gpu_nodes()
     gpus_per_server = plan.settings.gpus_per_server
     networks = plan.networks()
-    switches: dict[str, dict[str, int]] = {n: {} for n in networks}
+    switches: dict[str, Counter[str]] = {n: Counter() for n in networks}
     for device in plan.devices.values():
         if device.role == "switch" and device.network and device.tier:
-            per = switches[device.network]
-            per[tier_name(device.tier)] = per.get(tier_name(device.tier), 0) + 1
+            switches[device.network][tier_name(device.tier)] += 1
     links: dict[str, dict[str, int]] = {n: {} for n in networks}
     for (network, tier), members in queries(plan).links_by_network_tier.items():
         links[network][link_tier_name(tier)] = len(members)
     cables_by_media: Counter[str] = Counter(c.media for c in plan.cables)
     racks_by_purpose: Counter[str] = Counter(r.purpose for r in plan.racks.values())
     roles: Counter[str] = Counter(d.role for d in plan.devices.values())
+    production = sum(1 for s in servers if not s.spare)
     return Totals(
         servers=len(servers),
-        production_servers=sum(1 for s in servers if not s.spare),
-        spare_servers=sum(1 for s in servers if s.spare),
+        production_servers=production,
+        spare_servers=len(servers) - production,
         gpus=len(servers) * gpus_per_server,
-        production_gpus=sum(1 for s in servers if not s.spare) * gpus_per_server,
+        production_gpus=production * gpus_per_server,
         scalable_units=len({s.su for s in servers}),
         switches={n: dict(sorted(v.items(), key=lambda kv: TIER_NAMES.index(kv[0]))) for n, v in switches.items()},
         switches_total=sum(sum(v.values()) for v in switches.values()),

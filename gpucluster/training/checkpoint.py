@@ -1,10 +1,7 @@
-"""Checkpoint analysis of a plan: the workload's size, how fast the plan writes and reads its checkpoints,
-how often the job fails, the best checkpoint interval and what a failure costs.
+"""Checkpoint analysis of a plan: checkpoint size and write time, failures, the best interval, what a failure costs.
 
-Everything is read from the plan (GPU counts, the storage network's links, the parallel filesystem's
-throughput, cables and their optics), so the checkpoint figures cannot disagree with the other views.
-A design without a ``workload`` section is analysed for the seed's example, a 70-billion-parameter
-model, and every view says so.
+Everything is read from the plan, so the checkpoint figures cannot disagree with the other views. A design without
+a ``workload`` section is analysed for the seed's 70-billion-parameter example, and every view says so.
 """
 
 from __future__ import annotations
@@ -22,9 +19,7 @@ from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.training import reliability as rel
 from gpucluster.training.model import (
-    compute_days as model_compute_days,
-)
-from gpucluster.training.model import (
+    compute_days,
     gpus_for_target,
     peak_tflops,
     step_seconds,
@@ -86,9 +81,8 @@ class TransferPath:
 
 @dataclass(frozen=True)
 class Step:
-    """One training step at the workload's MFU (the training model's step time): within it the batch is
-    loaded (storage), the GPUs compute and the gradients are synchronised (fabric). Loading and sync are
-    estimates of their unhidden time; ``compute_s`` is the rest of the step."""
+    """One training step at the workload's MFU; loading (storage) and sync (fabric) are estimates of their unhidden
+    time inside it, ``compute_s`` the rest."""
 
     seconds: float
     load_s: float
@@ -201,22 +195,13 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
     stall_s, background_s = _stall_s(workload, write_s, checkpoint_bytes, gpus)
     restart_s = workload.restart_minutes * 60 + read_s
 
-    units = _units(plan, servers, spare_names | idle, gpu.count)
-    overrides = workload.failure_rates.model_dump()
-    kinds = rel.rates(units, overrides)
+    kinds = rel.rates(_units(plan, servers, spare_names | idle, gpu.count), workload.failure_rates.model_dump())
     mtbf_s = rel.job_mtbf_s(kinds)
-    young_s = rel.young_interval_s(stall_s, mtbf_s)
     daly_s = rel.daly_interval_s(stall_s, mtbf_s)
 
     step = _step(workload, gpus, peak, read, server_part)
-    flops = training_flops(workload)
-    compute_days = model_compute_days(workload, gpus, peak)
-    interval_s, interval_from = _interval_s(workload, daly_s, compute_days, step.seconds)
-    goodput = rel.daly_efficiency(interval_s, stall_s, restart_s, mtbf_s)
-    gpus_needed = gpus_for_target(workload, peak, goodput)
-    run_days, run_days_from = _run_days(workload, compute_days, goodput)
-
-    dataset_bytes = _dataset_bytes(workload)
+    days_of_compute = compute_days(workload, gpus, peak)
+    interval_s, interval_from = _interval_s(workload, daly_s, days_of_compute, step.seconds)
     staging_in, staging_out = _staging_paths(plan, write, read)
 
     by_kind = {k.kind: k.per_unit_year for k in kinds}
@@ -226,14 +211,10 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
 
     domains = _domain_spares(plan, server_part, server_failures, workload)
     failover = _failover(domains, kinds, len(servers), gpu.count, server_failures, workload.repair_hours)
-    if failover is not None:
-        wait = failover.mean_wait_per_failure_s
-        goodput = rel.daly_efficiency(interval_s, stall_s, restart_s + wait, mtbf_s)
-        gpus_needed = gpus_for_target(workload, peak, goodput)
-        run_days, run_days_from = _run_days(workload, compute_days, goodput)
-    notes = []
-    if workload.checkpoint_mode == "async" and background_s >= interval_s:
-        notes.append("the background write takes longer than the interval: checkpoints would queue")
+    recovery_s = restart_s + (failover.mean_wait_per_failure_s if failover else 0.0)
+    goodput = rel.daly_efficiency(interval_s, stall_s, recovery_s, mtbf_s)
+    run_days, run_days_from = _run_days(workload, days_of_compute, goodput)
+    queue = workload.checkpoint_mode == "async" and background_s >= interval_s
     return CheckpointAnalysis(
         workload=workload,
         assumed=assumed,
@@ -255,26 +236,26 @@ def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
         restart_s=restart_s,
         kinds=kinds,
         mtbf_s=mtbf_s,
-        young_s=young_s,
+        young_s=rel.young_interval_s(stall_s, mtbf_s),
         daly_s=daly_s,
         interval_s=interval_s,
         interval_from=interval_from,
         step=step,
-        training_flops=flops,
-        compute_days=compute_days,
-        gpus_needed=gpus_needed,
+        training_flops=training_flops(workload),
+        compute_days=days_of_compute,
+        gpus_needed=gpus_for_target(workload, peak, goodput),
         run_days=run_days,
         run_days_from=run_days_from,
         staging_in=staging_in,
         staging_out=staging_out,
-        dataset_bytes=dataset_bytes,
+        dataset_bytes=_dataset_bytes(workload),
         model_bytes=params * MODEL_EXPORT_BYTES_PER_PARAMETER,
         spares_needed=spares,
         spares_have=len(spare_names),
         server_failures_per_year=server_failures,
         domains=domains,
         failover=failover,
-        notes=notes,
+        notes=["the background write takes longer than the interval: checkpoints would queue"] if queue else [],
         staging_shared=bool(plan.settings.object_storage_shared),
     )
 
@@ -287,8 +268,7 @@ def _failover(
     server_failures: float,
     repair_hours: float,
 ) -> rel.TrayFailover | None:
-    """How a job waits on a failed tray of an NVLink domain (None: no rack-scale domains): the trays' share of the
-    job's failures, each served by the domain's spares while it is repaired."""
+    """How a job waits on a failed tray of an NVLink domain (None: no rack-scale domains)."""
     if domains is None:
         return None
     job_rate = sum(k.job_failures_per_hour for k in kinds)
@@ -310,13 +290,9 @@ def _stall_s(workload: Workload, write_s: float, checkpoint_bytes: float, gpus: 
     host memory (the design's, else scaled by each GPU's share) and writes behind; a sync one stalls for the write."""
     if workload.checkpoint_mode != "async":
         return write_s, 0.0
-    per_gpu = checkpoint_bytes / max(gpus, 1)
-    stall_s = (
-        workload.async_stall_seconds
-        if workload.async_stall_seconds is not None
-        else ASYNC_STALL_S * per_gpu / ASYNC_REFERENCE_BYTES_PER_GPU
-    )
-    return stall_s, write_s
+    if workload.async_stall_seconds is not None:
+        return workload.async_stall_seconds, write_s
+    return ASYNC_STALL_S * (checkpoint_bytes / max(gpus, 1)) / ASYNC_REFERENCE_BYTES_PER_GPU, write_s
 
 
 def _interval_s(workload: Workload, daly_s: float, compute_days: float | None, step_s: float) -> tuple[float, str]:
@@ -354,8 +330,7 @@ def _run_days(workload: Workload, compute_days: float | None, goodput: float) ->
 
 def _job_servers(plan: Plan, server_part: GpuServer) -> tuple[list[Device], set[str]]:
     """The production servers the job runs on, and the idle ones: on a rack-scale system the job takes a segment
-    of each rack's trays (16 of an NVL72's 18, as the launch templates' --segment and Kueue slices place it), so
-    the rest stand idle as in-rack spares: their failures do not stop the job and they write no checkpoint."""
+    of each rack's trays (as --segment places it) and the rest stand idle as in-rack spares."""
     from gpucluster.analyse.scheduling import domain_servers, slurm_segment
 
     production = [d for d in plan.gpu_nodes() if not d.spare]
@@ -395,21 +370,7 @@ def _domain_spares(plan: Plan, tray: GpuServer, failures: float, workload: Workl
 def checkpoint_facts(plan: Plan) -> CheckpointFacts:
     """The plain-JSON summary the design rule reads (rules.py, the Pulumi policy pack)."""
     a = analyse_checkpoints(plan)
-    facts = _checkpoint_facts(plan, a)
-    if a.domains:  # rack-scale systems only (absent, not None, elsewhere: Pulumi drops None properties)
-        facts["domain_spares"] = {
-            "racks": a.domains.racks,
-            "segment": a.domains.segment,
-            "in_rack_spares": a.domains.in_rack_spares,
-            "p_rack_short": round(a.domains.p_rack_short, 9),
-            "spare_racks_needed": a.domains.spare_racks_needed,
-            "spare_racks_have": a.domains.spare_racks_have,
-        }
-    return facts
-
-
-def _checkpoint_facts(plan: Plan, a: CheckpointAnalysis) -> CheckpointFacts:
-    return {
+    facts: CheckpointFacts = {
         "workload": "assumed" if a.assumed else "design",
         "model_parameters_b": a.workload.model_parameters_b,
         "checkpoint_tb": round(a.checkpoint_bytes / 1e12, 4),
@@ -432,6 +393,16 @@ def _checkpoint_facts(plan: Plan, a: CheckpointAnalysis) -> CheckpointFacts:
             "repair_hours": a.workload.repair_hours,
         },
     }
+    if a.domains:  # rack-scale systems only (absent, not None, elsewhere: Pulumi drops None properties)
+        facts["domain_spares"] = {
+            "racks": a.domains.racks,
+            "segment": a.domains.segment,
+            "in_rack_spares": a.domains.in_rack_spares,
+            "p_rack_short": round(a.domains.p_rack_short, 9),
+            "spare_racks_needed": a.domains.spare_racks_needed,
+            "spare_racks_have": a.domains.spare_racks_have,
+        }
+    return facts
 
 
 def training_facts(plan: Plan, a: CheckpointAnalysis) -> TrainingFacts:
@@ -495,9 +466,8 @@ def _checkpoint_paths(plan: Plan, job_servers: int, spares: set[str]) -> tuple[T
 
 
 def _storage_network_gbytes_per_s(plan: Plan, spares: set[str]) -> float:
-    """Capacity between GPU servers and storage blocks on the storage network, from the plan's links: the
-    storage blocks' ports, and where leaves have uplinks, the uplinks of the servers' leaves and of the
-    storage leaves (a fat tree above them carries what its leaves send up)."""
+    """Capacity between GPU servers and storage blocks: the blocks' ports, and the uplinks of the servers' leaves
+    and of the storage leaves (a fat tree above them carries what its leaves send up)."""
     roles: dict[str, str] = {}
     server_leaves: set[str] = set()
     storage_leaves: set[str] = set()
@@ -551,9 +521,7 @@ def _staging_paths(
 
 
 def _units(plan: Plan, servers: list[Device], spares: set[str], gpus_per_server: int) -> dict[str, int]:
-    """Units of each component kind the job depends on: its GPUs and servers, their compute NICs, the
-    optics on compute-fabric cables (transceivers and active optical cable ends) that do not serve only
-    spares, and every compute-fabric switch."""
+    """Units of each component kind the job depends on; optics on compute cables that serve only spares do not."""
     server_part = plan.catalog_part(plan.settings.server, GpuServer)
     optics = 0
     for cable in plan.cables:
@@ -573,10 +541,8 @@ def _units(plan: Plan, servers: list[Device], spares: set[str], gpus_per_server:
 
 
 def _step(workload: Workload, gpus: int, peak_tflops: float, read: TransferPath, server_part: GpuServer) -> Step:
-    """One step of the global batch: 6 N D FLOPs at peak x MFU; the batch read from the parallel
-    filesystem; the gradients all-reduced over the fabric, assuming tensor parallelism inside the NVLink
-    domain and data parallelism across it (ring all-reduce moves 2 (n-1)/n of the data per GPU, nccl-tests
-    PERFORMANCE.md)."""
+    """One step of the global batch; the gradients all-reduced with tensor parallelism inside the NVLink domain and
+    data parallelism across it (ring all-reduce moves 2 (n-1)/n of the data per GPU, nccl-tests PERFORMANCE.md)."""
     tokens = workload.global_batch_tokens_m * 1e6
     params = workload.model_parameters_b * 1e9
     seconds = step_seconds(workload, gpus, peak_tflops)

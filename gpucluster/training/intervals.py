@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -55,12 +56,9 @@ def candidate_intervals(
             wanted.append((a.young_s, "Young"))
         if a.interval_from == "design" or not math.isfinite(a.daly_s):
             wanted.append((a.interval_s, "design" if a.interval_from == "design" else ""))
-    by_steps: dict[int, set[str]] = {}
+    by_steps: dict[int, set[str]] = defaultdict(set)
     for seconds, label in wanted:
-        steps = max(1, round(seconds / a.step.seconds))
-        by_steps.setdefault(steps, set())
-        if label:
-            by_steps[steps].add(label)
+        by_steps[max(1, round(seconds / a.step.seconds))] |= {label} - {""}
     order = {"design": 0, "Daly": 1, "Young": 2}
     return [
         (steps * a.step.seconds, tuple(sorted(labels, key=order.__getitem__)))

@@ -1,17 +1,8 @@
-"""The one training model every view uses: `gpucluster size`, checkpoint.md, simulation.html and the design
-rule ``workload-fits-plan`` read their step time, compute time and time to train from these functions, so
-they cannot disagree.
+"""The one training model every view uses (`size`, checkpoint.md, simulation.html, rule ``workload-fits-plan``),
+so they cannot disagree; its formulas are in docs/artifacts.md (Checkpoints, failures and the run simulator).
 
-* **Training FLOPs** = 6·N·D (Kaplan et al. 2020 section 2.1; Chinchilla, Hoffmann et al. 2022).
-* **MFU** is measured over the whole step, as PaLM defines it (Chowdhery et al. 2022, appendix B: observed
-  tokens per second against the peak's theoretical tokens per second), so data loading and gradient
-  synchronisation are *inside* it: a step of B tokens takes 6·N·B / (GPUs × dense peak × MFU), and the
-  compute time of D tokens is 6·N·D / (GPUs × peak × MFU). Loading and sync estimates are shown as parts of
-  that step, never added to it; when they alone exceed it, the MFU is out of the plan's reach (a finding).
-* **Goodput** is the share of wall time that becomes kept training work (failures, restarts and
-  checkpoint pauses lost). Before a plan exists it is assumed (:data:`SIZING_GOODPUT`); on a plan it is
-  Daly's complete model at the checkpoint interval, from the plan's failure model.
-* **Time to train** = compute time / goodput.
+Training FLOPs = 6·N·D (Kaplan et al. 2020 section 2.1). MFU is over the whole step as PaLM defines it
+(Chowdhery et al. 2022, appendix B), so loading and sync are inside the step, never added to it.
 """
 
 from __future__ import annotations

@@ -126,10 +126,8 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 
 
 def daly_efficiency(interval_s: float, checkpoint_s: float, restart_s: float, mtbf_s: float) -> float:
-    """Daly's complete model: useful share of wall time, tau / (M e^(R/M) (e^((tau+d)/M) - 1)).
-
-    Failures may strike during compute, checkpoint and restart alike; each failure loses the
-    segment in progress and costs a restart."""
+    """Daly's complete model: useful share of wall time, tau / (M e^(R/M) (e^((tau+d)/M) - 1)); failures strike
+    during compute, checkpoint and restart alike."""
     if math.isinf(mtbf_s):
         return 1.0 if math.isinf(interval_s) else interval_s / (interval_s + checkpoint_s)
     return interval_s / (mtbf_s * math.exp(restart_s / mtbf_s) * math.expm1((interval_s + checkpoint_s) / mtbf_s))
@@ -154,7 +152,7 @@ def spares_needed(servers: int, failures_per_server_year: float, repair_hours: f
         return 0
     term = math.exp(-mean)
     if term == 0.0:  # very large means: normal approximation
-        return math.ceil(mean + _z(confidence) * math.sqrt(mean))
+        return math.ceil(mean + statistics.NormalDist().inv_cdf(confidence) * math.sqrt(mean))
     total, spares = term, 0
     while total < confidence and spares < servers:
         spares += 1
@@ -167,9 +165,8 @@ def spares_needed(servers: int, failures_per_server_year: float, repair_hours: f
 
 @dataclass(frozen=True)
 class DomainSpares:
-    """Spares of a rack-scale system whose jobs take a segment of each NVLink domain (16 of an NVL72's 18 trays):
-    a rack keeps serving its segment while at most ``in_rack_spares`` trays are in repair; beyond that the job
-    needs another rack (a spare rack)."""
+    """A rack keeps serving its job segment (16 of an NVL72's 18 trays) while at most ``in_rack_spares`` trays are
+    in repair; beyond that the job needs a spare rack."""
 
     racks: int
     trays_per_rack: int
@@ -193,40 +190,23 @@ def domain_spares(
     confidence: float,
     spare_racks_have: int = 0,
 ) -> DomainSpares:
-    """Trays of one rack in repair at once are Poisson (mean trays x rate x repair time); a rack falls short of
-    its segment when more than its spare trays are out, and spare racks cover the racks short at once (a
-    Poisson quantile of racks x that probability, as spares_needed does for servers)."""
+    """Trays of one rack in repair at once are Poisson (mean trays x rate x repair time); spare racks cover the racks
+    short of their segment at once (a Poisson quantile, as spares_needed does for servers)."""
     mean = trays_per_rack * failures_per_tray_year * repair_hours / HOURS_PER_JULIAN_YEAR
-    spare = trays_per_rack - segment
-    term = math.exp(-mean)
-    covered = term
-    for k in range(1, spare + 1):
-        term *= mean / k
-        covered += term
-    p_short = max(0.0, 1.0 - covered)
+    p_short = poisson_tail(mean, trays_per_rack - segment + 1)
     short_per_year = racks * p_short * HOURS_PER_JULIAN_YEAR / repair_hours if repair_hours else 0.0
     needed = spares_needed(racks, short_per_year / racks if racks else 0.0, repair_hours, confidence)
     return DomainSpares(racks, trays_per_rack, segment, mean, p_short, needed, spare_racks_have)
 
 
-def _z(confidence: float) -> float:
-    """Standard normal quantile."""
-    return statistics.NormalDist().inv_cdf(confidence)
-
-
 @dataclass(frozen=True)
 class TrayFailover:
-    """How a job placed in segments of NVLink domains (16 of an NVL72's 18 trays) goes on after one of its trays
-    fails. The tray's GPUs leave the domain, the rest of the domain keeps working (NVLink partitions isolate one
-    part of a domain from another: NVIDIA's NVL72 Enterprise RA), and the job restarts from
-    its last checkpoint: its segment takes one of the rack's spare trays, or, when the rack already has all of them
-    in repair, a spare rack; with no spare rack free either it waits for a tray of its rack to come back.
+    """How a job in segments of NVLink domains goes on after one of its trays fails: the tray's GPUs leave the domain
+    (NVLink partitions isolate them: NVIDIA's NVL72 Enterprise RA) and the job restarts from its checkpoint on a spare
+    tray of the rack, else a spare rack, else it waits for a tray back from repair.
 
-    Trays in repair are Poisson (Poisson failures, any repair time: the M/G/inf queue) and a failure sees the
-    time-average state (PASTA), so the chance that the failed tray's rack has no spare tray free is
-    P(Poisson(other trays x rate x repair) >= spares). NVL72 tray failure rates are not published
-    (none found in NVIDIA's documents): the rate is the tray's GPUs, host and NICs at the per-unit rates of this module
-    (Llama 3's H100 fleet), an assumption the report and checkpoint.md state."""
+    Trays in repair are Poisson (the M/G/inf queue) and a failure sees the time-average state (PASTA). NVL72 tray
+    failure rates are not published: a tray fails as its GPUs, host and NICs at this module's rates (assumption)."""
 
     trays_per_rack: int
     segment: int
@@ -266,10 +246,9 @@ def poisson_tail(mean: float, k: int) -> float:
 def tray_failover(
     domains: DomainSpares, gpus_per_tray: int, tray_failures_per_year: float, repair_hours: float, tray_share: float
 ) -> TrayFailover:
-    """The failover of a job in segments of ``domains.segment`` trays per rack. A rack short of its segment waits
-    for the first of its trays in repair to come back: the failed tray takes the whole repair time, the rack's
-    other trays out (its spares' number, at least) are at stages spread evenly over it, so the first is back after
-    repair / (spares + 1) on average (derived: the least of n uniform residual times has mean repair / (n + 1))."""
+    """A rack short of its segment waits for the first of its trays in repair: with the others' repairs at stages
+    spread evenly, it is back after repair / (spares + 1) on average (derived: the least of n uniform residual
+    times has mean repair / (n + 1))."""
     spares = domains.trays_per_rack - domains.segment
     others = (domains.trays_per_rack - 1) * tray_failures_per_year * repair_hours / HOURS_PER_JULIAN_YEAR
     p_tray = poisson_tail(others, spares)

@@ -1,18 +1,10 @@
 """Monte Carlo simulation of a training run with failures and checkpoints, vectorised over runs (numpy).
 
-A run computes in segments: ``interval`` seconds of steps (load, compute, sync; the interval is a whole
-number of steps), then a checkpoint that pauses the GPUs for ``stall`` seconds. An async checkpoint is
-durable only ``background`` seconds after the pause. Failures arrive as a Poisson process per component
-kind (the job stops on any of them); a failure throws away everything since the last durable checkpoint,
-including a checkpoint being written, and the job restarts, which takes ``restart`` seconds and can
-itself be interrupted by a failure. On a rack-scale system a failure may also leave the job waiting for a repair
-before it restarts (``wait_probability``, ``wait_s``: no spare tray in the failed tray's rack and no spare rack,
-gpucluster.training.reliability.TrayFailover); the wait is drawn per failure and counted apart.
-
-Because failures are memoryless, the number of segments completed before the next failure is geometric
-and the failure's offset in its segment a truncated exponential, so each loop iteration advances every
-run by one whole failure cycle: a 90-day run of a 16,384-GPU job (about 700 failures) is about 700
-vectorised steps, whatever the number of runs.
+A run computes in segments of ``interval`` seconds, each followed by a checkpoint pause of ``stall`` seconds (an
+async checkpoint is durable ``background`` seconds later). A failure throws away everything since the last durable
+checkpoint and the job restarts (a restart can itself fail; on a rack-scale system the job may first wait for a
+repair, counted apart). Failures are memoryless, so the segments before the next one are geometric and its offset
+a truncated exponential: each loop iteration advances every run by one whole failure cycle.
 """
 
 from __future__ import annotations
@@ -97,9 +89,8 @@ class SimulationRefused(ValueError):
 
 
 def check_work(model: JobModel, horizon_s: float | None, work_s: float | None, runs: int = 1) -> None:
-    """Refuse a run the simulator cannot step through in seconds: its loop advances every run by one failure
-    cycle per step, and a restart interrupted by failures is drawn again, so the work grows with the failures
-    a run sees and with e^(rate x restart)."""
+    """Refuse a run the simulator cannot step through in seconds: the work grows with the failures a run sees and
+    with e^(rate x restart) (an interrupted restart is drawn again)."""
     rate = model.rate_per_s
     if rate <= 0:
         return
@@ -236,9 +227,8 @@ def _strike(
     kinds: list[str],
     horizon: float,
 ) -> None:
-    """The runs at idx complete k segments and fail `offset` into the next: they lose that work (and the segment
-    before, were its checkpoint still being written), restart (failing again while restarting) and, where no spare
-    is at hand, wait for one. The random draws come in a fixed order, so a seed gives the same runs."""
+    """The runs at idx complete k segments and fail `offset` into the next, lose that work, restart and may wait for
+    a spare. The random draws come in a fixed order, so a seed gives the same runs."""
     segment = model.interval_s + model.stall_s
     tally.done[idx] += k
     lost_now = offset.copy()

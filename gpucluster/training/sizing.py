@@ -1,10 +1,5 @@
-"""Sizing a cluster from a workload: the 6·N·D rule gives the training FLOPs; the GPU's dense peak (from
-the catalog, with its source), the expected MFU and goodput give the GPUs that finish in the target days.
-
-Training FLOPs ≈ 6 N D (Kaplan et al. 2020 section 2.1; Chinchilla, Hoffmann et al. 2022); GPUs =
-6 N D / (peak x MFU x goodput x wall seconds), dense peak, goodput about 0.9 for the best-run large jobs
-(Llama 3, MegaScale, Meta RSC).
-"""
+"""Sizing a cluster from a workload: the GPUs and whole servers that train it in its target days at an assumed
+goodput (the training model, gpucluster/training/model.py)."""
 
 from __future__ import annotations
 
@@ -54,8 +49,7 @@ class Sizing:
 
     @property
     def days_on_servers(self) -> float:
-        """Wall days on the rounded-up servers, at the MFU and goodput assumed (the training model's
-        time to train)."""
+        """Wall days on the rounded-up servers, at the MFU and goodput assumed."""
         return time_to_train_days(self.workload, self.gpus, self.peak_tflops, self.goodput) or 0.0
 
 
@@ -100,10 +94,8 @@ def starter_design(
     notes: list[str] | None = None,
     kept: dict[str, dict[str, object]] | None = None,
 ) -> str:
-    """A design file for the sizing: the servers and the workload (and a base design's site and extra
-    catalog files, with the spares the plan's failure model asks for); ``kept``: the base design's other
-    sections as written (fabric, storage, scheduler, teams ...), so a sized design keeps the site's choices;
-    everything else keeps its defaults."""
+    """A design file for the sizing: the servers and the workload, with a base design's site, catalog files and
+    other sections as written (``kept``), so a sized design keeps the site's choices."""
     w = s.workload
     workload = w.model_dump(exclude_defaults=True)
     workload |= {"target_days": w.target_days, "precision": w.precision, "mfu": w.mfu}

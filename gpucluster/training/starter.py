@@ -1,11 +1,5 @@
-"""`gpucluster size`: a starter design checked against its own plan.
-
-The 6·N·D sizing assumes a goodput before any plan exists; the starter design is then planned, and the plan's
-own training figures (the training model at the plan's goodput, its failure model's spares) decide: servers
-are added until the plan trains in the target days, the spares the failure model asks for are set, and racks
-are packed to what the site allows where dividing the SU evenly would leave budget unused, so the design `size`
-writes draws no finding against what it chose.
-"""
+"""`gpucluster size`: a starter design checked against its own plan. The sizing assumes a goodput; the plan's own
+figures then decide servers, spares and racks, so the design draws no finding against what it chose."""
 
 from __future__ import annotations
 
@@ -51,10 +45,9 @@ def plan_starter(
     source: str = "",
     kept: dict[str, dict[str, object]] | None = None,
 ) -> Starter:
-    """Size the workload, then plan the starter design and grow it until its own plan meets the target. A problem
-    of the starter design is told of `source` (what the user gave: the design its site came from, or the file to
-    be written), never of the temporary file it was planned from. `plan_file` loads and plans a design file (the
-    pipeline's, handed down by the command: the training model does not run the pipeline itself)."""
+    """Size the workload, then plan the starter design and grow it until its own plan meets the target. Its
+    problems are told of `source` (what the user gave), never of the temporary file it was planned from.
+    `plan_file` loads and plans a design file (the command hands the pipeline down)."""
     # the interval is the plan's choice (Daly's optimum for the planned GPUs), not a figure for another size
     workload = workload.model_copy(update={"checkpoint_interval_minutes": None})
     sizing = size(catalog, server_id, workload)
