@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
+from gpucluster.analyse.floor import Floor, kept_floor
 from gpucluster.artifacts.drawings import Label
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.formats.templating import render
@@ -72,28 +73,6 @@ class FloorPlan:
         return render("report/floor.svg", f=self)
 
 
-def rack_sizes_mm(plan: Plan) -> dict[str, tuple[float, float]]:
-    """Rack -> (width, depth) of its catalog part, in millimetres (600 x 1200 where the catalog gives none)."""
-    sizes = {}
-    for rack in plan.racks.values():
-        part = plan.catalog_parts[rack.part]
-        sizes[rack.name] = (
-            float(getattr(part, "width_mm", 600) or 600),
-            float(getattr(part, "depth_mm", 1200) or 1200),
-        )
-    return sizes
-
-
-def rack_span_mm(plan: Plan, sizes: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
-    """(across the rows, along the depth) the racks span on the floor, in millimetres: the rows and the aisles
-    between them (the floor space the decision summary quotes and the floor plan draws)."""
-    sizes = rack_sizes_mm(plan) if sizes is None else sizes
-    racks = list(plan.racks.values())
-    span_x = max((r.x_mm + sizes[r.name][0] for r in racks), default=0.0) - min((r.x_mm for r in racks), default=0.0)
-    span_y = max((r.y_mm + sizes[r.name][1] for r in racks), default=0.0) - min((r.y_mm for r in racks), default=0.0)
-    return span_x, span_y
-
-
 def floor_plan(plan: Plan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
@@ -101,9 +80,9 @@ def floor_plan(plan: Plan) -> FloorPlan:
     budget_w = float(site.rack_power_budget_kw) * 1000
     racks = list(plan.racks.values())
     labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
-    sizes = rack_sizes_mm(plan)
-    span_x, span_y = rack_span_mm(plan, sizes)
-    turned = span_y > span_x
+    floor = kept_floor(plan)
+    sizes = floor.rack_sizes_mm
+    turned = floor.depth_mm > floor.width_mm
     drawn = []
     for rack in racks:
         width, depth = sizes[rack.name]
@@ -128,7 +107,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
                 lines=(rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else (),
             )
         )
-    drawn += _cdus(plan, racks, sizes, turned, labelled)
+    drawn += _cdus(floor, turned, labelled)
     rack_width = min((w for w, _d in sizes.values()), default=600.0)
     unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
     if not labelled:  # nothing written in the racks: row and SU labels grow to stay legible on a large hall
@@ -190,49 +169,32 @@ def rack_limit(plan: Plan, rack: RackPlan, budget_w: float) -> tuple[float, bool
     return usable_w, rack.power_typical_w > usable_w + 1e-6 or rack.power_max_w > nameplate_w + 1e-6
 
 
-def _cdus(
-    plan: Plan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
-) -> list[FloorRack]:
-    """The in-row coolant distribution units (analyse/budget.py, N+1 per scalable unit) at the end of the row that
-    holds their scalable unit's last rack, each a rack's footprint (the CDUs' own footprints are not in the
-    catalog), so the floor shows the positions they take."""
-    from gpucluster.analyse.budget import kept_power_budget  # liquid-cooled rack systems only; read on use
-
-    if not any(rack.rack_system for rack in racks):
-        return []
+def _cdus(floor: Floor, turned: bool, labelled: bool) -> list[FloorRack]:
+    """The in-row coolant distribution units where the floor puts them (analyse/floor.py), each drawn as a rack."""
     colour = ROLES["coolant-distribution-unit"].colour
-    row_end: dict[float, float] = {}
-    for rack in racks:
-        row_end[rack.y_mm] = max(row_end.get(rack.y_mm, rack.x_mm), rack.x_mm + sizes[rack.name][0])
     drawn = []
-    number = 0
-    for group in kept_power_budget(plan).cdus:
-        members = [r for r in racks if r.rack_system and f"SU {r.su}" == group.name] or [
-            r for r in racks if r.rack_system
-        ]
-        last = max(members, key=lambda r: (r.y_mm, r.x_mm))
-        width, depth = sizes[last.name]
-        for _unit in range(group.units):
-            number += 1
-            x_mm, y_mm = row_end[last.y_mm], last.y_mm
-            row_end[last.y_mm] = x_mm + width
-            x, y, w, h = (y_mm, x_mm, depth, width) if turned else (x_mm, y_mm, width, depth)
-            name = f"CDU{number}"
-            drawn.append(
-                FloorRack(
-                    name=name,
-                    x=x,
-                    y=y,
-                    width=w,
-                    depth=h,
-                    fill=tint(colour, 0.75),
-                    stroke=colour,
-                    bar_height=0.0,
-                    over_budget=False,
-                    title=f"{name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)",
-                    lines=(name, group.name) if labelled else (),
-                )
+    for cdu in floor.cdus:
+        group = cdu.group
+        x, y, w, h = (
+            (cdu.y_mm, cdu.x_mm, cdu.depth_mm, cdu.width_mm)
+            if turned
+            else (cdu.x_mm, cdu.y_mm, cdu.width_mm, cdu.depth_mm)
+        )
+        drawn.append(
+            FloorRack(
+                name=cdu.name,
+                x=x,
+                y=y,
+                width=w,
+                depth=h,
+                fill=tint(colour, 0.75),
+                stroke=colour,
+                bar_height=0.0,
+                over_budget=False,
+                title=f"{cdu.name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)",
+                lines=(cdu.name, group.name) if labelled else (),
             )
+        )
     return drawn
 
 
