@@ -42,7 +42,7 @@ def test_the_summary_and_compare_quote_the_same_floor(gb200: Alternative) -> Non
     floor = kept_floor(plan)
     [(_what, span, detail)] = [row for row in facility(plan, gb200.budget) if row[0] == "Floor space"]
     assert span == f"{floor.width_mm / 1000:,.1f} m x {floor.depth_mm / 1000:,.1f} m"
-    assert f"{floor.area_m2:,.0f} m2 with aisles" in detail
+    assert f"{floor.area_m2:,.0f} m2 with aisles" in detail and "14 racks and 2 CDUs" in detail
     rows = {row.name: row.values for row in floor_space([gb200])}
     assert rows["Floor with aisles (the rows' span)"] == (pytest.approx(floor.area_m2),)
     assert rows["Rack footprint"] == (pytest.approx(floor.footprint_m2),)

@@ -158,7 +158,8 @@ def facility(plan: Plan, budget: Budget) -> list[tuple[str, str, str]]:
         (
             "Floor space",
             f"{floor.width_mm / 1000:,.1f} m x {floor.depth_mm / 1000:,.1f} m",
-            f"the rack rows ({t.racks:,} racks, {plan.design.site.racks_per_row} a row at most, rows "
+            f"the rack rows ({t.racks:,} racks{f' and {len(floor.cdus)} CDUs' if floor.cdus else ''}, "
+            f"{plan.design.site.racks_per_row} a row at most, rows "
             f"{plan.design.site.row_pitch_mm / 1000:g} m apart), {floor.area_m2:,.0f} m2 with aisles",
         ),
         (
