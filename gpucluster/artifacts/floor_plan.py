@@ -191,7 +191,8 @@ def _cdus(floor: Floor, turned: bool, labelled: bool) -> list[FloorRack]:
                 stroke=colour,
                 bar_height=0.0,
                 over_budget=False,
-                title=f"{cdu.name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)",
+                title=f"{cdu.name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1), "
+                + ("draw not published" if group.power_w is None else f"{group.power_w / group.units / 1000:,.2f} kW"),
                 lines=(cdu.name, group.name) if labelled else (),
             )
         )
