@@ -61,4 +61,5 @@ def test_an_unpublished_cdu_draw_adds_nothing_and_the_views_say_so(tmp_path) -> 
     assert "for SU 1 (1+1), draw not published" in floor_plan(plan).svg()
     write_part(plan, loaded, tmp_path, "chart")
     text = (tmp_path / "power-cooling.md").read_text()
-    assert "(a unit's draw not published: not counted)" in text and "not published, not counted |" in text
+    assert "| In-row CDUs beside it, kW | not published, not counted | not published, not counted |" in text
+    assert "| 1,300.0 | not published, not counted |" in text  # the SU's CDU row
