@@ -687,7 +687,6 @@ def _alternatives(
     design rule is bad input: exit 2, before anything is written. Every design's problems are told at once."""
     from gpucluster.analyse.bom import bom_for, build_bom
     from gpucluster.analyse.budget import kept_power_budget
-    from gpucluster.artifacts.floor_plan import rack_sizes_mm
     from gpucluster.growth.compare import Alternative
     from gpucluster.inputs.prices import load_price_list
     from gpucluster.training import analyse_checkpoints
@@ -718,7 +717,6 @@ def _alternatives(
             build_bom(plan, prices) if prices is not None else bom_for(plan, design),
             kept_power_budget(plan),
             analyse_checkpoints(plan),
-            rack_sizes_mm(plan),
         )
         for design, plan in planned
     ]

@@ -18,7 +18,6 @@ from PIL import Image
 
 from gpucluster.analyse.bom import bom_for
 from gpucluster.analyse.budget import kept_power_budget
-from gpucluster.artifacts.floor_plan import rack_sizes_mm
 from gpucluster.cli import main
 from gpucluster.growth.compare import NO_PRICE_LIST, Alternative, Comparison, Row, compare_alternatives
 from gpucluster.plan.lock import default_lock_path
@@ -33,7 +32,6 @@ def alternative(name: str) -> Alternative:
         bom_for(plan, loaded),
         kept_power_budget(plan),
         analyse_checkpoints(plan),
-        rack_sizes_mm(plan),
     )
 
 

@@ -39,6 +39,7 @@ STAGE_OF: dict[str, str] = {
     "gpucluster.analyse.burn_in": "derived models",
     "gpucluster.analyse.compatibility": "derived models",
     "gpucluster.analyse.deviations": "derived models",
+    "gpucluster.analyse.floor": "derived models",
     "gpucluster.analyse.rules": "design rules",
     "gpucluster.analyse.scheduling": "derived models",
     "gpucluster.analyse.totals": "derived models",

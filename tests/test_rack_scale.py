@@ -993,14 +993,15 @@ def test_the_report_names_pdus_only_for_racks_without_shelves_and_shows_the_cdus
 @pytest.mark.parametrize(
     ("scheduler", "expected"),
     [
-        ("slurm", {"head": 2, "k8s-admin": 3, "slogin": 2}),
-        ("kubernetes", {"head": 2, "k8s-admin": 3, "k8s-user": 3}),
-        ("both", {"head": 2, "k8s-admin": 3, "k8s-user": 3, "slogin": 2}),
+        ("slurm", {"head": 2, "k8s-admin": 3, "slogin": 2, "nmx-m": 3}),
+        ("kubernetes", {"head": 2, "k8s-admin": 3, "k8s-user": 3, "nmx-m": 3}),
+        ("both", {"head": 2, "k8s-admin": 3, "k8s-user": 3, "slogin": 2, "nmx-m": 3}),
     ],
 )
 def test_an_nvl72_design_gets_the_mission_control_plane_the_ra_lists(tmp_path, scheduler, expected):
     """DGX SuperPOD RA management servers: two BCM heads in HA, three Kubernetes admin nodes, three Kubernetes user
-    nodes (Run:ai) and two Slurm login nodes (Mission Control's GB200 host names HEAD, K8S-ADMIN, K8U, SLOGIN):
+    nodes (Run:ai) and two Slurm login nodes (Mission Control's GB200 host names HEAD, K8S-ADMIN, K8U, SLOGIN), and
+    the NMX Manager's cluster of at least three nodes (NMX-M documentation; Mission Control 2.0 lists NMX-M nodes):
     each racked, on the in-band and out-of-band networks, in the power budget and on the BOM."""
     from collections import Counter
 
@@ -1027,6 +1028,7 @@ def test_an_nvl72_design_gets_the_mission_control_plane_the_ra_lists(tmp_path, s
         assert powers[server.name].max_w > 0
     [line] = [b for b in build_bom(plan).lines if b.kind == "management-server"]
     assert line.quantity == sum(expected.values()) and "Base Command Manager head node (HA pair) 2" in line.notes
+    assert "NMX Manager node (NVLink fabric management) 3" in line.notes  # NMX-M: a cluster of at least 3
     assert plan.devices["head-01"].role == "management-server"  # the Slurm controllers stay on the BCM pair
 
 

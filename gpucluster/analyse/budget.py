@@ -1,7 +1,9 @@
 """The power-and-cooling budget: per device, rack, row, scalable unit and site, from the plan alone.
 
 Its formulas are in docs/artifacts.md (Power and cooling) and docs/rack-scale.md (coolant flow, CDUs); each
-constant's source stands beside it.
+constant's source stands beside it. In-row CDUs draw their
+catalog electrical input (the N+1 spare ASSUMED running), added beside the IT load the PUE multiplies; a unit whose
+draw is not published adds nothing and the views say so.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ class CduGroup:
     needed: int  # units for the racks and the heat
     units: int  # with the spare (N+1)
     capacity_w: float  # of the units without the spare
+    power_w: float | None  # every unit's electrical input (catalog); None: the unit's draw is not published
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,12 +209,17 @@ class Budget:
     cdus: list[CduGroup] = field(default_factory=list)
 
     @property
+    def cdus_w(self) -> float:
+        """The in-row CDUs' published electrical input (units whose draw is not published add nothing)."""
+        return sum(g.power_w or 0.0 for g in self.cdus)
+
+    @property
     def facility_max_w(self) -> float:
-        return self.total.max_w * self.pue
+        return (self.total.max_w + self.cdus_w) * self.pue
 
     @property
     def facility_typical_w(self) -> float:
-        return self.total.typical_w * self.pue
+        return (self.total.typical_w + self.cdus_w) * self.pue
 
     @property
     def annual_energy_mwh(self) -> float:
@@ -284,9 +292,10 @@ def power_budget(plan: Plan) -> Budget:
     rows = _groups(racks, lambda r: r.row, by_name, plan)
     sus = _groups([r for r in racks if r.su is not None], lambda r: f"SU {r.su}", by_name, plan)
     coolant = _coolant(plan, racks, site)
+    cdus = _cdus(plan, coolant, site)
     return Budget(
         coolant=coolant,
-        cdus=_cdus(plan, coolant, site),
+        cdus=cdus,
         name=plan.name,
         site=site,
         rise_k=site.air_temperature_rise_k,
@@ -373,6 +382,7 @@ def _cdus(plan: Plan, coolant: list[RackCoolant], site: Site) -> list[CduGroup]:
                 needed=needed,
                 units=needed + CDU_SPARES,
                 capacity_w=needed * unit.capacity_kw * 1000,
+                power_w=None if unit.power_w is None else (needed + CDU_SPARES) * unit.power_w,
             )
         )
     return result

@@ -14,8 +14,8 @@ from markupsafe import Markup
 from gpucluster.analyse.bom import SECTIONS, Bom, bom_for
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import deviations
+from gpucluster.analyse.floor import kept_floor
 from gpucluster.artifacts._pdf import write_pdf
-from gpucluster.artifacts.floor_plan import rack_span_mm
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
@@ -131,7 +131,7 @@ def facility(plan: Plan, budget: Budget) -> list[tuple[str, str, str]]:
     """(what, figure, detail): IT and facility power, typical and peak, energy, cooling and floor space."""
     t = plan.totals
     total = budget.total
-    width_mm, depth_mm = rack_span_mm(plan)
+    floor = kept_floor(plan)
     cooling = Counter(rack.cooling_needed for rack in budget.racks)
     energy = f"{budget.annual_energy_mwh:,.0f} MWh a year at typical load" + (
         f", {budget.annual_cost:,.0f} {budget.site.currency}" if budget.annual_cost is not None else ""
@@ -153,9 +153,10 @@ def facility(plan: Plan, budget: Budget) -> list[tuple[str, str, str]]:
         ),
         (
             "Floor space",
-            f"{width_mm / 1000:,.1f} m x {depth_mm / 1000:,.1f} m",
-            f"the rack rows ({t.racks:,} racks, {plan.design.site.racks_per_row} a row at most, rows "
-            f"{plan.design.site.row_pitch_mm / 1000:g} m apart), {width_mm * depth_mm / 1e6:,.0f} m2 with aisles",
+            f"{floor.width_mm / 1000:,.1f} m x {floor.depth_mm / 1000:,.1f} m",
+            f"the rack rows ({t.racks:,} racks{f' and {len(floor.cdus)} CDUs' if floor.cdus else ''}, "
+            f"{plan.design.site.racks_per_row} a row at most, rows "
+            f"{plan.design.site.row_pitch_mm / 1000:g} m apart), {floor.area_m2:,.0f} m2 with aisles",
         ),
         (
             "Rack power budget",

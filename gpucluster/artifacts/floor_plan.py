@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
+from gpucluster.analyse.floor import Floor, kept_floor
 from gpucluster.artifacts.drawings import Label
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.formats.templating import render
@@ -70,37 +71,15 @@ class FloorPlan:
         return render("report/floor.svg", f=self)
 
 
-def rack_sizes_mm(plan: Plan) -> dict[str, tuple[float, float]]:
-    """Rack -> (width, depth) of its catalog part, in millimetres (600 x 1200 where the catalog gives none)."""
-    sizes = {}
-    for rack in plan.racks.values():
-        part = plan.catalog_parts[rack.part]
-        sizes[rack.name] = (
-            float(getattr(part, "width_mm", 600) or 600),
-            float(getattr(part, "depth_mm", 1200) or 1200),
-        )
-    return sizes
-
-
-def rack_span_mm(plan: Plan, sizes: dict[str, tuple[float, float]] | None = None) -> tuple[float, float]:
-    """(across the rows, along the depth) the racks span on the floor, in millimetres: the rows and the aisles
-    between them (the floor space the decision summary quotes and the floor plan draws)."""
-    sizes = rack_sizes_mm(plan) if sizes is None else sizes
-    racks = list(plan.racks.values())
-    span_x = max((r.x_mm + sizes[r.name][0] for r in racks), default=0.0) - min((r.x_mm for r in racks), default=0.0)
-    span_y = max((r.y_mm + sizes[r.name][1] for r in racks), default=0.0) - min((r.y_mm for r in racks), default=0.0)
-    return span_x, span_y
-
-
 def floor_plan(plan: Plan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
     budget_w = float(plan.design.site.rack_power_budget_kw) * 1000
     racks = list(plan.racks.values())
     labelled = len(racks) <= FLOOR_LABEL_MAX_RACKS
-    sizes = rack_sizes_mm(plan)
-    span_x, span_y = rack_span_mm(plan, sizes)
-    turned = span_y > span_x
+    floor = kept_floor(plan)
+    sizes = floor.rack_sizes_mm
+    turned = floor.depth_mm > floor.width_mm
     drawn = []
     for rack in racks:
         limit_w, over = rack_limit(plan, rack, budget_w)
@@ -111,7 +90,7 @@ def floor_plan(plan: Plan) -> FloorPlan:
         lines = (rack.name, f"{rack.power_max_w / 1000:,.0f} kW") if labelled else ()
         place = (rack.x_mm, rack.y_mm, *sizes[rack.name])
         drawn.append(_floor_rack(rack.name, place, turned, purpose_colour(rack.purpose), title, lines, share, over))
-    drawn += _cdus(plan, racks, sizes, turned, labelled)
+    drawn += _cdus(floor, turned, labelled)
     rack_width = min((w for w, _d in sizes.values()), default=600.0)
     unit = font = rack_width * 0.28  # rack text and line widths; labels of rows and SUs
     if not labelled:  # nothing written in the racks: row and SU labels grow to stay legible on a large hall
@@ -189,36 +168,17 @@ def _floor_rack(
     return FloorRack(name, x, y, w, h, tint(colour, 0.75), colour, round(h * share, 1), over, title, lines)
 
 
-def _cdus(
-    plan: Plan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
-) -> list[FloorRack]:
-    """The in-row coolant distribution units (analyse/budget.py, N+1 per scalable unit) at the end of the row that
-    holds their scalable unit's last rack, each a rack's footprint (the CDUs' own footprints are not in the
-    catalog), so the floor shows the positions they take."""
-    from gpucluster.analyse.budget import kept_power_budget  # liquid-cooled rack systems only; read on use
-
-    if not any(rack.rack_system for rack in racks):
-        return []
+def _cdus(floor: Floor, turned: bool, labelled: bool) -> list[FloorRack]:
+    """The in-row coolant distribution units where the floor puts them (analyse/floor.py), each drawn as a rack."""
     colour = ROLES["coolant-distribution-unit"].colour
-    row_end: dict[float, float] = {}
-    for rack in racks:
-        row_end[rack.y_mm] = max(row_end.get(rack.y_mm, rack.x_mm), rack.x_mm + sizes[rack.name][0])
     drawn = []
-    number = 0
-    for group in kept_power_budget(plan).cdus:
-        members = [r for r in racks if r.rack_system and f"SU {r.su}" == group.name] or [
-            r for r in racks if r.rack_system
-        ]
-        last = max(members, key=lambda r: (r.y_mm, r.x_mm))
-        width, depth = sizes[last.name]
-        for _unit in range(group.units):
-            number += 1
-            x_mm = row_end[last.y_mm]
-            row_end[last.y_mm] = x_mm + width
-            name = f"CDU{number}"
-            title = f"{name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1)"
-            lines = (name, group.name) if labelled else ()
-            drawn.append(_floor_rack(name, (x_mm, last.y_mm, width, depth), turned, colour, title, lines))
+    for cdu in floor.cdus:
+        group = cdu.group
+        draw = "draw not published" if group.power_w is None else f"{group.power_w / group.units / 1000:,.2f} kW"
+        title = f"{cdu.name}: coolant distribution unit {group.cdu} for {group.name} ({group.needed}+1), {draw}"
+        lines = (cdu.name, group.name) if labelled else ()
+        place = (cdu.x_mm, cdu.y_mm, cdu.width_mm, cdu.depth_mm)
+        drawn.append(_floor_rack(cdu.name, place, turned, colour, title, lines))
     return drawn
 
 

@@ -268,6 +268,7 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
                 "capacity": f"{g.capacity_w / 1000:,.0f}",
                 "liquid": f"{g.liquid_w / 1000:,.0f}",
                 "flow": f"{g.flow_l_per_min:,.0f}",
+                "power": "not published" if g.power_w is None else f"{g.power_w / 1000:,.1f}",
             }
             for g in budget.cdus
         ],

@@ -586,6 +586,9 @@ class Cdu(_Part):
     max_racks: int | None = Field(default=None, gt=0, le=1_000, description="racks one unit serves (in-row)")
     pump_redundancy: Name = Field(description='e.g. "N+1"')
     flow_l_per_min: float | None = Field(default=None, ge=0.1, le=1_000_000)
+    power_w: float | None = Field(
+        default=None, ge=0, le=1_000_000, description="electrical input (pumps, controls); None: not published"
+    )
     u_height: float = Field(
         default=0, ge=0, le=60, description="in-rack units take rack units; in-row ones a floor position"
     )

@@ -2,7 +2,7 @@
 growth, so no plan lock is read), as rows of figures with each design's value and its delta against the first.
 
 Every figure is read from the views the other artifacts print: the BOM's counts and lines (analyse/bom.py), the power
-budget (analyse/budget.py), the plan's tiers and graph analyses, the floor plan's racks (artifacts/floor_plan.py) and
+budget (analyse/budget.py), the plan's tiers and graph analyses, the floor (analyse/floor.py) and
 the checkpoint analysis (training/checkpoint.py); nothing here computes a figure those views have. The writer is
 gpucluster/artifacts/compare.py.
 """
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from operator import attrgetter
 
 from gpucluster.analyse.bom import Bom
 from gpucluster.analyse.budget import Budget
+from gpucluster.analyse.floor import floor_space as floor_of
 from gpucluster.plan.model import Plan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -36,7 +37,6 @@ class Alternative:
     bom: Bom
     budget: Budget
     checkpoint: CheckpointAnalysis
-    rack_sizes_mm: Mapping[str, tuple[float, float]]  # rack -> (width, depth), as the floor plan draws it
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,19 +199,14 @@ def power_and_cooling(alternatives: Sequence[Alternative]) -> list[Row]:
 
 
 def floor_space(alternatives: Sequence[Alternative]) -> list[Row]:
-    """Racks per purpose (the plan's totals) and the floor the racks stand on as the floor plan draws them: their
-    footprint, and their cells (rack pitch by row pitch: a rack and half of each aisle beside it)."""
+    """Racks per purpose (the plan's totals) and the floor the racks and CDUs stand on (analyse/floor.py, the figure
+    the decision summary quotes): their footprint, and the floor with aisles they span."""
     section = "Floor space"
     rows = [Row(section, "Racks", tuple(float(a.plan.totals.racks) for a in alternatives))]
     rows += _per_key(section, alternatives, _racks_by_purpose)
-    footprint, cells = [], []
-    for a in alternatives:
-        site = a.plan.design.site
-        sizes = a.rack_sizes_mm.values()
-        footprint.append(sum(width * depth for width, depth in sizes) / 1e6)
-        cells.append(sum((site.rack_pitch_mm or width) * site.row_pitch_mm for width, _depth in sizes) / 1e6)
-    rows.append(Row(section, "Rack footprint", tuple(footprint), "m²", 1))
-    rows.append(Row(section, "Floor with aisles (rack pitch x row pitch)", tuple(cells), "m²", 1))
+    floors = [floor_of(a.plan, a.budget.cdus) for a in alternatives]
+    rows.append(Row(section, "Rack footprint", tuple(f.footprint_m2 for f in floors), "m²", 1))
+    rows.append(Row(section, "Floor with aisles (the rows' span)", tuple(f.area_m2 for f in floors), "m²", 1))
     return rows
 
 

@@ -15,7 +15,9 @@ class ControlPlaneNode:
     """One kind of control-plane node a rack-scale (Mission Control) design gets: its host-name prefix, how many
     and what it runs. Source: the DGX SuperPOD RA's management-server list (two BCM heads in HA, three Kubernetes
     admin nodes, three Kubernetes user nodes, two Slurm login nodes) and Mission Control's GB200 host-name schema
-    (HEAD-0[1-2], SLOGIN-0[1-2], K8U-0[1-3], k8s-admin-01..03): docs/sources/rack-scale.md section 5."""
+    (HEAD-0[1-2], SLOGIN-0[1-2], K8U-0[1-3], k8s-admin-01..03); NVLink fabric management: NMX Manager on a cluster
+    of at least three servers of its own (Mission Control 2.0 lists NMX-M among the control-plane nodes), while the
+    NMX Controller and Telemetry run in NVOS on every NVLink switch tray: docs/sources/rack-scale.md section 5."""
 
     prefix: str
     count: int
@@ -28,6 +30,7 @@ CONTROL_PLANE: tuple[ControlPlaneNode, ...] = (
     ControlPlaneNode("k8s-admin", 3, "Kubernetes admin node (Mission Control services)", ""),
     ControlPlaneNode("k8s-user", 3, "Kubernetes user control plane (Run:ai)", "kubernetes"),
     ControlPlaneNode("slogin", 2, "Slurm login node", "slurm"),
+    ControlPlaneNode("nmx-m", 3, "NMX Manager node (NVLink fabric management)", ""),
 )
 
 
