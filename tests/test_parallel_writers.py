@@ -283,3 +283,28 @@ def test_a_build_failing_after_its_lock_was_written_beside_the_writers_leaves_th
         result = CliRunner().invoke(main, [*args, "--only", "nccl", "--only", "report"])
     assert result.exit_code != 0 and "the lock was staged: True" in str(result.exception)
     assert (lock.stat().st_ino, lock.read_bytes()) == before and not staged.exists()
+
+
+def test_a_worker_frees_a_jobs_cyclic_garbage_before_its_next_job():
+    """A worker lives for the whole writing phase: what a job left in reference cycles is collected after it even
+    where the collector would not have run yet."""
+    import weakref
+
+    from gpucluster.artifacts.pool import release_freed_memory
+
+    class Node:
+        pass
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        node = Node()
+        node.self = node  # a cycle: reference counting alone never frees it
+        alive = weakref.ref(node)
+        del node
+        assert alive() is not None
+        release_freed_memory()
+        assert alive() is None
+    finally:
+        if enabled:
+            gc.enable()

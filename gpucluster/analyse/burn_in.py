@@ -411,8 +411,8 @@ def _multi_node_tests(
     def busbw(nodes: list[str], nics_per_server: int) -> tuple[float, str]:
         """Each server's share of the network bottleneck, at the efficiency NCCL reaches over an HCA."""
         line = nics_per_server * speed / 8
-        leaves = {ports[n][r].leaf for n in nodes for r in ports[n]}
-        factor = oversubscription if len(leaves) > len(rails) else 1.0  # > 1 leaf on a rail: crosses uplinks
+        crosses = _more_leaves_than(nodes, ports, len(rails))  # > 1 leaf on a rail: crosses uplinks
+        factor = oversubscription if crosses else 1.0
         value = round(NCCL_NETWORK_EFFICIENCY * line / factor, 1)
         text = (
             f"derived: {NCCL_NETWORK_EFFICIENCY:.0%} ({NCCL_EFFICIENCY_SOURCE}) x {nics_per_server} HCA x "
@@ -451,6 +451,17 @@ def _multi_node_tests(
     if len(by_su) > 1:
         tests.append(nccl(9, f"{side}all", servers, len(rails), command))
     return tests
+
+
+def _more_leaves_than(nodes: list[str], ports: dict[str, dict[int, RailPort]], limit: int) -> bool:
+    """Whether the nodes' rail ports land on more than `limit` leaves: the walk stops once they do (a rail's or the
+    whole fabric's test names every server, and its leaves pass the limit within the first scalable units)."""
+    leaves: set[str] = set()
+    for node in nodes:
+        leaves.update(port.leaf for port in ports[node].values())
+        if len(leaves) > limit:
+            return True
+    return False
 
 
 def rail_ports(plan: Plan, servers: list[str]) -> dict[str, dict[int, RailPort]]:

@@ -66,41 +66,55 @@ def _fix(plan: Plan, device: str, network: str, other_technology: str) -> str:
 
 
 def incompatible_links(plan: Plan) -> list[IncompatibleLink]:
-    """Every kind of cabled link with ends that cannot link, one record per kind with a count and an example."""
+    """Every kind of cabled link with ends that cannot link, one record per kind with a count and an example. The
+    verdict depends only on what the two ports and the modules (or cable) at their ends speak: it is judged once per
+    distinct combination, not once per link."""
     ports_of: dict[str, dict[str, str]] = {}
-    speaks: dict[str, frozenset[str]] = {}
+    for device in plan.devices.values():
+        if device.part not in ports_of:
+            ports_of[device.part] = _port_technologies(plan.catalog_parts.get(device.part))
+    port_table = {name: ports_of[device.part] for name, device in plan.devices.items()}
+    verdicts: dict[tuple[str | None, str | None, str, str], tuple[str | None, str | None, bool]] = {}
     groups: dict[tuple[str, ...], IncompatibleLink] = {}
-
-    def port_technology(device: str, port: str) -> str | None:
-        part = plan.devices[device].part
-        if part not in ports_of:
-            ports_of[part] = _port_technologies(plan.catalog_parts.get(part))
-        return ports_of[part].get(port)
-
-    def technologies(part_id: str) -> frozenset[str]:
-        if part_id not in speaks:
-            speaks[part_id] = _technologies(plan.catalog_parts.get(part_id))
-        return speaks[part_id]
-
     for cable in plan.cables:
+        a_other = cable.a_transceiver or cable.cable_part
+        b_other = cable.b_transceiver or cable.cable_part
         for index in cable.links:
             link = plan.links[index]
-            ends = (
-                (link.a_device, link.a_port, cable.a_transceiver),
-                (link.b_device, link.b_port, cable.b_transceiver),
-            )
-            found = [port_technology(device, port) for device, port, _module in ends]
-            for (device, port, module), technology in zip(ends, found, strict=True):
-                if technology is None:
-                    continue
-                other = module or cable.cable_part
-                spoken = technologies(other)
-                if _clash(technology, spoken):
-                    _record(plan, groups, cable, device, port, technology, other, "/".join(sorted(spoken)))
-            if found[0] and found[1] and _clash(found[0], frozenset([found[1]])):
+            a_technology = port_table[link.a_device].get(link.a_port)
+            b_technology = port_table[link.b_device].get(link.b_port)
+            key = (a_technology, b_technology, a_other, b_other)
+            verdict = verdicts.get(key)
+            if verdict is None:
+                verdict = verdicts[key] = _verdict(plan, *key)
+            if verdict == _LINKS:
+                continue
+            a_spoken, b_spoken, ports_clash = verdict
+            if a_spoken is not None:
+                _record(plan, groups, cable, link.a_device, link.a_port, a_technology or "", a_other, a_spoken)
+            if b_spoken is not None:
+                _record(plan, groups, cable, link.b_device, link.b_port, b_technology or "", b_other, b_spoken)
+            if ports_clash:
                 far = plan.devices[link.b_device].part
-                _record(plan, groups, cable, link.a_device, link.a_port, found[0], far, found[1])
+                _record(plan, groups, cable, link.a_device, link.a_port, a_technology or "", far, b_technology or "")
     return [groups[key] for key in sorted(groups)]
+
+
+_LINKS = (None, None, False)  # the verdict of ends that link: neither module clashes with its port, nor the ports
+
+
+def _verdict(
+    plan: Plan, a_technology: str | None, b_technology: str | None, a_other: str, b_other: str
+) -> tuple[str | None, str | None, bool]:
+    """What the a and b modules (or cable) speak when they clash with their port (None when not), and whether
+    the two ports clash."""
+    spoken: list[str | None] = []
+    for technology, other in ((a_technology, a_other), (b_technology, b_other)):
+        speaks = _technologies(plan.catalog_parts.get(other))
+        clash = technology is not None and _clash(technology, speaks)
+        spoken.append("/".join(sorted(speaks)) if clash else None)
+    ports_clash = bool(a_technology and b_technology and _clash(a_technology, frozenset([b_technology])))
+    return spoken[0], spoken[1], ports_clash
 
 
 def _record(

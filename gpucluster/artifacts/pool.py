@@ -12,6 +12,7 @@ workers share them too rather than each importing its own copy.
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import resource
@@ -212,11 +213,25 @@ def _run_job(job: str, prepared: object) -> tuple[object, profiling.Cost]:
             value = write(build.plan, build.loaded, build.staging)
     except BaseException as error:
         raise portable_error(error, WriterFailed) from None
+    release_freed_memory()
     after = resource.getrusage(resource.RUSAGE_SELF)
     cpu_s = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     wall_s = time.perf_counter() - start
     peak_mib, private_mib = after.ru_maxrss / 1024, profiling.private_mib()
     return value, profiling.Cost(job, "writer", "worker", wall_s, cpu_s, peak_mib, private_mib)
+
+
+# glibc's malloc_trim, where the C library has it (None elsewhere: musl, macOS)
+_MALLOC_TRIM = getattr(ctypes.CDLL(None), "malloc_trim", None)
+
+
+def release_freed_memory() -> None:
+    """What a job left behind, given back before the worker's next job: its cyclic garbage collected, and the C
+    heap's free pages returned to the system. A worker lives for the whole writing phase (CPython refuses
+    max_tasks_per_child with fork), so a job's peak would otherwise stay with it for every later job."""
+    gc.collect()
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def _send(inherited: _Inherited, message: tuple[object, ...]) -> None:

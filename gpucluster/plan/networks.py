@@ -449,15 +449,21 @@ def inband_oversubscription(leaf: Switch) -> float:
     return (ports - INBAND_LEAF_UPLINKS) / INBAND_LEAF_UPLINKS
 
 
-def _end_on_a_whole_splitter(sides: dict[str, list[HostPort]], pool: PortPool) -> None:
+def _end_on_a_whole_splitter(
+    sides: dict[str, list[HostPort]], pool: PortPool, checked: dict[str, int] | None = None
+) -> None:
     """Pad each side whose last run of split-port hosts is odd with a stand-in (a half port left free), so the
-    next host begins a split port: a phase that ends there leaves no 1:2 splitter with a leg for the next."""
+    next host begins a split port: a phase that ends there leaves no 1:2 splitter with a leg for the next.
+    `checked`: per side, the hosts an earlier call saw (their last run then even), so that only the hosts after
+    them are looked at (a call per phase would otherwise walk every earlier phase again); updated."""
+    seen = checked if checked is not None else {}
     for side, hosts in sides.items():
         run = 0
-        for port in hosts:
+        for port in hosts[seen.get(side, 0) :]:
             run = run + 1 if splits_onto(port, pool) else 0
         if run % 2:
             hosts.append(replace(hosts[-1], device=f"{STAND_IN}gap-{side}-{len(hosts)}"))
+        seen[side] = len(hosts)
 
 
 def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
@@ -475,9 +481,10 @@ def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
     final: dict[str, list[HostPort]] = {"a": [], "b": []}  # with a growth reserve: the servers to come too
     pool = device_ports(r.inband_switch)["fabric"]
     previous_su = 1
+    checked: dict[str, int] = {}  # the hosts of `final` padded so far
     for name, su in final_gpu_nodes(plan, r, r.final_scalable_units):
         if su != previous_su:  # with a growth reserve, no 1:2 splitter spans two SUs (two phases)
-            _end_on_a_whole_splitter(final, pool)
+            _end_on_a_whole_splitter(final, pool, checked)
             previous_su = su
         for index, port in enumerate(host_ports(name, r.server, "inband", "management")):
             final["ab"[index % 2]].append(port)
