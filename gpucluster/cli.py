@@ -29,7 +29,7 @@ from gpucluster.errors import (
 )
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.lock import Lock, default_lock_path, read_lock
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 from gpucluster.plan.resolve import existing_parts
 from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
@@ -112,7 +112,7 @@ def _fail(error: DesignError) -> None:
     sys.exit(EXIT_BAD_INPUT)
 
 
-def _refuse_rule_errors(plan: Plan) -> None:
+def _refuse_rule_errors(plan: AnalysedPlan) -> None:
     """A design that fails a design rule is a bad design: say which rules, exit 2 (nothing is written).
     The Pulumi policy pack enforces the same rules as mandatory."""
     errors = [f for f in plan.findings if f.severity == "error"]
@@ -135,7 +135,7 @@ def _write_file(path: Path, text: str) -> None:
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> Plan:
+def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> AnalysedPlan:
     """Load and plan a design, under its plan lock when there is one beside it (what is built is where the lock
     says: validate's rules, simulate and verify see that plan); bad input exits with status 2."""
     try:

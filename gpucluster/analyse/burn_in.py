@@ -482,15 +482,8 @@ def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> Rai
     return RailPort(rail, rail - 1, hca, text, link.b_device, link.speed_gbps)
 
 
-def burn_in_tests(plan: Plan) -> list[BurnInTest]:
-    """The plan's burn-in tests as the planner computed them (or computed now, for a plan assembled
-    without the planner): the design rule and the artifact read these instead of recomputing them."""
-    return plan.burn_in or burn_in_plan(plan)
-
-
-def burn_in_facts(plan: Plan) -> BurnInFacts:
-    """What the design rule "burn-in plan present" reads: plain JSON."""
-    tests = burn_in_tests(plan)
+def burn_in_facts(plan: Plan, tests: list[BurnInTest]) -> BurnInFacts:
+    """What the design rule "burn-in plan present" reads of the plan's burn-in tests: plain JSON."""
     servers = {d.name for d in plan.gpu_nodes()}
     per_server = {"dcgm-diag", "gpu-burn", "nccl-in-server"}
     covered = {

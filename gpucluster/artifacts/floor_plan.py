@@ -15,7 +15,7 @@ from itertools import groupby
 from gpucluster.artifacts.drawings import Label
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.model import AnalysedPlan, Plan, RackPlan
 from gpucluster.plan.rack_scale import shelf_capacity_w
 from gpucluster.plan.registry import ROLES, purpose_colour, tint
 
@@ -94,7 +94,7 @@ def rack_span_mm(plan: Plan, sizes: dict[str, tuple[float, float]] | None = None
     return span_x, span_y
 
 
-def floor_plan(plan: Plan) -> FloorPlan:
+def floor_plan(plan: AnalysedPlan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
     site = plan.design.site
@@ -191,7 +191,7 @@ def rack_limit(plan: Plan, rack: RackPlan, budget_w: float) -> tuple[float, bool
 
 
 def _cdus(
-    plan: Plan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
+    plan: AnalysedPlan, racks: list[RackPlan], sizes: dict[str, tuple[float, float]], turned: bool, labelled: bool
 ) -> list[FloorRack]:
     """The in-row coolant distribution units (analyse/budget.py, N+1 per scalable unit) at the end of the row that
     holds their scalable unit's last rack, each a rack's footprint (the CDUs' own footprints are not in the

@@ -20,7 +20,7 @@ from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 from gpucluster.plan.power.cooling import COOLING_CAPACITY_KW
 from gpucluster.plan.registry import purpose_colour
 
@@ -44,13 +44,13 @@ def parts(plan: Plan) -> list[str]:
     return ["workbook", "chart"]
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     budget = kept_power_budget(plan)
     for part in parts(plan):
         _write(budget, folder, part)
 
 
-def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+def write_part(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path, part: str) -> None:
     _write(kept_power_budget(plan), folder, part)
 
 

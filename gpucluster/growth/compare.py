@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from gpucluster.analyse.bom import Bom
 from gpucluster.analyse.budget import Budget
 from gpucluster.artifacts.floor_plan import floor_plan
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.training.checkpoint import CheckpointAnalysis
 
@@ -31,7 +31,7 @@ class Alternative:
     """One design of a comparison: where it was read from, its plan and the views every figure is read from."""
 
     path: str
-    plan: Plan
+    plan: AnalysedPlan
     bom: Bom
     budget: Budget
     checkpoint: CheckpointAnalysis
@@ -254,7 +254,7 @@ def fabric(alternatives: Sequence[Alternative]) -> list[Row]:
     return rows
 
 
-def _bisection_tbps(plan: Plan, network: str) -> float | None:
+def _bisection_tbps(plan: AnalysedPlan, network: str) -> float | None:
     if network not in plan.networks():
         return None
     gbps = plan.analysis_of(network).get("bisection_bandwidth_gbps")

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Switch
-from gpucluster.plan.model import Device, Link, NetworkName, Plan, Tier
+from gpucluster.plan.model import Device, Link, NetworkName, Plan, PlanDraft, Tier
 
 TIER_NAMES = ("leaf", "spine", "core", "supercore", "tier5", "tier6")
 
@@ -199,7 +199,7 @@ class ClosResult:
 
 
 def build_clos(
-    plan: Plan,
+    plan: PlanDraft,
     *,
     network: NetworkName,
     groups: Sequence[LeafGroup],
@@ -381,7 +381,7 @@ def _reserved_leaves(
 
 
 def _one_leaf(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     groups: list[LeafGroup],
     leaf_part: Switch,
@@ -450,7 +450,7 @@ def _size_leaves(
 
 
 def _add_leaves(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     groups: list[LeafGroup],
     leaf_part: Switch,
@@ -554,7 +554,7 @@ def _uplink_to(plan: Plan, network: NetworkName, children: list[_Child], top: li
 
 
 def _build_upper_tiers(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     children: list[_Child],
     part: Switch,
@@ -635,7 +635,7 @@ def _build_upper_tiers(
 
 
 def _build_top(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     children: list[_Child],
     part: Switch,
@@ -758,7 +758,7 @@ def _divisors(n: int) -> list[int]:
 
 
 def _add_switch(
-    plan: Plan,
+    plan: PlanDraft,
     name: str,
     part: Switch,
     network: NetworkName,

@@ -21,7 +21,7 @@ from gpucluster.design.load import load_design
 from gpucluster.design.schema import Design, Workload
 from gpucluster.errors import DesignError
 from gpucluster.pipeline import plan_design
-from gpucluster.plan.model import Finding, Plan
+from gpucluster.plan.model import AnalysedPlan, Finding, Plan
 from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints
 from gpucluster.training.sizing import Sizing, size, starter_design
 
@@ -119,7 +119,7 @@ def _planned_spares(plan: Plan) -> int:
     return sum(1 for d in plan.gpu_nodes() if d.spare)
 
 
-def _plan_text(text: str, folder: Path, source: str) -> Plan:
+def _plan_text(text: str, folder: Path, source: str) -> AnalysedPlan:
     """Plan a design text as if it stood in ``folder`` (so its catalog paths resolve); its problems are told of
     `source` by field (the text's lines are nowhere the user can see)."""
     handle, name = tempfile.mkstemp(prefix=".size-", suffix=".yaml", dir=folder)
