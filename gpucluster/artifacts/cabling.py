@@ -28,7 +28,7 @@ from typing import ClassVar, NamedTuple
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
-from gpucluster.plan.model import NETWORKS, Plan
+from gpucluster.plan.model import NETWORKS, PhysicalPlan, Plan
 from gpucluster.runtime.progress import track
 
 FOLDER = "cabling"
@@ -247,19 +247,19 @@ def _workbooks(plan: Plan) -> list[WorkbookPart]:
     return _Parts.found
 
 
-def parts(plan: Plan) -> list[str]:
+def parts(plan: PhysicalPlan) -> list[str]:
     """The schedule's independent files, biggest first: its workbooks and the CSV (the writers run them side by
     side; see gpucluster/artifacts/pool.py)."""
     return [*(part.name for part in _workbooks(plan)), "csv"]
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     """cabling/cabling.csv and the workbooks (cabling-<network>.xlsx, or cabling-<network>-rows-<A>-<F>.xlsx)."""
     for part in parts(plan):
         write_part(plan, loaded, folder, part)
 
 
-def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+def write_part(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path, part: str) -> None:
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)
     if part == "csv":

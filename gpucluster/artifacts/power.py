@@ -20,7 +20,7 @@ from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import AnalysedPlan, Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.plan.power.cooling import COOLING_CAPACITY_KW
 from gpucluster.plan.registry import purpose_colour
 
@@ -38,7 +38,7 @@ _METADATA = {
 }
 
 
-def parts(plan: Plan) -> list[str]:
+def parts(plan: AnalysedPlan) -> list[str]:
     """Its files, which the writers run side by side: the workbook; the chart and the summary (one job, so the budget
     is computed once for both)."""
     return ["workbook", "chart"]
