@@ -20,7 +20,7 @@ from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.facts import BurnInFacts
 from gpucluster.plan.facts import BurnInTest as BurnInTest
 from gpucluster.plan.memo import per_plan
-from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.model import Link, PhysicalPlan, Plan
 from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
@@ -151,7 +151,7 @@ def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
     return queries(plan).rail_links
 
 
-def burn_in_plan(plan: Plan) -> list[BurnInTest]:
+def burn_in_plan(plan: PhysicalPlan) -> list[BurnInTest]:
     """Every burn-in test of the plan, in the order to run them."""
     servers = sorted(d.name for d in plan.gpu_nodes())
     if not servers:

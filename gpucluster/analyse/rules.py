@@ -29,7 +29,7 @@ from gpucluster.plan.facts import (
     SlowHostLink,
     SubnetManagerFacts,
 )
-from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
+from gpucluster.plan.model import RULE_PREFIX, Finding, PhysicalPlan, Plan, RackPlan, Severity
 from gpucluster.plan.power.circuits import rack_circuits
 from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
 from gpucluster.plan.power.cords import FeedLoss, feed_loss
@@ -39,7 +39,7 @@ from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
 
 
-def rule_facts(plan: Plan, checkpoint: CheckpointFacts | None, burn_in: list[BurnInTest]) -> RuleFacts:
+def rule_facts(plan: PhysicalPlan, checkpoint: CheckpointFacts | None, burn_in: list[BurnInTest]) -> RuleFacts:
     """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input): the physical plan's,
     and those of its checkpoint model and burn-in tests."""
     design = plan.design
