@@ -97,3 +97,13 @@ def test_mypy_refuses_a_physical_plan_writer_that_reads_the_analyses(tmp_path) -
     assert status == 1
     assert 'reads_too_much.py:8: error: "PhysicalPlan" has no attribute "analysis"' in out
     assert "Found 1 error" in out
+
+
+def test_the_planners_draft_stays_inside_plan() -> None:
+    outside = [
+        path.relative_to(REPO).as_posix()
+        for folder in ("gpucluster", "components", "bench", "policy-pack")
+        for path in (REPO / folder).rglob("*.py")
+        if "PlanDraft" in path.read_text(encoding="utf-8") and not path.is_relative_to(REPO / "gpucluster" / "plan")
+    ]
+    assert outside == []
