@@ -53,6 +53,9 @@ def test_a_physical_plan_writer_is_handed_the_physical_plan(tmp_path, monkeypatc
     write_artifacts(plan, loaded, tmp_path, ["physical", "analysed"])
     assert type(seen["physical"]) is PhysicalPlan and seen["physical"] is plan.made_from
     assert seen["analysed"] is plan
+    changed = dataclasses.replace(plan, racks=dict(plan.racks))  # not the physical plan it was made from
+    write_artifacts(changed, loaded, tmp_path / "changed", ["physical"])
+    assert seen["physical"] is changed
 
 
 def test_stages_are_frozen_and_the_analysed_plan_extends_the_physical_one() -> None:

@@ -90,9 +90,9 @@ def writer(name: str) -> Writer:
 
 def stage_read(job: str, plan: AnalysedPlan) -> PhysicalPlan:
     """The plan stage a writer's job reads (ARTIFACTS' `reads`): the analysed plan, or the physical plan it was
-    made from."""
-    artifact = ARTIFACTS[job.split(":", 1)[0]]
-    return plan if artifact.reads is AnalysedPlan else plan.made_from
+    made from (itself when its physical content is not that plan's: a copy with some of it replaced, in tests)."""
+    physical = ARTIFACTS[job.split(":", 1)[0]].reads is PhysicalPlan
+    return plan.made_from if physical and plan.memo_key is plan.made_from else plan
 
 
 def writer_jobs(name: str, plan: AnalysedPlan) -> list[tuple[str, Job, frozenset[str]]]:
