@@ -11,7 +11,7 @@ from gpucluster.catalog.schema import GpuServer, RackSystem, StorageBlock
 from gpucluster.design.load import design_from_model
 from gpucluster.design.schema import Design
 from gpucluster.pipeline import plan_design
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 
 from ._device import index_links
 from .compute import ScalableUnit
@@ -34,7 +34,7 @@ GRANULARITIES: tuple[str, ...] = get_args(Granularity)
 DEVICE_GRANULARITY_MAX_SERVERS = 256
 
 
-def per_device(plan: Plan, granularity: Granularity) -> bool:
+def per_device(plan: AnalysedPlan, granularity: Granularity) -> bool:
     """Whether the tree has one resource per GPU server and per switch."""
     if granularity not in GRANULARITIES:
         raise ValueError(f"granularity {granularity!r} is not one of {', '.join(GRANULARITIES)}")
@@ -50,16 +50,16 @@ class Cluster(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        design: Design | Plan,
+        design: Design | AnalysedPlan,
         granularity: Granularity = "auto",
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        if isinstance(design, Plan):
+        if isinstance(design, AnalysedPlan):
             plan = design
         elif isinstance(design, Design):
             plan = plan_design(design_from_model(design))
         else:
-            raise TypeError(f"Cluster needs a Design or a Plan, not {type(design).__name__}")
+            raise TypeError(f"Cluster needs a Design or an AnalysedPlan, not {type(design).__name__}")
         self.plan = plan
         self.per_device = per_device(plan, granularity)
         spec: Design = plan.design
@@ -68,8 +68,8 @@ class Cluster(pulumi.ComponentResource):
             "description": spec.description,
             "granularity": "device" if self.per_device else "rack",
             "design": spec.model_dump(mode="json"),
-            "settings": plan.settings.as_json(),
-            FACTS_PROP: plan.facts or {},
+            "settings": plan.settings_json(),
+            FACTS_PROP: plan.facts,
             "findings": [
                 {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject}
                 for f in plan.findings

@@ -7,7 +7,7 @@ import pulumi
 
 from gpucluster.catalog.schema import Appliance
 from gpucluster.catalog.schema import Switch as SwitchPart
-from gpucluster.plan.model import Device, NetworkName, Plan, Tier
+from gpucluster.plan.model import AnalysedPlan, Device, NetworkName, Plan, Tier
 
 from ._device import DeviceLinks, device_props
 
@@ -110,7 +110,7 @@ class FabricManager(pulumi.ComponentResource):
         self.register_outputs({"compute_bandwidth_gbps": links.bandwidth_gbps.get("compute", 0.0)})
 
 
-def _network_props(plan: Plan, network: NetworkName) -> dict[str, object]:
+def _network_props(plan: AnalysedPlan, network: NetworkName) -> dict[str, object]:
     """What every network shows: technology, tiers, switches, links and the analyses' headline figures."""
     analysis = plan.analysis_of(network)
     return {
@@ -145,7 +145,7 @@ class _SwitchedNetwork(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        plan: Plan,
+        plan: AnalysedPlan,
         links: dict[str, DeviceLinks],
         per_device: bool,
         prefix: str = "",

@@ -6,10 +6,10 @@ the stack's exports stay one list.
 
 from __future__ import annotations
 
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 
 
-def stack_outputs(plan: Plan) -> dict[str, object]:
+def stack_outputs(plan: AnalysedPlan) -> dict[str, object]:
     """The headline figures of a planned design: GPUs, servers, switches per network and tier, links
     per network, racks and IT power."""
     t = plan.totals

@@ -3,7 +3,7 @@
 The public API is the pipeline's stages, as verbs::
 
     loaded = load_design("designs/superpod-h100-1su.yaml")   # validate a design file
-    plan = plan_design(loaded)                                # the physical plan
+    plan = plan_design(loaded)                                # the analysed plan (AnalysedPlan)
     write_artifacts(plan, loaded, "out/")                     # plan.json, BOM, cabling, configs ...
 
 The names are imported on first use, so that importing one module of the package (``gpucluster.plan.model``)
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gpucluster.design.schema import Design
     from gpucluster.errors import DesignError, Problem
     from gpucluster.pipeline import plan_design
-    from gpucluster.plan.model import Plan
+    from gpucluster.plan.model import AnalysedPlan, PhysicalPlan, Plan
 
 _HOME = {
     "ARTIFACTS": "gpucluster.artifacts",
@@ -34,13 +34,17 @@ _HOME = {
     "Problem": "gpucluster.errors",
     "plan_design": "gpucluster.pipeline",
     "Plan": "gpucluster.plan.model",
+    "PhysicalPlan": "gpucluster.plan.model",
+    "AnalysedPlan": "gpucluster.plan.model",
 }
 
 __all__ = [
     "ARTIFACTS",
+    "AnalysedPlan",
     "Design",
     "DesignError",
     "LoadedDesign",
+    "PhysicalPlan",
     "Plan",
     "Problem",
     "design_from_model",

@@ -25,7 +25,7 @@ from gpucluster.design.schema import Design
 from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, Problem, stop_if_terminated, terminated
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.lock import Lock, default_lock_path, read_lock
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 from gpucluster.plan.resolve import existing_parts
 from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
@@ -126,7 +126,7 @@ def _echo(lines: Iterable[str]) -> None:
         click.echo(line)
 
 
-def _refuse_rule_errors(plan: Plan) -> None:
+def _refuse_rule_errors(plan: AnalysedPlan) -> None:
     """A design that fails a design rule is a bad design: exit 2, nothing written (the policy pack agrees)."""
     errors = [f for f in plan.findings if f.severity == "error"]
     for finding in errors:
@@ -147,7 +147,7 @@ def _write_file(path: Path, text: str) -> None:
         _error(f"{path}: cannot write: {error.strerror}")
 
 
-def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> Plan:
+def _plan(design: Path, say: Callable[[str], None], data_dirs: tuple[Path, ...] = ()) -> AnalysedPlan:
     """Load and plan a design under its plan lock when there is one beside it (what is built is where the lock
     says: validate's rules, simulate and verify see that plan)."""
     with _reported():
@@ -601,8 +601,8 @@ def _diff(
 
 
 def compare_builds(
-    old: tuple[LoadedDesign, Plan],
-    new: tuple[LoadedDesign, Plan],
+    old: tuple[LoadedDesign, AnalysedPlan],
+    new: tuple[LoadedDesign, AnalysedPlan],
     bom: PlanDiff | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> PlanChanges:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gpucluster.analyse.burn_in import burn_in_plan
-from gpucluster.analyse.rules import refresh_findings
+from gpucluster.analyse.rules import rule_facts, rule_findings
 from gpucluster.analyse.scheduling import check_slurm_partitions
 from gpucluster.analyse.totals import totals
 from gpucluster.design.load import LoadedDesign
@@ -20,15 +20,15 @@ from gpucluster.errors import DesignError, Problem
 from gpucluster.plan.analysis import analyse
 from gpucluster.plan.build import Progress, build_physical_plan
 from gpucluster.plan.lock import Lock
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PHYSICAL, AnalysedPlan, PhysicalPlan, Plan
 from gpucluster.training.checkpoint import checkpoint_facts
 
-__all__ = ["Progress", "plan_design", "refresh_findings"]
+__all__ = ["Progress", "analyse_plan", "plan_design"]
 
 
 def plan_design(
     loaded: LoadedDesign, progress: Progress | None = None, lock: Lock | None = None, *, kept: bool = False
-) -> Plan:
+) -> AnalysedPlan:
     """Run every stage up to the design rules: the plan every view reads. A design the planner cannot build
     that no located check caught first (a device no rack can hold, a tier no switch can close) is still bad
     input: it is reported against the design file, never as a traceback. Under a `lock` (plan/lock.py) what it
@@ -41,16 +41,33 @@ def plan_design(
             check_slurm_partitions(loaded, plan)  # before the cables: a bad partition fails at once
 
         try:
-            plan = build_physical_plan(loaded, say, lock, links_complete)
+            physical = build_physical_plan(loaded, say, lock, links_complete)
         except ValueError as exc:
             raise DesignError([Problem(str(loaded.path), 0, 0, "", f"cannot plan this design: {exc}")]) from None
         say("analyses and design rules")
-        plan.analysis = analyse(plan)
-        plan.totals = totals(plan)
-        plan.settings.checkpoint = checkpoint_facts(plan)
-        plan.burn_in = burn_in_plan(plan)
-        refresh_findings(plan)
-    return plan
+        return analyse_plan(physical)
+
+
+def analyse_plan(physical: PhysicalPlan) -> AnalysedPlan:
+    """The analysed plan of a physical plan: its graph analyses, totals, checkpoint model, burn-in plan, the design
+    rules' facts, and every finding (the planner's, then the rules'). A changed plan (tests, what-ifs) is a changed
+    physical plan analysed again: an analysed plan's own derived values are of the plan it was made from."""
+    if isinstance(physical, AnalysedPlan):
+        raise TypeError("analyse the physical plan an analysed plan was made from (its made_from), changed")
+    analysis, counted = analyse(physical), totals(physical)
+    checkpoint = checkpoint_facts(physical)
+    burn_in = burn_in_plan(physical)
+    facts = rule_facts(physical, checkpoint, burn_in)
+    return AnalysedPlan(
+        **{name: getattr(physical, name) for name in PHYSICAL},
+        analysis=analysis,
+        totals=counted,
+        checkpoint=checkpoint,
+        burn_in=burn_in,
+        facts=facts,
+        findings=[*physical.planner_findings, *rule_findings(facts)],
+        made_from=physical,
+    )
 
 
 @contextmanager

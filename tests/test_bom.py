@@ -4,8 +4,8 @@ becomes a formula, and the same design gives the same bytes."""
 
 from __future__ import annotations
 
-import copy
 import csv
+import dataclasses
 import math
 import shutil
 import subprocess
@@ -437,11 +437,13 @@ def test_the_bom_orders_cords_rails_rear_doors_spare_optics_and_software(tmp_pat
 
 def test_spare_optics_follow_the_design_share(h100_1su) -> None:
     _loaded, plan = h100_1su
-    none = copy.copy(plan)
-    none.design = plan.design.model_copy(update={"bom": BillOfMaterials(spare_optics_fraction=0)})
+    none = dataclasses.replace(
+        plan, design=plan.design.model_copy(update={"bom": BillOfMaterials(spare_optics_fraction=0)})
+    )
     assert not [line for line in build_bom(none).lines if line.section == "spare-optics"]
-    tenth = copy.copy(plan)
-    tenth.design = plan.design.model_copy(update={"bom": BillOfMaterials(spare_optics_fraction=0.1)})
+    tenth = dataclasses.replace(
+        plan, design=plan.design.model_copy(update={"bom": BillOfMaterials(spare_optics_fraction=0.1)})
+    )
     bom = build_bom(tenth)
     installed = sum(line.quantity for line in bom.lines if line.kind == "transceiver")
     spares = sum(line.quantity for line in bom.lines if line.kind == "transceiver-spare")

@@ -37,7 +37,7 @@ def h100(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_every_gpu_server_and_compute_link_is_tested() -> None:
     for design in ("superpod-h100-1su", "lab-4-servers", "b200-roce-2su"):
         _loaded, plan = planned(design)
-        facts = burn_in_facts(plan)
+        facts = burn_in_facts(plan, plan.burn_in)
         assert facts["servers_covered"] == facts["servers"] == len(plan.gpu_nodes())
         gpu_links = sum(1 for link in plan.links if link.network == "compute" and link.tier == 0 and link.rail)
         assert facts["links_covered"] == facts["compute_host_links"] == gpu_links
@@ -115,7 +115,7 @@ def test_expected_results_json_written_a_batch_at_a_time_is_the_whole_documents_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _loaded, plan = planned("superpod-h100-1su")
-    tests = burn_in.burn_in_tests(plan)
+    tests = plan.burn_in
     whole = orjson.dumps(burn_in._expected_document(plan, tests), option=burn_in._JSON_OPTIONS) + b"\n"
     for batch in (1, 7, len(tests), len(tests) + 5):
         monkeypatch.setattr(burn_in, "_TESTS_PER_DUMP", batch)

@@ -16,7 +16,7 @@ from conftest import DESIGNS, planned, write_design
 from k8s_upstream import check_custom_resource
 
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.analyse.burn_in import burn_in_tests, present_stages
+from gpucluster.analyse.burn_in import present_stages
 from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.artifacts.burn_in_jobs import NAMESPACE, RACK_LABEL, STAGE_LABEL, SU_LABEL
 from gpucluster.artifacts.kubernetes import GPU_RESOURCE, rail_interfaces, rdma_resources, topology_labels
@@ -80,7 +80,7 @@ def test_every_burn_in_document_passes_kubernetes_strict_schema(kubernetes_only:
 
 def test_each_stage_file_holds_the_jobs_of_that_stage_numbered_as_the_expected_results(kubernetes_only: Path) -> None:
     _loaded, plan = planned(KUBERNETES_ONLY)
-    stages = {name: number for number, name, _scope, _text in present_stages(burn_in_tests(plan))}
+    stages = {name: number for number, name, _scope, _text in present_stages(plan.burn_in)}
     for file, documents in _documents(kubernetes_only).items():
         if file.startswith("stage-"):
             number, name = int(file.split("-")[1]), file.split("-", 2)[2].removesuffix(".yaml")
@@ -98,7 +98,7 @@ def test_every_test_of_the_plan_but_the_cabling_check_has_its_servers_in_a_job(k
         nodes = _nodes(job)
         assert job["spec"]["completions"] == job["spec"]["parallelism"] == len(nodes) == len(set(nodes))
         by_test.setdefault(job["metadata"]["labels"]["gpucluster.io/burn-in-test"], []).append(sorted(nodes))
-    for t in burn_in_tests(plan):
+    for t in plan.burn_in:
         if t.test == "cabling":
             continue
         groups = by_test[t.test]
@@ -188,7 +188,7 @@ def test_with_both_schedulers_no_burn_in_test_spans_the_split_and_each_side_test
     _loaded, plan = planned("lab-4-servers")
     split = scheduler_split(plan)
     sides = (set(split.slurm), set(split.kubernetes))
-    tests = [t for t in burn_in_tests(plan) if t.nodes]
+    tests = [t for t in plan.burn_in if t.nodes]
     assert all(any(set(t.nodes) <= side for side in sides) for t in tests)
     for label, side in zip(("slurm", "kubernetes"), sides, strict=True):
         rails = [t for t in tests if t.test == "nccl-rail" and set(t.nodes) == side]

@@ -14,10 +14,11 @@ from conftest import planned, write_design
 
 import gpucluster
 from gpucluster import load_design, plan_design
-from gpucluster.analyse.rules import ORDERED_LENGTH_MAX_RATIO, refresh_findings
+from gpucluster.analyse.rules import ORDERED_LENGTH_MAX_RATIO
 from gpucluster.artifacts import cabling
 from gpucluster.artifacts.cabling import COLUMNS, XLSX_COLUMNS, cable_rows
 from gpucluster.catalog.ports import port_details
+from gpucluster.pipeline import analyse_plan
 from gpucluster.plan.labels import JOIN, SEPARATOR
 from gpucluster.plan.model import NETWORKS, RULE_PREFIX, Plan
 from gpucluster.plan.queries import links_on
@@ -315,8 +316,9 @@ def test_a_cable_ordered_at_over_twice_its_run_is_a_warning_naming_the_part() ->
     plan = plan_design(loaded)
     assert plan.facts["overlong_cables"] == []
     index = next(i for i, c in enumerate(plan.cables) if c.network == "compute" and c.run_length_m < 10)
-    cable = plan.cables[index] = dataclasses.replace(plan.cables[index], length_m=30.0)
-    refresh_findings(plan)
+    cables = list(plan.cables)
+    cable = cables[index] = dataclasses.replace(plan.cables[index], length_m=30.0)
+    plan = analyse_plan(dataclasses.replace(plan.made_from, cables=cables))
     (finding,) = [f for f in plan.findings if f.rule == RULE_PREFIX + "cables-near-their-run"]
     assert finding.severity == "warning"
     assert finding.subject == cable.cable_part

@@ -143,7 +143,7 @@ def test_staging_runs_at_the_slowest_of_object_storage_network_and_filesystem(tm
 
 def test_checkpoint_facts_are_plain_json_and_the_rule_reads_them(h200_4su) -> None:
     _, plan = h200_4su
-    facts = rule_facts(plan)
+    facts = rule_facts(plan, plan.checkpoint, plan.burn_in)
     assert json.loads(json.dumps(facts["checkpoint"])) == facts["checkpoint"]
     assert any(f.rule == "rule:checkpoint-write-time" and f.severity == "ok" for f in plan.findings)
 

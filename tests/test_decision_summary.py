@@ -16,8 +16,9 @@ from PIL import Image
 
 from gpucluster import load_design, plan_design, write_artifacts
 from gpucluster.analyse.bom import bom_for, build_bom
-from gpucluster.artifacts import ARTIFACTS, decision
+from gpucluster.artifacts import ARTIFACTS, Artifact, decision
 from gpucluster.artifacts.report import report_html
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.training import analyse_checkpoints
 
 EXAMPLES = sorted(p.stem for p in DESIGNS.glob("*.yaml"))
@@ -124,7 +125,7 @@ def test_the_summary_is_the_same_bytes_every_build(tmp_path: Path) -> None:
 
 
 def test_the_decision_summary_is_in_the_one_artifact_registry() -> None:
-    assert ARTIFACTS["decision-summary"] == "gpucluster.artifacts.decision"
+    assert ARTIFACTS["decision-summary"] == Artifact("gpucluster.artifacts.decision", AnalysedPlan)
 
 
 def test_the_report_on_a4_is_unchanged_by_the_paper_setting(tmp_path: Path) -> None:

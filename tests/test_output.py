@@ -11,10 +11,11 @@ from conftest import DESIGNS, ROOT
 
 import gpucluster.artifacts as artifacts
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts import output_folder
+from gpucluster.artifacts import Artifact, output_folder
 from gpucluster.artifacts.plan_json import plan_document
 from gpucluster.cli import main
 from gpucluster.design.schema import Design
+from gpucluster.plan.model import AnalysedPlan
 
 
 def _files(folder):
@@ -40,7 +41,7 @@ def test_a_failed_build_leaves_the_previous_output_as_it_was(tmp_path, monkeypat
         (staging / "half-written.txt").write_text("partial")
         raise RuntimeError("disk full")
 
-    monkeypatch.setitem(artifacts.ARTIFACTS, "broken", broken)
+    monkeypatch.setitem(artifacts.ARTIFACTS, "broken", Artifact(broken, AnalysedPlan))
     with pytest.raises(RuntimeError):
         write_artifacts(plan, loaded, tmp_path)
     assert _files(folder) == before
@@ -265,7 +266,7 @@ def test_a_full_disk_leaves_the_previous_output_and_lock_with_one_located_line(t
     def full(plan, loaded, staging):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setitem(artifacts.ARTIFACTS, "summary", full)
+    monkeypatch.setitem(artifacts.ARTIFACTS, "summary", Artifact(full, AnalysedPlan))
     result = CliRunner().invoke(main, [*args, "--only", "summary"])
     assert result.exit_code == 2, result.output
     assert (

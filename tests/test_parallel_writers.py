@@ -13,10 +13,11 @@ from conftest import DESIGNS
 
 import gpucluster.artifacts as artifacts
 from gpucluster import load_design, plan_design, write_artifacts
-from gpucluster.artifacts import registry
+from gpucluster.artifacts import Artifact, registry
 from gpucluster.artifacts.pool import WriterFailed
 from gpucluster.cli import main
 from gpucluster.errors import DesignError, Problem
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.runtime.profiling import Cost
 
 
@@ -56,7 +57,7 @@ def test_the_pool_runs_job_after_job_in_at_most_jobs_processes_each_keeping_the_
     names = [f"probe{index}" for index in range(6)]
     with pytest.MonkeyPatch.context() as patch:
         for name in names:
-            patch.setitem(artifacts.ARTIFACTS, name, _pid_and_frozen)
+            patch.setitem(artifacts.ARTIFACTS, name, Artifact(_pid_and_frozen, AnalysedPlan))
         folder = write_artifacts(plan, loaded, tmp_path, names, jobs=2)
     marks = list(folder.iterdir())
     assert len(marks) == 6 and {mark.read_text() for mark in marks} == {"True"}
@@ -79,7 +80,7 @@ def test_the_pools_processes_take_sigterms_default_action(lab, tmp_path):
     previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)  # as the build's handler is installed
     try:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setitem(artifacts.ARTIFACTS, "probe", _sigterm_action)
+            patch.setitem(artifacts.ARTIFACTS, "probe", Artifact(_sigterm_action, AnalysedPlan))
             folder = write_artifacts(plan, loaded, tmp_path, ["probe", "summary"], jobs=2)
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -110,7 +111,7 @@ def test_the_writers_that_read_the_others_files_run_after_them(lab, tmp_path):
         (staging / "gathered.txt").write_text("\n".join(seen["files"]))
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(artifacts.ARTIFACTS, "gather", gather)
+        patch.setitem(artifacts.ARTIFACTS, "gather", Artifact(gather, AnalysedPlan))
         patch.setattr(registry, "RUNS_LAST", frozenset({"gather"}))
         folder = write_artifacts(plan, loaded, tmp_path, ["gather", "plan", "summary", "nccl"], jobs=2)
     assert (folder / "gathered.txt").read_text().splitlines() == ["launch", "nccl", "plan.json", "summary.md"]
@@ -137,7 +138,7 @@ def test_what_a_last_writers_prepare_job_returns_reaches_its_write(lab, tmp_path
     module.prepare, module.write = _prepare_counts, _write_counts
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(__import__("sys").modules, "counts_writer", module)
-        patch.setitem(artifacts.ARTIFACTS, "counts", "counts_writer")
+        patch.setitem(artifacts.ARTIFACTS, "counts", Artifact("counts_writer", AnalysedPlan))
         patch.setattr(registry, "RUNS_LAST", frozenset({"counts"}))
         patch.setattr(registry, "PREPARED", frozenset({"counts"}))
         folder = write_artifacts(plan, loaded, tmp_path, ["counts", "summary"], jobs=jobs)
@@ -180,7 +181,7 @@ def test_a_writer_failing_in_a_worker_fails_the_build_and_leaves_the_previous_ou
     folder = write_artifacts(plan, loaded, tmp_path, ["plan", "summary"], jobs=2)
     before = _files(folder)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(artifacts.ARTIFACTS, "failing", failing)
+        patch.setitem(artifacts.ARTIFACTS, "failing", Artifact(failing, AnalysedPlan))
         with pytest.raises(error) as raised:
             write_artifacts(plan, loaded, tmp_path, ["plan", "failing", "summary", "nccl"], jobs=2)
     assert says in str(raised.value)
@@ -232,7 +233,7 @@ def test_a_writer_failing_in_a_worker_exits_2_and_leaves_the_previous_output(tmp
     folder = tmp_path / "out" / "lab-4-servers"
     before = _files(folder)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(artifacts.ARTIFACTS, "nccl", _half_then_bad_input)
+        patch.setitem(artifacts.ARTIFACTS, "nccl", Artifact(_half_then_bad_input, AnalysedPlan))
         result = _build(tmp_path, "out", "-j", "2", "--only", "plan", "--only", "nccl")
     assert result.exit_code == 2 and "prices.csv:3:1: unit_price: not a number" in result.output
     assert "Traceback" not in result.output
@@ -278,7 +279,7 @@ def test_a_build_failing_after_its_lock_was_written_beside_the_writers_leaves_th
         raise RuntimeError(f"the lock was staged: {staged.exists()}")
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(artifacts.ARTIFACTS, "report", last)  # runs last (RUNS_LAST)
+        patch.setitem(artifacts.ARTIFACTS, "report", Artifact(last, AnalysedPlan))  # runs last (RUNS_LAST)
         patch.setattr(registry, "PREPARED", frozenset())
         result = CliRunner().invoke(main, [*args, "--only", "nccl", "--only", "report"])
     assert result.exit_code != 0 and "the lock was staged: True" in str(result.exception)

@@ -28,7 +28,6 @@ from pulumi_policy.proxy import unknown_checking_proxy
 
 from gpucluster import design_from_model, load_design, plan_design
 from gpucluster.analyse import rules
-from gpucluster.analyse.rules import refresh_findings
 from gpucluster.components import CLUSTER_TYPE, Cluster
 from gpucluster.components.offline import Registration, run_offline
 from gpucluster.components.policy import (
@@ -39,7 +38,7 @@ from gpucluster.components.policy import (
     policies,
 )
 from gpucluster.design.schema import ComputeFabric, ObjectStorage, PowerFeed, Workload
-from gpucluster.plan.model import Finding, Link, Plan
+from gpucluster.plan.model import AnalysedPlan, Finding, Link, Plan
 
 PACK = ROOT / "policy-pack"
 
@@ -81,9 +80,15 @@ def _storage_on_the_compute_fabric() -> Plan:
         Link("compute", 0, "pfs-01", "p9", leaf, "IB1/30/1", 400.0, purpose="storage"),
         Link("storage", 0, "gpu001", "p9", leaf, "IB1/31/1", 400.0, purpose="storage"),
     ]
-    changed = dataclasses.replace(plan, links=[*plan.links, *stray])
-    refresh_findings(changed)
-    return changed
+    return _rules_again(plan, links=[*plan.links, *stray])
+
+
+def _rules_again(plan: AnalysedPlan, **physical: object) -> AnalysedPlan:
+    """A real plan with some of its physical content changed and the design rules run again on it; its other
+    analyses are kept (the graph analysis expects what the planner makes, and the rules are what is tested)."""
+    changed = dataclasses.replace(plan, **physical)
+    facts = rules.rule_facts(changed, plan.checkpoint, plan.burn_in)
+    return dataclasses.replace(changed, facts=facts, findings=[*plan.planner_findings, *rules.rule_findings(facts)])
 
 
 def _first_compute_rack(plan: Plan) -> str:
@@ -95,9 +100,7 @@ def _rack_short_of_circuits() -> Plan:
     racks = dict(plan.racks)
     name = _first_compute_rack(plan)
     racks[name] = dataclasses.replace(racks[name], pdus=racks[name].pdus[:2])  # N+1 on two PDUs: one carries 41 kW
-    changed = dataclasses.replace(plan, racks=racks)
-    refresh_findings(changed)
-    return changed
+    return _rules_again(plan, racks=racks)
 
 
 def _rack_over_its_power_budget() -> Plan:
@@ -105,9 +108,7 @@ def _rack_over_its_power_budget() -> Plan:
     racks = dict(plan.racks)
     name = _first_compute_rack(plan)  # three PDUs, two carry 69 kW: over the budget, not the circuits
     racks[name] = dataclasses.replace(racks[name], power_max_w=50_000.0)  # budget 45 kW, rear-door cooling 60 kW
-    changed = dataclasses.replace(plan, racks=racks)
-    refresh_findings(changed)
-    return changed
+    return _rules_again(plan, racks=racks)
 
 
 def _with(name: str, **sections: object) -> Plan:
@@ -157,11 +158,8 @@ def _dgx_on_2n_feeds() -> Plan:
 def _with_facts(plan: Plan, **facts: object) -> Plan:
     """A real plan with some of its facts as another stage might have made them (the burn-in plan,
     the checkpoint figures), and the rule findings of those facts."""
-    changed = dataclasses.replace(plan, facts={**plan.facts, **facts})
-    changed.findings = [f for f in plan.findings if not f.rule.startswith(rules.RULE_PREFIX)] + [
-        Finding(rules.RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in rules.check_rules(changed.facts)
-    ]
-    return changed
+    changed = {**plan.facts, **facts}
+    return dataclasses.replace(plan, facts=changed, findings=[*plan.planner_findings, *rules.rule_findings(changed)])
 
 
 def _checkpoint_longer_than_its_interval() -> Plan:

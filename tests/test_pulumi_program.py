@@ -228,7 +228,7 @@ def test_a_design_object_builds_the_same_tree_as_its_yaml_file() -> None:
         return sorted((r.type, r.name, r.parent, json.dumps(r.inputs, sort_keys=True)) for r in run.resources)
 
     assert tree(from_object) == tree(from_yaml)
-    with pytest.raises(TypeError, match="Cluster needs a Design or a Plan, not dict"):
+    with pytest.raises(TypeError, match="Cluster needs a Design or an AnalysedPlan, not dict"):
         run_offline(lambda: Cluster("c", {"name": "x"}))  # type: ignore[arg-type]
 
 

@@ -85,13 +85,13 @@ def test_a_killed_build_leaves_a_staging_folder_the_next_build_removes(tmp_path)
     script = textwrap.dedent(f"""\
         import os, signal
         import gpucluster.artifacts as artifacts
-        from gpucluster import load_design, plan_design, write_artifacts
+        from gpucluster import AnalysedPlan, load_design, plan_design, write_artifacts
 
         def killed(plan, loaded, staging):
             (staging / "half-written.txt").write_text("partial")
             os.kill(os.getpid(), signal.SIGKILL)  # no finally runs
 
-        artifacts.ARTIFACTS["summary"] = killed
+        artifacts.ARTIFACTS["summary"] = artifacts.Artifact(killed, AnalysedPlan)
         loaded = load_design({str(design)!r})
         write_artifacts(plan_design(loaded), loaded, {str(tmp_path)!r}, only=["summary"])
         """)

@@ -338,7 +338,7 @@ def test_compute_trays_have_their_own_role_and_every_view_counts_them_as_gpu_nod
     node = next(job for job in config["scrape_configs"] if job["job_name"] == "node")
     assert any(r.get("regex", "").startswith("compute-tray;mlx5_") for r in node["metric_relabel_configs"])
     # burn-in covers every tray; NetBox and the elevations take the role's registry entry
-    assert burn_in_facts(plan)["servers_covered"] == 144
+    assert burn_in_facts(plan, plan.burn_in)["servers_covered"] == 144
     files = netbox_files(plan)
     roles = [
         row
@@ -598,10 +598,9 @@ def test_size_counts_whole_nvl72_racks_and_writes_a_design_that_plans(tmp_path):
 
 
 def test_burn_in_checks_imex_and_an_all_reduce_across_each_nvl72_domain_before_the_fabric(gb200_1su):
-    from gpucluster.analyse.burn_in import burn_in_tests
 
     _loaded, plan = gb200_1su
-    tests = burn_in_tests(plan)
+    tests = plan.burn_in
     order = list(dict.fromkeys(t.test for t in tests))
     assert order.index("imex") < order.index("nccl-nvlink-domain") < order.index("ib-write-bw")
     assert [t.stage for t in tests] == sorted(t.stage for t in tests)
@@ -633,7 +632,7 @@ def test_a_failed_tray_degrades_its_domain_and_spare_racks_cover_racks_short_of_
 
 def test_the_rack_scale_plan_reports_in_rack_spare_trays_and_spare_racks(gb200_1su):
     _loaded, plan = gb200_1su
-    domains = plan.settings.checkpoint["domain_spares"]
+    domains = plan.checkpoint["domain_spares"]
     assert (domains["racks"], domains["segment"], domains["in_rack_spares"]) == (8, 16, 2)
     spares = next(f for f in plan.findings if f.rule.endswith("spare-servers"))
     assert spares.severity == "ok" and "16 in-rack spare trays" in spares.message

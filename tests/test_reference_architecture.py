@@ -10,7 +10,7 @@ from gpucluster import load_design, plan_design
 from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.schema import Switch
 from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PlanDraft
 
 
 def _rail_optimized(switch_id: str, scalable_units: int, servers_per_su: int, rails: int = 8, speed: float = 400):
@@ -26,7 +26,7 @@ def _rail_optimized(switch_id: str, scalable_units: int, servers_per_su: int, ra
         for su in range(1, scalable_units + 1)
         for rail in range(1, rails + 1)
     ]
-    plan = Plan.scratch("ra")
+    plan = PlanDraft.scratch("ra")
     result = build_clos(plan, network="compute", groups=groups, leaf_part=switch)
     switches = {t.name: t.switches for t in result.tiers}
     links = [sum(1 for link in plan.links if link.tier == tier) for tier in range(len(result.tiers))]

@@ -13,7 +13,7 @@ from gpucluster.analyse.totals import totals
 from gpucluster.catalog.load import load_catalog
 from gpucluster.design.schema import Cabling
 from gpucluster.plan.cables import add_cables
-from gpucluster.plan.model import Device, Link, Plan, RackPlan
+from gpucluster.plan.model import Device, Link, PlanDraft, RackPlan
 from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, elevation_fill, tint
 
@@ -26,7 +26,7 @@ def test_every_role_and_network_of_a_plan_has_a_registry_entry():
 
 
 def test_a_device_of_an_unknown_role_or_network_is_refused():
-    plan = Plan.scratch("roles")
+    plan = PlanDraft.scratch("roles")
     with pytest.raises(ValueError, match="unknown device role 'gpu'"):
         plan.add(Device("x", "dgx-h100", "gpu"))
     with pytest.raises(ValueError, match="unknown network 'nvswitch'"):
@@ -42,7 +42,7 @@ def test_the_rack_scale_roles_and_the_nvlink_network_are_in_the_registry():
 
 
 def test_backplane_links_are_counted_but_get_no_cable():
-    plan = Plan.scratch("nvl")
+    plan = PlanDraft.scratch("nvl")
     plan.racks["A01"] = RackPlan("A01", "legrand-nvidpd13", 0, 0, 0.0, 0.0, "compute", 48)
     plan.add(Device("tray-01", "gb200-tray", "compute-tray", rack="A01", nvlink_domain="A01-nvl1"))
     plan.add(Device("nvswitch-01", "nvlink-switch-tray", "nvlink-switch-tray", rack="A01"))
@@ -54,7 +54,7 @@ def test_backplane_links_are_counted_but_get_no_cable():
 
 
 def test_servers_sharing_an_nvlink_domain_are_one_domain_to_the_schedulers():
-    plan = Plan.scratch("domains")
+    plan = PlanDraft.scratch("domains")
     for i, domain in enumerate(["A01-nvl1", "A01-nvl1", "A02-nvl1", None], 1):
         plan.add(Device(f"gpu{i}", "dgx-h100", "gpu-server", nvlink_domain=domain))
     assert nvlink_domains(plan, ["gpu1", "gpu2", "gpu3", "gpu4"]) == [("gpu1", "gpu2"), ("gpu3",)]

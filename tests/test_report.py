@@ -106,7 +106,7 @@ def test_report_pdf_holds_the_key_figures_and_every_finding(built: Path) -> None
     _loaded, plan = planned(DESIGN)
     text = _pdf_text(built / "report.pdf")
     t = plan.totals
-    checkpoint = plan.settings.checkpoint
+    checkpoint = plan.checkpoint
     bisection = plan.analysis["compute"]["bisection_bandwidth_gbps"] / 1000
     for figure in (
         plan.name,

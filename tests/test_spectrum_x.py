@@ -19,7 +19,7 @@ from gpucluster.catalog.load import load_catalog
 from gpucluster.catalog.schema import Switch
 from gpucluster.errors import DesignError
 from gpucluster.plan.fabric import HostPort, LeafGroup, build_clos, leaf_host_ports
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import Plan, PlanDraft
 from gpucluster.plan.queries import links_on
 
 # DGX SuperPOD B300 (Spectrum-X) RA Table 3, 64 nodes per SU, two planes:
@@ -36,7 +36,7 @@ B300_SPECTRUM_X_TABLE_3 = {
 def _two_plane_fabric(scalable_units: int, nodes_per_su: int = 64, rails: int = 8) -> Plan:
     """The compute fabric alone: each GPU's ConnectX-8 runs as 2 x 400GbE, one port on each plane's rail leaf."""
     switch = load_catalog().get("sn5610", Switch)
-    plan = Plan.scratch("b300-spectrum-x")
+    plan = PlanDraft.scratch("b300-spectrum-x")
     for plane in (1, 2):
         groups = [
             LeafGroup(

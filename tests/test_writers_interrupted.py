@@ -11,7 +11,8 @@ from conftest import DESIGNS
 
 import gpucluster.artifacts as artifacts
 from gpucluster import load_design, plan_design
-from gpucluster.artifacts import Writing
+from gpucluster.artifacts import Artifact, Writing
+from gpucluster.plan.model import AnalysedPlan
 
 
 def _slow_writer(plan, loaded, staging):
@@ -37,7 +38,7 @@ def test_the_build_stopped_while_writers_run_ends_them_and_writes_nothing(tmp_pa
         raise stop()
 
     monkeypatch.setattr(os, "fork", fork)
-    monkeypatch.setitem(artifacts.ARTIFACTS, "nccl", _slow_writer)
+    monkeypatch.setitem(artifacts.ARTIFACTS, "nccl", Artifact(_slow_writer, AnalysedPlan))
     out = tmp_path / "out"
     began = time.monotonic()
     with pytest.raises(stop), Writing(loaded.design.name, out, ["nccl", "summary"], jobs=2) as writing:

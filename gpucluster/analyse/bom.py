@@ -20,7 +20,7 @@ from gpucluster.analyse.totals import link_tier_name, tier_name
 from gpucluster.catalog.schema import Pdu, RackSystem, Transceiver
 from gpucluster.design.load import LoadedDesign
 from gpucluster.inputs.prices import PriceList, load_price_list
-from gpucluster.plan.model import Device, Plan, Settings
+from gpucluster.plan.model import AnalysedPlan, Device, Plan, Settings
 from gpucluster.plan.power.circuits import OUTLET_FOR_INLET, circuit_kind
 from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_capacity_kw
 from gpucluster.plan.power.cords import PowerCord, power_cords
@@ -113,7 +113,7 @@ class Bom:
         return [line for line in self.lines if line.unit_price is None] if self.price_list else []
 
 
-def bom_for(plan: Plan, loaded: LoadedDesign) -> Bom:
+def bom_for(plan: AnalysedPlan, loaded: LoadedDesign) -> Bom:
     """The BOM of a planned design, priced from the design's price list when it names one."""
     prices = None
     if loaded.design.bom.price_list is not None:
@@ -121,7 +121,7 @@ def bom_for(plan: Plan, loaded: LoadedDesign) -> Bom:
     return build_bom(plan, prices)
 
 
-def build_bom(plan: Plan, prices: PriceList | None = None) -> Bom:
+def build_bom(plan: AnalysedPlan, prices: PriceList | None = None) -> Bom:
     """Count everything in the plan into line items (sorted: section, kind, network, model, length)."""
     lines = [*_device_lines(plan), *_rack_lines(plan), *_cable_lines(plan), *_transceiver_lines(plan)]
     lines += _spare_optics_lines(plan, lines)
@@ -267,7 +267,7 @@ def _device_line(plan: Plan, key: tuple[str, str, str, str, str], devices: list[
     )
 
 
-def _rack_lines(plan: Plan) -> list[BomLine]:
+def _rack_lines(plan: AnalysedPlan) -> list[BomLine]:
     """The racks by part and the rack-scale systems; a system's own rack (MGX, busbar, manifolds) ships with it."""
     by_part: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     systems: Counter[str] = Counter()
@@ -307,7 +307,7 @@ def _rack_system_line(plan: Plan, system_id: str, count: int) -> BomLine:
     return _part_line(plan, "compute", "rack-system", system_id, count, weight_kg=system.weight_kg, notes=notes)
 
 
-def _cdu_lines(plan: Plan) -> list[BomLine]:
+def _cdu_lines(plan: AnalysedPlan) -> list[BomLine]:
     """Coolant distribution units for the liquid-cooled rack systems (N+1 per scalable unit, analyse/budget.py)."""
     from gpucluster.analyse.budget import power_budget  # the budget reads the plan's rules; import on use
 
@@ -552,7 +552,7 @@ def _rear_door_lines(plan: Plan) -> list[BomLine]:
 H100_RA_SOFTWARE = "DGX SuperPOD H100 RA (RA-11333-001), System Design, Table 2 and Appendix A Table 7"
 
 
-def _software_lines(plan: Plan) -> list[BomLine]:
+def _software_lines(plan: AnalysedPlan) -> list[BomLine]:
     """Support and software licences counted from the plan, each with the unit it is counted in."""
     devices = list(plan.devices.values())
     servers = plan.gpu_nodes()
@@ -639,7 +639,7 @@ def _storage_blocks(s: Settings) -> list[tuple[str, str, int]]:
     return [*filesystems, ("object storage", s.object_storage_block or "", s.object_storage_blocks)]
 
 
-def _counts(plan: Plan, lines: list[BomLine]) -> dict[str, float]:
+def _counts(plan: AnalysedPlan, lines: list[BomLine]) -> dict[str, float]:
     """The headline figures (from the plan's totals, and from the lines for optics and PDUs)."""
     t = plan.totals
     counts: dict[str, float] = {

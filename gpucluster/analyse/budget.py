@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from gpucluster.catalog.schema import Cdu, FlowPoint, Pdu, RackSystem
 from gpucluster.design.schema import Site
 from gpucluster.plan.memo import per_plan
-from gpucluster.plan.model import RULE_PREFIX, Finding, Plan
+from gpucluster.plan.model import RULE_PREFIX, AnalysedPlan, Finding, Plan
 from gpucluster.plan.power.circuits import RackCircuits, circuit_kind, circuit_kva, circuit_w, rack_circuits
 from gpucluster.plan.power.cooling import COOLING_SOURCES, cooling_against_site, cooling_capacity_kw, cooling_needed
 from gpucluster.plan.power.draw import DevicePower, device_powers, rack_devices
@@ -249,12 +249,12 @@ class Budget:
 
 
 @per_plan
-def kept_power_budget(plan: Plan) -> Budget:
+def kept_power_budget(plan: AnalysedPlan) -> Budget:
     """power_budget(plan) made once per plan for the writers, which read it again and again: not to be changed."""
     return power_budget(plan)
 
 
-def power_budget(plan: Plan) -> Budget:
+def power_budget(plan: AnalysedPlan) -> Budget:
     """The whole budget of a plan: one pass over devices, cables and racks."""
     site = plan.design.site
     feed = site.power_feed

@@ -20,7 +20,7 @@ from gpucluster.catalog.schema import Gpu, GpuServer
 from gpucluster.plan.facts import BurnInFacts
 from gpucluster.plan.facts import BurnInTest as BurnInTest
 from gpucluster.plan.memo import per_plan
-from gpucluster.plan.model import Link, Plan
+from gpucluster.plan.model import Link, PhysicalPlan, Plan
 from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.verify.expected import ethernet_networks, infiniband_networks, port_info
@@ -151,7 +151,7 @@ def rail_links(plan: Plan) -> dict[str, dict[int, int]]:
     return queries(plan).rail_links
 
 
-def burn_in_plan(plan: Plan) -> list[BurnInTest]:
+def burn_in_plan(plan: PhysicalPlan) -> list[BurnInTest]:
     """Every burn-in test of the plan, in the order to run them."""
     servers = sorted(d.name for d in plan.gpu_nodes())
     if not servers:
@@ -493,15 +493,8 @@ def _rail_port(rail: int, hca: str | None, link: Link, cable: str | None) -> Rai
     return RailPort(rail, rail - 1, hca, text, link.b_device, link.speed_gbps)
 
 
-def burn_in_tests(plan: Plan) -> list[BurnInTest]:
-    """The plan's burn-in tests as the planner computed them (or computed now, for a plan assembled
-    without the planner): the design rule and the artifact read these instead of recomputing them."""
-    return plan.burn_in or burn_in_plan(plan)
-
-
-def burn_in_facts(plan: Plan) -> BurnInFacts:
-    """What the design rule "burn-in plan present" reads: plain JSON."""
-    tests = burn_in_tests(plan)
+def burn_in_facts(plan: Plan, tests: list[BurnInTest]) -> BurnInFacts:
+    """What the design rule "burn-in plan present" reads of the plan's burn-in tests: plain JSON."""
     servers = {d.name for d in plan.gpu_nodes()}
     per_server = {"dcgm-diag", "gpu-burn", "nccl-in-server"}
     covered = {

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gpucluster.catalog.schema import RackSystem
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 from gpucluster.plan.queries import links_on
 from gpucluster.plan.registry import NETWORK_NAMES
 
@@ -55,7 +55,7 @@ class Assumption:
     note: str
 
 
-def is_ra_4su_shape(plan: Plan) -> bool:
+def is_ra_4su_shape(plan: AnalysedPlan) -> bool:
     """Four 32-server SUs of DGX H100/H200 on NDR InfiniBand: the shape Table 7 describes."""
     s = plan.settings
     return (
@@ -83,7 +83,7 @@ WHY = {
 }
 
 
-def deviations(plan: Plan) -> list[Deviation]:
+def deviations(plan: AnalysedPlan) -> list[Deviation]:
     """Every place this plan differs from the RA: design choices first, then counts against Table 7."""
     return [
         *_design_choices(plan),
@@ -93,7 +93,7 @@ def deviations(plan: Plan) -> list[Deviation]:
     ]
 
 
-def _design_choices(plan: Plan) -> list[Deviation]:
+def _design_choices(plan: AnalysedPlan) -> list[Deviation]:
     """The design's own choices against the RA's: scalable unit, oversubscription, servers, power, UFM placement."""
     s = plan.settings
     found: list[Deviation] = []
@@ -186,7 +186,7 @@ def _system_and_power(plan: Plan, system: RackSystem | None) -> list[Deviation]:
     return found
 
 
-def _one_su_rack_aligned_cores(plan: Plan) -> list[Deviation]:
+def _one_su_rack_aligned_cores(plan: AnalysedPlan) -> list[Deviation]:
     """The GB200 RA's Table 3 (relayed) starts at 2 SU; at 1 SU the plan keeps the core tier of its per-SU figures
     so the four rail groups are one InfiniBand subnet: an assumption a reviewer must see."""
     if not plan.settings.rack_system or plan.totals.scalable_units != 1:
@@ -231,7 +231,7 @@ def _xdr_manager_slot(plan: Plan) -> list[Deviation]:
     ]
 
 
-def _storage_and_cabling(plan: Plan) -> list[Deviation]:
+def _storage_and_cabling(plan: AnalysedPlan) -> list[Deviation]:
     """A filesystem capacity the RA does not give, and cabling no NVIDIA document confirms (from the rule facts)."""
     s = plan.settings
     found: list[Deviation] = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from gpucluster.analyse.budget import CduGroup, kept_power_budget
 from gpucluster.plan.memo import per_plan
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 
 DEFAULT_RACK_MM = (600.0, 1200.0)  # width, depth of a rack part without dimensions
 
@@ -53,7 +53,7 @@ class Floor:
 
 
 @per_plan
-def kept_floor(plan: Plan) -> Floor:
+def kept_floor(plan: AnalysedPlan) -> Floor:
     """floor_space(plan) with the CDUs of the plan's kept budget, made once per plan for the views that read it;
     the budget is read only where liquid-cooled rack systems need CDUs."""
     liquid = any(rack.rack_system for rack in plan.racks.values())

@@ -18,6 +18,8 @@ from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import AnyPart, PowerShelf, RackSystem
 from gpucluster.design.schema import PowerFeed
 from gpucluster.plan.facts import (
+    BurnInTest,
+    CheckpointFacts,
     FabricFeedLoss,
     FeedLossFacts,
     HalfSpeedLink,
@@ -27,7 +29,7 @@ from gpucluster.plan.facts import (
     SlowHostLink,
     SubnetManagerFacts,
 )
-from gpucluster.plan.model import RULE_PREFIX, Finding, Plan, RackPlan, Severity
+from gpucluster.plan.model import RULE_PREFIX, Finding, PhysicalPlan, Plan, RackPlan, Severity
 from gpucluster.plan.power.circuits import rack_circuits
 from gpucluster.plan.power.cooling import cooling_capacity_kw, liquid_heat_w
 from gpucluster.plan.power.cords import FeedLoss, feed_loss
@@ -37,8 +39,9 @@ from gpucluster.plan.racks import floor_load_kpa, loaded_weight_kg
 COMPUTE_FABRIC_PURPOSES = {"gpu", "fabric", "fabric-manager"}
 
 
-def rule_facts(plan: Plan) -> RuleFacts:
-    """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input)."""
+def rule_facts(plan: PhysicalPlan, checkpoint: CheckpointFacts | None, burn_in: list[BurnInTest]) -> RuleFacts:
+    """The plain data the rules read (JSON-serialisable; also the Pulumi policy pack's input): the physical plan's,
+    and those of its checkpoint model and burn-in tests."""
     design = plan.design
     site = getattr(design, "site", None)
     compute_switches = {d.name: d.part for d in plan.switches("compute")}
@@ -87,8 +90,8 @@ def rule_facts(plan: Plan) -> RuleFacts:
         "cooling_capacity_kw": cooling_capacity_kw(site) if site else None,
         "spare_servers": sum(1 for d in plan.gpu_nodes() if d.spare),
         "production_servers": sum(1 for d in plan.gpu_nodes() if not d.spare),
-        "burn_in_plan": burn_in_facts(plan),
-        "checkpoint": plan.settings.checkpoint,
+        "burn_in_plan": burn_in_facts(plan, burn_in),
+        "checkpoint": checkpoint,
         "slow_host_links": slow_host_links(plan),
         "unsplit_half_speed_links": unsplit_half_speed_links(plan),
         "incompatible_links": incompatible_links(plan),
@@ -957,10 +960,6 @@ def check_rules(facts: RuleFacts, rules: list[Rule] | None = None) -> list[Findi
     return findings
 
 
-def refresh_findings(plan: Plan) -> None:
-    """Recompute the rule facts and the design-rule findings (after a later stage changes what they read,
-    e.g. checkpoint figures in plan.settings or the burn-in tests in plan.burn_in)."""
-    plan.facts = rule_facts(plan)
-    plan.findings = [f for f in plan.findings if not f.rule.startswith(RULE_PREFIX)] + [
-        Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(plan.facts)
-    ]
+def rule_findings(facts: RuleFacts) -> list[Finding]:
+    """The design rules' findings, each rule's name after RULE_PREFIX (the planner's own findings have none)."""
+    return [Finding(RULE_PREFIX + f.rule, f.severity, f.message, f.subject) for f in check_rules(facts)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from gpucluster.plan.fabric import TIER_NAMES
-from gpucluster.plan.model import Plan, Totals
+from gpucluster.plan.model import PhysicalPlan, Totals
 from gpucluster.plan.queries import queries
 
 
@@ -19,7 +19,7 @@ def link_tier_name(tier: int) -> str:
     return f"{lower}-{TIER_NAMES[tier]}"
 
 
-def totals(plan: Plan) -> Totals:
+def totals(plan: PhysicalPlan) -> Totals:
     servers = plan.gpu_nodes()
     gpus_per_server = plan.settings.gpus_per_server
     networks = plan.networks()

@@ -12,16 +12,16 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from gpucluster.artifacts import output_folder
-from gpucluster.artifacts.registry import ARTIFACTS, default_jobs, order
+from gpucluster.artifacts.registry import ARTIFACTS, Artifact, default_jobs, order
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.runtime import profiling
 
-__all__ = ["ARTIFACTS", "Writing", "default_jobs", "write_artifacts"]
+__all__ = ["ARTIFACTS", "Artifact", "Writing", "default_jobs", "write_artifacts"]
 
 
 def write_artifacts(
-    plan: Plan,
+    plan: AnalysedPlan,
     loaded: LoadedDesign,
     out_dir: Path | str,
     only: Iterable[str] | None = None,
@@ -87,7 +87,7 @@ class Writing:
 
     def finish(
         self,
-        plan: Plan,
+        plan: AnalysedPlan,
         loaded: LoadedDesign,
         meanwhile: Callable[[], None] | None = None,
         beside: Callable[[], tuple[Path, Path] | None] | None = None,

@@ -27,7 +27,7 @@ from gpucluster.formats.tables import (
     fit_row_height,
 )
 from gpucluster.formats.tables import column_letter as _letter
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 from gpucluster.plan.power.draw import device_powers
 from gpucluster.plan.racks import loaded_weight_kg
 from gpucluster.runtime.progress import track
@@ -80,7 +80,7 @@ def _fields(priced: bool) -> list[_Field]:
     return fields
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     bom = bom_for(plan, loaded)
     write_csv(bom, folder / "bom.csv")
     write_xlsx(bom, plan, folder / "bom.xlsx")

@@ -20,7 +20,6 @@ from gpucluster.analyse.burn_in import (
     NCCL_ARGS,
     BurnInTest,
     RailPort,
-    burn_in_tests,
     discovery_port,
     present_stages,
     server_rail_ports,
@@ -30,7 +29,7 @@ from gpucluster.artifacts.nccl import RENDEZVOUS_PORT
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter, csv_safe
 from gpucluster.formats.templating import environment, render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan, Plan
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.plan.roce import ROCE_QOS
 from gpucluster.runtime.collector import cycle_collector_paused
@@ -54,10 +53,10 @@ MULTI_NODE_NCCL = ("nccl-nvlink-domain", "nccl-rail", "nccl-su", "nccl-fabric")
 
 
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "burn-in"
     (out / "checklists").mkdir(parents=True)
-    tests = burn_in_tests(plan)
+    tests = plan.burn_in
     ports = server_rail_ports(plan)
     split = scheduler_split(plan)
     # each side's servers take their tests as their scheduler runs them: Slurm batch scripts, Kubernetes Jobs

@@ -23,7 +23,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter, InlineTextSheet, new_workbook, print_setup
 from gpucluster.plan.labels import JOIN, LABEL, Locator, cable_connectors, end_labels
 from gpucluster.plan.memo import per_plan
-from gpucluster.plan.model import NETWORKS, Plan
+from gpucluster.plan.model import NETWORKS, PhysicalPlan, Plan
 from gpucluster.runtime.progress import track
 
 FOLDER = "cabling"
@@ -221,19 +221,19 @@ def _cable_places(plan: Plan) -> tuple[array[int], array[int]]:
 _workbooks = per_plan(workbook_parts)  # the default sizes, once per plan like _cable_places
 
 
-def parts(plan: Plan) -> list[str]:
+def parts(plan: PhysicalPlan) -> list[str]:
     """The schedule's independent files, biggest first: its workbooks and the CSV (the writers run them side by
     side; see gpucluster/artifacts/pool.py)."""
     return [*(part.name for part in _workbooks(plan)), "csv"]
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     """cabling/cabling.csv and the workbooks (cabling-<network>.xlsx, or cabling-<network>-rows-<A>-<F>.xlsx)."""
     for part in parts(plan):
         write_part(plan, loaded, folder, part)
 
 
-def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+def write_part(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path, part: str) -> None:
     out = folder / FOLDER
     out.mkdir(parents=True, exist_ok=True)
     if part == "csv":

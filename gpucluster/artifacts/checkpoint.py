@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.training import analyse_checkpoints, compare_intervals
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import ASYNC_STALL_S, REPAIR_SOURCE, RESTART_SOURCE, CheckpointAnalysis
@@ -25,7 +25,7 @@ CHART = "checkpoint-goodput"
 CHECKPOINT_RULES = ("rule:workload-fits-plan", "rule:checkpoint-write-time", "rule:spares-cover-repairs")
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     a = analyse_checkpoints(plan)
     results = compare_intervals(a, runs=BUILD_RUNS, seed=DEFAULT_SEED)
     text = render(

@@ -19,7 +19,7 @@ from gpucluster.artifacts._pdf import write_pdf
 from gpucluster.artifacts.summary import filesystem_figures, object_storage_figures
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import RULE_PREFIX, Plan
+from gpucluster.plan.model import RULE_PREFIX, AnalysedPlan, Plan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 from gpucluster.training import analyse_checkpoints
@@ -34,7 +34,7 @@ DEVIATIONS_LISTED = 8  # RA deviations shown; the rest are counted
 BOM_LINES_LISTED = 3  # the largest lines (by quantity) of each main section
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     """summary.html, then summary.pdf rendered from it."""
     html = summary_html(plan, bom_for(plan, loaded))
     (folder / HTML).write_text(html, encoding="utf-8")
@@ -46,7 +46,7 @@ def paper_size(plan: Plan) -> str:
     return PAGE_SIZES[plan.design.site.paper]
 
 
-def summary_html(plan: Plan, bom: Bom) -> str:
+def summary_html(plan: AnalysedPlan, bom: Bom) -> str:
     """The decision summary page of a plan, priced by `bom` where its lines carry prices."""
     budget = kept_power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
@@ -64,7 +64,7 @@ def summary_html(plan: Plan, bom: Bom) -> str:
     )
 
 
-def bought(plan: Plan) -> list[tuple[str, str, str]]:
+def bought(plan: AnalysedPlan) -> list[tuple[str, str, str]]:
     """(what, how many, detail): the GPU systems, GPUs, racks, each network's switches, cables and storage."""
     t = plan.totals
     s = plan.settings
@@ -127,7 +127,7 @@ def cost(bom: Bom) -> dict[str, Any]:
     }
 
 
-def facility(plan: Plan, budget: Budget) -> list[tuple[str, str, str]]:
+def facility(plan: AnalysedPlan, budget: Budget) -> list[tuple[str, str, str]]:
     """(what, figure, detail): IT and facility power, typical and peak, energy, cooling and floor space."""
     t = plan.totals
     total = budget.total
@@ -188,7 +188,7 @@ def training(a: CheckpointAnalysis) -> dict[str, Any]:
     }
 
 
-def risks(plan: Plan) -> dict[str, Any]:
+def risks(plan: AnalysedPlan) -> dict[str, Any]:
     """The design rules' errors and warnings and the RA deviations, the first of each listed, the rest counted."""
     counts = Counter(f.severity for f in plan.findings)
     serious = [f for f in plan.findings if f.severity in ("error", "warning")]

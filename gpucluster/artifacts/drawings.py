@@ -18,7 +18,7 @@ import networkx as nx
 from gpucluster.analyse.totals import link_tier_name, tier_name
 from gpucluster.formats.templating import render
 from gpucluster.plan.analysis import graphs
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import AnalysedPlan, Device, Plan
 from gpucluster.plan.registry import NETWORK_INFO, ROLES, tint
 
 DETAIL_MAX_PER_LEVEL = 36  # one box per device up to this many devices on every level (a 1-SU SuperPOD)
@@ -106,7 +106,7 @@ class _Group:
     name: str = ""  # a single device's name (detailed drawings)
 
 
-def network_drawing(plan: Plan, network: str) -> Drawing:
+def network_drawing(plan: AnalysedPlan, network: str) -> Drawing:
     graph = graphs(plan)[network]
     levels: dict[str, int] = {node: _level(plan.devices[node], network) for node in graph.nodes}
     detailed = max(Counter(levels.values()).values(), default=0) <= DETAIL_MAX_PER_LEVEL
@@ -279,7 +279,7 @@ def _colour(group: _Group) -> str:
     return entry.colour if entry else OTHER_SWITCH_COLOUR
 
 
-def _layout(plan: Plan, network: str, by_level: dict[int, list[_Group]], detailed: bool) -> Drawing:
+def _layout(plan: AnalysedPlan, network: str, by_level: dict[int, list[_Group]], detailed: bool) -> Drawing:
     graph = graphs(plan)[network]
     top = max(by_level, default=0)
     widest = max((len(groups) for groups in by_level.values()), default=1)

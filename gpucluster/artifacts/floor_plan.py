@@ -14,7 +14,7 @@ from gpucluster.analyse.floor import Floor, kept_floor
 from gpucluster.artifacts.drawings import Label
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan, RackPlan
+from gpucluster.plan.model import AnalysedPlan, Plan, RackPlan
 from gpucluster.plan.rack_scale import shelf_capacity_w
 from gpucluster.plan.registry import ROLES, purpose_colour, tint
 
@@ -71,7 +71,7 @@ class FloorPlan:
         return render("report/floor.svg", f=self)
 
 
-def floor_plan(plan: Plan) -> FloorPlan:
+def floor_plan(plan: AnalysedPlan) -> FloorPlan:
     """The racks on the floor, coloured by purpose, each with its maximum load against the rack budget. A hall
     deeper than it is wide is turned a quarter (rows run down the page), so it fills a landscape page."""
     budget_w = float(plan.design.site.rack_power_budget_kw) * 1000

@@ -19,7 +19,7 @@ from gpucluster.catalog.schema import GpuServer
 from gpucluster.design.load import LoadedDesign
 from gpucluster.design.schema import GpuOperatorSettings, KubernetesSettings, Team
 from gpucluster.formats import yamlout
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 
 OWN_PREFIX = "gpucluster.io"  # keys for facts that are not network topology (server model, hot spare)
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -73,7 +73,7 @@ class _PerGpu:
     rdma: tuple[str, ...]  # RDMA resources a pod requests, one of each per whole server
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     manifests = kubernetes_manifests(plan)
     if not manifests:
         return

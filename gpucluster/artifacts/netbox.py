@@ -24,7 +24,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats import yamlout
 from gpucluster.formats.tables import GuardedCsvWriter, csv_safe
 from gpucluster.plan.labels import link_label
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power.cords import pdu_outlet_names, power_cords, rack_feeds
 from gpucluster.plan.registry import ROLES
@@ -86,7 +86,7 @@ _DEVICE_CATALOG_TEXT = (2, 3, 5)
 
 
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / FOLDER
     (out / SHARED).mkdir(parents=True, exist_ok=True)
 

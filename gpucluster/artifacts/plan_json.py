@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import Cable, Device, Link, Plan, RackPlan, Tier
+from gpucluster.plan.model import AnalysedPlan, Cable, Device, Link, RackPlan, Tier
 from gpucluster.plan.queries import queries
 from gpucluster.runtime.progress import track
 
@@ -19,29 +19,29 @@ SCHEMA_VERSION = 1
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     with open(folder / "plan.json", "wb") as out:
         out.writelines(plan_chunks(plan, loaded))
 
 
-def plan_document(plan: Plan, loaded: LoadedDesign) -> dict[str, Any]:
+def plan_document(plan: AnalysedPlan, loaded: LoadedDesign) -> dict[str, Any]:
     """The plan.json content as one Python object (for tests and small designs)."""
     document: dict[str, Any] = orjson.loads(b"".join(plan_chunks(plan, loaded)))  # JSON: typed Any
     return document
 
 
-def plan_chunks(plan: Plan, loaded: LoadedDesign) -> Iterator[bytes]:
+def plan_chunks(plan: AnalysedPlan, loaded: LoadedDesign) -> Iterator[bytes]:
     """plan.json's head (the design, settings, totals, tiers, analyses, rule facts and findings), then the records
     of the physical plan (racks, devices, links, cables), streamed."""
     design = loaded.design
     head = {
         "schema_version": SCHEMA_VERSION,
         "design": {"name": design.name, "description": design.description, "source": design.model_dump(mode="json")},
-        "settings": plan.settings.as_json(),
+        "settings": plan.settings_json(),
         "totals": plan.totals.as_json(),
         "tiers": [_tier(t) for t in plan.tiers],
         "analysis": plan.analysis,
-        "facts": plan.facts or {},
+        "facts": plan.facts,
         "findings": [
             {"rule": f.rule, "severity": f.severity, "message": f.message, "subject": f.subject} for f in plan.findings
         ],

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster.artifacts import registry as artifacts
-from gpucluster.artifacts.registry import PREPARE, job_writer, writer, writer_jobs
+from gpucluster.artifacts.registry import PREPARE, job_writer, stage_read, writer, writer_jobs
 from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import portable_error, sigterm_default, stop_if_terminated
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.runtime import profiling, progress
 
 
@@ -41,7 +41,7 @@ class WriterFailed(RuntimeError):
 class Build:
     """What one build's writers read and where they write, and where their progress and costs go."""
 
-    plan: Plan
+    plan: AnalysedPlan  # each writer reads the stage it declares of it (registry.stage_read)
     loaded: LoadedDesign
     staging: Path
     say: Callable[[str], None]  # a progress.Reporter, or a callable that only hears writer names
@@ -54,7 +54,7 @@ def run_in_turn(build: Build, names: Sequence[str], meanwhile: Callable[[], None
     for name in names:
         build.say(name)
         start, cpu = time.perf_counter(), profiling.cpu_seconds()
-        writer(name)(build.plan, build.loaded, build.staging)
+        writer(name)(stage_read(name, build.plan), build.loaded, build.staging)
         wall_s, cpu_s = time.perf_counter() - start, profiling.cpu_seconds() - cpu
         peak, end = profiling.peak_rss_mib(), profiling.rss_mib()
         build.costs.append(profiling.Cost(name, "writer", "main", wall_s, cpu_s, peak, end))
@@ -115,7 +115,7 @@ def run_side_by_side(build: Build, names: Sequence[str], jobs: int, meanwhile: C
             gc.unfreeze()
 
 
-def _jobs(plan: Plan, names: Sequence[str]) -> list[_Pending]:
+def _jobs(plan: AnalysedPlan, names: Sequence[str]) -> list[_Pending]:
     """The writers' jobs in order of preference: a last writer's prepare job where SLOW_FIRST places it, the others
     in the order of `names`, each writer split into its jobs (artifacts.registry.writer_jobs)."""
     last = artifacts.RUNS_LAST
@@ -204,13 +204,13 @@ def _run_job(job: str, prepared: object) -> tuple[object, profiling.Cost]:
     progress.install(_PipeReporter(inherited, job))
     start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
     try:
-        write = job_writer(job, build.plan)
+        write, plan = job_writer(job, build.plan), stage_read(job, build.plan)
         if job.endswith(PREPARE):
-            value = write(build.plan, build.loaded)
+            value = write(plan, build.loaded)
         elif job in artifacts.PREPARED and prepared is not None:
-            value = write(build.plan, build.loaded, build.staging, prepared)
+            value = write(plan, build.loaded, build.staging, prepared)
         else:
-            value = write(build.plan, build.loaded, build.staging)
+            value = write(plan, build.loaded, build.staging)
     except BaseException as error:
         raise portable_error(error, WriterFailed) from None
     release_freed_memory()

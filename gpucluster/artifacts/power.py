@@ -20,7 +20,7 @@ from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.artifacts.power_workbook import write_workbook
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.plan.power.cooling import COOLING_CAPACITY_KW
 from gpucluster.plan.registry import purpose_colour
 
@@ -35,18 +35,18 @@ _RC: dict[RcKeyType, Any] = {
 _METADATA = {"png": {"Software": None}, "svg": {"Date": None, "Creator": None, "Format": None, "Type": None}}
 
 
-def parts(plan: Plan) -> list[str]:
+def parts(plan: AnalysedPlan) -> list[str]:
     """Its files, which the writers run side by side: the workbook; the chart and the summary (one job, so the budget
     is computed once for both)."""
     return ["workbook", "chart"]
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     for part in parts(plan):
         write_part(plan, loaded, folder, part)
 
 
-def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+def write_part(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path, part: str) -> None:
     budget = kept_power_budget(plan)  # made once per plan
     if part == "workbook":
         write_workbook(budget, folder / "power.xlsx")

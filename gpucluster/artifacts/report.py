@@ -31,7 +31,7 @@ from gpucluster.artifacts.summary import filesystem_rows, object_storage_figures
 from gpucluster.catalog.schema import RackSystem
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import environment, render
-from gpucluster.plan.model import RULE_PREFIX, LeafFailure, Plan
+from gpucluster.plan.model import RULE_PREFIX, AnalysedPlan, LeafFailure, Plan
 from gpucluster.plan.rack_scale import shelf_capacity_w
 from gpucluster.plan.registry import NETWORK_INFO, RACK_PURPOSES, ROLES, purpose_colour
 from gpucluster.plan.reserve import growth_reserve, reserve_line
@@ -61,12 +61,14 @@ for _template in PAGE_TEMPLATES:
     environment().get_template(_template)
 
 
-def prepare(plan: Plan, loaded: LoadedDesign) -> tuple[dict[str, Any], Bom]:
+def prepare(plan: AnalysedPlan, loaded: LoadedDesign) -> tuple[dict[str, Any], Bom]:
     """The report's work that reads no other file, done side by side with the other writers (artifacts.PREPARED)."""
     return plan_views(plan), bom_for(plan, loaded)
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path, prepared: tuple[dict[str, Any], Bom] | None = None) -> None:
+def write(
+    plan: AnalysedPlan, loaded: LoadedDesign, folder: Path, prepared: tuple[dict[str, Any], Bom] | None = None
+) -> None:
     """report.html, then report.pdf, in three progress steps (figures and HTML, PDF layout, drawing)."""
     say = progress.current()
     say.update(0, 3, "steps")
@@ -89,12 +91,12 @@ def for_paper(html: str) -> str:
     return head + end + SVG_TOOLTIP.sub("", body)
 
 
-def report_html(plan: Plan, folder: Path, bom: Bom | None = None) -> str:
+def report_html(plan: AnalysedPlan, folder: Path, bom: Bom | None = None) -> str:
     """The report page for a plan whose other artifacts are in `folder` (unpriced without `bom`)."""
     return _page(folder, plan_views(plan), bom or build_bom(plan))
 
 
-def plan_views(plan: Plan) -> dict[str, Any]:
+def plan_views(plan: AnalysedPlan) -> dict[str, Any]:
     """The template's values read from the plan alone (no other file, no BOM)."""
     budget = kept_power_budget(plan)
     checkpoint = analyse_checkpoints(plan)
@@ -194,7 +196,7 @@ def shelf_verdict(typical_w: float, max_w: float, usable_w: float, nameplate_w: 
     return f"within the shelves' redundant {usable_w / 1000:,.0f} kW, {(usable_w - max_w) / 1000:,.1f} kW to spare"
 
 
-def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict[str, Any] | None:
+def _rack_scale(plan: AnalysedPlan, budget: Budget, checkpoint: CheckpointAnalysis) -> dict[str, Any] | None:
     """Rack-scale NVLink systems (GB200/GB300 NVL72): domains, power shelves against the load, the liquid loop,
     Slurm blocks or Kueue's clique level; None for a plan without them."""
     system_id = plan.settings.rack_system
@@ -284,7 +286,7 @@ def _rack_scale(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> d
     }
 
 
-def _key_figures(plan: Plan, budget: Budget, checkpoint: CheckpointAnalysis) -> list[tuple[str, str, str]]:
+def _key_figures(plan: AnalysedPlan, budget: Budget, checkpoint: CheckpointAnalysis) -> list[tuple[str, str, str]]:
     """(label, value, note) for the first page, what a reviewer checks first (the BOM's and rules' are added later)."""
     t = plan.totals
     s = plan.settings
@@ -360,7 +362,7 @@ def _bom_figure(bom: Bom) -> tuple[str, str, str]:
     )
 
 
-def _rules_figure(plan: Plan) -> tuple[str, str, str]:
+def _rules_figure(plan: AnalysedPlan) -> tuple[str, str, str]:
     counts = Counter(f.severity for f in plan.findings)
     return (
         "Design rules",
@@ -373,7 +375,7 @@ def _count(n: int, singular: str, plural: str = "") -> str:
     return f"{n:,} {singular if n == 1 else plural or singular + 's'}"
 
 
-def _findings(plan: Plan) -> list[dict[str, str]]:
+def _findings(plan: AnalysedPlan) -> list[dict[str, str]]:
     ordered = sorted(plan.findings, key=lambda f: SEVERITIES.index(f.severity))
     return [
         {"severity": f.severity, "rule": f.rule.removeprefix(RULE_PREFIX), "subject": f.subject, "message": f.message}
@@ -381,7 +383,7 @@ def _findings(plan: Plan) -> list[dict[str, str]]:
     ]
 
 
-def _network(plan: Plan, network: str) -> dict[str, Any]:
+def _network(plan: AnalysedPlan, network: str) -> dict[str, Any]:
     drawing = network_drawing(plan, network)
     analysis = plan.analysis_of(network)
     tiers = [t for t in plan.tiers if t.network == network]
@@ -440,7 +442,7 @@ def _worst_leaf(worst: LeafFailure) -> str:
     return f"The worst single leaf failure ({worst['switch']}) {cost}{lost}."
 
 
-def _floor(plan: Plan) -> dict[str, Any]:
+def _floor(plan: AnalysedPlan) -> dict[str, Any]:
     floor = floor_plan(plan)
     purposes = sorted({r.purpose for r in plan.racks.values()})
     legend = [(p, purpose_colour(p)) for p in purposes]

@@ -11,7 +11,7 @@ from typing import Any
 
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 from gpucluster.training import analyse_checkpoints
 from gpucluster.training import reliability as rel
 from gpucluster.training.checkpoint import CheckpointAnalysis
@@ -23,7 +23,7 @@ MAX_SERVER_NAMES = 4096  # beyond this the page names failed servers by number
 MAX_TIMELINE_SEGMENTS = 5000
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     a = analyse_checkpoints(plan)
     text = render(
         "simulation.html.j2",

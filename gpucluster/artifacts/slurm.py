@@ -27,7 +27,7 @@ from gpucluster.design.names import slurm_cluster_name
 from gpucluster.design.schema import SlurmAccount, SlurmSettings
 from gpucluster.formats import yamlout
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 
 # switch/nvidia_imex (IMEX channels for multi-node NVLink jobs) arrived in Slurm 24.05 (NVIDIA/SchedMD GB200
 # block-scheduling blog, 2026-05-07).
@@ -41,7 +41,7 @@ SHARED_STATE_SAVE = "/cm/shared/apps/slurm/var/cm/statesave"
 LOCAL_STATE_SAVE = "/var/spool/slurmctld"
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     files = slurm_files(plan)
     if not files:
         return

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from gpucluster.analyse.scheduling import scheduler_sides
 from gpucluster.design.load import LoadedDesign
-from gpucluster.plan.model import FilesystemAsked, Plan, Settings
+from gpucluster.plan.model import AnalysedPlan, FilesystemAsked, Plan, Settings
 from gpucluster.plan.reserve import growth_reserve, reserve_line
 
 
-def summary_lines(plan: Plan) -> list[str]:
+def summary_lines(plan: AnalysedPlan) -> list[str]:
     t = plan.totals
     s = plan.settings
     units = t.scalable_units
@@ -159,6 +159,6 @@ def object_storage_figures(s: Settings) -> str:
     )
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: AnalysedPlan, loaded: LoadedDesign, folder: Path) -> None:
     text = "# " + plan.name + "\n\n```\n" + "\n".join(summary_lines(plan)) + "\n```\n"
     (folder / "summary.md").write_text(text, encoding="utf-8")

@@ -29,7 +29,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
 from gpucluster.formats.yamlout import dump
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, PhysicalPlan, Plan
 from gpucluster.plan.queries import queries
 from gpucluster.plan.roce import ROCE_QOS, roce_networks
 
@@ -71,7 +71,7 @@ class SwitchConfig:
     context: dict[str, Any] = field(default_factory=dict)
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "switches"
     out.mkdir(exist_ok=True)
     for name, text in switch_files(plan).items():

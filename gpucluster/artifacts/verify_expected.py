@@ -21,7 +21,7 @@ from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render_to
 from gpucluster.plan.labels import Locator
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 from gpucluster.plan.queries import queries
 from gpucluster.runtime.collector import cycle_collector_paused
 from gpucluster.runtime.progress import track
@@ -255,7 +255,7 @@ def _node_descriptions(handle: TextIO, rows: list[tuple[str, ...]]) -> None:
 
 
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     """verify/expected-<network>.net for each InfiniBand network and verify/node-descriptions.csv. One network at a
     time, each file streamed from its template: the compute fabric of 131,072 GPUs is half a million links, too many
     to hold at once with their file's text."""

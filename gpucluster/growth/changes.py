@@ -17,7 +17,7 @@ import hostlist
 from gpucluster.analyse.budget import power_budget
 from gpucluster.analyse.totals import link_tier_name
 from gpucluster.growth.diff import PlanDiff, diff_plans
-from gpucluster.plan.model import NETWORKS, Link, Plan
+from gpucluster.plan.model import NETWORKS, AnalysedPlan, Link, Plan
 
 if TYPE_CHECKING:
     from gpucluster.growth.phases import LockChanges
@@ -124,8 +124,8 @@ class PlanChanges:
 
 
 def compare_plans(
-    old: Plan,
-    new: Plan,
+    old: AnalysedPlan,
+    new: AnalysedPlan,
     old_folder: Path | None = None,
     new_folder: Path | None = None,
     bom: PlanDiff | None = None,
@@ -146,7 +146,7 @@ def compare_plans(
     )
 
 
-def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
+def plan_figures(plan: AnalysedPlan) -> dict[str, tuple[float, str, int]]:
     """name -> (value, unit, digits): the fabric's and the job's figures, from the plan's own views (the BOM diff
     has the counts of GPUs, servers, switches per network, cables and racks)."""
     t = plan.totals
@@ -161,7 +161,7 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     hops = plan.analysis_of("compute").get("hops", {}).get("max_switch_hops")
     if hops is not None:
         figures["compute switch hops, at most"] = (hops, "", 0)
-    checkpoint = plan.settings.checkpoint
+    checkpoint = plan.checkpoint
     if checkpoint:
         figures["Checkpoint write"] = (checkpoint["write_seconds"], "s", 1)
         mtbf_hours = checkpoint["mtbf_hours"]  # None where no failure rate applies (an infinite MTBF)
@@ -171,7 +171,7 @@ def plan_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
     return figures
 
 
-def power_figures(plan: Plan) -> dict[str, tuple[float, str, int]]:
+def power_figures(plan: AnalysedPlan) -> dict[str, tuple[float, str, int]]:
     budget = power_budget(plan)
     figures = {  # the IT load is among the BOM's figures
         "Facility power, maximum": (budget.facility_max_w / 1000, "kW", 1),

@@ -19,7 +19,7 @@ from operator import attrgetter
 from gpucluster.analyse.bom import Bom
 from gpucluster.analyse.budget import Budget
 from gpucluster.analyse.floor import floor_space as floor_of
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.training.checkpoint import CheckpointAnalysis
 
@@ -33,7 +33,7 @@ class Alternative:
     """One design of a comparison: where it was read from, its plan and the views every figure is read from."""
 
     path: str
-    plan: Plan
+    plan: AnalysedPlan
     bom: Bom
     budget: Budget
     checkpoint: CheckpointAnalysis
@@ -245,7 +245,7 @@ def fabric(alternatives: Sequence[Alternative]) -> list[Row]:
     return rows
 
 
-def _bisection_tbps(plan: Plan, network: str) -> float | None:
+def _bisection_tbps(plan: AnalysedPlan, network: str) -> float | None:
     if network not in plan.networks():
         return None
     gbps = plan.analysis_of(network).get("bisection_bandwidth_gbps")

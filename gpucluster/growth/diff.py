@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from gpucluster.analyse.bom import SECTIONS, Bom, BomLine, build_bom
 from gpucluster.inputs.prices import PriceList
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import AnalysedPlan
 
 LineKey = tuple[str, str, str, str, str, float]  # BomLine.key: section, network, kind, item, part number, length
 
@@ -84,7 +84,7 @@ class PlanDiff:
 
 
 def diff_plans(
-    old: Plan, new: Plan, old_prices: PriceList | None = None, new_prices: PriceList | None = None
+    old: AnalysedPlan, new: AnalysedPlan, old_prices: PriceList | None = None, new_prices: PriceList | None = None
 ) -> PlanDiff:
     """Compare two plans through their BOMs (each priced by its own design's price list)."""
     return diff_boms(build_bom(old, old_prices), build_bom(new, new_prices))

@@ -17,6 +17,7 @@ from gpucluster.plan.model import (
     Hops,
     LeafFailure,
     NetworkAnalysis,
+    PhysicalPlan,
     Plan,
     PlaneAnalysis,
     PlaneFailure,
@@ -84,7 +85,7 @@ def _switch_graph(graph: nx.Graph[str]) -> nx.Graph[str]:
     return switches
 
 
-def analyse(plan: Plan) -> dict[str, NetworkAnalysis]:
+def analyse(plan: PhysicalPlan) -> dict[str, NetworkAnalysis]:
     """Per network: reachability, tiers, bisection, hops, and the effect of one switch failure per tier.
     A multi-plane fabric is analysed plane by plane (each plane must connect every host port on it) and
     gains what losing a whole plane costs."""

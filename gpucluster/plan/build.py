@@ -25,7 +25,9 @@ from gpucluster.plan.model import (
     FilesystemRecord,
     Finding,
     ObjectStorageAsked,
+    PhysicalPlan,
     Plan,
+    PlanDraft,
     Settings,
 )
 from gpucluster.plan.networks import (
@@ -83,15 +85,15 @@ def _pdus(loaded: LoadedDesign, catalog: Catalog) -> tuple[Pdu, Pdu]:
 
 def build_physical_plan(
     loaded: LoadedDesign, say: Progress, lock: Lock | None = None, linked: Callable[[Plan], None] | None = None
-) -> Plan:
+) -> PhysicalPlan:
     """The physical plan of a loaded design: devices, racks, links, cables and device power (complete: no later stage
     changes them; the graphs are made from it when first read: graphs). Under a `lock` (plan/lock.py) what the
-    lock holds keeps its place, ports and cable ids. `linked` is called with the plan once its devices, racks and
+    lock holds keeps its place, ports and cable ids. `linked` is called with the draft once its devices, racks and
     links are complete, before its cables are chosen."""
     design, catalog = loaded.design, loaded.catalog
     r = resolve(loaded)
     catalog = _with_existing_parts(loaded, catalog, r.server)
-    plan = Plan(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
+    plan = PlanDraft(name=design.name, design=design, settings=_settings(r), catalog_parts=catalog.parts)
     site = design.site
     feed = site.power_feed
     pdu, other_pdu = _pdus(loaded, catalog)
@@ -173,7 +175,24 @@ def build_physical_plan(
         keep_locked_cable_ids(plan, lock)
     plan.device_power = add_optics_power(plan)
     plan.findings += unweighed_parts(plan)
-    return plan
+    return _completed(plan)
+
+
+def _completed(plan: PlanDraft) -> PhysicalPlan:
+    """The draft's content as the physical plan, its containers handed over (not copied: no one writes them after)."""
+    return PhysicalPlan(
+        name=plan.name,
+        design=plan.design,
+        settings=plan.settings,
+        devices=plan.devices,
+        links=plan.links,
+        cables=plan.cables,
+        racks=plan.racks,
+        tiers=plan.tiers,
+        planner_findings=plan.findings,
+        catalog_parts=plan.catalog_parts,
+        device_power=plan.device_power,
+    )
 
 
 def _with_existing_parts(loaded: LoadedDesign, catalog: Catalog, server: GpuServer) -> Catalog:
@@ -188,7 +207,7 @@ def _with_existing_parts(loaded: LoadedDesign, catalog: Catalog, server: GpuServ
     return Catalog({**catalog.parts, **existing}, catalog.source_text, origin)
 
 
-def _add_cables(loaded: LoadedDesign, plan: Plan, r: Resolved, catalog: Catalog) -> None:
+def _add_cables(loaded: LoadedDesign, plan: PlanDraft, r: Resolved, catalog: Catalog) -> None:
     """Every link's cable; a link no catalog cable reaches is an error where the design can fix it."""
     try:
         add_cables(plan, catalog, loaded.design.site.cabling)

@@ -28,7 +28,7 @@ from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import PortGroup, Transceiver, speaks
 from gpucluster.design.schema import Cabling
-from gpucluster.plan.model import Cable, Device, Finding, Link, Plan
+from gpucluster.plan.model import Cable, Device, Finding, Link, Plan, PlanDraft
 from gpucluster.plan.registry import NETWORK_INFO
 from gpucluster.runtime.progress import track
 
@@ -183,7 +183,7 @@ def _technology(plan: Plan, network: str) -> str | None:
     return plan.settings.technology(network) or None
 
 
-def add_cables(plan: Plan, catalog: Catalog, routing: Cabling) -> None:
+def add_cables(plan: PlanDraft, catalog: Catalog, routing: Cabling) -> None:
     """Give every link a cable.
 
     Where the hardware allows, one cable carries two links: a straight twin-port cable between
@@ -439,7 +439,7 @@ def cable_ends(plan: Plan, cable: Cable) -> tuple[Collection[tuple[str, int]], C
 
 
 def _one_module_per_twin_cage(
-    plan: Plan,
+    plan: PlanDraft,
     ends: list[tuple[End, End]],
     by_cage: dict[tuple[str, int], list[int]],
     cable_of: list[Cable | None],

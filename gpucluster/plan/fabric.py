@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Switch
-from gpucluster.plan.model import Device, Link, NetworkName, Plan, Tier
+from gpucluster.plan.model import Device, Link, NetworkName, Plan, PlanDraft, Tier
 
 TIER_NAMES = ("leaf", "spine", "core", "supercore", "tier5", "tier6")
 
@@ -187,7 +187,7 @@ class ClosResult:
 
 
 def build_clos(
-    plan: Plan,
+    plan: PlanDraft,
     *,
     network: NetworkName,
     groups: Sequence[LeafGroup],
@@ -357,7 +357,7 @@ def _reserved_leaves(
 
 
 def _one_leaf(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     groups: list[LeafGroup],
     leaf_part: Switch,
@@ -426,7 +426,7 @@ def _size_leaves(
 
 
 def _add_leaves(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     groups: list[LeafGroup],
     leaf_part: Switch,
@@ -530,7 +530,7 @@ def _uplink_to(plan: Plan, network: NetworkName, children: list[_Child], top: li
 
 
 def _build_upper_tiers(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     children: list[_Child],
     part: Switch,
@@ -593,7 +593,7 @@ def _build_upper_tiers(
 
 
 def _build_top(
-    plan: Plan,
+    plan: PlanDraft,
     network: NetworkName,
     children: list[_Child],
     part: Switch,
@@ -706,7 +706,7 @@ def _divisors(n: int) -> list[int]:
 
 
 def _add_switch(
-    plan: Plan,
+    plan: PlanDraft,
     name: str,
     part: Switch,
     network: NetworkName,

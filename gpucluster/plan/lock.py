@@ -24,7 +24,7 @@ from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Pdu
 from gpucluster.errors import MAX_REPORTED, DesignError, Problem
 from gpucluster.inputs.jsonsource import json_position
-from gpucluster.plan.model import Device, Link, Plan, RackPlan
+from gpucluster.plan.model import Device, Link, Plan, PlanDraft, RackPlan
 from gpucluster.plan.oob import PDU_NETWORK_PORT
 from gpucluster.plan.power.circuits import pdus_needed, pdus_to_keep_psus
 from gpucluster.plan.rack_scale import is_nvlink_port
@@ -350,7 +350,7 @@ class _Racks:
 
 
 def place_under_lock(
-    plan: Plan,
+    plan: PlanDraft,
     lock: Lock,
     power_w: Callable[[Device], float],
     budget_w: float,
@@ -453,7 +453,7 @@ def _rack_for_new(
     return rack
 
 
-def _settle_pdus(plan: Plan, lock: Lock, final: dict[str, RackPlan], carried: dict[str, list[str]]) -> None:
+def _settle_pdus(plan: PlanDraft, lock: Lock, final: dict[str, RackPlan], carried: dict[str, list[str]]) -> None:
     """Every final rack gets the PDUs its whole load needs (plan/power/circuits.py), the lock's first under their
     locked names. Each is a planned PDU renamed, with its out-of-band link: first those brought to the rack, then
     others' spares; a rack still short takes a new PDU (_add_pdu). Planned PDUs no rack needs are dropped."""
@@ -511,7 +511,7 @@ def _pdus_for(plan: Plan, rack: RackPlan, locked: list[str]) -> tuple[str, list[
     return model, names
 
 
-def _add_pdu(plan: Plan, lock: Lock, rack: RackPlan, name: str, model: str) -> None:
+def _add_pdu(plan: PlanDraft, lock: Lock, rack: RackPlan, name: str, model: str) -> None:
     """A PDU no planned one stands for, with its out-of-band link: on the access switch port the lock links it to,
     else on a free port of the access switch its rack's devices use (or of another access switch with room)."""
     template = next((link for link in plan.links if plan.devices[link.a_device].role == "pdu"), None)
@@ -557,7 +557,7 @@ def _total_rack_power(plan: Plan, racks: Iterable[RackPlan], power_w: Callable[[
         )
 
 
-def _rename_devices(plan: Plan, renames: dict[str, str]) -> None:
+def _rename_devices(plan: PlanDraft, renames: dict[str, str]) -> None:
     if not renames:
         return
     devices = {}

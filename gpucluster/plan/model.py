@@ -1,4 +1,8 @@
-"""The physical plan: plain typed data that every artifact is a view of.
+"""The plan's stages: plain typed data that every artifact is a view of.
+
+The planner fills a PlanDraft (plan/ only) and makes from it, once, a PhysicalPlan; the pipeline derives an
+AnalysedPlan from that (gpucluster/pipeline.py). Each stage is a Plan (the reads they share); the two records are
+frozen, and no stage's result is stored on an earlier stage.
 
 Devices stand in racks at U positions; links join (device, port) to (device, port) on one of the
 networks (plan/registry.py); cables carry one or more links (a twin-port copper cable carries two;
@@ -7,8 +11,8 @@ backplane links have none). The networkx graphs are derived from the links, one 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Literal, TypedDict, TypeVar
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Literal, TypedDict, TypeVar
 
 from gpucluster.catalog.schema import AnyPart
 from gpucluster.design.schema import Compute, Design
@@ -257,7 +261,7 @@ class PlaneFailure(TypedDict):
 class NetworkAnalysis(TypedDict, total=False):
     """One network's graph analysis (plan/analysis.py; plan.json "analysis"): reachability, tiers, bisection, hops
     and what one failure costs; a multi-plane fabric adds its planes, the NVLink backplane its domains. Empty for a
-    network the plan does not analyse (Plan.analysis_of)."""
+    network the plan does not analyse (AnalysedPlan.analysis_of)."""
 
     all_hosts_reach_each_other: bool
     switch_components: int
@@ -331,8 +335,6 @@ class Settings:
     scalable_units: int = 0
     final_scalable_units: int = 0
     storage_final_scalable_units: int = 0
-    # the checkpoint and failure model's summary (training/checkpoint.py checkpoint_facts), set by the pipeline
-    checkpoint: CheckpointFacts | None = None  # plain JSON
 
     def parallel_filesystem_label(self) -> str:
         """The parallel filesystem in a few words: its blocks (2 x ddn-ai400x2), or the site's existing one and
@@ -377,7 +379,6 @@ _ABSENT_WHEN_NONE = (
     "rack_system",
     "nvlink_domains",
     "servers_per_rack_fit",
-    "checkpoint",
 )
 
 
@@ -407,32 +408,39 @@ class Totals:
         return asdict(self)
 
 
-@dataclass(slots=True, weakref_slot=True)
 class Plan:
-    """The whole physical plan of one design."""
+    """What every stage of a plan has, and the reads they share: a planner's draft (PlanDraft), the physical plan
+    (PhysicalPlan) and the analysed plan (AnalysedPlan) are each a Plan. The fields are the stages' own; here they
+    are read-only."""
 
-    name: str
-    design: Design
-    settings: Settings = field(default_factory=Settings)
-    devices: dict[str, Device] = field(default_factory=dict)
-    links: list[Link] = field(default_factory=list)
-    cables: list[Cable] = field(default_factory=list)
-    racks: dict[str, RackPlan] = field(default_factory=dict)
-    tiers: list[Tier] = field(default_factory=list)
-    analysis: dict[str, NetworkAnalysis] = field(default_factory=dict)  # network -> its graph analysis
-    totals: Totals = field(default_factory=Totals)
-    facts: RuleFacts | None = None  # what the design rules read (rules.py, plan/facts.py), once they have run
-    findings: list[Finding] = field(default_factory=list)  # warnings and design-rule results
-    catalog_parts: dict[str, AnyPart] = field(default_factory=dict, repr=False)  # part id -> catalog part
-    # device name -> its draw with optics (plan/power/draw.py), computed once with the cables
-    device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
-    # the burn-in tests in the order to run them (gpucluster/analyse/burn_in.py), computed once with the plan
-    burn_in: list[BurnInTest] = field(default_factory=list, repr=False)
+    __slots__ = ()
 
-    @classmethod
-    def scratch(cls, name: str) -> Plan:
-        """A plan that only holds one network's devices and links (fabric dry runs, tests): no design."""
-        return cls(name=name, design=Design.model_construct(name=name, compute=Compute.model_construct()))
+    if TYPE_CHECKING:
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def design(self) -> Design: ...
+        @property
+        def settings(self) -> Settings: ...
+        @property
+        def devices(self) -> dict[str, Device]: ...
+        @property
+        def links(self) -> list[Link]: ...
+        @property
+        def cables(self) -> list[Cable]: ...
+        @property
+        def racks(self) -> dict[str, RackPlan]: ...
+        @property
+        def tiers(self) -> list[Tier]: ...
+        @property
+        def catalog_parts(self) -> dict[str, AnyPart]: ...
+        @property
+        def device_power(self) -> dict[str, DevicePower]: ...
+        @property
+        def memo_key(self) -> Plan:
+            """What values made from this plan are kept under (plan/memo.py): the plan whose devices, links,
+            cables and racks these are."""
 
     def part_as(self, device: str, kind: type[PartT]) -> PartT:
         """A device's catalog part, known to be of a kind (a GPU server's GpuServer, a switch's Switch ...)."""
@@ -445,23 +453,9 @@ class Plan:
             raise TypeError(f"catalog part {part_id} is a {type(part).__name__}, not a {kind.__name__}")
         return part
 
-    def analysis_of(self, network: str) -> NetworkAnalysis:
-        """A network's graph analysis, empty for a network the plan has none of."""
-        return self.analysis.get(network) or NetworkAnalysis()
-
     def part(self, device: str) -> AnyPart:
         """The catalog part of a device in the plan."""
         return self.catalog_parts[self.devices[device].part]
-
-    def add(self, device: Device) -> Device:
-        if device.name in self.devices:
-            raise ValueError(f"duplicate device name {device.name}")
-        if device.role not in ROLES:
-            raise ValueError(f"{device.name}: unknown device role {device.role!r} (plan/registry.py ROLES)")
-        if device.network is not None and device.network not in NETWORK_INFO:
-            raise ValueError(f"{device.name}: unknown network {device.network!r} (plan/registry.py NETWORK_INFO)")
-        self.devices[device.name] = device
-        return device
 
     def devices_with(self, role: str) -> list[Device]:
         return [d for d in self.devices.values() if d.role == role]
@@ -481,3 +475,104 @@ class Plan:
         """The plan's networks in registry order: those every design has, and any other that has links."""
         used = {link.network for link in self.links}
         return [name for name in NETWORKS if NETWORK_INFO[name].every_design or name in used]
+
+
+@dataclass(slots=True, weakref_slot=True)
+class PlanDraft(Plan):
+    """The planner's working state (plan/build.py and the plan/ modules it calls fill it in place); outside plan/ a
+    plan is a PhysicalPlan or an AnalysedPlan, which nothing changes."""
+
+    name: str
+    design: Design
+    settings: Settings = field(default_factory=Settings)
+    devices: dict[str, Device] = field(default_factory=dict)
+    links: list[Link] = field(default_factory=list)
+    cables: list[Cable] = field(default_factory=list)
+    racks: dict[str, RackPlan] = field(default_factory=dict)
+    tiers: list[Tier] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # the planner's warnings and advisories
+    catalog_parts: dict[str, AnyPart] = field(default_factory=dict, repr=False)  # part id -> catalog part
+    # device name -> its draw with optics (plan/power/draw.py), computed once with the cables
+    device_power: dict[str, DevicePower] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def scratch(cls, name: str) -> PlanDraft:
+        """A draft that only holds one network's devices and links (fabric dry runs, tests): no design."""
+        return cls(name=name, design=Design.model_construct(name=name, compute=Compute.model_construct()))
+
+    @property
+    def memo_key(self) -> Plan:
+        return self
+
+    def add(self, device: Device) -> Device:
+        if device.name in self.devices:
+            raise ValueError(f"duplicate device name {device.name}")
+        if device.role not in ROLES:
+            raise ValueError(f"{device.name}: unknown device role {device.role!r} (plan/registry.py ROLES)")
+        if device.network is not None and device.network not in NETWORK_INFO:
+            raise ValueError(f"{device.name}: unknown network {device.network!r} (plan/registry.py NETWORK_INFO)")
+        self.devices[device.name] = device
+        return device
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True, kw_only=True)
+class PhysicalPlan(Plan):
+    """The physical plan of one design: devices in racks, links, cables, tiers and device power, with the
+    planner's findings (plan/build.py build_physical_plan makes it once, complete). Its containers are the
+    planner's own; nothing writes them after."""
+
+    name: str
+    design: Design
+    settings: Settings
+    devices: dict[str, Device]
+    links: list[Link]
+    cables: list[Cable]
+    racks: dict[str, RackPlan]
+    tiers: list[Tier]
+    planner_findings: list[Finding]  # the planner's warnings and advisories
+    catalog_parts: dict[str, AnyPart] = field(repr=False)  # part id -> catalog part
+    device_power: dict[str, DevicePower] = field(repr=False)  # device name -> its draw with optics
+
+    @property
+    def memo_key(self) -> Plan:
+        return self
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnalysedPlan(PhysicalPlan):
+    """A physical plan with what is derived from it: the graph analyses, totals, the checkpoint and failure model,
+    the burn-in plan, the design rules' facts and every finding (gpucluster/pipeline.py analyse_plan makes it).
+    The plan every view reads; a changed plan is a changed PhysicalPlan (its `made_from`), analysed again."""
+
+    analysis: dict[str, NetworkAnalysis]  # network -> its graph analysis
+    totals: Totals
+    checkpoint: CheckpointFacts | None  # the checkpoint and failure model's summary (plain JSON)
+    burn_in: list[BurnInTest] = field(repr=False)  # the burn-in tests in the order to run them
+    facts: RuleFacts  # what the design rules read (analyse/rules.py)
+    findings: list[Finding]  # the planner's findings, then the design rules' results
+    made_from: PhysicalPlan = field(repr=False, compare=False)  # the physical plan analysed
+    # whether its physical content is made_from's own (then what is made from one holds for the other); False for a
+    # copy with some of it replaced (dataclasses.replace, in tests)
+    _as_made: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        made = self.made_from
+        object.__setattr__(self, "_as_made", all(getattr(self, name) is getattr(made, name) for name in PHYSICAL))
+
+    @property
+    def memo_key(self) -> Plan:
+        return self.made_from if self._as_made else self
+
+    def analysis_of(self, network: str) -> NetworkAnalysis:
+        """A network's graph analysis, empty for a network the plan has none of."""
+        return self.analysis.get(network) or NetworkAnalysis()
+
+    def settings_json(self) -> dict[str, object]:
+        """plan.json's "settings": the planner's settings and the checkpoint model's summary (when there is one)."""
+        record = self.settings.as_json()
+        if self.checkpoint is not None:
+            record["checkpoint"] = self.checkpoint
+        return record
+
+
+PHYSICAL: tuple[str, ...] = tuple(f.name for f in fields(PhysicalPlan))  # a physical plan's fields, in order

@@ -15,7 +15,7 @@ from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Appliance, GpuServer, PortGroup, RackMounted, RackSystem, StorageBlock, Switch
 from gpucluster.design.schema import ExistingLinks
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, leaf_host_ports, splits_onto
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, Plan, PlanDraft
 from gpucluster.plan.rack_fabric import RackAlignedShape, build_rack_aligned, rack_aligned_shape
 
 
@@ -125,7 +125,7 @@ def technology_of(groups: list[PortGroup]) -> str | None:
     return next((g.technology for g in groups if g.technology), None)
 
 
-def add_gpu_servers(plan: Plan, r: Resolved, prefix: str) -> list[Device]:
+def add_gpu_servers(plan: PlanDraft, r: Resolved, prefix: str) -> list[Device]:
     """Servers in scalable units; the fabric managers take server slots in SU 1, as in the RA (unless they have a
     leaf of their own). A last SU may hold fewer servers: it still gets its own leaves."""
     first_su_slots = r.su_servers - r.su_manager_slots
@@ -167,7 +167,7 @@ def manager_slots(manager: Appliance | None, managers: int, rails: int) -> int:
     return math.ceil(ports / rails)
 
 
-def add_appliances(plan: Plan, r: Resolved) -> None:
+def add_appliances(plan: PlanDraft, r: Resolved) -> None:
     if r.fabric_manager:
         for i in range(1, r.fabric_managers + 1):
             plan.add(Device(f"ufm-{i:02d}", r.fabric_manager.id, "fabric-manager", u_height=r.fabric_manager.u_height))
@@ -189,7 +189,7 @@ def add_appliances(plan: Plan, r: Resolved) -> None:
             )
 
 
-def add_filesystems(plan: Plan, r: Resolved) -> None:
+def add_filesystems(plan: PlanDraft, r: Resolved) -> None:
     """Every filesystem's devices: a new one's blocks (<prefix>-01 ...), an existing one's link hand-off (one
     zero-U device named <prefix> whose ports are its stated links; its part is not bought)."""
     fallback = ResolvedFilesystem("pfs", "", "", "pfs", r.pfs_block, r.pfs_blocks, None, None, None)
@@ -276,7 +276,7 @@ def final_gpu_nodes(plan: Plan, r: Resolved, final_units: int) -> list[tuple[str
     return sorted(nodes + stand_ins, key=lambda node: node[1])  # stable: today's first within each SU
 
 
-def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[ClosResult]:
+def build_compute_fabric(plan: PlanDraft, r: Resolved, catalog: Catalog) -> list[ClosResult]:
     """Per plane, one leaf group per (rail group, rail): a rail-optimized fat tree whose rail groups are as
     many whole SUs as a leaf serves. Fabric managers join rails of the first rail group."""
     units = rail_group_units(r)
@@ -358,7 +358,7 @@ def build_compute_fabric(plan: Plan, r: Resolved, catalog: Catalog) -> list[Clos
     return results
 
 
-def _build_rack_aligned(plan: Plan, r: Resolved, catalog: Catalog, shape: RackAlignedShape) -> ClosResult:
+def _build_rack_aligned(plan: PlanDraft, r: Resolved, catalog: Catalog, shape: RackAlignedShape) -> ClosResult:
     """The GB200 RA's layout: each unit's trays grouped by rack (NVLink domain), one leaf per rack and rail."""
     racks: dict[int, dict[str, list[HostPort]]] = {}
     for tray in plan.gpu_nodes():
@@ -386,7 +386,7 @@ def manager_ports(plan: Plan, catalog: Catalog, network: str) -> list[HostPort]:
     return [ports[i] for i in range(max(map(len, per_manager), default=0)) for ports in per_manager if i < len(ports)]
 
 
-def build_storage_network(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
+def build_storage_network(plan: PlanDraft, r: Resolved, catalog: Catalog) -> ClosResult:
     """Servers' storage ports (per scalable unit) and the storage blocks' ports on their own leaves, each
     dual-homed as the RA does: a host's ports alternate between an a-side and a b-side leaf group, so one
     leaf failure leaves every server and appliance with a path to the filesystem. The storage fabric's own UFM
@@ -466,7 +466,7 @@ def _end_on_a_whole_splitter(
         seen[side] = len(hosts)
 
 
-def build_inband(plan: Plan, r: Resolved, catalog: Catalog) -> ClosResult:
+def build_inband(plan: PlanDraft, r: Resolved, catalog: Catalog) -> ClosResult:
     """The in-band network as the H100 RA builds it: leaves in pairs packed with hosts across the scalable units
     (every server, then the head nodes, fabric managers and object storage; a host's bonded ports alternate
     between the a-side and the b-side leaf, so each pair serves the same hosts), each leaf with 4 uplinks, 2 to

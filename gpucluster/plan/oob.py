@@ -21,7 +21,7 @@ from gpucluster.catalog.schema import Cable as CablePart
 from gpucluster.catalog.schema import Pdu, Switch
 from gpucluster.plan.cables import run_length_m
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, build_clos, free_ports
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, Plan, PlanDraft
 from gpucluster.plan.networks import Resolved
 from gpucluster.plan.racks import Cluster, RackPlanner, _Rack, floor_order
 
@@ -62,7 +62,7 @@ def oob_port_count(catalog: Catalog, devices: list[Device]) -> int:
 OOB_UPLINKS = 2  # per access switch: H100 RA Table 8, "two uplinks per OOB to in-band"
 
 
-def _build(plan: Plan, r: Resolved, groups: list[LeafGroup], top: list[Device] | None = None) -> ClosResult:
+def _build(plan: PlanDraft, r: Resolved, groups: list[LeafGroup], top: list[Device] | None = None) -> ClosResult:
     """1G out-of-band access switches, two uplinks each to the in-band top tier (``top``) or the aggregation pair
     (sized for the growth reserve's final SUs)."""
     return build_clos(
@@ -181,7 +181,7 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
     cluster in floor order: a dry run of the same construction on full access switches."""
     if sum(n for _su, n in leaves) <= 1:
         return 0
-    scratch = Plan.scratch("scratch")
+    scratch = PlanDraft.scratch("scratch")
     access = _access_ports(r)
     groups = [
         LeafGroup(f"g{i}", [HostPort(f"h{i}-{j}", "p", 0, 1.0) for j in range(access * n)], su=su)
@@ -192,7 +192,7 @@ def _oob_upper_switches(r: Resolved, leaves: list[tuple[int | None, int]]) -> in
 
 
 def build_oob_network(
-    plan: Plan,
+    plan: PlanDraft,
     planner: RackPlanner,
     r: Resolved,
     reserved: dict[str, list[Device]],

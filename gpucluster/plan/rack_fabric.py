@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Switch
 from gpucluster.plan.fabric import ClosResult, HostPort, LeafGroup, _add_switch, _attach_hosts, _uplink, port_slots
-from gpucluster.plan.model import Plan, Tier
+from gpucluster.plan.model import PlanDraft, Tier
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +59,7 @@ def rack_aligned_shape(switch: Switch, trays_per_rack: int, racks_per_unit: int,
 
 
 def build_rack_aligned(
-    plan: Plan,
+    plan: PlanDraft,
     shape: RackAlignedShape,
     part: Switch,
     rack_groups: dict[int, list[list[HostPort]]],
@@ -139,7 +139,7 @@ def _manager_leaf_ports(managers: Sequence[HostPort], pool: PortPool, rails: int
 
 
 def _add_cores(
-    plan: Plan, shape: RackAlignedShape, part: Switch, pool: PortPool, spines_by_unit: list[list[str]], cores: int
+    plan: PlanDraft, shape: RackAlignedShape, part: Switch, pool: PortPool, spines_by_unit: list[list[str]], cores: int
 ) -> int:
     """Cores joining the spine-leaf groups: the k-th uplink of the fabric's i-th spine (numbered in unit, rail and
     spine order, units to come included) goes to core (i * uplinks + k) mod cores, on that core's next port."""

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from gpucluster.catalog.schema import GpuServer, NvlinkSwitchTray, PowerShelf, RackSystem, Switch
-from gpucluster.plan.model import Device, Link, Plan
+from gpucluster.plan.model import Device, Link, Plan, PlanDraft
 from gpucluster.plan.networks import Resolved
 from gpucluster.plan.racks import RackPlanner
 
@@ -38,7 +38,7 @@ def domain_name(index: int) -> str:
     return f"nvl{index:03d}"
 
 
-def add_rack_systems(plan: Plan, r: Resolved, prefix: str) -> list[Domain]:
+def add_rack_systems(plan: PlanDraft, r: Resolved, prefix: str) -> list[Domain]:
     """Every rack system's devices, in scalable units of whole racks: trays (GPU servers, numbered on from one
     across the cluster), switch trays and power shelves. Spare racks are the last racks, their trays hot spares."""
     system = r.rack_system

@@ -16,7 +16,7 @@ from networkx.utils import UnionFind
 from gpucluster.catalog.load import Catalog
 from gpucluster.catalog.schema import Pdu, Rack
 from gpucluster.design.schema import Site
-from gpucluster.plan.model import Device, Plan, RackPlan
+from gpucluster.plan.model import Device, Plan, PlanDraft, RackPlan
 from gpucluster.plan.registry import NETWORK_INFO, ROLES
 
 
@@ -227,7 +227,7 @@ def rack_name(row: int, position: int) -> str:
 
 
 def add_pdus(
-    plan: Plan,
+    plan: PlanDraft,
     count_for: Callable[[float, list[Device], bool], tuple[Pdu, int]],
     redundancy: str,
     reserved: dict[str, Device],

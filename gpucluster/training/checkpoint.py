@@ -14,7 +14,7 @@ from typing import cast
 from gpucluster.catalog.schema import GpuServer, RackMounted, StorageBlock
 from gpucluster.design.schema import Workload
 from gpucluster.plan.facts import CheckpointFacts, TrainingFacts
-from gpucluster.plan.model import Device, Plan
+from gpucluster.plan.model import Device, PhysicalPlan, Plan
 from gpucluster.plan.queries import queries
 from gpucluster.plan.registry import is_gpu_node
 from gpucluster.training import reliability as rel
@@ -174,7 +174,7 @@ class CheckpointAnalysis:
         return rel.expected_loss_per_failure_s(interval_s or self.interval_s, self.stall_s, self.mtbf_s)
 
 
-def analyse_checkpoints(plan: Plan) -> CheckpointAnalysis:
+def analyse_checkpoints(plan: PhysicalPlan) -> CheckpointAnalysis:
     """The checkpoint analysis of a plan, for its workload or the assumed 70B example."""
     design_workload = getattr(plan.design, "workload", None)
     workload = design_workload or ASSUMED_WORKLOAD
@@ -367,7 +367,7 @@ def _domain_spares(plan: Plan, tray: GpuServer, failures: float, workload: Workl
     )
 
 
-def checkpoint_facts(plan: Plan) -> CheckpointFacts:
+def checkpoint_facts(plan: PhysicalPlan) -> CheckpointFacts:
     """The plain-JSON summary the design rule reads (rules.py, the Pulumi policy pack)."""
     a = analyse_checkpoints(plan)
     facts: CheckpointFacts = {

@@ -14,7 +14,7 @@ from gpucluster.analyse.rules import TARGET_MARGIN
 from gpucluster.catalog.load import Catalog
 from gpucluster.design.schema import Design, Workload
 from gpucluster.errors import DesignError
-from gpucluster.plan.model import Finding, Plan
+from gpucluster.plan.model import AnalysedPlan, Finding
 from gpucluster.training.checkpoint import CheckpointAnalysis, analyse_checkpoints
 from gpucluster.training.sizing import Sizing, size, starter_design
 
@@ -38,7 +38,7 @@ def plan_starter(
     workload: Workload,
     name: str,
     folder: Path,
-    plan_file: Callable[[str], Plan],
+    plan_file: Callable[[str], AnalysedPlan],
     *,
     site: dict[str, object] | None = None,
     catalog_files: list[str] | None = None,
@@ -109,11 +109,11 @@ def kept_settings(design: Design, source: Path, out_folder: Path) -> dict[str, d
     return written
 
 
-def _planned_spares(plan: Plan) -> int:
+def _planned_spares(plan: AnalysedPlan) -> int:
     return sum(1 for d in plan.gpu_nodes() if d.spare)
 
 
-def _plan_text(text: str, folder: Path, source: str, plan_file: Callable[[str], Plan]) -> Plan:
+def _plan_text(text: str, folder: Path, source: str, plan_file: Callable[[str], AnalysedPlan]) -> AnalysedPlan:
     """Plan a design text as if it stood in ``folder`` (so its catalog paths resolve); its problems are told of
     `source` by field (the text's lines are nowhere the user can see)."""
     handle, name = tempfile.mkstemp(prefix=".size-", suffix=".yaml", dir=folder)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpucluster.errors import DesignError, Problem
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 from gpucluster.verify.compare import Names, NetworkResult, compare
 from gpucluster.verify.discovery import Discovery
 from gpucluster.verify.expected import PlannedLink, ethernet_networks, infiniband_networks, planned_links
@@ -13,7 +13,7 @@ from gpucluster.verify.ibnetdiscover import parse_ibnetdiscover
 from gpucluster.verify.lldp import lldp_files, parse_lldp
 
 
-def verify(plan: Plan, ibnetdiscover: list[Path], lldp: list[Path]) -> list[NetworkResult]:
+def verify(plan: PhysicalPlan, ibnetdiscover: list[Path], lldp: list[Path]) -> list[NetworkResult]:
     """The result of every network that discovery output was given for. Bad input (an unreadable or
     malformed file, a file whose fabric names nothing in the plan) raises DesignError with its location."""
     results: list[NetworkResult] = []

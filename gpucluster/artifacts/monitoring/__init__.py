@@ -26,13 +26,13 @@ from gpucluster.artifacts.monitoring.targets import (
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats import yamlout
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan
 from gpucluster.plan.roce import ROCE_QOS
 from gpucluster.runtime.collector import cycle_collector_paused
 
 
 @cycle_collector_paused()  # very many records, no cycles (gpucluster.runtime.collector)
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     out = folder / "monitoring"
     for sub in ("rules", "tests", "grafana", "slurm"):
         (out / sub).mkdir(parents=True)

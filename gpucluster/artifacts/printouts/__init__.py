@@ -25,28 +25,28 @@ from gpucluster.artifacts.printouts.pdf import overview_pdf, rack_pdf
 from gpucluster.design.load import LoadedDesign
 from gpucluster.formats.tables import GuardedCsvWriter
 from gpucluster.formats.templating import render
-from gpucluster.plan.model import Plan
+from gpucluster.plan.model import PhysicalPlan, Plan
 from gpucluster.runtime.progress import track
 
 PICK_LIST = "pick-list.csv"  # the cluster's pick list, rack by rack (cabling/)
 
 
-def write(plan: Plan, loaded: LoadedDesign, folder: Path) -> None:
+def write(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path) -> None:
     pages = rack_pages(plan)
     _write_racks(pages, folder, plan.design.site.paper)
     _write_cluster(plan, pages, folder)
 
 
-def parts(plan: Plan) -> list[str]:
+def parts(plan: PhysicalPlan) -> list[str]:
     """The racks' files in batches (a job each), then the cluster's, which binds the racks' PDFs into one."""
     return [*(f"racks-{batch}" for batch in range(1, len(_batches(plan)) + 1)), "cluster"]
 
 
-def part_needs(plan: Plan, part: str) -> tuple[str, ...]:
+def part_needs(plan: PhysicalPlan, part: str) -> tuple[str, ...]:
     return tuple(parts(plan)[:-1]) if part == "cluster" else ()
 
 
-def write_part(plan: Plan, loaded: LoadedDesign, folder: Path, part: str) -> None:
+def write_part(plan: PhysicalPlan, loaded: LoadedDesign, folder: Path, part: str) -> None:
     if part == "cluster":
         _write_cluster(plan, rack_pages(plan), folder)
     else:
@@ -65,7 +65,7 @@ def _batches(plan: Plan) -> list[list[str]]:
     return [names[batch::batches] for batch in range(min(batches, len(names)) or 1)]
 
 
-def _write_cluster(plan: Plan, pages: dict[str, RackPage], folder: Path) -> None:
+def _write_cluster(plan: PhysicalPlan, pages: dict[str, RackPage], folder: Path) -> None:
     """The cluster's pick list, HTML page and PDF: an overview, then the racks' own PDFs, so the two never differ."""
     out = folder / FOLDER
     paper = plan.design.site.paper
