@@ -9,7 +9,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,9 +28,8 @@ from gpucluster.errors import (
     terminated,
 )
 from gpucluster.pipeline import plan_design
-from gpucluster.plan.lock import Lock, default_lock_path, read_lock
+from gpucluster.plan.lock import Lock, default_lock_path, read_design_lock
 from gpucluster.plan.model import Plan
-from gpucluster.plan.resolve import existing_parts
 from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
 
@@ -378,16 +377,10 @@ class _StagedLock:
             self.staged = None
 
 
-def lock_parts(loaded: LoadedDesign) -> Mapping[str, object]:
-    """The parts a lock of this design may name: the catalog's and the design's existing filesystems' hand-offs."""
-    existing = existing_parts(loaded)
-    return {**loaded.catalog.parts, **existing} if existing else loaded.catalog.parts
-
-
 def _read_lock(path: Path, loaded: LoadedDesign) -> Lock | None:
     """The lock at `path` when there is one (a first build has none), checked against the design's name and
     catalog; a bad one is a DesignError."""
-    return read_lock(path, loaded.design.name, lock_parts(loaded)) if path.exists() else None
+    return read_design_lock(path, loaded) if path.exists() else None
 
 
 @main.command("catalog")
@@ -607,7 +600,7 @@ def _diff(
         for design in (old, new):
             loaded = load_design(design, data_dirs)
             if read_locks and design is old and (lock_file is not None or lock_path.exists()):
-                lock = read_lock(lock_path, loaded.design.name, lock_parts(loaded))
+                lock = read_design_lock(lock_path, loaded)
             planned.append((loaded, plan_design(loaded, say, lock)))
     except DesignError as error:
         _fail(error)
