@@ -15,7 +15,7 @@ import pulumi
 
 from gpucluster import DesignError, load_design, plan_design
 from gpucluster.components import GRANULARITIES, Cluster
-from gpucluster.plan.lock import default_lock_path, read_lock
+from gpucluster.plan.lock import default_lock_path, read_design_lock
 
 DEFAULT_DESIGN = "designs/superpod-h200-4su.yaml"
 
@@ -28,9 +28,7 @@ lock_setting = config.get("lock")
 lock_path = Path(__file__).resolve().parent / lock_setting if lock_setting else default_lock_path(design_path)
 try:
     loaded = load_design(design_path)
-    lock = (
-        read_lock(lock_path, loaded.design.name, loaded.catalog.parts) if lock_setting or lock_path.exists() else None
-    )
+    lock = read_design_lock(lock_path, loaded) if lock_setting or lock_path.exists() else None
     plan = plan_design(loaded, lock=lock)
 except DesignError as error:
     raise pulumi.RunError(f"design {design_path} is not valid:\n{error}") from None

@@ -10,10 +10,11 @@ from gpucluster.analyse.scheduling import scheduler_split
 from gpucluster.catalog.schema import GpuServer, RackSystem, StorageBlock
 from gpucluster.design.load import design_from_model
 from gpucluster.design.schema import Design
+from gpucluster.design.schema import ParallelFilesystem as ParallelFilesystemSpec
 from gpucluster.pipeline import plan_design
 from gpucluster.plan.model import AnalysedPlan
 
-from ._device import index_links
+from ._device import DeviceLinks, index_links
 from .compute import ScalableUnit
 from .network import ComputeFabric, ManagementNetwork, StorageNetwork
 from .outputs import stack_outputs
@@ -130,19 +131,9 @@ class Cluster(pulumi.ComponentResource):
         self.inband_network = ManagementNetwork(f"{prefix}inband-network", plan, links, detail, prefix, child, "inband")
         self.oob_network = ManagementNetwork(f"{prefix}oob-network", plan, links, detail, prefix, child, "oob")
 
+        self.filesystems = _filesystems(plan, [spec.parallel_filesystem, *spec.filesystems], links, prefix, child)
+        self.parallel_filesystem = self.filesystems[0]
         settings = plan.settings
-        self.parallel_filesystem = ParallelFilesystem(
-            f"{prefix}parallel-filesystem",
-            spec.parallel_filesystem,
-            plan.catalog_part(settings.parallel_filesystem_block, StorageBlock),
-            plan.devices_with("storage"),
-            float(settings.parallel_filesystem_capacity_tb),
-            float(settings.parallel_filesystem_read_gbytes_per_s),
-            float(settings.parallel_filesystem_write_gbytes_per_s),
-            links,
-            prefix,
-            child,
-        )
         self.object_storage: ObjectStorage | None = None
         if spec.object_storage is not None:
             shared = bool(settings.object_storage_shared)
@@ -167,3 +158,48 @@ class Cluster(pulumi.ComponentResource):
             prefix,
             child,
         )
+
+
+def _filesystems(
+    plan: AnalysedPlan,
+    specs: list[ParallelFilesystemSpec],
+    links: dict[str, DeviceLinks],
+    prefix: str,
+    child: pulumi.ResourceOptions,
+) -> list[ParallelFilesystem]:
+    """Every filesystem the GPU nodes mount, the parallel filesystem first (the design's `filesystems` after it): a
+    new one with its blocks, the site's existing one with the links it is reached over."""
+    settings = plan.settings
+    if settings.filesystems is None:  # the parallel filesystem alone, new
+        figures: tuple[float | None, float | None, float | None] = (
+            settings.parallel_filesystem_capacity_tb,
+            settings.parallel_filesystem_read_gbytes_per_s,
+            settings.parallel_filesystem_write_gbytes_per_s,
+        )
+        part: StorageBlock | None = plan.catalog_part(settings.parallel_filesystem_block, StorageBlock)
+        blocks = plan.devices_with("storage")
+        return [
+            ParallelFilesystem(f"{prefix}parallel-filesystem", specs[0], part, blocks, figures, links, prefix, child)
+        ]
+    result = []
+    for index, (spec, record) in enumerate(zip(specs, settings.filesystems, strict=True)):
+        name = f"{prefix}parallel-filesystem" if index == 0 else f"{prefix}filesystem-{record['name']}"
+        part = plan.catalog_part(record["block"], StorageBlock) if record["block"] else None
+        stem = f"{record['device_prefix']}-"
+        blocks = [d for d in plan.devices_with("storage") if d.name.startswith(stem)]
+        figures = (record["capacity_tb"], record["read_gbytes_per_s"], record["write_gbytes_per_s"])
+        result.append(
+            ParallelFilesystem(
+                name,
+                spec,
+                part,
+                blocks,
+                figures,
+                links,
+                prefix,
+                child,
+                stated_links=record["links"],
+                mount=record["mount"],
+            )
+        )
+    return result

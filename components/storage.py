@@ -7,7 +7,7 @@ import pulumi
 from gpucluster.catalog.schema import StorageBlock as StorageBlockPart
 from gpucluster.design.schema import ObjectStorage as ObjectStorageSpec
 from gpucluster.design.schema import ParallelFilesystem as ParallelFilesystemSpec
-from gpucluster.plan.model import Device
+from gpucluster.plan.model import Device, ExistingLinksRecord
 
 from ._device import DeviceLinks, device_props
 
@@ -52,38 +52,47 @@ def _blocks(
 
 
 class ParallelFilesystem(pulumi.ComponentResource):
-    """The fast tier: its kind, building blocks, capacity and aggregate throughput."""
+    """A filesystem the GPU nodes mount: its kind, figures and, when new, its building blocks; the site's existing
+    one (`part` None) is reached over its stated links, and nothing of it is bought."""
 
     def __init__(
         self,
         name: str,
         spec: ParallelFilesystemSpec,
-        part: StorageBlockPart,
+        part: StorageBlockPart | None,
         blocks: list[Device],
-        capacity_tb: float,
-        read_gbytes_per_s: float,
-        write_gbytes_per_s: float,
+        figures_asked: tuple[float | None, float | None, float | None],
         links: dict[str, DeviceLinks],
         prefix: str = "",
         opts: pulumi.ResourceOptions | None = None,
+        stated_links: ExistingLinksRecord | None = None,
+        mount: str = "",
     ) -> None:
+        capacity_tb, read_gbytes_per_s, write_gbytes_per_s = figures_asked
         figures = {
-            "capacity_tb": round(capacity_tb, 3),
-            "read_gbytes_per_s": round(read_gbytes_per_s, 3),
-            "write_gbytes_per_s": round(write_gbytes_per_s, 3),
+            "capacity_tb": _rounded(capacity_tb),
+            "read_gbytes_per_s": _rounded(read_gbytes_per_s),
+            "write_gbytes_per_s": _rounded(write_gbytes_per_s),
         }
-        props = {
-            "kind": spec.kind,
-            "performance_level": spec.performance_level,
-            "block_model": part.id,
-            "blocks": len(blocks),
-            **figures,
-            "block_read_gbytes_per_s": round(len(blocks) * part.read_gbytes_per_s, 3),
-            "block_write_gbytes_per_s": round(len(blocks) * part.write_gbytes_per_s, 3),
-        }
+        props: dict[str, object] = {"kind": spec.kind, "performance_level": spec.performance_level}
+        if part is None:
+            props |= {"existing": True, "mount": mount, **figures, "links": dict(stated_links or {})}
+        else:
+            props |= {
+                "block_model": part.id,
+                "blocks": len(blocks),
+                **figures,
+                "block_read_gbytes_per_s": round(len(blocks) * part.read_gbytes_per_s, 3),
+                "block_write_gbytes_per_s": round(len(blocks) * part.write_gbytes_per_s, 3),
+            }
         super().__init__(PARALLEL_FILESYSTEM_TYPE, name, props, opts)
-        _blocks(self, blocks, part, links, prefix)
+        if part is not None:
+            _blocks(self, blocks, part, links, prefix)
         self.register_outputs(figures)
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 class ObjectStorage(pulumi.ComponentResource):

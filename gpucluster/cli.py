@@ -11,7 +11,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -24,9 +24,8 @@ from gpucluster.design.load import LoadedDesign, load_design
 from gpucluster.design.schema import Design
 from gpucluster.errors import MAX_REPORTED, DesignError, MissingSystemLibrary, Problem, stop_if_terminated, terminated
 from gpucluster.pipeline import plan_design
-from gpucluster.plan.lock import Lock, default_lock_path, read_lock
+from gpucluster.plan.lock import Lock, default_lock_path, read_design_lock
 from gpucluster.plan.model import AnalysedPlan, Plan
-from gpucluster.plan.resolve import existing_parts
 from gpucluster.runtime import profiling
 from gpucluster.runtime import progress as progress_display
 
@@ -362,15 +361,9 @@ class _StagedLock:
             self.staged = None
 
 
-def lock_parts(loaded: LoadedDesign) -> Mapping[str, object]:
-    """The parts a lock of this design may name: the catalog's and the design's existing filesystems' hand-offs."""
-    existing = existing_parts(loaded)
-    return {**loaded.catalog.parts, **existing} if existing else loaded.catalog.parts
-
-
 def _read_lock(path: Path, loaded: LoadedDesign) -> Lock | None:
     """The lock at `path` checked against the design (a first build has none); a bad one is a DesignError."""
-    return read_lock(path, loaded.design.name, lock_parts(loaded)) if path.exists() else None
+    return read_design_lock(path, loaded) if path.exists() else None
 
 
 @main.command("catalog")
@@ -570,7 +563,7 @@ def _diff(
         for design in (old, new):
             loaded = load_design(design, data_dirs)
             if read_locks and design is old and (lock_file is not None or lock_path.exists()):
-                lock = read_lock(lock_path, loaded.design.name, lock_parts(loaded))
+                lock = read_design_lock(lock_path, loaded)
             planned.append((loaded, plan_design(loaded, say, lock)))
     result = diff_boms(*(bom_for(plan, loaded) for loaded, plan in planned))
     folder = out_dir / f"{result.old.name}-vs-{result.new.name}"

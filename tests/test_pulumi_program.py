@@ -261,3 +261,20 @@ def test_project_file_defaults_are_the_programs() -> None:
     assert (ROOT / default).is_file()
     assert project["config"]["granularity"]["default"] == "auto"
     assert f"up to {DEVICE_GRANULARITY_MAX_SERVERS} servers" in project["config"]["granularity"]["description"]
+
+
+def test_the_program_shows_an_existing_filesystem_and_a_new_one_beside_it_under_its_lock(tmp_path: Path) -> None:
+    """The site's existing Lustre is reached over its stated links and nothing of it is bought; the new NFS home has
+    its blocks. Under the plan lock `gpucluster build` writes (which names the existing filesystem's hand-off) the
+    program reads the lock as the command does."""
+    design = DESIGNS / "university-b200-existing-lustre.yaml"
+    lock = tmp_path / "university.lock.json"
+    write_lock(planned("university-b200-existing-lustre")[1], lock)
+    for config in ({"design": str(design)}, {"design": str(design), "lock": str(lock)}):
+        run = run_offline(PROGRAM, config)
+        lustre, home = (r.inputs for r in run.of_type("gpu-cluster:storage:ParallelFilesystem"))
+        assert lustre["existing"] is True and lustre["mount"] == "/lustre" and "block_model" not in lustre
+        assert lustre["links"]["count"] == 8 and lustre["links"]["speed_gbps"] == 200
+        assert (home["kind"], home["blocks"]) == ("nfs", 1)
+        blocks = [r.name for r in run.of_type("gpu-cluster:storage:StorageBlock")]
+        assert blocks == ["university-b200-existing-lustre-home-01"]

@@ -15,9 +15,9 @@ from gpucluster.analyse.bom import build_bom
 from gpucluster.artifacts.kubernetes import kubernetes_manifests
 from gpucluster.artifacts.slurm import slurm_files
 from gpucluster.artifacts.summary import filesystem_figures, filesystem_rows
-from gpucluster.cli import lock_parts, main
+from gpucluster.cli import main
 from gpucluster.growth.phases import write_lock
-from gpucluster.plan.lock import read_lock
+from gpucluster.plan.lock import read_design_lock
 from gpucluster.training.checkpoint import _checkpoint_paths
 
 B200 = "compute: {server: hgx-b200-spectrum-x, servers: 48}\ncompute_fabric: {technology: roce}\n"
@@ -224,7 +224,7 @@ def test_a_plan_lock_names_the_existing_filesystems_hand_off_and_plans_again_und
     plan = plan_design(loaded)
     path = tmp_path / "site.lock.json"
     write_lock(plan, path)
-    lock = read_lock(path, "site", lock_parts(loaded))
+    lock = read_design_lock(path, loaded)
     again = plan_design(loaded, lock=lock)
     assert again.devices["lustre"].rack == plan.devices["lustre"].rack
     assert [c.id for c in again.cables] == [c.id for c in plan.cables]

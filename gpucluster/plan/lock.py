@@ -22,6 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from gpucluster.catalog.ports import PortPool, device_ports
 from gpucluster.catalog.schema import Pdu
+from gpucluster.design.load import LoadedDesign
 from gpucluster.errors import MAX_REPORTED, DesignError, Problem
 from gpucluster.inputs.jsonsource import json_position
 from gpucluster.plan.model import Device, Link, Plan, PlanDraft, RackPlan
@@ -30,6 +31,7 @@ from gpucluster.plan.power.circuits import pdus_needed, pdus_to_keep_psus
 from gpucluster.plan.rack_scale import is_nvlink_port
 from gpucluster.plan.racks import pdu_suffixes, rack_inlets, rack_name
 from gpucluster.plan.registry import NETWORK_NAMES, RACK_PURPOSES
+from gpucluster.plan.resolve import existing_parts
 
 LOCK_SCHEMA = "gpucluster-lock/1"
 LOCK_SUFFIX = ".lock.json"
@@ -113,6 +115,15 @@ def default_lock_path(design: Path) -> Path:
 
 
 # -- reading ----------------------------------------------------------------------------------------------------
+
+
+def read_design_lock(path: Path, loaded: LoadedDesign) -> Lock:
+    """A design's lock, checked against the parts a lock of it may name: the catalog's and the hand-offs of the
+    design's existing filesystems (the command and the Pulumi program read it alike)."""
+    existing = existing_parts(loaded)
+    return read_lock(
+        path, loaded.design.name, {**loaded.catalog.parts, **existing} if existing else loaded.catalog.parts
+    )
 
 
 def read_lock(path: Path, cluster: str, parts: Mapping[str, Any]) -> Lock:
