@@ -73,7 +73,9 @@ def test_plan_queries_agree_with_the_links_they_index():
     assert sum(len(m) for m in found_in.links_by_network_tier.values()) == len(plan.links)
     server = next(iter(rails))
     assert set(found_in.server_leaves[server]["compute"]) == {plan.links[i].b_device for i in rails[server].values()}
-    assert queries(plan) is found_in and queries(dataclasses.replace(plan)) is not found_in  # one per plan object
+    # one per physical plan: the analysed plan shares its physical plan's; a copy with other links has its own
+    assert queries(plan) is found_in and queries(plan.made_from) is found_in
+    assert queries(dataclasses.replace(plan, links=list(plan.links))) is not found_in
 
 
 def test_plan_queries_give_each_network_its_links_in_plan_order():
