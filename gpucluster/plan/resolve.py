@@ -6,6 +6,7 @@ import math
 from typing import NamedTuple, NoReturn
 
 from gpucluster.catalog.load import Catalog
+from gpucluster.catalog.ports import port_details
 from gpucluster.catalog.schema import Appliance, GpuServer, RackSystem, StorageBlock, Switch
 from gpucluster.design.load import LoadedDesign
 from gpucluster.design.schema import RESERVED_FILESYSTEM_NAMES, Design, ParallelFilesystem
@@ -83,7 +84,7 @@ def resolve(loaded: LoadedDesign) -> Resolved:
     compute = _compute(loaded)
     system, server, rails, production, su = compute
     fabric = _compute_fabric(loaded, server)
-    server = _with_rail_interfaces(loaded, server, fabric.planes, fabric.technology == "roce")
+    server = _with_rail_interfaces(loaded, server, rails, fabric.planes, fabric.technology == "roce")
     manager, managers, own_leaf = fabric.manager, fabric.managers, fabric.own_leaf
     if manager is not None and not own_leaf and manager_slots(manager, managers, rails) >= su:
         _fail(
@@ -179,14 +180,15 @@ def _compute(loaded: LoadedDesign) -> _Compute:
     return _Compute(system, server, rails, production, su)
 
 
-def _with_rail_interfaces(loaded: LoadedDesign, server: GpuServer, planes: int, ethernet: bool) -> GpuServer:
+def _with_rail_interfaces(
+    loaded: LoadedDesign, server: GpuServer, rails: int, planes: int, ethernet: bool
+) -> GpuServer:
     """The server with the compute interface names the design gives (compute.rail_interfaces): an OEM server's names
     are not published, so the site reads them off one server and every view (netplan, per-rail networks) takes them
     from the plan's copy of the part, as it takes a catalog's."""
     names = loaded.design.compute.rail_interfaces
     if names is None:
         return server
-    rails = sum(g.port_count for g in server.port_groups("compute"))
     where = ("compute", "rail_interfaces")
     if len(names) != rails:
         _fail(
@@ -206,15 +208,13 @@ def _with_rail_interfaces(loaded: LoadedDesign, server: GpuServer, planes: int, 
     flat = [name for entry in names for name in ([entry] if isinstance(entry, str) else entry)]
     if len(set(flat)) != len(flat):
         _fail(loaded, where, "each interface name may be given once")
-    ports, seen = [], 0
+    rail_of = {detail.name: detail.rail or 0 for detail in port_details(server, "compute")}  # the catalog's rule
+    ports = []
     for group in server.ports:
         if group.role == "compute":
-            rails_of = group.rails or list(range(seen + 1, seen + group.port_count + 1))
-            seen += group.port_count
             field = "netdevs" if not ethernet or group.technology == "ethernet" else "ethernet_netdevs"
-            group = group.model_copy(
-                update={"plane_netdevs" if planes > 1 else field: [names[r - 1] for r in rails_of]}
-            )
+            picked = [names[rail_of[name] - 1] for name, _cage in group.port_names()]
+            group = group.model_copy(update={"plane_netdevs" if planes > 1 else field: picked})
         ports.append(group)
     return server.model_copy(update={"ports": ports})
 
