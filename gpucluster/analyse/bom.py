@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -93,6 +94,12 @@ class Bom:
 
     def section_lines(self, section: str) -> list[BomLine]:
         return [line for line in self.lines if line.section == section]
+
+    def sections(self) -> Iterator[tuple[str, str, list[BomLine]]]:
+        """(key, title, lines) of each section that has lines, in SECTIONS order: what every per-section view walks."""
+        for key, title in SECTIONS:
+            if lines := self.section_lines(key):
+                yield key, title, lines
 
     def total(self, attribute: str, section: str | None = None) -> float:
         """Sum of an extended figure (power_max_w, weight_kg, u_height, quantity) over lines."""

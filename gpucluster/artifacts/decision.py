@@ -11,7 +11,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from gpucluster.analyse.bom import SECTIONS, Bom, bom_for
+from gpucluster.analyse.bom import Bom, bom_for
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import deviations
 from gpucluster.analyse.floor import kept_floor
@@ -101,10 +101,7 @@ def cost(bom: Bom) -> dict[str, Any]:
     largest lines of each section (what the money buys)."""
     currencies = sorted(bom.price_totals())
     sections = []
-    for key, title in SECTIONS:
-        lines = bom.section_lines(key)
-        if not lines:
-            continue
+    for key, title, lines in bom.sections():
         prices = bom.price_totals(key)
         largest = sorted(lines, key=lambda line: (-line.quantity, line.model))[:BOM_LINES_LISTED]
         sections.append(

@@ -18,7 +18,7 @@ import hostlist
 from markupsafe import Markup
 
 from gpucluster.analyse import budget as b
-from gpucluster.analyse.bom import SECTIONS, Bom, bom_for, build_bom
+from gpucluster.analyse.bom import Bom, bom_for, build_bom
 from gpucluster.analyse.budget import Budget, kept_power_budget
 from gpucluster.analyse.deviations import assumptions, deviations
 from gpucluster.analyse.scheduling import nvlink_domains, scheduler_sides, scheduler_split, slurm_segment
@@ -590,10 +590,7 @@ def _bom(bom: Bom) -> dict[str, Any]:
     """The BOM's totals per section and its headline counts (gpucluster/analyse/bom.py)."""
     currencies = sorted(bom.price_totals())
     sections = []
-    for key, title in SECTIONS:
-        lines = bom.section_lines(key)
-        if not lines:
-            continue
+    for key, title, lines in bom.sections():
         prices = bom.price_totals(key)
         sections.append(
             {
